@@ -138,6 +138,17 @@ type Query struct {
 	Reverse bool
 }
 
+// Limits every implementation enforces, so that data written through one
+// store can be moved to the other: PostgreSQL's B-tree index entries cap a key
+// at about 2.7 kB, and bbolt holds a whole write transaction in memory, so a
+// large value would stall every writer that shares its commit. A request over
+// a limit fails with ErrInvalid and applies nothing.
+const (
+	MaxTableLen = 63
+	MaxKeyLen   = 1024
+	MaxValueLen = 16 << 20
+)
+
 // Store is implemented by bbolt (this package) and PostgreSQL.
 type Store interface {
 	// Get returns the record at key, or an error matching ErrNotFound.
@@ -149,6 +160,16 @@ type Store interface {
 	// ErrConflict (a *ConflictError naming the first failed op). It returns
 	// only after the batch is durable, with the new version of each op
 	// (0 for deletes and checks). Concurrent callers share commits.
+	//
+	// Ops run in order: each op's expectation is checked against the state
+	// the earlier ops of the same batch left (Put k Absent then Put k
+	// AtVersion(1) holds). An empty batch, or an op that is malformed or over
+	// a limit, fails with ErrInvalid.
+	//
+	// If ctx ends before the batch is handed to the database, Apply returns
+	// ctx.Err() and nothing is written. Once handed over, Apply waits for the
+	// outcome whatever ctx does, so an error other than ctx.Err() (for
+	// example a failed commit) is the only ambiguous answer.
 	Apply(ctx context.Context, ops ...Op) ([]uint64, error)
 	// Close waits for in-flight Apply calls and releases the store.
 	Close() error

@@ -1,0 +1,415 @@
+package persistence
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Errors OpenBolt wraps so that veild can tell an operator what to do
+// without importing bbolt.
+var (
+	// ErrLocked reports that another process holds the data file.
+	ErrLocked = errors.New("locked by another process (is another veild running?)")
+	// ErrCorrupt reports a data file that bbolt cannot read.
+	ErrCorrupt = errors.New("corrupt or not a bbolt data file")
+)
+
+// BoltOptions tunes OpenBolt. The zero value is the production setting.
+type BoltOptions struct {
+	// NoGroupCommit gives every Apply its own transaction and fsync. It
+	// exists to measure what group commit buys; do not use it in production.
+	NoGroupCommit bool
+	// MaxGroup caps how many Apply batches share one commit (default 1024).
+	// The cap bounds the size of a transaction, hence its memory and the
+	// time the next group waits.
+	MaxGroup int
+	// LockTimeout is how long Open waits for another process to release the
+	// file (default 1s). Waiting forever would hang a second veild silently.
+	LockTimeout time.Duration
+	// Observe, when set, is called after every commit with the number of
+	// Apply batches it held and how long the transaction took (fsync
+	// included). It runs on the committer goroutine after callers have been
+	// answered, but the next group waits for it: keep it cheap (a metric
+	// update). It is the hook for store metrics, so that this package does
+	// not import Prometheus.
+	Observe func(batchSize int, commit time.Duration)
+}
+
+const (
+	defaultMaxGroup    = 1024
+	defaultLockTimeout = time.Second
+	// versionLen is the size of the big-endian version that prefixes every
+	// stored value.
+	versionLen = 8
+)
+
+// Bolt is the embedded Store: one bbolt file, one bucket per table. It is
+// safe for concurrent use.
+type Bolt struct {
+	db   *bolt.DB
+	path string
+	opts BoltOptions
+
+	// mu guards closed and the registration of calls in calls, so that Close
+	// never starts waiting while a call is being admitted.
+	mu     sync.RWMutex
+	closed bool
+	calls  sync.WaitGroup
+
+	c *committer // nil with NoGroupCommit
+
+	hooks testHooks
+}
+
+// testHooks lets the package's own tests observe and steer the committer
+// deterministically instead of sleeping. All nil in production.
+type testHooks struct {
+	enqueued func()                   // a batch joined the queue
+	taken    func(group int)          // the committer took a group, before its transaction
+	txErr    func() error             // an error to fail the group's transaction with
+	observe  func(int, time.Duration) // called like Observe
+}
+
+// OpenBolt opens (or creates) the data file at path. It fails within
+// LockTimeout when another process holds the file, and with an error naming
+// the file when the file is not a readable bbolt database.
+func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+	return openBolt(path, opts, testHooks{})
+}
+
+func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err error) {
+	if opts.MaxGroup <= 0 {
+		opts.MaxGroup = defaultMaxGroup
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = defaultLockTimeout
+	}
+	// bbolt trusts the file's meta pages; a file that passes their checksum
+	// but is otherwise damaged can make it panic. Report that as a corrupt
+	// file rather than crash veild at start.
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("open data file %s: %w: %v", path, ErrCorrupt, r)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: opts.LockTimeout,
+		// NoSync stays false: an acknowledged write must survive power loss.
+		// The map freelist keeps commits fast once the file has many free
+		// pages; it is what etcd runs.
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, bolterrors.ErrTimeout):
+			return nil, fmt.Errorf("open data file %s: %w", path, ErrLocked)
+		case errors.Is(err, bolterrors.ErrInvalid),
+			errors.Is(err, bolterrors.ErrChecksum),
+			errors.Is(err, bolterrors.ErrVersionMismatch):
+			return nil, fmt.Errorf("open data file %s: %w: %w", path, ErrCorrupt, err)
+		default:
+			return nil, fmt.Errorf("open data file %s: %w", path, err)
+		}
+	}
+	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
+	if !opts.NoGroupCommit {
+		s.c = newCommitter(s)
+		go s.c.run()
+	}
+	return s, nil
+}
+
+// Path returns the data file's path.
+func (s *Bolt) Path() string { return s.path }
+
+// enter admits a call, or reports ErrClosed. Every successful enter must be
+// paired with s.calls.Done().
+func (s *Bolt) enter() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.calls.Add(1)
+	return nil
+}
+
+// Close rejects new calls with ErrClosed, waits for the calls already
+// admitted (their batches commit normally), stops the committer and closes
+// the file. Closing twice is a no-op.
+func (s *Bolt) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.calls.Wait()
+	if s.c != nil {
+		s.c.stop()
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close data file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (s *Bolt) Get(ctx context.Context, table, key string) (Record, error) {
+	if err := validateTable(table); err != nil {
+		return Record{}, err
+	}
+	if err := validateKey(key); err != nil {
+		return Record{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Record{}, err
+	}
+	if err := s.enter(); err != nil {
+		return Record{}, err
+	}
+	defer s.calls.Done()
+	var rec Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(table))
+		if b == nil {
+			return nil
+		}
+		raw := b.Get([]byte(key))
+		if raw == nil {
+			return nil
+		}
+		v, val, err := decodeRecord(raw)
+		if err != nil {
+			return fmt.Errorf("%s/%q: %w", table, key, err)
+		}
+		// raw points into the mmap, valid only inside the transaction.
+		rec = Record{Key: key, Value: bytes.Clone(val), Version: v}
+		if rec.Value == nil {
+			rec.Value = []byte{}
+		}
+		return nil
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("persistence: get: %w", err)
+	}
+	if rec.Version == 0 {
+		return Record{}, fmt.Errorf("%w: %s/%q", ErrNotFound, table, key)
+	}
+	return rec, nil
+}
+
+// listCtxEvery is how many records List reads between checks of its context.
+const listCtxEvery = 256
+
+// List implements Store.
+func (s *Bolt) List(ctx context.Context, table string, q Query) ([]Record, error) {
+	if err := validateTable(table); err != nil {
+		return nil, err
+	}
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit %d", ErrInvalid, q.Limit)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	var out []Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(table))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		prefix := []byte(q.Prefix)
+		var k, raw []byte
+		if q.Reverse {
+			k, raw = seekReverse(c, prefix, []byte(q.After))
+		} else {
+			k, raw = seekForward(c, prefix, []byte(q.After))
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, raw = advance(c, q.Reverse) {
+			if q.Limit > 0 && len(out) >= q.Limit {
+				break
+			}
+			if raw == nil { // a nested bucket; Veil never makes them
+				continue
+			}
+			if len(out)%listCtxEvery == listCtxEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			v, val, err := decodeRecord(raw)
+			if err != nil {
+				return fmt.Errorf("%s/%q: %w", table, k, err)
+			}
+			out = append(out, Record{Key: string(k), Value: append([]byte{}, val...), Version: v})
+		}
+		return nil
+	})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("persistence: list: %w", err)
+	}
+	return out, nil
+}
+
+// seekForward positions c on the first key >= prefix that is strictly after
+// after (when after is set).
+func seekForward(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
+	if len(after) == 0 || bytes.Compare(after, prefix) < 0 {
+		return c.Seek(prefix)
+	}
+	k, v := c.Seek(after)
+	if k != nil && bytes.Equal(k, after) {
+		return c.Next()
+	}
+	return k, v
+}
+
+// seekReverse positions c on the last key below the exclusive upper bound,
+// which is the smaller of after (when set) and the first key past every key
+// with prefix. The caller stops at the first key without prefix, which also
+// covers a bound that falls below the prefix's range.
+func seekReverse(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
+	hi, bounded := prefixEnd(prefix)
+	if len(after) > 0 && (!bounded || bytes.Compare(after, hi) < 0) {
+		hi, bounded = after, true
+	}
+	if !bounded {
+		return c.Last()
+	}
+	if k, _ := c.Seek(hi); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
+// prefixEnd returns the smallest key greater than every key that starts
+// with prefix, and false when there is none (empty prefix or all 0xff).
+func prefixEnd(prefix []byte) ([]byte, bool) {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1], true
+		}
+	}
+	return nil, false
+}
+
+func advance(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
+	if reverse {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+func encodeRecord(version uint64, value []byte) []byte {
+	buf := make([]byte, versionLen+len(value))
+	binary.BigEndian.PutUint64(buf, version)
+	copy(buf[versionLen:], value)
+	return buf
+}
+
+func decodeRecord(raw []byte) (uint64, []byte, error) {
+	if len(raw) < versionLen {
+		return 0, nil, fmt.Errorf("%w: record of %d bytes has no version", ErrCorrupt, len(raw))
+	}
+	v := binary.BigEndian.Uint64(raw)
+	if v == 0 {
+		return 0, nil, fmt.Errorf("%w: record with version 0", ErrCorrupt)
+	}
+	return v, raw[versionLen:], nil
+}
+
+func validateTable(table string) error {
+	switch {
+	case table == "":
+		return fmt.Errorf("%w: empty table name", ErrInvalid)
+	case len(table) > MaxTableLen:
+		return fmt.Errorf("%w: table name of %d bytes (max %d)", ErrInvalid, len(table), MaxTableLen)
+	}
+	return nil
+}
+
+func validateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrInvalid, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// validateOps rejects a batch before it reaches the committer, so that a
+// malformed op can never fail the shared transaction of a whole group.
+func validateOps(ops []Op) error {
+	if len(ops) == 0 {
+		return fmt.Errorf("%w: empty batch", ErrInvalid)
+	}
+	for i, op := range ops {
+		if err := validateOp(op); err != nil {
+			return fmt.Errorf("op %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func validateOp(op Op) error {
+	if err := validateTable(op.Table); err != nil {
+		return err
+	}
+	switch op.Kind {
+	case OpPut, OpDelete, OpCheck:
+		if err := validateKey(op.Key); err != nil {
+			return fmt.Errorf("%s: %w", op.Table, err)
+		}
+	case OpDeletePrefix:
+		// An empty prefix would wipe the table; nothing in Veil needs that,
+		// and a bug that builds an empty prefix must not.
+		if op.Key == "" {
+			return fmt.Errorf("%w: %s: delete with empty prefix", ErrInvalid, op.Table)
+		}
+		if len(op.Key) > MaxKeyLen {
+			return fmt.Errorf("%w: %s: prefix of %d bytes (max %d)", ErrInvalid, op.Table, len(op.Key), MaxKeyLen)
+		}
+		if op.Expect.Kind != ExpectAny {
+			return fmt.Errorf("%w: %s: delete-prefix takes no expectation", ErrInvalid, op.Table)
+		}
+	default:
+		return fmt.Errorf("%w: unknown op kind %d", ErrInvalid, op.Kind)
+	}
+	if op.Kind != OpPut && op.Value != nil {
+		return fmt.Errorf("%w: %s/%q: value on a non-put op", ErrInvalid, op.Table, op.Key)
+	}
+	if len(op.Value) > MaxValueLen {
+		return fmt.Errorf("%w: %s/%q: value of %d bytes (max %d)", ErrInvalid, op.Table, op.Key, len(op.Value), MaxValueLen)
+	}
+	switch op.Expect.Kind {
+	case ExpectAny, ExpectAbsent:
+	case ExpectVersion:
+		if op.Expect.Version == 0 {
+			return fmt.Errorf("%w: %s/%q: version 0 never exists (use Absent)", ErrInvalid, op.Table, op.Key)
+		}
+	default:
+		return fmt.Errorf("%w: %s/%q: unknown expectation kind %d", ErrInvalid, op.Table, op.Key, op.Expect.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,348 @@
+package persistence
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commit. An fsync costs milliseconds and bbolt runs one writer at a
+// time, so one transaction per Apply caps the store at a few hundred writes
+// a second however many writers wait. Instead, Apply queues its batch and a
+// single committer goroutine runs every batch queued so far in one
+// transaction with one fsync. Batches keep their own atomicity inside the
+// shared transaction: each is checked against the state the earlier ones
+// left and is applied only when all its expectations hold.
+
+// request is one Apply call waiting for the committer.
+type request struct {
+	ops []Op
+	// taken is set by the committer, under committer.mu, when it removes the
+	// request from the queue; from then on the caller must wait for done.
+	taken    bool
+	versions []uint64
+	err      error
+	done     chan struct{}
+}
+
+type committer struct {
+	s *Bolt
+
+	mu    sync.Mutex
+	queue []*request
+
+	wake chan struct{} // capacity 1: "the queue may be non-empty"
+	quit chan struct{}
+	exit chan struct{}
+}
+
+func newCommitter(s *Bolt) *committer {
+	return &committer{
+		s:    s,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		exit: make(chan struct{}),
+	}
+}
+
+// stop ends the committer once the queue is empty. Close calls it only after
+// every admitted Apply has returned, so nothing is left behind.
+func (c *committer) stop() {
+	close(c.quit)
+	<-c.exit
+}
+
+func (c *committer) run() {
+	defer close(c.exit)
+	for {
+		select {
+		case <-c.wake:
+		case <-c.quit:
+			return
+		}
+		for {
+			group := c.take()
+			if len(group) == 0 {
+				break
+			}
+			c.s.commitGroup(group)
+		}
+	}
+}
+
+// take removes up to MaxGroup requests from the head of the queue.
+func (c *committer) take() []*request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.queue), c.s.opts.MaxGroup)
+	group := make([]*request, n)
+	copy(group, c.queue)
+	for _, r := range group {
+		r.taken = true
+	}
+	// Shift rather than reslice so the backing array does not pin answered
+	// requests, and stays reusable.
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+	return group
+}
+
+func (c *committer) enqueue(r *request) {
+	c.mu.Lock()
+	c.queue = append(c.queue, r)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// withdraw removes r from the queue if the committer has not taken it yet,
+// and reports whether it did.
+func (c *committer) withdraw(r *request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.taken {
+		return false
+	}
+	for i, q := range c.queue {
+		if q == r {
+			n := copy(c.queue[i:], c.queue[i+1:])
+			c.queue[i+n] = nil
+			c.queue = c.queue[:i+n]
+			break
+		}
+	}
+	return true
+}
+
+// Apply implements Store. A batch whose ctx ends while it is still queued is
+// withdrawn and Apply returns ctx.Err(); once the committer has taken it,
+// Apply waits for the commit and reports its real outcome, because the write
+// may already be durable.
+func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
+	if err := validateOps(ops); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+
+	r := &request{ops: ops, done: make(chan struct{})}
+	if s.c == nil {
+		s.commitGroup([]*request{r})
+		return r.versions, r.err
+	}
+	s.c.enqueue(r)
+	if s.hooks.enqueued != nil {
+		s.hooks.enqueued()
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if s.c.withdraw(r) {
+			return nil, ctx.Err()
+		}
+		<-r.done
+	}
+	return r.versions, r.err
+}
+
+// commitGroup runs every request of group in one transaction and answers
+// each. A request whose expectations fail gets its *ConflictError and
+// changes nothing; only a failure of the transaction itself reaches all.
+func (s *Bolt) commitGroup(group []*request) {
+	if s.hooks.taken != nil {
+		s.hooks.taken(len(group))
+	}
+	start := time.Now()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, r := range group {
+			steps, err := plan(tx, r.ops)
+			if err != nil {
+				r.err = err
+				continue
+			}
+			if err := write(tx, r.ops, steps); err != nil {
+				// The batch may be half written: only a rollback of the
+				// whole transaction restores atomicity.
+				return err
+			}
+			r.versions = make([]uint64, len(steps))
+			for i, st := range steps {
+				r.versions[i] = st.version
+			}
+		}
+		if s.hooks.txErr != nil {
+			return s.hooks.txErr()
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
+		for _, r := range group {
+			r.versions, r.err = nil, err
+		}
+	}
+	for _, r := range group {
+		close(r.done)
+	}
+	if s.opts.Observe != nil {
+		s.opts.Observe(len(group), elapsed)
+	}
+	if s.hooks.observe != nil {
+		s.hooks.observe(len(group), elapsed)
+	}
+}
+
+// step is what plan decided for one op.
+type step struct {
+	version uint64 // the version a put writes; 0 otherwise
+}
+
+// overlay is the state a batch sees while it is planned: the transaction
+// plus the effects of the batch's earlier ops. A version of 0 means absent.
+type overlay struct {
+	tx      *bolt.Tx
+	keys    map[string]map[string]uint64 // table -> key -> version
+	deleted map[string][]string          // table -> prefixes deleted so far
+}
+
+func (o *overlay) version(table, key string) (uint64, error) {
+	if v, ok := o.keys[table][key]; ok {
+		return v, nil
+	}
+	for _, p := range o.deleted[table] {
+		if strings.HasPrefix(key, p) {
+			return 0, nil
+		}
+	}
+	b := o.tx.Bucket([]byte(table))
+	if b == nil {
+		return 0, nil
+	}
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return 0, nil
+	}
+	v, _, err := decodeRecord(raw)
+	if err != nil {
+		return 0, fmt.Errorf("persistence: %s/%q: %w", table, key, err)
+	}
+	return v, nil
+}
+
+func (o *overlay) set(table, key string, v uint64) {
+	m := o.keys[table]
+	if m == nil {
+		m = make(map[string]uint64)
+		o.keys[table] = m
+	}
+	m[key] = v
+}
+
+func (o *overlay) deletePrefix(table, prefix string) {
+	for k := range o.keys[table] {
+		if strings.HasPrefix(k, prefix) {
+			o.keys[table][k] = 0
+		}
+	}
+	o.deleted[table] = append(o.deleted[table], prefix)
+}
+
+// plan checks every expectation of ops, in order, against tx as modified by
+// the ops before it, without writing anything. bbolt has no savepoints, so
+// deciding before writing is what keeps a failed batch from touching the
+// transaction its group shares.
+func plan(tx *bolt.Tx, ops []Op) ([]step, error) {
+	steps := make([]step, len(ops))
+	o := overlay{tx: tx, keys: map[string]map[string]uint64{}, deleted: map[string][]string{}}
+	for i, op := range ops {
+		if op.Kind == OpDeletePrefix {
+			o.deletePrefix(op.Table, op.Key)
+			continue
+		}
+		cur, err := o.version(op.Table, op.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !holds(op.Expect, cur) {
+			return nil, &ConflictError{Table: op.Table, Key: op.Key, Expected: op.Expect, Actual: cur}
+		}
+		switch op.Kind {
+		case OpPut:
+			steps[i].version = cur + 1
+			o.set(op.Table, op.Key, cur+1)
+		case OpDelete:
+			o.set(op.Table, op.Key, 0)
+		}
+	}
+	return steps, nil
+}
+
+func holds(e Expect, cur uint64) bool {
+	switch e.Kind {
+	case ExpectAbsent:
+		return cur == 0
+	case ExpectVersion:
+		return cur == e.Version
+	default:
+		return true
+	}
+}
+
+// write applies a planned batch. An error here leaves the batch half done,
+// so the caller must roll the transaction back.
+func write(tx *bolt.Tx, ops []Op, steps []step) error {
+	for i, op := range ops {
+		switch op.Kind {
+		case OpPut:
+			b, err := tx.CreateBucketIfNotExists([]byte(op.Table))
+			if err != nil {
+				return fmt.Errorf("create table %s: %w", op.Table, err)
+			}
+			if err := b.Put([]byte(op.Key), encodeRecord(steps[i].version, op.Value)); err != nil {
+				return fmt.Errorf("put %s/%q: %w", op.Table, op.Key, err)
+			}
+		case OpDelete:
+			if b := tx.Bucket([]byte(op.Table)); b != nil {
+				if err := b.Delete([]byte(op.Key)); err != nil {
+					return fmt.Errorf("delete %s/%q: %w", op.Table, op.Key, err)
+				}
+			}
+		case OpDeletePrefix:
+			if b := tx.Bucket([]byte(op.Table)); b != nil {
+				if err := deletePrefix(b, []byte(op.Key)); err != nil {
+					return fmt.Errorf("delete prefix %s/%q: %w", op.Table, op.Key, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	// Collect first: deleting under a moving bbolt cursor skips keys.
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package persistence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/storetest"
+)
+
+func openTemp(t *testing.T, opts persistence.BoltOptions) *persistence.Bolt {
+	t.Helper()
+	s, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "veil.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBoltConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openTemp(t, persistence.BoltOptions{})
+	})
+}
+
+func TestBoltConformanceNoGroupCommit(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openTemp(t, persistence.BoltOptions{NoGroupCommit: true})
+	})
+}
+
+// A small group cap makes the conformance suite's concurrent tests span
+// several groups.
+func TestBoltConformanceSmallGroups(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openTemp(t, persistence.BoltOptions{MaxGroup: 3})
+	})
+}
+
+func TestBoltReopenKeepsRecordsAndVersions(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "veil.db")
+	s, err := persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Apply(ctx, persistence.Put("t", "k", []byte(fmt.Sprint(i)), persistence.Any())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Apply(ctx, persistence.Put("u", "x", []byte("y"), persistence.Absent())); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec, err := s.Get(ctx, "t", "k")
+	if err != nil || string(rec.Value) != "2" || rec.Version != 3 {
+		t.Fatalf("after reopen: %+v, %v; want value 2 at version 3", rec, err)
+	}
+	if _, err := s.Apply(ctx, persistence.Put("t", "k", nil, persistence.AtVersion(3))); err != nil {
+		t.Fatalf("CAS on the reopened version: %v", err)
+	}
+	if s.Path() != path {
+		t.Errorf("Path() = %q, want %q", s.Path(), path)
+	}
+}
+
+// Every Apply that succeeded before Close must be on disk after a reopen.
+func TestBoltCloseDuringWritesLosesNothingAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "veil.db")
+	s, err := persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 16
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	firstAck := make(chan struct{})
+	var once sync.Once
+	for w := range writers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				key := fmt.Sprintf("%02d/%06d", w, i)
+				_, err := s.Apply(ctx, persistence.Put("t", key, []byte(key), persistence.Absent()))
+				if errors.Is(err, persistence.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Apply: %v", err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, key)
+				mu.Unlock()
+				once.Do(func() { close(firstAck) })
+			}
+		})
+	}
+	<-firstAck
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	s, err = persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, key := range acked {
+		if rec, err := s.Get(ctx, "t", key); err != nil || string(rec.Value) != key {
+			t.Fatalf("acknowledged %s: %+v, %v", key, rec, err)
+		}
+	}
+	recs, err := s.List(ctx, "t", persistence.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(acked) {
+		t.Fatalf("%d records on disk, %d acknowledged", len(recs), len(acked))
+	}
+}
+
+func TestBoltObserveCountsEveryBatch(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		batches int
+		commits int
+	)
+	s := openTemp(t, persistence.BoltOptions{Observe: func(n int, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n < 1 || d <= 0 {
+			t.Errorf("Observe(%d, %v)", n, d)
+		}
+		batches += n
+		commits++
+	}})
+	const n = 64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Conflicting batches count too: they were in the commit.
+			if _, err := s.Apply(context.Background(), persistence.Put("t", fmt.Sprint(i%8), nil, persistence.Absent())); err != nil && !errors.Is(err, persistence.ErrConflict) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if batches != n || commits < 1 || commits > n {
+		t.Fatalf("Observe saw %d batches in %d commits, want %d batches", batches, commits, n)
+	}
+	t.Logf("%d batches in %d commits", batches, commits)
+}
