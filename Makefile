@@ -1,0 +1,41 @@
+# Veil. `make run` serves on the embedded defaults; `make test` is what CI runs.
+GO      ?= go
+BIN     ?= bin
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+# Packages whose tests run without -race, each with the reason in .ci/run.
+NORACE_PKGS :=
+
+.PHONY: run build test test-race test-norace lint fmt bench clean
+
+run: build
+	$(BIN)/veild serve
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/veild ./cmd/veild
+
+# test = lint + every test, with the race detector on every package that has
+# concurrency (all of ours but NORACE_PKGS).
+test: lint test-race test-norace
+
+test-race:
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -x -F -e dummy $(foreach p,$(NORACE_PKGS),-e $(p)))
+
+test-norace:
+	@if [ -n "$(NORACE_PKGS)" ]; then $(GO) test -count=1 -timeout 20m $(NORACE_PKGS); fi
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(find . -name '*.go' -not -path './.git/*')
+
+# Benchmarks whose figures are in docs/BENCHMARKS.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./persistence/ ./chains/stealth/
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// config is everything `veild serve` reads from flags and VEIL_* env.
+// Every flag has an env twin: --data ↔ VEIL_DATA, --passivate-after ↔
+// VEIL_PASSIVATE_AFTER. A flag given on the command line wins over env.
+type config struct {
+	Data           string
+	Addr           string
+	LogLevel       string
+	LogFormat      string
+	PassivateAfter time.Duration
+	ShutdownGrace  time.Duration
+	PublicURL      string
+}
+
+func envName(flagName string) string {
+	return "VEIL_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// bindFlags declares cfg's flags on fs with env-derived defaults.
+func (c *config) bindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Data, "data", "./data", "data directory (bbolt file, sealed enclave root)")
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address of the API")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&c.PassivateAfter, "passivate-after", 5*time.Minute, "idle time after which an agent actor is passivated")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
+	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
+}
+
+// applyEnv sets every flag not given on the command line from its VEIL_*
+// twin, and reports which env value did not parse.
+func applyEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
+		}
+	})
+	return err
+}
+
+func (c *config) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/httpapi"
+	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime"
+)
+
+const dbFile = "veil.db"
+
+// openStore creates the data directory if needed and opens the bbolt file.
+func openStore(dir string) (*persistence.Bolt, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", dir, err)
+	}
+	return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{})
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := flag.NewFlagSet("veild serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.bindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs); err != nil {
+		return &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	}
+	log, err := cfg.logger()
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+
+	store, err := openStore(cfg.Data)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("close store", slog.String("error", err.Error()))
+		}
+	}()
+
+	key, err := apikey.Bootstrap(ctx, store, time.Now())
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		// stdout, not the log: a key never goes into a log line.
+		fmt.Fprintf(stdout, "\nBootstrap API key for account %q (shown once; store it now):\n\n    %s\n\n", apikey.BootstrapAccount, key)
+	}
+
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		// protoactor logs every supervision step at info; ours are enough.
+		return log.With(slog.String("component", "protoactor"))
+	}))
+	defer system.Shutdown()
+	host := runtime.NewHost(system, agent.Loader(agent.Deps{Store: store, Log: log}), runtime.HostConfig{
+		PassivateAfter: cfg.PassivateAfter,
+	}, log, nil)
+
+	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another veild running? choose another --addr)", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("veild serving", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.Data), slog.String("version", version))
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+
+	// Drain: new requests get 503, in-flight ones finish, then the actors
+	// stop, and only then (deferred) does the store close.
+	log.Info("shutting down: draining in-flight requests", slog.Duration("grace", cfg.ShutdownGrace))
+	api.BeginShutdown()
+	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(graceCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("http shutdown incomplete", slog.String("error", err.Error()))
+	}
+	if err := host.Stop(graceCtx); err != nil {
+		log.Error("actor shutdown incomplete", slog.String("error", err.Error()))
+	}
+	log.Info("veild stopped")
+	return nil
+}
+
+func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return &usageError{"usage: veild apikey create --account NAME [--test] [--data DIR]"}
+	}
+	fs := flag.NewFlagSet("veild apikey create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "./data", "data directory")
+	account := fs.String("account", "", "account name (created if new)")
+	test := fs.Bool("test", false, "issue a veil_test_ key")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if err := applyEnv(fs); err != nil {
+		return &usageError{err.Error()}
+	}
+	if *account == "" {
+		return &usageError{"--account NAME is required"}
+	}
+	store, err := openStore(*data)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	acc, err := apikey.EnsureAccount(ctx, store, *account, time.Now())
+	if err != nil {
+		return err
+	}
+	key, err := apikey.Create(ctx, store, acc, *test, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "API key for account %q (shown once; store it now):\n", acc.Name)
+	fmt.Fprintln(stdout, key)
+	return nil
+}

@@ -1,0 +1,233 @@
+// Package apikey issues and checks the bearer keys of Veil accounts. A key is
+// shown once, when it is created; the store keeps only its SHA-256, so a
+// leaked data file does not leak working keys.
+package apikey
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/persistence"
+)
+
+// Tables this package owns.
+const (
+	TableAccounts     = "accounts"      // account id → Account
+	TableAccountNames = "account_names" // account name → account id
+	TableKeys         = "apikeys"       // hex sha256(key) → Key
+)
+
+const (
+	// PrefixLive starts keys of production accounts.
+	PrefixLive = "veil_live_"
+	// PrefixTest starts keys that only reach test networks.
+	PrefixTest = "veil_test_"
+	secretLen  = 43 // base64url (no padding) of 32 bytes
+)
+
+// Errors of this package. Match them with errors.Is.
+var (
+	ErrMalformed = errors.New("apikey: malformed key")
+	ErrUnknown   = errors.New("apikey: unknown key")
+	ErrBadName   = errors.New("apikey: account name must be 1-64 characters of a-z, 0-9, '-', '_' or '.'")
+)
+
+var accountNameRE = regexp.MustCompile(`^[a-z0-9._-]{1,64}$`)
+
+// Account owns agents; every resource is scoped to one.
+type Account struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Key is the stored half of an API key.
+type Key struct {
+	AccountID string    `json:"accountId"`
+	Test      bool      `json:"test"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Hash is the store's name for a key: hex SHA-256 of the whole key text.
+func Hash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Validate checks a key's shape without touching the store.
+func Validate(key string) error {
+	var rest string
+	switch {
+	case strings.HasPrefix(key, PrefixLive):
+		rest = key[len(PrefixLive):]
+	case strings.HasPrefix(key, PrefixTest):
+		rest = key[len(PrefixTest):]
+	default:
+		return fmt.Errorf("%w: expected %s followed by 43 base64url characters", ErrMalformed, PrefixLive)
+	}
+	if len(rest) != secretLen {
+		return fmt.Errorf("%w: expected 43 characters after the prefix, got %d", ErrMalformed, len(rest))
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(rest); err != nil {
+		return fmt.Errorf("%w: secret is not base64url", ErrMalformed)
+	}
+	return nil
+}
+
+// Generate makes a new key text from 32 random bytes.
+func Generate(test bool) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("apikey: read random: %w", err)
+	}
+	prefix := PrefixLive
+	if test {
+		prefix = PrefixTest
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// EnsureAccount returns the account with this name, creating it if needed.
+// Two concurrent calls for one name agree on one account.
+func EnsureAccount(ctx context.Context, st persistence.Store, name string, now time.Time) (Account, error) {
+	if !accountNameRE.MatchString(name) {
+		return Account{}, ErrBadName
+	}
+	for {
+		rec, err := st.Get(ctx, TableAccountNames, name)
+		if err == nil {
+			return getAccount(ctx, st, string(rec.Value))
+		}
+		if !errors.Is(err, persistence.ErrNotFound) {
+			return Account{}, fmt.Errorf("apikey: look up account %q: %w", name, err)
+		}
+		acc := Account{ID: uuid.NewString(), Name: name, CreatedAt: now.UTC()}
+		raw, err := json.Marshal(acc)
+		if err != nil {
+			return Account{}, err
+		}
+		_, err = st.Apply(ctx,
+			persistence.Put(TableAccountNames, name, []byte(acc.ID), persistence.Absent()),
+			persistence.Put(TableAccounts, acc.ID, raw, persistence.Absent()),
+		)
+		if errors.Is(err, persistence.ErrConflict) {
+			continue // someone else created it; read theirs
+		}
+		if err != nil {
+			return Account{}, fmt.Errorf("apikey: create account %q: %w", name, err)
+		}
+		return acc, nil
+	}
+}
+
+func getAccount(ctx context.Context, st persistence.Store, id string) (Account, error) {
+	rec, err := st.Get(ctx, TableAccounts, id)
+	if err != nil {
+		return Account{}, fmt.Errorf("apikey: read account %s: %w", id, err)
+	}
+	var acc Account
+	if err := json.Unmarshal(rec.Value, &acc); err != nil {
+		return Account{}, fmt.Errorf("apikey: decode account %s: %w", id, err)
+	}
+	return acc, nil
+}
+
+// Create issues a new key for the account and returns its text, which is
+// never stored and cannot be shown again.
+func Create(ctx context.Context, st persistence.Store, acc Account, test bool, now time.Time) (string, error) {
+	key, err := Generate(test)
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(Key{AccountID: acc.ID, Test: test, CreatedAt: now.UTC()})
+	if err != nil {
+		return "", err
+	}
+	if _, err := st.Apply(ctx, persistence.Put(TableKeys, Hash(key), raw, persistence.Absent())); err != nil {
+		return "", fmt.Errorf("apikey: store key: %w", err)
+	}
+	return key, nil
+}
+
+// Lookup returns the account a key belongs to.
+func Lookup(ctx context.Context, st persistence.Store, key string) (Account, Key, error) {
+	if err := Validate(key); err != nil {
+		return Account{}, Key{}, err
+	}
+	rec, err := st.Get(ctx, TableKeys, Hash(key))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return Account{}, Key{}, ErrUnknown
+	}
+	if err != nil {
+		return Account{}, Key{}, fmt.Errorf("apikey: look up key: %w", err)
+	}
+	var k Key
+	if err := json.Unmarshal(rec.Value, &k); err != nil {
+		return Account{}, Key{}, fmt.Errorf("apikey: decode key: %w", err)
+	}
+	acc, err := getAccount(ctx, st, k.AccountID)
+	if err != nil {
+		return Account{}, Key{}, err
+	}
+	return acc, k, nil
+}
+
+// AnyAccount reports whether the store holds at least one account; the
+// first start of a server on an empty data directory bootstraps one.
+func AnyAccount(ctx context.Context, st persistence.Store) (bool, error) {
+	recs, err := st.List(ctx, TableAccounts, persistence.Query{Limit: 1})
+	if err != nil {
+		return false, fmt.Errorf("apikey: list accounts: %w", err)
+	}
+	return len(recs) > 0, nil
+}
+
+// BootstrapAccount is the name of the account the first start creates.
+const BootstrapAccount = "default"
+
+// Bootstrap creates the first account and its first key in one atomic
+// write when the store has no account yet, and returns the key; it returns
+// "" when an account already exists. Writing both at once means a crash can
+// never leave an account whose only key was never shown.
+func Bootstrap(ctx context.Context, st persistence.Store, now time.Time) (string, error) {
+	any, err := AnyAccount(ctx, st)
+	if err != nil || any {
+		return "", err
+	}
+	key, err := Generate(false)
+	if err != nil {
+		return "", err
+	}
+	acc := Account{ID: uuid.NewString(), Name: BootstrapAccount, CreatedAt: now.UTC()}
+	accRaw, err := json.Marshal(acc)
+	if err != nil {
+		return "", err
+	}
+	keyRaw, err := json.Marshal(Key{AccountID: acc.ID, CreatedAt: now.UTC()})
+	if err != nil {
+		return "", err
+	}
+	_, err = st.Apply(ctx,
+		persistence.Put(TableAccountNames, acc.Name, []byte(acc.ID), persistence.Absent()),
+		persistence.Put(TableAccounts, acc.ID, accRaw, persistence.Absent()),
+		persistence.Put(TableKeys, Hash(key), keyRaw, persistence.Absent()),
+	)
+	if errors.Is(err, persistence.ErrConflict) {
+		return "", nil // a concurrent start bootstrapped first
+	}
+	if err != nil {
+		return "", fmt.Errorf("apikey: bootstrap account: %w", err)
+	}
+	return key, nil
+}

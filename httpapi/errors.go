@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/veilhq/veil/runtime"
+)
+
+// Error is a user-facing error: its Message goes to the client as is, in the
+// spec's body {message, statusCode}. Anything that is not an *Error (or does
+// not wrap one) is internal: the client sees a generic 500 and the log keeps
+// the detail.
+type Error struct {
+	Status  int
+	Message string
+	// Err is the internal cause, logged but never sent.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%d %s: %v", e.Status, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%d %s", e.Status, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds a user-facing error.
+func Errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the spec's error format.
+type errorBody struct {
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v == nil {
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Message: msg, StatusCode: status})
+}
+
+// classify maps any error to what the client may see.
+func classify(err error) (int, string) {
+	var he *Error
+	switch {
+	case errors.As(err, &he):
+		return he.Status, he.Message
+	case errors.Is(err, runtime.ErrStopping):
+		return http.StatusServiceUnavailable, "the server is shutting down; retry on another instance or in a moment"
+	case errors.Is(err, runtime.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "the agent did not answer in time; retry the request"
+	case errors.Is(err, context.Canceled):
+		// The client went away; whatever we write is not read.
+		return 499, "request cancelled"
+	default:
+		return http.StatusInternalServerError, "internal server error"
+	}
+}
+
+// handler is an http.HandlerFunc that returns its error instead of writing it.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	err := h(w, r)
+	if err == nil {
+		return
+	}
+	status, msg := classify(err)
+	log := loggerFrom(r.Context())
+	if status >= 500 {
+		log.Error("request failed", slog.Int("status", status), slog.String("error", err.Error()))
+		if status == http.StatusInternalServerError {
+			msg = fmt.Sprintf("%s (request id %s)", msg, requestIDFrom(r.Context()))
+		}
+	} else {
+		log.Debug("request rejected", slog.Int("status", status), slog.String("error", err.Error()))
+	}
+	writeError(w, status, msg)
+}

@@ -1,0 +1,134 @@
+// Package httpapi is Veil's REST API: the chi router, bearer-key
+// authentication, the spec's error format for every failure, and the
+// handlers that turn requests into messages to actors.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime"
+)
+
+// DefaultMaxBody is the request body cap DESIGN.md sets.
+const DefaultMaxBody = 64 << 10
+
+// Config is what the API needs from the rest of the process.
+type Config struct {
+	Store  persistence.Store
+	Agents *runtime.Host
+	Logger *slog.Logger
+	// MaxBody caps request bodies; 0 means DefaultMaxBody.
+	MaxBody int64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OnRequest, when set, is called after every request (for metrics).
+	OnRequest func(method, route string, status int, d time.Duration)
+}
+
+// Server is the HTTP API. It is an http.Handler.
+type Server struct {
+	store     persistence.Store
+	agents    *runtime.Host
+	log       *slog.Logger
+	maxBody   int64
+	now       func() time.Time
+	onRequest func(method, route string, status int, d time.Duration)
+	draining  atomic.Bool
+	router    chi.Router
+}
+
+// New builds the API's router.
+func New(cfg Config) *Server {
+	s := &Server{
+		store:     cfg.Store,
+		agents:    cfg.Agents,
+		log:       cfg.Logger,
+		maxBody:   cfg.MaxBody,
+		now:       cfg.Now,
+		onRequest: cfg.OnRequest,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.router = s.routes()
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// BeginShutdown makes every later request a 503 in the error format, while
+// requests already running finish.
+func (s *Server) BeginShutdown() { s.draining.Store(true) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.observe, s.drain, s.limitBody)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed on "+r.URL.Path)
+	})
+	r.Get("/health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		s.agentRoutes(r)
+	})
+	return r
+}
+
+func jsonDecoder(r io.Reader) *json.Decoder {
+	return json.NewDecoder(r)
+}
+
+// jsonErrorText explains a decode error without echoing the body.
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return "syntax error at byte " + strconv.FormatInt(se.Offset, 10)
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return "field " + te.Field + " must be " + jsonKind(te.Type.Kind().String())
+		}
+		return "expected a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of input"
+	default:
+		return "malformed JSON"
+	}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	default:
+		return "a number"
+	}
+}

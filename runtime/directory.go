@@ -1,0 +1,172 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// directory owns the id → actor map of one shard. Because it is the only
+// place that spawns and stops agent actors of its ids, an agent is never
+// active twice on this node: while an actor passivates, requests for it wait
+// here and go to the next activation once the old one has terminated.
+type directory struct {
+	host    *Host
+	entries map[string]*entry
+	byPID   map[string]string // child PID id → agent id
+}
+
+type entry struct {
+	pid      *actor.PID
+	stopping bool
+	queued   []queuedRequest
+}
+
+type queuedRequest struct {
+	req    *request
+	sender *actor.PID
+}
+
+// passivate is an agent actor asking its directory to stop it.
+type passivate struct {
+	pid *actor.PID
+}
+
+// passivateID asks a directory to passivate an agent by id (capacity
+// management, tests). Unknown or already stopping ids are ignored.
+type passivateID struct {
+	id string
+}
+
+func (d *directory) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *request:
+		e := d.entries[m.id]
+		switch {
+		case e == nil:
+			e = d.activate(c, m.id)
+			c.Forward(e.pid)
+		case e.stopping:
+			e.queued = append(e.queued, queuedRequest{req: m, sender: c.Sender()})
+		default:
+			c.Forward(e.pid)
+		}
+	case *passivate:
+		if id, ok := d.byPID[m.pid.Id]; ok {
+			d.stop(c, id)
+		}
+	case *passivateID:
+		d.stop(c, m.id)
+	case *actor.Terminated:
+		id, ok := d.byPID[m.Who.Id]
+		if !ok {
+			return
+		}
+		delete(d.byPID, m.Who.Id)
+		e := d.entries[id]
+		delete(d.entries, id)
+		d.host.active.Add(-1)
+		d.host.observer.Passivated(id)
+		if e != nil && len(e.queued) > 0 {
+			next := d.activate(c, id)
+			for _, q := range e.queued {
+				c.RequestWithCustomSender(next.pid, q.req, q.sender)
+			}
+		}
+	}
+}
+
+func (d *directory) stop(c actor.Context, id string) {
+	if e := d.entries[id]; e != nil && !e.stopping {
+		e.stopping = true
+		// Poison, not Stop: requests forwarded before this point are
+		// already in the child's mailbox and are answered first.
+		c.Poison(e.pid)
+	}
+}
+
+func (d *directory) activate(c actor.Context, id string) *entry {
+	if d.byPID == nil {
+		d.byPID = make(map[string]string)
+	}
+	h := d.host
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &agentActor{host: h, id: id}
+	})
+	pid := c.SpawnPrefix(props, "a")
+	e := &entry{pid: pid}
+	d.entries[id] = e
+	d.byPID[pid.Id] = id
+	h.active.Add(1)
+	return e
+}
+
+// agentActor is the actor shell around one Agent: it loads the agent when
+// it starts (and again after a restart), answers every request, and turns a
+// panic into an answer before letting the supervisor restart it.
+type agentActor struct {
+	host      *Host
+	id        string
+	agent     Agent
+	loadErr   error
+	askedStop bool
+}
+
+func (a *agentActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.LoadTimeout)
+		a.agent, a.loadErr = a.host.load(ctx, a.id)
+		cancel()
+		if a.loadErr == nil {
+			a.host.observer.Activated(a.id, time.Since(start))
+		}
+		c.SetReceiveTimeout(a.host.cfg.PassivateAfter)
+	case *request:
+		if a.loadErr != nil {
+			c.Respond(&reply{err: a.loadErr})
+			// A failed activation holds nothing worth keeping.
+			a.askStop(c)
+			return
+		}
+		a.handle(c, m)
+	case *actor.ReceiveTimeout:
+		a.askStop(c)
+	case *actor.Stopping:
+		if p, ok := a.agent.(Passivator); ok {
+			p.Passivate()
+		}
+	}
+}
+
+func (a *agentActor) handle(c actor.Context, m *request) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.host.observer.Panicked(a.id)
+			a.host.log.Error("agent actor panicked; restarting it from the store",
+				slog.String("agent", a.id), slog.Any("panic", r))
+			c.Respond(&reply{err: ErrActorPanic})
+			// Re-panic so that the supervisor restarts this actor: the new
+			// incarnation reloads its state instead of trusting whatever the
+			// panic left half-changed in memory.
+			panic(r)
+		}
+	}()
+	ctx := m.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	v, err := a.agent.Receive(ctx, m.msg)
+	c.Respond(&reply{value: v, err: err})
+}
+
+func (a *agentActor) askStop(c actor.Context) {
+	if a.askedStop {
+		return
+	}
+	a.askedStop = true
+	c.Send(c.Parent(), &passivate{pid: c.Self()})
+}

@@ -1,0 +1,227 @@
+// Package runtime hosts Veil's actors on protoactor-go: it activates an agent
+// actor on the first message for its id, passivates it when idle, supervises
+// it so that one agent's panic neither loses the caller's answer nor touches
+// any other agent, and drains everything on shutdown.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Errors the host returns. Match them with errors.Is.
+var (
+	// ErrActorPanic reports that the agent's handler panicked on this
+	// message; the actor was restarted from the store.
+	ErrActorPanic = errors.New("runtime: agent actor failed while handling the request")
+	// ErrStopping reports a request that arrived after shutdown began.
+	ErrStopping = errors.New("runtime: shutting down")
+	// ErrTimeout reports that the actor did not answer in time.
+	ErrTimeout = errors.New("runtime: agent actor did not answer in time")
+)
+
+// Agent is the behaviour of one activated agent. Receive runs on the actor's
+// goroutine, one message at a time, so an Agent needs no locks for its own
+// state. It must persist every state change before it returns.
+type Agent interface {
+	Receive(ctx context.Context, msg any) (any, error)
+}
+
+// Passivator is implemented by agents that want a last word before their
+// actor stops (flush timers, drop caches). It must not block for long.
+type Passivator interface {
+	Passivate()
+}
+
+// Loader activates the agent with this id from the store. An error (for
+// example persistence.ErrNotFound wrapped) is returned to every request that
+// reaches this activation, and the activation is dropped.
+type Loader func(ctx context.Context, id string) (Agent, error)
+
+// HostConfig tunes the agent host. Zero values take the defaults.
+type HostConfig struct {
+	// PassivateAfter is how long an agent may stay idle before its actor
+	// stops. Default 5 minutes.
+	PassivateAfter time.Duration
+	// Shards is the number of directory actors that own the id → actor map.
+	// More shards spread activation work over more mailboxes. Default 16.
+	Shards int
+	// LoadTimeout bounds one activation's load from the store. Default 10s.
+	LoadTimeout time.Duration
+	// DefaultTimeout bounds a request whose context has no deadline.
+	// Default 60s.
+	DefaultTimeout time.Duration
+	// MaxRestarts within RestartWindow before a failing agent is stopped
+	// instead of restarted (the next message activates it afresh).
+	// Defaults 10 in 10s.
+	MaxRestarts   int
+	RestartWindow time.Duration
+}
+
+func (c *HostConfig) defaults() {
+	if c.PassivateAfter <= 0 {
+		c.PassivateAfter = 5 * time.Minute
+	}
+	if c.Shards <= 0 {
+		c.Shards = 16
+	}
+	if c.LoadTimeout <= 0 {
+		c.LoadTimeout = 10 * time.Second
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 60 * time.Second
+	}
+	if c.MaxRestarts <= 0 {
+		c.MaxRestarts = 10
+	}
+	if c.RestartWindow <= 0 {
+		c.RestartWindow = 10 * time.Second
+	}
+}
+
+// Observer receives lifecycle events, for metrics. Every method may be
+// called concurrently from many actors.
+type Observer interface {
+	Activated(id string, load time.Duration)
+	Passivated(id string)
+	Panicked(id string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Activated(string, time.Duration) {}
+func (nopObserver) Passivated(string)               {}
+func (nopObserver) Panicked(string)                 {}
+
+// Host owns the agent actors of one actor system.
+type Host struct {
+	system   *actor.ActorSystem
+	cfg      HostConfig
+	load     Loader
+	log      *slog.Logger
+	observer Observer
+	shards   []*actor.PID
+	active   atomic.Int64
+	stopping atomic.Bool
+	inflight sync.WaitGroup
+}
+
+// NewHost starts the directory actors on system. obs may be nil.
+func NewHost(system *actor.ActorSystem, load Loader, cfg HostConfig, log *slog.Logger, obs Observer) *Host {
+	cfg.defaults()
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	h := &Host{system: system, cfg: cfg, load: load, log: log, observer: obs}
+	// A failing agent is restarted in place (its new incarnation reloads
+	// from the store); after too many failures in the window it is stopped.
+	supervisor := actor.NewOneForOneStrategy(cfg.MaxRestarts, cfg.RestartWindow, func(any) actor.Directive {
+		return actor.RestartDirective
+	})
+	for i := 0; i < cfg.Shards; i++ {
+		d := &directory{host: h, entries: make(map[string]*entry)}
+		props := actor.PropsFromProducer(func() actor.Actor { return d }, actor.WithSupervisor(supervisor))
+		pid, err := system.Root.SpawnNamed(props, fmt.Sprintf("agents-%d", i))
+		if err != nil {
+			// Names are ours and unique per system; a clash is a programming error.
+			panic(fmt.Sprintf("runtime: spawn directory %d: %v", i, err))
+		}
+		h.shards = append(h.shards, pid)
+	}
+	return h
+}
+
+// Active reports how many agent actors are activated now.
+func (h *Host) Active() int { return int(h.active.Load()) }
+
+// request is what travels from Request through a directory to an agent.
+type request struct {
+	id  string
+	msg any
+	ctx context.Context
+}
+
+// reply is what an agent actor answers.
+type reply struct {
+	value any
+	err   error
+}
+
+// Request sends msg to the agent with this id, activating it if needed, and
+// waits for its answer, bounded by ctx.
+func (h *Host) Request(ctx context.Context, id string, msg any) (any, error) {
+	if h.stopping.Load() {
+		return nil, ErrStopping
+	}
+	h.inflight.Add(1)
+	defer h.inflight.Done()
+	// Re-check: Stop may have begun between the first check and Add.
+	if h.stopping.Load() {
+		return nil, ErrStopping
+	}
+	timeout := h.cfg.DefaultTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	fut := h.system.Root.RequestFuture(h.shardOf(id), &request{id: id, msg: msg, ctx: ctx}, timeout)
+	res, err := fut.Result()
+	if err != nil {
+		if errors.Is(err, actor.ErrTimeout) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, ErrTimeout
+		}
+		return nil, fmt.Errorf("runtime: request agent %s: %w", id, err)
+	}
+	r, ok := res.(*reply)
+	if !ok {
+		return nil, fmt.Errorf("runtime: agent %s answered %T", id, res)
+	}
+	return r.value, r.err
+}
+
+// Passivate asks the agent's actor to stop after the requests already
+// queued for it; the next request activates it again from the store.
+func (h *Host) Passivate(id string) {
+	h.system.Root.Send(h.shardOf(id), &passivateID{id: id})
+}
+
+func (h *Host) shardOf(id string) *actor.PID {
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(id))
+	return h.shards[f.Sum32()%uint32(len(h.shards))]
+}
+
+// Stop refuses new requests, waits for in-flight ones (bounded by ctx), then
+// stops every agent actor and the directories.
+func (h *Host) Stop(ctx context.Context) error {
+	h.stopping.Store(true)
+	done := make(chan struct{})
+	go func() { h.inflight.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("runtime: requests still in flight at shutdown: %w", ctx.Err())
+	}
+	for _, pid := range h.shards {
+		// Poison lets each directory finish its queue; stopping a directory
+		// stops its children after their own queues.
+		if perr := h.system.Root.PoisonFuture(pid).Wait(); perr != nil && err == nil {
+			err = fmt.Errorf("runtime: stop directory: %w", perr)
+		}
+	}
+	return err
+}
