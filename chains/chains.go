@@ -1,0 +1,156 @@
+// Package chains names Veil's six chains and defines what a chain connector
+// does. Connectors (evm, stellar, solana) talk to a configured RPC URL or to
+// the embedded devnet with the real SDK client; they hold no keys: every
+// signature comes from the enclave through a Signer.
+package chains
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ID is a chain identifier as the API spells it.
+type ID string
+
+// The six chains, in the canonical order (create with chain "all" deploys on
+// all of them in this order; the first is the create response's chain).
+const (
+	Horizen  ID = "horizen"
+	Ethereum ID = "ethereum"
+	Polygon  ID = "polygon"
+	Base     ID = "base"
+	Stellar  ID = "stellar"
+	Solana   ID = "solana"
+)
+
+// All is the pseudo-chain meaning every chain.
+const All = "all"
+
+// Order lists every chain in canonical order. Callers must not modify it.
+func Order() []ID { return []ID{Horizen, Ethereum, Polygon, Base, Stellar, Solana} }
+
+// Family groups chains that share a key scheme and a connector.
+type Family string
+
+const (
+	FamilyEVM     Family = "evm"
+	FamilyStellar Family = "stellar"
+	FamilySolana  Family = "solana"
+)
+
+// ErrUnknownChain reports an identifier that is not one of the six.
+var ErrUnknownChain = errors.New("chains: unknown chain")
+
+// Parse checks a single chain identifier (not "all").
+func Parse(s string) (ID, error) {
+	switch id := ID(s); id {
+	case Horizen, Ethereum, Polygon, Base, Stellar, Solana:
+		return id, nil
+	}
+	return "", fmt.Errorf("%w %q: use one of horizen, ethereum, polygon, base, stellar, solana", ErrUnknownChain, s)
+}
+
+// Family of the chain.
+func (id ID) Family() Family {
+	switch id {
+	case Stellar:
+		return FamilyStellar
+	case Solana:
+		return FamilySolana
+	default:
+		return FamilyEVM
+	}
+}
+
+// NativeAsset is the chain's native asset symbol.
+func (id ID) NativeAsset() string {
+	switch id {
+	case Horizen:
+		return "ZEN"
+	case Polygon:
+		return "POL"
+	case Stellar:
+		return "XLM"
+	case Solana:
+		return "SOL"
+	default:
+		return "ETH"
+	}
+}
+
+// Errors a connector returns. Match with errors.Is.
+var (
+	// ErrUnavailable: no connector is configured or reachable for the
+	// chain; the operation did not happen and may be retried later.
+	ErrUnavailable = errors.New("chains: chain unavailable")
+	// ErrInsufficientFunds: the source cannot pay amount plus fees.
+	ErrInsufficientFunds = errors.New("chains: insufficient funds")
+	// ErrNameTaken: the name is registered to another meta-address.
+	ErrNameTaken = errors.New("chains: name already registered")
+	// ErrNotFound: no such name, transaction or account.
+	ErrNotFound = errors.New("chains: not found")
+)
+
+// Balance is an address's holdings as decimal strings in whole units.
+type Balance struct {
+	Native string            `json:"native"`
+	Tokens map[string]string `json:"tokens"`
+}
+
+// TxResult identifies a submitted transaction.
+type TxResult struct {
+	TxHash string `json:"txHash"`
+	TxLink string `json:"txLink"`
+}
+
+// KeyRef names a key held by the enclave; a connector passes it to its
+// Signer and never sees the private key. When EphemeralPub is set the key is
+// the one-time stealth key of a payment the agent received.
+type KeyRef struct {
+	AgentID      string
+	Chain        ID
+	Epoch        uint32
+	EphemeralPub []byte
+}
+
+// Signer signs for a connector. For EVM keys payload is a 32-byte digest and
+// the signature is 65 bytes [R || S || V] with V in {0, 1}; for ed25519 keys
+// payload is the message and the signature is 64 bytes.
+type Signer interface {
+	Sign(ctx context.Context, key KeyRef, payload []byte) ([]byte, error)
+}
+
+// Announcement is one stealth payment announced on chain.
+type Announcement struct {
+	StealthAddress  string `json:"stealthAddress"`
+	EphemeralPubKey []byte `json:"ephemeralPubKey"`
+	ViewTag         byte   `json:"viewTag"`
+	Asset           string `json:"asset"`
+	Amount          string `json:"amount"`
+	TxHash          string `json:"txHash"`
+	// Position orders announcements on the chain (block, index).
+	Position uint64 `json:"position"`
+}
+
+// Connector is one chain's client. Every method is safe for concurrent use;
+// the chain actor decides what must be serialised (nonces).
+type Connector interface {
+	Chain() ID
+	Balance(ctx context.Context, address string) (Balance, error)
+	// SendStealth pays a meta-address: derives a one-time address, transfers
+	// and announces in ONE transaction. idempotencyKey makes a retry with
+	// the same key return the first result instead of paying again.
+	SendStealth(ctx context.Context, from KeyRef, fromAddress, metaAddress, amount, asset, idempotencyKey string) (TxResult, error)
+	// Scan returns announcements after cursor ("" = from genesis) and the
+	// cursor to resume from.
+	Scan(ctx context.Context, cursor string, limit int) ([]Announcement, string, error)
+	// Withdraw spends from a stealth address with its one-time key; an
+	// empty amount withdraws everything (less fees).
+	Withdraw(ctx context.Context, from KeyRef, stealthAddress, to, amount, asset, idempotencyKey string) (TxResult, error)
+	RegisterName(ctx context.Context, owner KeyRef, ownerAddress, name, metaAddress string) (TxResult, error)
+	ResolveName(ctx context.Context, name string) (string, error)
+	// Fund asks the test network's faucet to fund address.
+	Fund(ctx context.Context, address string) (TxResult, error)
+	TxLink(txHash string) string
+}
