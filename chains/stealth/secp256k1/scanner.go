@@ -1,11 +1,6 @@
 package secp256k1
 
 import (
-	"runtime"
-	"slices"
-	"sync"
-	"sync/atomic"
-
 	"github.com/veilhq/veil/chains/stealth"
 )
 
@@ -17,10 +12,7 @@ type ViewKeyEntry struct {
 }
 
 // Match says that announcement anns[Announcement] pays keys[Key].
-type Match struct {
-	Announcement int
-	Key          int
-}
+type Match = stealth.Match
 
 // Scanner checks batches of announcements against many agents' viewing keys
 // on all cores. It is safe for concurrent use; the keys are fixed at
@@ -54,80 +46,31 @@ func NewScanner(keys []ViewKeyEntry) (*Scanner, error) {
 // Len is the number of keys.
 func (s *Scanner) Len() int { return len(s.keys) }
 
-// pairChunk is how many (announcement, key) pairs a worker claims at once:
-// ~1 ms of work, so the atomic counter costs nothing and the cores stay
-// balanced to the end.
-const pairChunk = 32
-
 // Scan returns every (announcement, key) pair whose announcement pays that
 // key, ordered by announcement then key. Work is spread over
 // runtime.GOMAXPROCS(0) goroutines over the flattened (announcement × key)
-// space, so a few announcements with many keys use every core as well as
-// many announcements with one key. Per pair the cost is one ECDH and one
-// Keccak (the view tag filters the rest); each announcement's ephemeral key
-// is decompressed once per worker. Announcements with an invalid ephemeral
-// key match nothing. Nothing is allocated per announcement: workers reuse
-// their scratch state and allocate only to record a match.
+// grid (see stealth.ScanPairs), so a few announcements with many keys use
+// every core as well as many announcements with one key. Per pair the cost
+// is one ECDH and one Keccak (the view tag filters the rest); a worker
+// decompresses each announcement's ephemeral key once. Announcements with an
+// invalid ephemeral key match nothing. Nothing is allocated per announcement:
+// workers reuse their scratch state and allocate only to record a match.
 func (s *Scanner) Scan(anns []Announcement) []Match {
-	nk := len(s.keys)
-	total := len(anns) * nk
-	if total == 0 {
-		return nil
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if chunks := (total + pairChunk - 1) / pairChunk; workers > chunks {
-		workers = chunks
-	}
-	var next atomic.Int64
-	results := make([][]Match, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[w] = s.worker(anns, &next, total)
-		}()
-	}
-	wg.Wait()
-	var out []Match
-	for _, r := range results {
-		out = append(out, r...)
-	}
-	slices.SortFunc(out, func(a, b Match) int {
-		if a.Announcement != b.Announcement {
-			return a.Announcement - b.Announcement
-		}
-		return a.Key - b.Key
-	})
-	return out
-}
-
-func (s *Scanner) worker(anns []Announcement, next *atomic.Int64, total int) []Match {
-	c := getChecker()
-	defer putChecker(c)
-	var found []Match
-	nk := len(s.keys)
-	var ephXY [64]byte
-	cur, curOK := -1, false
-	for {
-		start := int(next.Add(pairChunk)) - pairChunk
-		if start >= total {
-			return found
-		}
-		end := min(start+pairChunk, total)
-		for p := start; p < end; p++ {
-			ai, ki := p/nk, p%nk
+	return stealth.ScanPairs(len(anns), len(s.keys), func() (func(int, int) bool, func()) {
+		c := getChecker()
+		var ephXY [64]byte
+		cur, curOK := -1, false
+		return func(ai, ki int) bool {
 			if ai != cur {
 				cur = ai
 				curOK = decompress(&anns[ai].EphemeralPub, &ephXY)
 			}
 			if !curOK {
-				continue
+				return false
 			}
 			k := &s.keys[ki]
-			if ok, _ := c.check(&ephXY, &k.view, &k.spendXY, &anns[ai]); ok {
-				found = append(found, Match{Announcement: ai, Key: ki})
-			}
-		}
-	}
+			ok, _ := c.check(&ephXY, &k.view, &k.spendXY, &anns[ai])
+			return ok
+		}, func() { putChecker(c) }
+	})
 }
