@@ -142,7 +142,9 @@ func TestVerifyCreate(t *testing.T) {
 		{"evm huge signature", evm(evmMsg, strings.Repeat("a", 10000)), now, ErrBadSignature},
 		{"evm wallet bad checksum", with(evm(evmMsg, SignEVM(evmKey, evmMsg)), func(r *CreateRequest) { r.Wallet = "0x2C7536E3605D9C16a7a3D7b1898e529396a65c23" }), now, ErrBadWallet},
 		{"evm wallet short", with(evm(evmMsg, SignEVM(evmKey, evmMsg)), func(r *CreateRequest) { r.Wallet = evmAddr[:41] }), now, ErrBadWallet},
-		{"evm wallet is a private key", with(evm(evmMsg, SignEVM(evmKey, evmMsg)), func(r *CreateRequest) { r.Wallet = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318" }), now, ErrBadWallet},
+		{"evm wallet is a private key", with(evm(evmMsg, SignEVM(evmKey, evmMsg)), func(r *CreateRequest) {
+			r.Wallet = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+		}), now, ErrBadWallet},
 		{"evm wallet 0X prefix", with(evm(evmMsg, SignEVM(evmKey, evmMsg)), func(r *CreateRequest) { r.Wallet = "0X" + evmAddr[2:] }), now, ErrBadWallet},
 		{"evm 0X wallet in message", evm(strings.Replace(evmMsg, "0x", "0X", 1), SignEVM(evmKey, strings.Replace(evmMsg, "0x", "0X", 1))), now, ErrBadMessage},
 
