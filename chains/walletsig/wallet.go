@@ -135,7 +135,7 @@ func isHex(s string) bool {
 	return true
 }
 
-// sameWallet reports whether the wallet written in a message is the request's:
+// same reports whether the wallet written in a message is the request's:
 // EVM hex is compared case-insensitively, StrKeys and base58 exactly.
 func (w wallet) same(inMessage string) bool {
 	if w.scheme == SchemeEVM {
