@@ -1,9 +1,384 @@
 package httpapi
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/persistence"
 )
+
+// NameSuffix is appended to agent names in their full form (alice.veil).
+const NameSuffix = ".veil"
+
+var nameRE = regexp.MustCompile(`^[a-z0-9-]{3,32}$`)
+
+const nameRule = "name must be 3 to 32 characters of lowercase letters, digits and hyphens, given without the .veil suffix"
+
+// AgentInfo is the spec's AgentInfo.
+type AgentInfo struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Chains        []string          `json:"chains"`
+	Addresses     map[string]string `json:"addresses"`
+	MetaAddresses map[string]string `json:"metaAddresses"`
+}
+
+func infoOf(r *agent.Record) AgentInfo {
+	return AgentInfo{ID: r.ID, Name: r.Name, Chains: r.Chains, Addresses: r.Addresses, MetaAddresses: r.MetaAddresses}
+}
+
+// CreateAgentRequest is the body of POST /agent/create.
+type CreateAgentRequest struct {
+	Name      string `json:"name"`
+	Chain     string `json:"chain"`
+	Wallet    string `json:"wallet"`
+	Signature string `json:"signature"`
+	Message   string `json:"message"`
+}
+
+// CreateAgentResponse is the spec's single-chain create answer.
+type CreateAgentResponse struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Chain       string `json:"chain"`
+	Address     string `json:"address"`
+	MetaAddress string `json:"metaAddress"`
+}
 
 // agentRoutes mounts the agent endpoints of the spec.
 func (s *Server) agentRoutes(r chi.Router) {
+	r.Method(http.MethodPost, "/agent/create", handler(s.createAgent))
+	r.Method(http.MethodGet, "/agents", handler(s.listAgents))
+	r.Method(http.MethodGet, "/agent/info/{name}", handler(s.agentByName))
+	r.Method(http.MethodGet, "/agent/wallet/{address}", handler(s.agentByWallet))
+	r.Method(http.MethodGet, "/agent/{id}", handler(s.getAgent))
+	r.Method(http.MethodGet, "/agent/{id}/status", handler(s.agentStatus))
+	r.Method(http.MethodPost, "/agent/{id}/export", handler(s.exportKey))
+	r.Method(http.MethodGet, "/agent/{id}/conversations", handler(s.listConversations))
+	r.Method(http.MethodPost, "/agent/{id}/conversations", handler(s.createConversation))
+	r.Method(http.MethodGet, "/agent/{id}/conversations/{convId}/messages", handler(s.listMessages))
+	r.Method(http.MethodDelete, "/agent/{id}/conversations/{convId}", handler(s.deleteConversation))
+	r.Method(http.MethodGet, "/agent/{id}/notifications", handler(s.listNotifications))
+	r.Method(http.MethodPost, "/agent/{id}/notifications/read", handler(s.markNotificationsRead))
+	r.Method(http.MethodDelete, "/agent/{id}/notifications", handler(s.deleteNotifications))
+	r.Method(http.MethodGet, "/tee/info", handler(s.teeInfo))
+	r.Method(http.MethodGet, "/tee/attest/{agentId}", handler(s.teeAttest))
+}
+
+// ask sends msg to the agent actor and maps its domain errors to the API's.
+func (s *Server) ask(ctx context.Context, id string, msg any) (any, error) {
+	v, err := s.agents.Request(ctx, id, msg)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return v, nil
+}
+
+// apiError turns the errors of the layers below into user-facing ones.
+func apiError(err error) error {
+	var wse *walletsig.Error
+	switch {
+	case errors.As(err, &wse):
+		return &Error{Status: http.StatusBadRequest, Message: wse.Error(), Err: err}
+	case errors.Is(err, agent.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Message: "agent not found", Err: err}
+	case errors.Is(err, agent.ErrConversationNotFound):
+		return &Error{Status: http.StatusNotFound, Message: "conversation not found", Err: err}
+	case errors.Is(err, agent.ErrNameTaken):
+		return &Error{Status: http.StatusConflict, Message: "agent name is already taken: choose another name", Err: err}
+	case errors.Is(err, agent.ErrReplayed):
+		return &Error{Status: http.StatusBadRequest, Message: "this signature was already used: sign a new message (with a new Issued At)", Err: err}
+	case errors.Is(err, chains.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the chain is not reachable right now; retry later", Err: err}
+	}
+	return err
+}
+
+// agentID reads a path parameter that must be an agent UUID; anything else
+// is an agent that does not exist, answered without activating an actor.
+func agentID(r *http.Request, param string) (string, error) {
+	id := chi.URLParam(r, param)
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return "", Errorf(http.StatusNotFound, "agent not found")
+	}
+	return id, nil
+}
+
+func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
+	var req CreateAgentRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"name", req.Name}, {"chain", req.Chain}, {"wallet", req.Wallet}, {"signature", req.Signature}} {
+		if strings.TrimSpace(f.v) == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return Errorf(http.StatusBadRequest, "missing required field(s): %s", strings.Join(missing, ", "))
+	}
+	if !nameRE.MatchString(req.Name) {
+		return Errorf(http.StatusBadRequest, "invalid name %q: %s", truncate(req.Name, 40), nameRule)
+	}
+	deploy, err := resolveChains(req.Chain)
+	if err != nil {
+		return err
+	}
+	proof, err := walletsig.VerifyCreate(walletsig.CreateRequest{
+		Name: req.Name, Chain: req.Chain, Wallet: req.Wallet, Signature: req.Signature, Message: req.Message,
+	}, s.now())
+	if err != nil {
+		return apiError(err)
+	}
+	id := uuid.NewString()
+	acc := accountFrom(r.Context())
+	v, err := s.ask(r.Context(), id, &agent.Create{
+		AccountID:   acc.ID,
+		Name:        req.Name,
+		Chain:       req.Chain,
+		Chains:      deploy,
+		OwnerWallet: proof.Wallet,
+		OwnerScheme: string(proof.Scheme),
+		ReplayKey:   proof.ReplayKey,
+		KeepUntil:   proof.KeepUntil,
+	})
+	if err != nil {
+		return err
+	}
+	rec := v.(*agent.Record)
+	first := rec.Chains[0]
+	writeJSON(w, http.StatusCreated, CreateAgentResponse{
+		ID: rec.ID, Name: rec.Name, Chain: rec.Chain,
+		Address: rec.Addresses[first], MetaAddress: rec.MetaAddresses[first],
+	})
+	return nil
+}
+
+func resolveChains(c string) ([]chains.ID, error) {
+	if c == chains.All {
+		return chains.Order(), nil
+	}
+	id, err := chains.Parse(c)
+	if err != nil {
+		return nil, Errorf(http.StatusBadRequest, "unknown chain %q: use one of horizen, ethereum, polygon, base, stellar, solana or all", truncate(c, 40))
+	}
+	return []chains.ID{id}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
+	acc := accountFrom(r.Context())
+	idx, err := s.store.List(r.Context(), agent.TableAgentAccounts, persistence.Query{Prefix: acc.ID + "/"})
+	if err != nil {
+		return err
+	}
+	out := make([]AgentInfo, 0, len(idx))
+	for _, e := range idx {
+		rec, err := s.store.Get(r.Context(), agent.TableAgents, string(e.Value))
+		if err != nil {
+			return err
+		}
+		var a agent.Record
+		if err := json.Unmarshal(rec.Value, &a); err != nil {
+			return err
+		}
+		out = append(out, infoOf(&a))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	return s.writeAgentInfo(w, r, id)
+}
+
+func (s *Server) writeAgentInfo(w http.ResponseWriter, r *http.Request, id string) error {
+	v, err := s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, infoOf(v.(*agent.Record)))
+	return nil
+}
+
+func (s *Server) agentByName(w http.ResponseWriter, r *http.Request) error {
+	name := strings.TrimSuffix(chi.URLParam(r, "name"), NameSuffix)
+	if !nameRE.MatchString(name) {
+		return Errorf(http.StatusBadRequest, "invalid name %q: %s", truncate(name, 40), nameRule)
+	}
+	rec, err := s.store.Get(r.Context(), agent.TableAgentNames, name)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return Errorf(http.StatusNotFound, "agent not found")
+	}
+	if err != nil {
+		return err
+	}
+	return s.writeAgentInfo(w, r, string(rec.Value))
+}
+
+// agentByWallet answers the oldest agent the wallet owns in the caller's
+// account (docs/api.md).
+func (s *Server) agentByWallet(w http.ResponseWriter, r *http.Request) error {
+	wallet, _, err := walletsig.NormalizeWallet(chi.URLParam(r, "address"))
+	if err != nil {
+		return apiError(err)
+	}
+	acc := accountFrom(r.Context())
+	idx, err := s.store.List(r.Context(), agent.TableAgentWallets, persistence.Query{Prefix: agent.WalletIndexPrefix(acc.ID, wallet), Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(idx) == 0 {
+		return Errorf(http.StatusNotFound, "agent not found")
+	}
+	return s.writeAgentInfo(w, r, string(idx[0].Value))
+}
+
+func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	v, err := s.ask(r.Context(), id, &agent.GetStatus{AccountID: accountFrom(r.Context()).ID})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// ExportRequest is the body of POST /agent/:id/export.
+type ExportRequest struct {
+	Signature string `json:"signature"`
+	Message   string `json:"message"`
+}
+
+func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	var req ExportRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	v, err := s.ask(r.Context(), id, &agent.Export{AccountID: accountFrom(r.Context()).ID, Signature: req.Signature, Message: req.Message})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]string{"secret": v.(string)})
+	return nil
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListConversations{AccountID: acc} })
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
+	return s.simple(w, r, http.StatusCreated, func(acc string) any { return &agent.CreateConversation{AccountID: acc} })
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
+	conv := chi.URLParam(r, "convId")
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListMessages{AccountID: acc, ConversationID: conv} })
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
+	conv := chi.URLParam(r, "convId")
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.DeleteConversation{AccountID: acc, ConversationID: conv} })
+}
+
+func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error {
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListNotifications{AccountID: acc} })
+}
+
+func (s *Server) markNotificationsRead(w http.ResponseWriter, r *http.Request) error {
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.MarkNotificationsRead{AccountID: acc} })
+}
+
+func (s *Server) deleteNotifications(w http.ResponseWriter, r *http.Request) error {
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.DeleteNotifications{AccountID: acc} })
+}
+
+// simple asks the agent of the {id} path parameter and writes its answer;
+// a nil answer is a status with an empty body.
+func (s *Server) simple(w http.ResponseWriter, r *http.Request, status int, msg func(account string) any) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	v, err := s.ask(r.Context(), id, msg(accountFrom(r.Context()).ID))
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		w.WriteHeader(status)
+		return nil
+	}
+	writeJSON(w, status, v)
+	return nil
+}
+
+func (s *Server) teeInfo(w http.ResponseWriter, r *http.Request) error {
+	if s.tee == nil {
+		return Errorf(http.StatusServiceUnavailable, "no enclave is configured")
+	}
+	info, err := s.tee.Info(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+// maxNonce bounds the caller's attestation nonce (docs/enclave.md).
+const maxNonce = 128
+
+func (s *Server) teeAttest(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "agentId")
+	if err != nil {
+		return err
+	}
+	nonce := r.URL.Query().Get("nonce")
+	if len(nonce) > maxNonce {
+		return Errorf(http.StatusBadRequest, "nonce is too long: at most %d characters", maxNonce)
+	}
+	if nonce == "" {
+		// Without a caller nonce the statement is not fresh for the caller;
+		// a server nonce at least makes every statement distinct.
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		nonce = hex.EncodeToString(b[:])
+	}
+	v, err := s.ask(r.Context(), id, &agent.Attest{AccountID: accountFrom(r.Context()).ID, Nonce: nonce})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
 }

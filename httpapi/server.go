@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,6 +27,8 @@ const DefaultMaxBody = 64 << 10
 type Config struct {
 	Store  persistence.Store
 	Agents *runtime.Host
+	// TEE answers /tee/info; nil makes it a 503.
+	TEE    TEE
 	Logger *slog.Logger
 	// MaxBody caps request bodies; 0 means DefaultMaxBody.
 	MaxBody int64
@@ -35,10 +38,16 @@ type Config struct {
 	OnRequest func(method, route string, status int, d time.Duration)
 }
 
+// TEE is what /tee/info needs of the enclave.
+type TEE interface {
+	Info(ctx context.Context) (any, error)
+}
+
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
 	store     persistence.Store
 	agents    *runtime.Host
+	tee       TEE
 	log       *slog.Logger
 	maxBody   int64
 	now       func() time.Time
@@ -52,6 +61,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		store:     cfg.Store,
 		agents:    cfg.Agents,
+		tee:       cfg.TEE,
 		log:       cfg.Logger,
 		maxBody:   cfg.MaxBody,
 		now:       cfg.Now,

@@ -2,32 +2,80 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 )
 
-// ErrNotFound reports an agent that does not exist (or is not the caller's).
-var ErrNotFound = errors.New("agent: not found")
+// Errors the agent actor answers; httpapi maps them to statuses.
+var (
+	// ErrNotFound: no such agent, or it belongs to another account (404).
+	ErrNotFound = errors.New("agent not found")
+	// ErrNameTaken: another agent has the name (409).
+	ErrNameTaken = errors.New("agent name is already taken")
+	// ErrReplayed: the owner signature was already used (400).
+	ErrReplayed = errors.New("this signature was already used: sign a new message")
+	// ErrConversationNotFound: no such conversation for this agent (404).
+	ErrConversationNotFound = errors.New("conversation not found")
+)
+
+// ChainKeys are an agent's public identity on one chain.
+type ChainKeys struct {
+	Address     string
+	MetaAddress string
+}
+
+// Keys is what the agent needs of the enclave. Private keys stay behind it.
+type Keys interface {
+	Derive(ctx context.Context, agentID string, chain chains.ID) (ChainKeys, error)
+	Export(ctx context.Context, agentID string, chain chains.ID) (string, error)
+	Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (any, error)
+}
+
+// ChainService is what the agent needs of the chain actors.
+type ChainService interface {
+	Fund(ctx context.Context, chain chains.ID, address string) (chains.TxResult, error)
+	RegisterName(ctx context.Context, chain chains.ID, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error)
+	Balance(ctx context.Context, chain chains.ID, address string) (chains.Balance, error)
+}
 
 // Deps are the services an agent actor uses.
 type Deps struct {
-	Store persistence.Store
-	Log   *slog.Logger
+	Store  persistence.Store
+	Log    *slog.Logger
+	Keys   Keys
+	Chains ChainService
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
-// Loader returns the runtime's activation function for agent actors.
+func (d *Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Loader returns the runtime's activation function for agent actors. An
+// activation reads the agent record only; conversations and the inbox are
+// read when a message needs them.
 func Loader(d Deps) runtime.Loader {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
 	return func(ctx context.Context, id string) (runtime.Agent, error) {
 		a := &Actor{deps: d, id: id}
 		rec, err := d.Store.Get(ctx, TableAgents, id)
 		switch {
 		case errors.Is(err, persistence.ErrNotFound):
 			// Not created (yet): the actor answers not-found to everything
-			// but a create message for its id.
+			// but Create.
 		case err != nil:
 			return nil, fmt.Errorf("agent %s: load: %w", id, err)
 		default:
@@ -50,8 +98,142 @@ type Actor struct {
 
 // Receive handles one message.
 func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
-	switch msg.(type) {
+	if c, ok := msg.(*Create); ok {
+		return a.create(ctx, c)
+	}
+	if n, ok := msg.(*Notify); ok {
+		if a.rec == nil {
+			return nil, ErrNotFound
+		}
+		return a.notify(ctx, n)
+	}
+	if err := a.authorize(msg); err != nil {
+		return nil, err
+	}
+	switch m := msg.(type) {
+	case *Get:
+		return a.rec, nil
+	case *GetStatus:
+		return a.status(ctx)
+	case *Export:
+		return a.export(ctx, m)
+	case *Attest:
+		return a.deps.Keys.Attest(ctx, a.id, a.rec.deployed(), m.Nonce)
+	case *ListConversations:
+		return a.listConversations(ctx)
+	case *CreateConversation:
+		return a.createConversation(ctx)
+	case *ListMessages:
+		return a.listMessages(ctx, m.ConversationID)
+	case *DeleteConversation:
+		return nil, a.deleteConversation(ctx, m.ConversationID)
+	case *ListNotifications:
+		return a.listNotifications(ctx)
+	case *MarkNotificationsRead:
+		return nil, a.markRead(ctx)
+	case *DeleteNotifications:
+		return nil, a.deleteNotifications(ctx)
 	default:
 		return nil, fmt.Errorf("agent %s: unknown message %T", a.id, msg)
 	}
+}
+
+// authorize answers ErrNotFound for an agent that does not exist or is not
+// the caller's account's.
+func (a *Actor) authorize(msg any) error {
+	if a.rec == nil {
+		return ErrNotFound
+	}
+	var account string
+	switch m := msg.(type) {
+	case *Get:
+		account = m.AccountID
+	case *GetStatus:
+		account = m.AccountID
+	case *Export:
+		account = m.AccountID
+	case *Attest:
+		account = m.AccountID
+	case *ListConversations:
+		account = m.AccountID
+	case *CreateConversation:
+		account = m.AccountID
+	case *ListMessages:
+		account = m.AccountID
+	case *DeleteConversation:
+		account = m.AccountID
+	case *ListNotifications:
+		account = m.AccountID
+	case *MarkNotificationsRead:
+		account = m.AccountID
+	case *DeleteNotifications:
+		account = m.AccountID
+	}
+	if account == "" || account != a.rec.AccountID {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (r *Record) deployed() []chains.ID {
+	out := make([]chains.ID, 0, len(r.Chains))
+	for _, c := range r.Chains {
+		out = append(out, chains.ID(c))
+	}
+	return out
+}
+
+// saveRecord writes the agent record guarded by its version, alongside any
+// other operations, and adopts the new version.
+func (a *Actor) saveRecord(ctx context.Context, rec *Record, ops ...persistence.Op) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, persistence.Put(TableAgents, a.id, raw, persistence.AtVersion(a.version)))
+	vs, err := a.deps.Store.Apply(ctx, ops...)
+	if err != nil {
+		return fmt.Errorf("agent %s: save: %w", a.id, err)
+	}
+	a.rec, a.version = rec, vs[len(vs)-1]
+	return nil
+}
+
+// clone copies the record so that a failed write leaves memory as stored.
+func (r *Record) clone() *Record {
+	c := *r
+	c.Chains = append([]string(nil), r.Chains...)
+	c.Addresses = cloneMap(r.Addresses)
+	c.MetaAddresses = cloneMap(r.MetaAddresses)
+	c.Funding = cloneMap(r.Funding)
+	c.Registration = cloneMap(r.Registration)
+	return &c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// NoChains is the ChainService of a node with no chain connector: every
+// call reports chains.ErrUnavailable, so the create flow records its
+// on-chain steps as pending instead of pretending they happened.
+type NoChains struct{}
+
+func (NoChains) Fund(context.Context, chains.ID, string) (chains.TxResult, error) {
+	return chains.TxResult{}, chains.ErrUnavailable
+}
+
+func (NoChains) RegisterName(context.Context, chains.ID, chains.KeyRef, string, string, string) (chains.TxResult, error) {
+	return chains.TxResult{}, chains.ErrUnavailable
+}
+
+func (NoChains) Balance(context.Context, chains.ID, string) (chains.Balance, error) {
+	return chains.Balance{}, chains.ErrUnavailable
 }

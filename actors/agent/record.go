@@ -16,6 +16,11 @@ const (
 	TableAgentNames    = "agent_names"    // name → agent id (unique)
 	TableAgentWallets  = "agent_wallets"  // account id/normalized wallet/created/id → agent id
 	TableAgentAccounts = "agent_accounts" // account id/created/id → agent id
+	TableConversations = "conversations"  // agent id/conversation id → Conversation
+	TableMessages      = "messages"       // agent id/conversation id/message id (hex) → Message
+	TableNotifications = "notifications"  // agent id/notification id (hex) → Notification
+	TableInvoices      = "invoices"       // agent id/invoice id → invoice (issue 8)
+	TableUsedSigs      = "used_signatures" // replay key → expiry
 )
 
 // Record is the stored agent. Version comes from the store.
@@ -36,6 +41,9 @@ type Record struct {
 	Funding      map[string]string `json:"funding,omitempty"`
 	Registration map[string]string `json:"registration,omitempty"`
 	CreatedAt    time.Time         `json:"createdAt"`
+	// Counters of the integer ids the spec gives messages and notifications.
+	LastMessageID      int64 `json:"lastMessageId,omitempty"`
+	LastNotificationID int64 `json:"lastNotificationId,omitempty"`
 }
 
 func decodeRecord(raw []byte) (*Record, error) {

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/persistence"
+)
+
+// Conversation is the spec's Conversation.
+type Conversation struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Message is a stored message; ID is not returned by the messages endpoint.
+type Message struct {
+	ID        int64     `json:"-"`
+	Role      string    `json:"role"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// storedMessage keeps the id in the store, which the API hides.
+type storedMessage struct {
+	ID        int64     `json:"id"`
+	Role      string    `json:"role"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func (a *Actor) convKey(convID string) string { return a.id + "/" + convID }
+
+// msgPrefix is the prefix of one conversation's messages; ids are
+// fixed-width hex so key order is id order is time order.
+func (a *Actor) msgPrefix(convID string) string { return a.id + "/" + convID + "/" }
+
+func msgKey(prefix string, id int64) string { return fmt.Sprintf("%s%016x", prefix, id) }
+
+func (a *Actor) listConversations(ctx context.Context) ([]Conversation, error) {
+	recs, err := a.deps.Store.List(ctx, TableConversations, persistence.Query{Prefix: a.id + "/"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Conversation, 0, len(recs))
+	for _, r := range recs {
+		var c Conversation
+		if err := json.Unmarshal(r.Value, &c); err != nil {
+			return nil, fmt.Errorf("agent %s: decode conversation %s: %w", a.id, r.Key, err)
+		}
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+func (a *Actor) createConversation(ctx context.Context) (*Conversation, error) {
+	now := a.deps.now()
+	c := &Conversation{ID: uuid.NewString(), Title: "", CreatedAt: now, UpdatedAt: now}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.deps.Store.Apply(ctx, persistence.Put(TableConversations, a.convKey(c.ID), raw, persistence.Absent())); err != nil {
+		return nil, fmt.Errorf("agent %s: create conversation: %w", a.id, err)
+	}
+	return c, nil
+}
+
+func (a *Actor) getConversation(ctx context.Context, convID string) (*Conversation, uint64, error) {
+	if _, err := uuid.Parse(convID); err != nil {
+		return nil, 0, ErrConversationNotFound
+	}
+	r, err := a.deps.Store.Get(ctx, TableConversations, a.convKey(convID))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, 0, ErrConversationNotFound
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var c Conversation
+	if err := json.Unmarshal(r.Value, &c); err != nil {
+		return nil, 0, fmt.Errorf("agent %s: decode conversation %s: %w", a.id, convID, err)
+	}
+	return &c, r.Version, nil
+}
+
+func (a *Actor) listMessages(ctx context.Context, convID string) ([]Message, error) {
+	if _, _, err := a.getConversation(ctx, convID); err != nil {
+		return nil, err
+	}
+	recs, err := a.deps.Store.List(ctx, TableMessages, persistence.Query{Prefix: a.msgPrefix(convID)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, len(recs))
+	for _, r := range recs {
+		var m storedMessage
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			return nil, fmt.Errorf("agent %s: decode message %s: %w", a.id, r.Key, err)
+		}
+		out = append(out, Message(m))
+	}
+	return out, nil
+}
+
+func (a *Actor) deleteConversation(ctx context.Context, convID string) error {
+	_, version, err := a.getConversation(ctx, convID)
+	if err != nil {
+		return err
+	}
+	_, err = a.deps.Store.Apply(ctx,
+		persistence.Delete(TableConversations, a.convKey(convID), persistence.AtVersion(version)),
+		persistence.DeletePrefix(TableMessages, a.msgPrefix(convID)),
+	)
+	if err != nil {
+		return fmt.Errorf("agent %s: delete conversation: %w", a.id, err)
+	}
+	return nil
+}
+
+// AppendMessages stores messages at the end of a conversation and moves its
+// updatedAt, atomically with the agent's message counter. The chat loop uses
+// it; every message is durable before the reply that mentions it.
+func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVersion uint64, msgs ...Message) error {
+	next := a.rec.clone()
+	now := a.deps.now()
+	ops := make([]persistence.Op, 0, len(msgs)+2)
+	for _, m := range msgs {
+		next.LastMessageID++
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = now
+		}
+		raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt})
+		if err != nil {
+			return err
+		}
+		ops = append(ops, persistence.Put(TableMessages, msgKey(a.msgPrefix(conv.ID), next.LastMessageID), raw, persistence.Absent()))
+	}
+	c := *conv
+	c.UpdatedAt = now
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return err
+	}
+	expect := persistence.AtVersion(convVersion)
+	if convVersion == 0 {
+		expect = persistence.Absent()
+	}
+	ops = append(ops, persistence.Put(TableConversations, a.convKey(c.ID), raw, expect))
+	if err := a.saveRecord(ctx, next, ops...); err != nil {
+		return err
+	}
+	*conv = c
+	return nil
+}

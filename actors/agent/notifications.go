@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/veilhq/veil/persistence"
+)
+
+// Notification types (DESIGN.md "Decisions").
+const (
+	NotePaymentReceived  = "payment_received"
+	NotePaymentSent      = "payment_sent"
+	NoteInvoicePaid      = "invoice_paid"
+	NoteScheduleExecuted = "schedule_executed"
+	NoteScheduleFailed   = "schedule_failed"
+	NoteWithdrawal       = "withdrawal"
+)
+
+// Notification is the spec's Notification.
+type Notification struct {
+	ID        int64     `json:"id"`
+	Type      string    `json:"type"`
+	Title     string    `json:"title"`
+	Body      string    `json:"body"`
+	Read      bool      `json:"read"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Inbox is the answer of the list endpoint.
+type Inbox struct {
+	Notifications []Notification `json:"notifications"`
+	UnreadCount   int            `json:"unreadCount"`
+}
+
+func (a *Actor) noteKey(id int64) string { return fmt.Sprintf("%s/%016x", a.id, id) }
+
+func (a *Actor) notify(ctx context.Context, n *Notify) (*Notification, error) {
+	next := a.rec.clone()
+	next.LastNotificationID++
+	note := &Notification{ID: next.LastNotificationID, Type: n.Type, Title: n.Title, Body: n.Body, CreatedAt: a.deps.now()}
+	raw, err := json.Marshal(note)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.saveRecord(ctx, next, persistence.Put(TableNotifications, a.noteKey(note.ID), raw, persistence.Absent())); err != nil {
+		return nil, err
+	}
+	return note, nil
+}
+
+func (a *Actor) readInbox(ctx context.Context) ([]Notification, []persistence.Record, error) {
+	recs, err := a.deps.Store.List(ctx, TableNotifications, persistence.Query{Prefix: a.id + "/", Reverse: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Notification, 0, len(recs))
+	for _, r := range recs {
+		var n Notification
+		if err := json.Unmarshal(r.Value, &n); err != nil {
+			return nil, nil, fmt.Errorf("agent %s: decode notification %s: %w", a.id, r.Key, err)
+		}
+		out = append(out, n)
+	}
+	return out, recs, nil
+}
+
+func (a *Actor) listNotifications(ctx context.Context) (*Inbox, error) {
+	notes, _, err := a.readInbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inbox := &Inbox{Notifications: notes}
+	for _, n := range notes {
+		if !n.Read {
+			inbox.UnreadCount++
+		}
+	}
+	return inbox, nil
+}
+
+func (a *Actor) markRead(ctx context.Context) error {
+	notes, recs, err := a.readInbox(ctx)
+	if err != nil {
+		return err
+	}
+	var ops []persistence.Op
+	for i, n := range notes {
+		if n.Read {
+			continue
+		}
+		n.Read = true
+		raw, err := json.Marshal(n)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, persistence.Put(TableNotifications, recs[i].Key, raw, persistence.AtVersion(recs[i].Version)))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	_, err = a.deps.Store.Apply(ctx, ops...)
+	return err
+}
+
+func (a *Actor) deleteNotifications(ctx context.Context) error {
+	_, err := a.deps.Store.Apply(ctx, persistence.DeletePrefix(TableNotifications, a.id+"/"))
+	return err
+}

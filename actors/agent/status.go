@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Status is the spec's AgentStatus.
+type Status struct {
+	Balance         string            `json:"balance"`
+	Tokens          map[string]string `json:"tokens"`
+	PendingInvoices int               `json:"pendingInvoices"`
+	Address         string            `json:"address"`
+	MetaAddress     string            `json:"metaAddress"`
+	Chain           string            `json:"chain"`
+}
+
+// status reports the first deployed chain's balance (from the chain actor)
+// and the pending invoices (from the store).
+func (a *Actor) status(ctx context.Context) (*Status, error) {
+	ch := chains.ID(a.rec.Chains[0])
+	addr := a.rec.Addresses[string(ch)]
+	pending, err := a.pendingInvoices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bal, err := a.deps.Chains.Balance(ctx, ch, addr)
+	if err != nil {
+		return nil, fmt.Errorf("balance of agent %s on %s: %w", a.id, ch, err)
+	}
+	tokens := bal.Tokens
+	if tokens == nil {
+		tokens = map[string]string{}
+	}
+	return &Status{
+		Balance:         bal.Native,
+		Tokens:          tokens,
+		PendingInvoices: pending,
+		Address:         addr,
+		MetaAddress:     a.rec.MetaAddresses[string(ch)],
+		Chain:           string(ch),
+	}, nil
+}
+
+func (a *Actor) pendingInvoices(ctx context.Context) (int, error) {
+	recs, err := a.deps.Store.List(ctx, TableInvoices, persistence.Query{Prefix: a.id + "/"})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		var inv struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(r.Value, &inv); err != nil {
+			return 0, fmt.Errorf("agent %s: decode invoice %s: %w", a.id, r.Key, err)
+		}
+		if inv.Status == "pending" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// export verifies the owner's fresh signature against the stored owner
+// wallet, records it as used, and only then asks the enclave for the key.
+func (a *Actor) export(ctx context.Context, m *Export) (string, error) {
+	proof, err := walletsig.VerifyExport(walletsig.ExportRequest{
+		AgentID:   a.id,
+		Wallet:    a.rec.OwnerWallet,
+		Signature: m.Signature,
+		Message:   m.Message,
+	}, a.deps.now())
+	if err != nil {
+		return "", err
+	}
+	if _, err := a.deps.Store.Apply(ctx, usedSignature(proof.ReplayKey, proof.KeepUntil)); err != nil {
+		if errors.Is(err, persistence.ErrConflict) {
+			return "", ErrReplayed
+		}
+		return "", err
+	}
+	return a.deps.Keys.Export(ctx, a.id, chains.ID(a.rec.Chains[0]))
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the real binary: built once, started as a child process.
+var veildBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "veild-test")
+	if err != nil {
+		panic(err)
+	}
+	veildBin = filepath.Join(dir, "veild")
+	out, err := exec.Command("go", "build", "-o", veildBin, ".").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *bytes.Buffer
+	stderr *syncBuffer
+	addr   string
+}
+
+// syncBuffer is written by the stderr copier and read by the test.
+type syncBuffer struct {
+	lines chan string
+	all   bytes.Buffer
+}
+
+var servingRE = regexp.MustCompile(`msg="veild serving" addr=(\S+)`)
+
+func start(t *testing.T, data string) *proc {
+	t.Helper()
+	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s")
+	cmd.Env = append(os.Environ(), "VEIL_DATA="+data)
+	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{lines: make(chan string, 1000)}}
+	cmd.Stdout = p.stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			p.stderr.lines <- sc.Text()
+		}
+		close(p.stderr.lines)
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case line, ok := <-p.stderr.lines:
+			if !ok {
+				t.Fatalf("veild exited before serving; stdout: %s", p.stdout)
+			}
+			p.stderr.all.WriteString(line + "\n")
+			if m := servingRE.FindStringSubmatch(line); m != nil {
+				p.addr = m[1]
+				return p
+			}
+		case <-deadline:
+			t.Fatalf("veild did not start; stderr: %s", p.stderr.all.String())
+		}
+	}
+}
+
+// stop sends sig and waits for a clean exit, returning the rest of stderr.
+func (p *proc) stop(t *testing.T, sig os.Signal) string {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	for line := range p.stderr.lines {
+		p.stderr.all.WriteString(line + "\n")
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("veild exit: %v; stderr: %s", err, p.stderr.all.String())
+	}
+	return p.stderr.all.String()
+}
+
+var keyRE = regexp.MustCompile(`veil_live_[A-Za-z0-9_-]{43}`)
+
+func TestServeBootstrapsOnceAndDrainsOnSignal(t *testing.T) {
+	data := t.TempDir()
+	p := start(t, data)
+	resp, err := http.Get("http://" + p.addr + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+		t.Fatalf("health = %d %s", resp.StatusCode, body)
+	}
+	key := keyRE.FindString(p.stdout.String())
+	if key == "" {
+		t.Fatalf("no bootstrap key printed; stdout: %q", p.stdout.String())
+	}
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("bootstrap key rejected: %d", resp.StatusCode)
+	}
+	logs := p.stop(t, syscall.SIGTERM)
+	if !strings.Contains(logs, "veild stopped") {
+		t.Fatalf("no clean stop in logs: %s", logs)
+	}
+	if strings.Contains(logs, key) {
+		t.Fatal("the API key appeared in a log line")
+	}
+
+	// Second start on the same data: no new bootstrap key, old key works.
+	p2 := start(t, data)
+	if k := keyRE.FindString(p2.stdout.String()); k != "" {
+		t.Fatalf("second start printed a key again")
+	}
+	req, _ = http.NewRequest("GET", "http://"+p2.addr+"/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("key lost across restart: %d", resp.StatusCode)
+	}
+	p2.stop(t, os.Interrupt)
+}
+
+func TestApikeyCreate(t *testing.T) {
+	data := t.TempDir()
+	out, err := exec.Command(veildBin, "apikey", "create", "--account", "acme", "--data", data).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(out))
+	if !keyRE.MatchString(key) || key != keyRE.FindString(key) {
+		t.Fatalf("stdout = %q, want only the key", out)
+	}
+	// The key works against a server on that data directory.
+	p := start(t, data)
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("created key rejected: %d", resp.StatusCode)
+	}
+	// While the server holds the file, apikey create fails clearly.
+	cmd := exec.Command(veildBin, "apikey", "create", "--account", "acme", "--data", data)
+	msg, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("apikey create succeeded on a locked data file")
+	}
+	if !strings.Contains(string(msg), filepath.Join(data, "veil.db")) {
+		t.Fatalf("error does not name the file: %s", msg)
+	}
+	p.stop(t, syscall.SIGTERM)
+
+	if err := exec.Command(veildBin, "apikey", "create", "--data", data).Run(); err == nil {
+		t.Fatal("apikey create without --account succeeded")
+	}
+}
+
+func TestCorruptDataFileIsAClearStartupError(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(data, "veil.db")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("garbage!"), 1024), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("serve started on a corrupt file")
+	}
+	if !strings.Contains(string(out), file) {
+		t.Fatalf("error does not name the file: %s", out)
+	}
+	if strings.Contains(string(out), "goroutine ") {
+		t.Fatalf("startup panicked: %s", out)
+	}
+}
+
+func TestBadEnvIsAUsageError(t *testing.T) {
+	cmd := exec.Command(veildBin, "serve", "--data", t.TempDir())
+	cmd.Env = append(os.Environ(), "VEIL_PASSIVATE_AFTER=soon")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want 2; %s", err, out)
+	}
+	if !strings.Contains(string(out), "VEIL_PASSIVATE_AFTER") {
+		t.Fatalf("message does not name the variable: %s", out)
+	}
+}
