@@ -15,7 +15,7 @@ import (
 type Create struct {
 	AccountID   string
 	Name        string
-	Chain       string     // as requested: one chain id or "all"
+	Chain       string      // as requested: one chain id or "all"
 	Chains      []chains.ID // resolved, canonical order
 	OwnerWallet string
 	OwnerScheme string
