@@ -16,6 +16,7 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -100,6 +101,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusConflict, Message: "agent name is already taken: choose another name", Err: err}
 	case errors.Is(err, agent.ErrReplayed):
 		return &Error{Status: http.StatusBadRequest, Message: "this signature was already used: sign a new message (with a new Issued At)", Err: err}
+	case errors.Is(err, enclave.ErrInvalidInput):
+		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), "enclave: "), Err: err}
 	case errors.Is(err, chains.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the chain is not reachable right now; retry later", Err: err}
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/persistence"
@@ -40,6 +42,16 @@ type envOptions struct {
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
+	if opts.keys == nil {
+		var root [32]byte
+		root[0] = 7
+		prov, err := software.New(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.keys = agent.EnclaveKeys(func(chains.ID) agent.Enclave { return prov })
+		opts.tee = prov
+	}
 	dir := t.TempDir()
 	st, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{})
 	if err != nil {
@@ -145,3 +157,5 @@ func (e *env) do(method, path, key string, body any) response {
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: raw}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

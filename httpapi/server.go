@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 )
@@ -40,7 +41,7 @@ type Config struct {
 
 // TEE is what /tee/info needs of the enclave.
 type TEE interface {
-	Info(ctx context.Context) (any, error)
+	Info(ctx context.Context) (enclave.Info, error)
 }
 
 // Server is the HTTP API. It is an http.Handler.
