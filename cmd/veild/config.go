@@ -20,6 +20,7 @@ type config struct {
 	PassivateAfter time.Duration
 	ShutdownGrace  time.Duration
 	PublicURL      string
+	Enclave        string
 }
 
 func envName(flagName string) string {
@@ -34,6 +35,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.PassivateAfter, "passivate-after", 5*time.Minute, "idle time after which an agent actor is passivated")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
+	fs.StringVar(&c.Enclave, "enclave", "software", "enclave provider: software (root sealed in the data directory) or dstack")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 }
 

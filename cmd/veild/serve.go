@@ -16,6 +16,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/persistence"
@@ -70,16 +72,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nBootstrap API key for account %q (shown once; store it now):\n\n    %s\n\n", apikey.BootstrapAccount, key)
 	}
 
+	prov, err := openEnclave(cfg)
+	if err != nil {
+		return err
+	}
+
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every supervision step at info; ours are enough.
 		return log.With(slog.String("component", "protoactor"))
 	}))
 	defer system.Shutdown()
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{Store: store, Log: log}), runtime.HostConfig{
+	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+		Store:  store,
+		Log:    log,
+		Keys:   agent.EnclaveKeys(func(chains.ID) agent.Enclave { return prov }),
+		Chains: agent.NoChains{},
+	}), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 	}, log, nil)
 
-	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log})
+	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: prov})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another veild running? choose another --addr)", cfg.Addr, err)
@@ -109,6 +121,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("veild stopped")
 	return nil
+}
+
+// openEnclave starts the configured enclave provider. The software root
+// comes from VEIL_ENCLAVE_ROOT when set (cluster members must share it; env
+// only, never a flag, so it does not show in process listings), else from
+// the seal file in the data directory.
+func openEnclave(cfg config) (*software.Provider, error) {
+	switch cfg.Enclave {
+	case "software":
+		return software.Open(cfg.Data, os.Getenv("VEIL_ENCLAVE_ROOT"))
+	case "dstack":
+		return nil, &usageError{"--enclave dstack is not available in this build yet; use --enclave software"}
+	default:
+		return nil, &usageError{fmt.Sprintf("--enclave %q: want software or dstack", cfg.Enclave)}
+	}
 }
 
 func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

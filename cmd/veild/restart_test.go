@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/veilhq/veil/chains/walletsig"
+)
+
+func call(t *testing.T, method, url, key string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// An agent created before a restart has the same addresses after it: keys
+// are derived from the sealed root, never stored.
+func TestAgentSurvivesRestartWithSameKeys(t *testing.T) {
+	data := t.TempDir()
+	p := start(t, data)
+	key := keyRE.FindString(p.stdout.String())
+	owner, _ := crypto.GenerateKey()
+	wallet := walletsig.EVMAddress(&owner.PublicKey)
+	msg := walletsig.CreateMessage("durable", "all", wallet, time.Now())
+	status, body := call(t, "POST", "http://"+p.addr+"/agent/create", key, map[string]string{
+		"name": "durable", "chain": "all", "wallet": wallet, "signature": walletsig.SignEVM(owner, msg), "message": msg,
+	})
+	if status != 201 {
+		t.Fatalf("create = %d %s", status, body)
+	}
+	var created struct{ ID, Address string }
+	_ = json.Unmarshal(body, &created)
+	_, before := call(t, "GET", "http://"+p.addr+"/agent/"+created.ID, key, nil)
+	p.stop(t, syscall.SIGTERM)
+
+	st, err := os.Stat(filepath.Join(data, "enclave", "root.seal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("seal file mode %v", st.Mode().Perm())
+	}
+
+	p2 := start(t, data)
+	status, after := call(t, "GET", "http://"+p2.addr+"/agent/"+created.ID, key, nil)
+	if status != 200 || !bytes.Equal(before, after) {
+		t.Fatalf("after restart %d:\n%s\nbefore:\n%s", status, after, before)
+	}
+	p2.stop(t, syscall.SIGTERM)
+}
