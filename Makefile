@@ -35,7 +35,8 @@ fmt:
 
 # Benchmarks whose figures are in docs/BENCHMARKS.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./persistence/ ./chains/stealth/
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./persistence/ ./chains/stealth/...
+	$(GO) test -run '^$$' -bench Agent -benchtime 3000x -count 1 ./httpapi/
 
 clean:
 	rm -rf $(BIN)

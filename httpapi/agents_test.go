@@ -28,7 +28,7 @@ type owner struct {
 	ed     ed25519.PrivateKey
 }
 
-func newEVMOwner(t *testing.T) owner {
+func newEVMOwner(t testing.TB) owner {
 	k, err := crypto.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

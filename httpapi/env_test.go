@@ -26,7 +26,7 @@ import (
 // env is a real server on a loopback listener: bbolt on disk, the actor
 // host, the API.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	key   string
 	store persistence.Store
@@ -40,7 +40,7 @@ type envOptions struct {
 	tee  httpapi.TEE
 }
 
-func newEnv(t *testing.T, opts envOptions) *env {
+func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	if opts.keys == nil {
 		var root [32]byte

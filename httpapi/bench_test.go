@@ -1,0 +1,145 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Figures in docs/BENCHMARKS.md ("Agent identity API"):
+//
+//	go test -run '^$' -bench 'Agent' -benchtime 3000x ./httpapi/
+const clients = 64
+
+// load runs n requests over `clients` concurrent clients and reports
+// requests/s and latency percentiles. do(i) performs request i and returns
+// its status.
+func load(b *testing.B, n int, want int, do func(c *http.Client, i int) int) {
+	b.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if do(c, i) != want {
+					bad.Add(1)
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if bad.Load() > 0 {
+		b.Fatalf("%d of %d requests failed", bad.Load(), n)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+func get(c *http.Client, url, key string) int {
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func BenchmarkAgentCreate(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	n := b.N
+	bodies := make([][]byte, n)
+	o := newEVMOwner(b)
+	for i := range bodies {
+		bodies[i], _ = json.Marshal(o.createBody(fmt.Sprintf("bench-%d-%d", n, i), "ethereum"))
+	}
+	load(b, n, 201, func(c *http.Client, i int) int {
+		req, _ := http.NewRequest("POST", e.url+"/agent/create", bytes.NewReader(bodies[i]))
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	})
+}
+
+// agentsFor creates count agents to read.
+func agentsFor(b *testing.B, e *env, count int) []string {
+	o := newEVMOwner(b)
+	ids := make([]string, count)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r := e.do("POST", "/agent/create", e.key, o.createBody(fmt.Sprintf("read-%d", i), "ethereum"))
+			var out struct{ ID string }
+			_ = json.Unmarshal(r.body, &out)
+			ids[i] = out.ID
+		}(i)
+	}
+	wg.Wait()
+	return ids
+}
+
+func BenchmarkAgentGetWarm(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	ids := agentsFor(b, e, 256)
+	for _, id := range ids { // activate every agent
+		get(http.DefaultClient, e.url+"/agent/"+id, e.key)
+	}
+	load(b, b.N, 200, func(c *http.Client, i int) int {
+		return get(c, e.url+"/agent/"+ids[i%len(ids)], e.key)
+	})
+}
+
+// BenchmarkAgentGetCold reads agents whose actors are passivated: every
+// request activates one from the store.
+func BenchmarkAgentGetCold(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	ids := agentsFor(b, e, b.N)
+	for _, id := range ids {
+		e.host.Passivate(id)
+	}
+	for e.host.Active() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	load(b, b.N, 200, func(c *http.Client, i int) int {
+		return get(c, e.url+"/agent/"+ids[i], e.key)
+	})
+}
