@@ -1,0 +1,165 @@
+// Package tools holds the agent's 17 tools as plain functions over small
+// interfaces: no actor code, no HTTP. The agent actor's chat loop offers
+// them to the model (Name, Description, Parameters) and runs the calls the
+// model makes with Run.
+//
+// A tool's failure is a result, not a Go error the loop aborts on: Run
+// returns (nil, err) and the loop reports {status: "error", detail} to the
+// model and the client. Errors meant for the model (bad arguments, unknown
+// recipient, insufficient funds) say what was wrong and what would work.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// Tool is one tool the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments object.
+	Parameters map[string]any
+	// Payment marks tools that move money: they get an idempotency key.
+	Payment bool
+	// Run validates args and does the work. The result is marshalled to
+	// JSON as the call's detail.
+	Run func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+}
+
+// Agent is the identity of the agent a tool runs for.
+type Agent struct {
+	ID            string
+	Name          string
+	AccountID     string
+	Chains        []chains.ID // deployed, canonical order; Chains[0] is the default
+	Addresses     map[chains.ID]string
+	MetaAddresses map[chains.ID]string
+}
+
+// Env is everything a tool may use. The agent actor builds one per call.
+type Env struct {
+	Agent Agent
+	// IdempotencyKey is unique to this tool call within this chat request
+	// and stable if the same request is retried (see the chat loop): a
+	// payment tool passes it to the chain so a retry never pays twice.
+	IdempotencyKey string
+	// UserText is the user's message of this turn (prompt-injection
+	// limits: a payment the user did not ask for needs a restatement).
+	UserText string
+	Now      func() time.Time
+
+	Chains    ChainOps
+	Directory Directory
+	Invoices  Invoices
+	Schedules Schedules
+	Memories  Memories
+	Payments  Payments
+}
+
+// ChainOps reaches the chain actors on behalf of this agent. Keys stay in
+// the enclave: the implementation signs with the agent's KeyRef.
+type ChainOps interface {
+	Balance(ctx context.Context, chain chains.ID) (chains.Balance, error)
+	// SendStealth pays a meta-address from the agent's account.
+	SendStealth(ctx context.Context, chain chains.ID, metaAddress, amount, asset, idempotencyKey string) (chains.TxResult, error)
+	// Withdraw spends a received stealth payment (by its stealth address)
+	// to a plain address; amount "" means everything less fees.
+	Withdraw(ctx context.Context, chain chains.ID, stealthAddress, to, amount, idempotencyKey string) (chains.TxResult, error)
+	RegisterName(ctx context.Context, chain chains.ID) (chains.TxResult, error)
+	ResolveName(ctx context.Context, chain chains.ID, name string) (string, error)
+	Fund(ctx context.Context, chain chains.ID) (chains.TxResult, error)
+	// Scan runs the chain's scanner now and returns how many new payments
+	// it delivered to this agent.
+	Scan(ctx context.Context, chain chains.ID) (int, error)
+	TxLink(chain chains.ID, txHash string) string
+}
+
+// Directory resolves Veil agents by name (the platform's own registry).
+type Directory interface {
+	// LookupAgent answers the agent's deployed chains and meta-addresses,
+	// or an error matching ErrUnknownRecipient.
+	LookupAgent(ctx context.Context, name string) (Agent, error)
+}
+
+// Payment is a stealth payment the agent received.
+type Payment struct {
+	Chain           chains.ID `json:"chain"`
+	StealthAddress  string    `json:"stealthAddress"`
+	EphemeralPubKey string    `json:"ephemeralPubKey"`
+	Asset           string    `json:"asset"`
+	Amount          string    `json:"amount"`
+	Balance         string    `json:"balance"`
+	TxHash          string    `json:"txHash"`
+	Withdrawn       bool      `json:"withdrawn"`
+	ReceivedAt      time.Time `json:"receivedAt"`
+}
+
+// Payments lists what the agent received.
+type Payments interface {
+	Received(ctx context.Context, chain chains.ID) ([]Payment, error)
+}
+
+// Invoice is the spec's Invoice (plus its chain and address to pay).
+type Invoice struct {
+	ID          string    `json:"id"`
+	AgentID     string    `json:"-"`
+	AgentName   string    `json:"agentName"`
+	Amount      string    `json:"amount"`
+	Asset       string    `json:"asset"`
+	Memo        string    `json:"memo"`
+	Status      string    `json:"status"`
+	TxHash      *string   `json:"txHash"`
+	PaymentLink string    `json:"paymentLink"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Chain       chains.ID `json:"chain"`
+	PayTo       string    `json:"payTo"`
+}
+
+// Invoices creates and lists the agent's invoices.
+type Invoices interface {
+	Create(ctx context.Context, chain chains.ID, amount, asset, memo string) (Invoice, error)
+	List(ctx context.Context) ([]Invoice, error)
+}
+
+// Schedule is the spec's Schedule.
+type Schedule struct {
+	ID        string     `json:"id"`
+	Recipient string     `json:"recipient"`
+	Amount    string     `json:"amount"`
+	Asset     string     `json:"asset"`
+	Chain     chains.ID  `json:"chain"`
+	Interval  string     `json:"interval"`
+	Status    string     `json:"status"`
+	NextRun   time.Time  `json:"nextRun"`
+	LastRun   *time.Time `json:"lastRun"`
+	EndDate   *time.Time `json:"endDate,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+}
+
+// Schedules manages recurring payments.
+type Schedules interface {
+	Create(ctx context.Context, s Schedule) (Schedule, error)
+	List(ctx context.Context) ([]Schedule, error)
+	// Transition applies pause|resume|cancel to the schedule whose id
+	// starts with idPrefix (unique prefix of at least 4 characters).
+	Transition(ctx context.Context, idPrefix, action string) (Schedule, error)
+}
+
+// Memory is something the agent was asked to remember.
+type Memory struct {
+	ID         string    `json:"id"`
+	Content    string    `json:"content"`
+	Type       string    `json:"type"`
+	Importance int       `json:"importance"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// Memories stores what the agent remembers across conversations.
+type Memories interface {
+	Save(ctx context.Context, m Memory) (Memory, error)
+	List(ctx context.Context) ([]Memory, error)
+}
