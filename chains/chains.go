@@ -90,6 +90,19 @@ var (
 	ErrNameTaken = errors.New("chains: name already registered")
 	// ErrNotFound: no such name, transaction or account.
 	ErrNotFound = errors.New("chains: not found")
+	// ErrInvalidAmount: an amount that is not a positive decimal with at
+	// most the asset's decimals (see ParseAmount).
+	ErrInvalidAmount = errors.New("chains: invalid amount")
+	// ErrUnknownAsset: an asset symbol the chain does not carry.
+	ErrUnknownAsset = errors.New("chains: unknown asset")
+	// ErrInvalidAddress: a malformed address or meta-address.
+	ErrInvalidAddress = errors.New("chains: invalid address")
+	// ErrInvalidName: a name that is not 3-32 characters of [a-z0-9-]
+	// (optionally followed by ".veil").
+	ErrInvalidName = errors.New("chains: invalid name")
+	// ErrIdempotencyConflict: an idempotency key already used for a
+	// different operation (other recipient, amount or asset).
+	ErrIdempotencyConflict = errors.New("chains: idempotency key reused with different parameters")
 )
 
 // Balance is an address's holdings as decimal strings in whole units.
