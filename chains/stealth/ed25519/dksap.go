@@ -332,8 +332,8 @@ func Check(viewPriv [32]byte, spendPub [32]byte, ann Announcement) (bool, error)
 	}
 	var S [32]byte
 	defer clear(S[:])
-	if !x25519(&S, &viewPriv, &ann.EphemeralPub) {
-		return false, stealth.Errorf(stealth.ErrInvalidPoint, "ephemeral key has small order")
+	if !canonicalU(&ann.EphemeralPub) || !x25519(&S, &viewPriv, &ann.EphemeralPub) {
+		return false, stealth.Errorf(stealth.ErrInvalidPoint, "ephemeral key is not canonical or has small order")
 	}
 	return checkShared(spend, &S, &ann), nil
 }
@@ -357,8 +357,8 @@ func DeriveStealthPrivateKey(spendScalar, viewPriv [32]byte, ephPub [32]byte) ([
 	}
 	var S [32]byte
 	defer clear(S[:])
-	if !x25519(&S, &viewPriv, &ephPub) {
-		return [32]byte{}, stealth.Errorf(stealth.ErrInvalidPoint, "ephemeral key has small order")
+	if !canonicalU(&ephPub) || !x25519(&S, &viewPriv, &ephPub) {
+		return [32]byte{}, stealth.Errorf(stealth.ErrInvalidPoint, "ephemeral key is not canonical or has small order")
 	}
 	h := hashScalar(&S)
 	p := edwards25519.NewScalar().Add(k, h)

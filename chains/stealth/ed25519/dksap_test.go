@@ -524,3 +524,38 @@ func TestDKSAPVectorsCheckedByNoble(t *testing.T) {
 		}
 	}
 }
+
+// TestNonCanonicalEphemeralDoesNotMatch: X25519 ignores the top bit, so the
+// same R has a second encoding; neither Check, Derive nor Scan accept it.
+func TestNonCanonicalEphemeralDoesNotMatch(t *testing.T) {
+	k := randKeys(t, Solana)
+	ann, _ := Generate(k.Meta, rand.Reader)
+	bad := ann
+	bad.EphemeralPub[31] |= 0x80
+	if ok, err := Check(k.ViewPriv, k.Meta.Spend, bad); ok || !errors.Is(err, stealth.ErrInvalidPoint) {
+		t.Fatalf("Check = %v, %v", ok, err)
+	}
+	if _, err := DeriveStealthPrivateKey(k.SpendScalar, k.ViewPriv, bad.EphemeralPub); !errors.Is(err, stealth.ErrInvalidPoint) {
+		t.Fatalf("Derive = %v", err)
+	}
+	s, _ := NewScanner([]ViewKeyEntry{{ViewPriv: k.ViewPriv, SpendPub: k.Meta.Spend}})
+	if m := s.Scan([]Announcement{bad, ann}); len(m) != 1 || m[0].Announcement != 1 {
+		t.Fatalf("Scan = %v", m)
+	}
+	for _, c := range []struct {
+		u    string
+		want bool
+	}{
+		{"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", true},  // p-1
+		{"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", false}, // p
+		{"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", false},
+		{"0000000000000000000000000000000000000000000000000000000000000080", false},
+		{"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7e", true},
+	} {
+		var u [32]byte
+		hex.Decode(u[:], []byte(c.u))
+		if canonicalU(&u) != c.want {
+			t.Errorf("canonicalU(%s) = %v", c.u, !c.want)
+		}
+	}
+}

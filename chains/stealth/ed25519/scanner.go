@@ -46,8 +46,8 @@ func (s *Scanner) Len() int { return len(s.keys) }
 // Scan returns every (announcement, key) pair whose announcement pays that
 // key, ordered by announcement then key, using runtime.GOMAXPROCS(0)
 // goroutines (see stealth.ScanPairs). Per pair: one X25519 and one SHA-256;
-// the one-time key is computed only on a view-tag hit. Ephemeral keys of
-// small order match nothing. Nothing is allocated per announcement on a
+// the one-time key is computed only on a view-tag hit. Ephemeral keys that
+// are not canonically encoded or have small order match nothing. Nothing is allocated per announcement on a
 // view-tag miss (a hit allocates the few temporaries of edwards25519).
 func (s *Scanner) Scan(anns []Announcement) []Match {
 	return stealth.ScanPairs(len(anns), len(s.keys), func() (func(int, int) bool, func()) {
@@ -55,7 +55,7 @@ func (s *Scanner) Scan(anns []Announcement) []Match {
 		return func(ai, ki int) bool {
 			k := &s.keys[ki]
 			a := &anns[ai]
-			if !x25519(S, &k.view, &a.EphemeralPub) {
+			if !canonicalU(&a.EphemeralPub) || !x25519(S, &k.view, &a.EphemeralPub) {
 				return false
 			}
 			return checkShared(k.spend, S, a)

@@ -78,20 +78,35 @@ var lowOrderU = [][32]byte{
 	{0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef, 0x5b, 0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57},
 }
 
+// canonicalU reports whether u is the canonical encoding of a field element:
+// top bit clear and u < p = 2²⁵⁵−19. X25519 itself ignores the top bit and
+// reduces mod p, so without this check one ephemeral key would have several
+// encodings that all match (a re-announcement with a different encoding
+// would look like a second payment). Cheap enough for the scan hot path.
+func canonicalU(u *[32]byte) bool {
+	if u[31] < 0x7f {
+		return true
+	}
+	if u[31] > 0x7f {
+		return false
+	}
+	for i := 30; i >= 1; i-- {
+		if u[i] != 0xff {
+			return true
+		}
+	}
+	return u[0] < 0xed
+}
+
 // validMontgomeryU reports whether u is the canonical encoding (< p, top bit
 // clear) of a point on Curve25519 itself (not its twist) that is not of small
 // order. Used for viewing and ephemeral public keys.
 func validMontgomeryU(u *[32]byte) bool {
-	if u[31]&0x80 != 0 {
+	if !canonicalU(u) {
 		return false
 	}
 	var x field.Element
 	x.SetBytes(u[:])
-	var canon [32]byte
-	copy(canon[:], x.Bytes())
-	if canon != *u {
-		return false // u ≥ p
-	}
 	for i := range lowOrderU {
 		if lowOrderU[i] == *u {
 			return false
