@@ -1,0 +1,402 @@
+// Package enclaveactor runs Veil's enclave actors: one protoactor-go actor
+// per chain in front of an enclave.Provider. Everything that needs a key —
+// deriving an agent's public keys, signing for a connector, the scanner's
+// viewing keys, an attestation, an export — is a message to the chain's
+// actor; a Ref holds only the actor's PID, never the provider, so private
+// keys stay behind the actor. Private keys leave it only through Export
+// (after the caller checked the owner's fresh signature) and ScanKeys (the
+// viewing key the in-process scanner needs; see enclave.Provider).
+//
+// Messages are Go structs local to this node; a later change turns the ones
+// that must cross cluster members into protobuf.
+package enclaveactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
+)
+
+// DefaultTimeout bounds a request whose context has no deadline.
+const DefaultTimeout = 30 * time.Second
+
+// Errors of the actor layer. Match with errors.Is; the provider's errors
+// (enclave.ErrInvalidInput, …) pass through unchanged.
+var (
+	// ErrWrongChain: a request for a chain this actor does not serve.
+	ErrWrongChain = errors.New("enclave actor: key of another chain")
+	// ErrTimeout: the actor did not answer before the deadline.
+	ErrTimeout = errors.New("enclave actor: no answer in time")
+	// ErrStopped: the actor is stopped.
+	ErrStopped = errors.New("enclave actor: stopped")
+	// ErrInternal: the provider panicked on this request (the actor keeps
+	// serving; the panic value is not reported, it might hold key bytes).
+	ErrInternal = errors.New("enclave actor: internal error")
+)
+
+// Ref is the handle of one chain's enclave actor. It is safe for
+// concurrent use and implements enclave.Provider (for its chain) and
+// chains.Signer.
+type Ref struct {
+	system *actor.ActorSystem
+	chain  chains.ID
+	pid    *actor.PID
+}
+
+var (
+	_ enclave.Provider = (*Ref)(nil)
+	_ chains.Signer    = (*Ref)(nil)
+)
+
+// New starts the enclave actor of chain on system, wrapping p. The actor
+// serves one request at a time.
+func New(system *actor.ActorSystem, chain chains.ID, p enclave.Provider) *Ref {
+	a := &enclaveActor{chain: chain, p: p}
+	props := actor.PropsFromProducer(func() actor.Actor { return a })
+	pid := system.Root.SpawnPrefix(props, "enclave-"+string(chain)+"-")
+	return &Ref{system: system, chain: chain, pid: pid}
+}
+
+// Chain is the chain the actor serves.
+func (r *Ref) Chain() chains.ID { return r.chain }
+
+// PID is the actor's process id.
+func (r *Ref) PID() *actor.PID { return r.pid }
+
+// Stop stops the actor after the requests already queued, waiting at most
+// until ctx is done.
+func (r *Ref) Stop(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- r.system.Root.PoisonFuture(r.pid).Wait() }()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, actor.ErrDeadLetter) {
+			return fmt.Errorf("enclave actor %s: stop: %w", r.chain, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Ref) checkChain(c chains.ID) error {
+	if c != r.chain {
+		return fmt.Errorf("%w: the %s enclave actor was asked for %q", ErrWrongChain, r.chain, c)
+	}
+	return nil
+}
+
+// DeriveKeys returns the agent's public keys on the actor's chain.
+func (r *Ref) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
+	if err := r.checkChain(chain); err != nil {
+		return enclave.PublicKeys{}, err
+	}
+	return request[enclave.PublicKeys](ctx, r, &deriveKeysMsg{ctx: ctx, agentID: agentID, epoch: epoch})
+}
+
+// Sign signs with the key key names (the account key, or the one-time
+// stealth key when key.EphemeralPub is set); key.Chain must be the actor's.
+func (r *Ref) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
+	if err := r.checkChain(key.Chain); err != nil {
+		return nil, err
+	}
+	return request[[]byte](ctx, r, &signMsg{ctx: ctx, key: key, payload: payload})
+}
+
+// ScanKeys returns the agent's viewing private key and spending public key
+// on the actor's chain, for the scanner.
+func (r *Ref) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
+	if err := r.checkChain(chain); err != nil {
+		return enclave.ScanKeys{}, err
+	}
+	return request[enclave.ScanKeys](ctx, r, &scanKeysMsg{ctx: ctx, agentID: agentID, epoch: epoch})
+}
+
+// Export returns the agent's account private key on the actor's chain
+// (enclave.Provider.Export). The caller must have checked the owner's
+// fresh signature.
+func (r *Ref) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
+	if err := r.checkChain(chain); err != nil {
+		return "", err
+	}
+	return request[string](ctx, r, &exportMsg{ctx: ctx, agentID: agentID, epoch: epoch})
+}
+
+// Attest attests the agent's keys on chainIDs (any chains: the provider
+// serves them all; the request runs on this actor).
+func (r *Ref) Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error) {
+	return request[enclave.Attestation](ctx, r, &attestMsg{ctx: ctx, agentID: agentID, chainIDs: chainIDs, nonce: nonce})
+}
+
+// Info describes the provider.
+func (r *Ref) Info(ctx context.Context) (enclave.Info, error) {
+	return request[enclave.Info](ctx, r, &infoMsg{ctx: ctx})
+}
+
+// request sends msg and awaits the reply with RequestFuture, bounded by
+// ctx's deadline (DefaultTimeout without one) and by ctx's cancellation.
+func request[T any](ctx context.Context, r *Ref, msg any) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	timeout := DefaultTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return zero, context.DeadlineExceeded
+		}
+	}
+	fut := r.system.Root.RequestFuture(r.pid, msg, timeout)
+	var res any
+	var err error
+	if ctx.Done() == nil {
+		res, err = fut.Result()
+	} else {
+		type result struct {
+			res any
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() { res, err := fut.Result(); ch <- result{res, err} }()
+		select {
+		case got := <-ch:
+			res, err = got.res, got.err
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, actor.ErrTimeout):
+			if ctx.Err() != nil {
+				return zero, ctx.Err()
+			}
+			return zero, fmt.Errorf("%w (%s)", ErrTimeout, r.chain)
+		case errors.Is(err, actor.ErrDeadLetter):
+			return zero, fmt.Errorf("%w (%s)", ErrStopped, r.chain)
+		}
+		return zero, fmt.Errorf("enclave actor %s: %w", r.chain, err)
+	}
+	rep, ok := res.(*reply)
+	if !ok {
+		return zero, fmt.Errorf("enclave actor %s: unexpected answer %T", r.chain, res)
+	}
+	if rep.err != nil {
+		return zero, rep.err
+	}
+	v, ok := rep.value.(T)
+	if !ok {
+		return zero, fmt.Errorf("enclave actor %s: unexpected answer %T", r.chain, rep.value)
+	}
+	return v, nil
+}
+
+// Messages (local to this node).
+type (
+	deriveKeysMsg struct {
+		ctx     context.Context
+		agentID string
+		epoch   uint32
+	}
+	signMsg struct {
+		ctx     context.Context
+		key     chains.KeyRef
+		payload []byte
+	}
+	scanKeysMsg struct {
+		ctx     context.Context
+		agentID string
+		epoch   uint32
+	}
+	exportMsg struct {
+		ctx     context.Context
+		agentID string
+		epoch   uint32
+	}
+	attestMsg struct {
+		ctx      context.Context
+		agentID  string
+		chainIDs []chains.ID
+		nonce    []byte
+	}
+	infoMsg struct{ ctx context.Context }
+
+	reply struct {
+		value any
+		err   error
+	}
+)
+
+// enclaveActor owns the provider for one chain.
+type enclaveActor struct {
+	chain chains.ID
+	p     enclave.Provider
+}
+
+func (a *enclaveActor) Receive(c actor.Context) {
+	var ctx context.Context
+	switch m := c.Message().(type) {
+	case *deriveKeysMsg:
+		ctx = m.ctx
+	case *signMsg:
+		ctx = m.ctx
+	case *scanKeysMsg:
+		ctx = m.ctx
+	case *exportMsg:
+		ctx = m.ctx
+	case *attestMsg:
+		ctx = m.ctx
+	case *infoMsg:
+		ctx = m.ctx
+	default:
+		return // lifecycle messages (Started, Stopping, …)
+	}
+	if c.Sender() == nil {
+		return // nobody to answer
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller has given up: do no key work for it.
+		c.Respond(&reply{err: err})
+		return
+	}
+	c.Respond(a.handle(ctx, c.Message()))
+}
+
+func (a *enclaveActor) handle(ctx context.Context, msg any) (rep *reply) {
+	defer func() {
+		if recover() != nil {
+			rep = &reply{err: ErrInternal}
+		}
+	}()
+	var v any
+	var err error
+	switch m := msg.(type) {
+	case *deriveKeysMsg:
+		v, err = a.p.DeriveKeys(ctx, m.agentID, a.chain, m.epoch)
+	case *signMsg:
+		v, err = a.p.Sign(ctx, m.key, m.payload)
+	case *scanKeysMsg:
+		v, err = a.p.ScanKeys(ctx, m.agentID, a.chain, m.epoch)
+	case *exportMsg:
+		v, err = a.p.Export(ctx, m.agentID, a.chain, m.epoch)
+	case *attestMsg:
+		v, err = a.p.Attest(ctx, m.agentID, m.chainIDs, m.nonce)
+	case *infoMsg:
+		v, err = a.p.Info(ctx)
+	}
+	return &reply{value: v, err: err}
+}
+
+// Group is one enclave actor per chain over one provider. It implements
+// enclave.Provider and chains.Signer by routing each request to its
+// chain's actor (Attest and Info to the first chain's).
+type Group struct {
+	order []chains.ID
+	refs  map[chains.ID]*Ref
+}
+
+var (
+	_ enclave.Provider = (*Group)(nil)
+	_ chains.Signer    = (*Group)(nil)
+)
+
+// NewGroup starts an enclave actor for each of chainIDs (every chain of
+// chains.Order() when none is given; duplicates ignored).
+func NewGroup(system *actor.ActorSystem, p enclave.Provider, chainIDs ...chains.ID) *Group {
+	if len(chainIDs) == 0 {
+		chainIDs = chains.Order()
+	}
+	g := &Group{refs: make(map[chains.ID]*Ref, len(chainIDs))}
+	for _, c := range chainIDs {
+		if _, dup := g.refs[c]; dup {
+			continue
+		}
+		g.order = append(g.order, c)
+		g.refs[c] = New(system, c, p)
+	}
+	return g
+}
+
+// Ref returns the actor of chain, or nil.
+func (g *Group) Ref(chain chains.ID) *Ref { return g.refs[chain] }
+
+// Chains lists the served chains in the order given to NewGroup.
+func (g *Group) Chains() []chains.ID { return append([]chains.ID(nil), g.order...) }
+
+func (g *Group) ref(chain chains.ID) (*Ref, error) {
+	if r := g.refs[chain]; r != nil {
+		return r, nil
+	}
+	if _, err := chains.Parse(string(chain)); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: no enclave actor for %s", ErrWrongChain, chain)
+}
+
+// DeriveKeys implements enclave.Provider.
+func (g *Group) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
+	r, err := g.ref(chain)
+	if err != nil {
+		return enclave.PublicKeys{}, err
+	}
+	return r.DeriveKeys(ctx, agentID, chain, epoch)
+}
+
+// Sign implements chains.Signer.
+func (g *Group) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
+	r, err := g.ref(key.Chain)
+	if err != nil {
+		return nil, err
+	}
+	return r.Sign(ctx, key, payload)
+}
+
+// ScanKeys implements enclave.Provider.
+func (g *Group) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
+	r, err := g.ref(chain)
+	if err != nil {
+		return enclave.ScanKeys{}, err
+	}
+	return r.ScanKeys(ctx, agentID, chain, epoch)
+}
+
+// Export implements enclave.Provider.
+func (g *Group) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
+	r, err := g.ref(chain)
+	if err != nil {
+		return "", err
+	}
+	return r.Export(ctx, agentID, chain, epoch)
+}
+
+// Attest implements enclave.Provider (on the first attested chain's
+// actor when it is served, else on the group's first).
+func (g *Group) Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error) {
+	r := g.refs[g.order[0]]
+	if len(chainIDs) > 0 && g.refs[chainIDs[0]] != nil {
+		r = g.refs[chainIDs[0]]
+	}
+	return r.Attest(ctx, agentID, chainIDs, nonce)
+}
+
+// Info implements enclave.Provider.
+func (g *Group) Info(ctx context.Context) (enclave.Info, error) {
+	return g.refs[g.order[0]].Info(ctx)
+}
+
+// Stop stops every actor of the group.
+func (g *Group) Stop(ctx context.Context) error {
+	var errs []error
+	for _, c := range g.order {
+		if err := g.refs[c].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
