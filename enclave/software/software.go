@@ -139,7 +139,9 @@ func newProvider(root [32]byte, source string) (*Provider, error) {
 
 // Measurement is "sha256:<hex>" of the running executable, computed once
 // per process ("sha256:unavailable" if it cannot be read).
-var Measurement = sync.OnceValue(func() string {
+func Measurement() string { return measurement() }
+
+var measurement = sync.OnceValue(func() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return "sha256:unavailable"
