@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -38,8 +40,9 @@ type BoltOptions struct {
 	// Apply batches it held and how long the transaction took (fsync
 	// included). It runs on the committer goroutine after callers have been
 	// answered, but the next group waits for it: keep it cheap (a metric
-	// update). It is the hook for store metrics, so that this package does
-	// not import Prometheus.
+	// update). With NoGroupCommit it runs on each caller's goroutine,
+	// concurrently. It is the hook for store metrics, so that this package
+	// does not import Prometheus.
 	Observe func(batchSize int, commit time.Duration)
 }
 
@@ -93,13 +96,16 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 		opts.LockTimeout = defaultLockTimeout
 	}
 	// bbolt trusts the file's meta pages; a file that passes their checksum
-	// but is otherwise damaged can make it panic. Report that as a corrupt
-	// file rather than crash veild at start.
+	// but is otherwise damaged can make it panic, or fault on a page the
+	// mmap maps past the end of a truncated file. Report both as a corrupt
+	// file rather than crash veild at start: SetPanicOnFault turns the fault
+	// into a panic, which recover turns into an error.
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = nil, fmt.Errorf("open data file %s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: opts.LockTimeout,
 		// NoSync stays false: an acknowledged write must survive power loss.
@@ -119,12 +125,32 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 			return nil, fmt.Errorf("open data file %s: %w", path, err)
 		}
 	}
+	if err := checkSize(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
 	if !opts.NoGroupCommit {
 		s.c = newCommitter(s)
 		go s.c.run()
 	}
 	return s, nil
+}
+
+// checkSize rejects a file shorter than the pages its meta page claims: a
+// truncated file (a bad copy, a full disk during a restore) would otherwise
+// open and then kill veild with SIGBUS on the first read past the end.
+func checkSize(db *bolt.DB, path string) error {
+	return db.View(func(tx *bolt.Tx) error {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("open data file %s: %w", path, err)
+		}
+		if fi.Size() < tx.Size() {
+			return fmt.Errorf("open data file %s: %w: %d bytes, but its pages reach byte %d (truncated?)", path, ErrCorrupt, fi.Size(), tx.Size())
+		}
+		return nil
+	})
 }
 
 // Path returns the data file's path.
