@@ -15,7 +15,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/agent"
-	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
@@ -49,7 +48,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.keys = agent.EnclaveKeys(func(chains.ID) agent.Enclave { return prov })
+		opts.keys = agent.EnclaveKeys(prov)
 		opts.tee = prov
 	}
 	dir := t.TempDir()

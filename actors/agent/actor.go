@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
@@ -53,6 +54,12 @@ type Deps struct {
 	Chains ChainService
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Models builds a request's model; ToolEnv the tools' services. Both
+	// are needed for chat.
+	Models  Models
+	ToolEnv ToolEnv
+	// Tools overrides the offered tools (tests); nil means tools.All().
+	Tools []tools.Tool
 }
 
 func (d *Deps) now() time.Time {
@@ -111,6 +118,8 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 		return nil, err
 	}
 	switch m := msg.(type) {
+	case *Chat:
+		return a.chat(ctx, m)
 	case *Get:
 		return a.rec, nil
 	case *GetStatus:
@@ -146,6 +155,8 @@ func (a *Actor) authorize(msg any) error {
 	}
 	var account string
 	switch m := msg.(type) {
+	case *Chat:
+		account = m.AccountID
 	case *Get:
 		account = m.AccountID
 	case *GetStatus:

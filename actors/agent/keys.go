@@ -14,17 +14,17 @@ type Enclave interface {
 	Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error)
 }
 
-// EnclaveKeys adapts per-chain enclaves to Keys. forChain returns the
-// enclave that serves a chain (one enclave actor per chain).
-func EnclaveKeys(forChain func(chains.ID) Enclave) Keys { return enclaveKeys{forChain} }
+// EnclaveKeys adapts an enclave to Keys; in veild it is the group of
+// enclave actors, which routes each call to its chain's actor.
+func EnclaveKeys(e Enclave) Keys { return enclaveKeys{e} }
 
-type enclaveKeys struct{ forChain func(chains.ID) Enclave }
+type enclaveKeys struct{ e Enclave }
 
 // Keys are derived at epoch 0; rotation (a later epoch) is not offered yet.
 const keyEpoch = 0
 
 func (k enclaveKeys) Derive(ctx context.Context, agentID string, chain chains.ID) (ChainKeys, error) {
-	pk, err := k.forChain(chain).DeriveKeys(ctx, agentID, chain, keyEpoch)
+	pk, err := k.e.DeriveKeys(ctx, agentID, chain, keyEpoch)
 	if err != nil {
 		return ChainKeys{}, err
 	}
@@ -32,9 +32,9 @@ func (k enclaveKeys) Derive(ctx context.Context, agentID string, chain chains.ID
 }
 
 func (k enclaveKeys) Export(ctx context.Context, agentID string, chain chains.ID) (string, error) {
-	return k.forChain(chain).Export(ctx, agentID, chain, keyEpoch)
+	return k.e.Export(ctx, agentID, chain, keyEpoch)
 }
 
 func (k enclaveKeys) Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (any, error) {
-	return k.forChain(deployed[0]).Attest(ctx, agentID, deployed, []byte(nonce))
+	return k.e.Attest(ctx, agentID, deployed, []byte(nonce))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/agent"
-	"github.com/veilhq/veil/chains"
+	enclaveactor "github.com/veilhq/veil/actors/enclave"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
@@ -82,16 +82,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return log.With(slog.String("component", "protoactor"))
 	}))
 	defer system.Shutdown()
+	enclaves := enclaveactor.NewGroup(system, prov)
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
 		Store:  store,
 		Log:    log,
-		Keys:   agent.EnclaveKeys(func(chains.ID) agent.Enclave { return prov }),
+		Keys:   agent.EnclaveKeys(enclaves),
 		Chains: agent.NoChains{},
 	}), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 	}, log, nil)
 
-	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: prov})
+	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another veild running? choose another --addr)", cfg.Addr, err)

@@ -1,0 +1,313 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/veilhq/veil/agent/tools"
+)
+
+// Chat limits (DESIGN.md).
+const (
+	// MaxModelCalls caps the model calls of one chat request.
+	MaxModelCalls = 10
+	// MaxMessageRunes caps a user message.
+	MaxMessageRunes = 8000
+	// historyTokenBudget bounds the stored history the model sees; the
+	// oldest messages go first.
+	historyTokenBudget = 6000
+	titleRunes         = 60
+)
+
+// ErrBadChat reports an empty or over-long message (400).
+var ErrBadChat = errors.New("bad chat message")
+
+// Chat is one chat request. The answer is *ChatReply.
+type Chat struct {
+	AccountID      string
+	ConversationID string // "" starts a new conversation
+	Message        string
+	Provider       string // X-AI-Provider, validated by the HTTP layer
+	ProviderKey    string // X-AI-Key: used for this request only, never stored
+	// IdempotencyKey (the Idempotency-Key header) makes a retried request
+	// reuse the payment keys of the first attempt, so a retry after a
+	// crash never pays twice. Without it every request is a new intent.
+	IdempotencyKey string
+}
+
+// ToolCall is the spec's ToolCall.
+type ToolCall struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// ChatReply is the spec's ChatResponse.
+type ChatReply struct {
+	Response       string     `json:"response"`
+	ToolCalls      []ToolCall `json:"toolCalls,omitempty"`
+	ConversationID string     `json:"conversationId"`
+}
+
+// Models builds the model of one request.
+type Models func(provider, key string) (llms.Model, error)
+
+// ToolEnv builds the services a tool call uses for this agent.
+type ToolEnv func(a tools.Agent) tools.Env
+
+// Title makes a conversation title from its first message: at most 60
+// runes, cut on a word boundary, with an ellipsis when cut.
+func Title(msg string) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	if utf8.RuneCountInString(msg) <= titleRunes {
+		return msg
+	}
+	r := []rune(msg)[:titleRunes-1]
+	cut := string(r)
+	if i := strings.LastIndexByte(cut, ' '); i > titleRunes/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:-") + "…"
+}
+
+func validateChat(msg string) error {
+	if strings.TrimSpace(msg) == "" {
+		return fmt.Errorf("%w: message is empty: send the text for the agent", ErrBadChat)
+	}
+	if n := utf8.RuneCountInString(msg); n > MaxMessageRunes {
+		return fmt.Errorf("%w: message has %d characters; the limit is %d", ErrBadChat, n, MaxMessageRunes)
+	}
+	if !utf8.ValidString(msg) {
+		return fmt.Errorf("%w: message is not valid UTF-8", ErrBadChat)
+	}
+	return nil
+}
+
+// chat runs the tool loop for one request.
+func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
+	if err := validateChat(c.Message); err != nil {
+		return nil, err
+	}
+	if a.deps.Models == nil || a.deps.ToolEnv == nil {
+		return nil, errors.New("chat is not configured on this node")
+	}
+	// An unknown or foreign conversation is a 404 before anything runs.
+	var conv *Conversation
+	var convVersion uint64
+	var history []Message
+	if c.ConversationID != "" {
+		var err error
+		if conv, convVersion, err = a.getConversation(ctx, c.ConversationID); err != nil {
+			return nil, err
+		}
+		if history, err = a.listMessages(ctx, conv.ID); err != nil {
+			return nil, err
+		}
+	}
+	model, err := a.deps.Models(c.Provider, c.ProviderKey)
+	if err != nil {
+		return nil, err
+	}
+	if conv == nil {
+		now := a.deps.now()
+		conv = &Conversation{ID: newID(), Title: Title(c.Message), CreatedAt: now, UpdatedAt: now}
+	}
+	// The user's message is durable before any tool runs.
+	if err := a.AppendMessages(ctx, conv, convVersion, Message{Role: "user", Text: c.Message}); err != nil {
+		return nil, err
+	}
+	requestKey := c.IdempotencyKey
+	if requestKey == "" {
+		requestKey = fmt.Sprintf("msg-%d", a.rec.LastMessageID)
+	}
+
+	env := a.deps.ToolEnv(a.toolAgent())
+	env.UserText = c.Message
+	offered := a.deps.tools()
+	defs := toolDefinitions(offered)
+	msgs, err := a.prompt(ctx, env, history, c.Message)
+	if err != nil {
+		return nil, err
+	}
+
+	var calls []ToolCall
+	var answer string
+	for turn := 1; ; turn++ {
+		resp, err := model.GenerateContent(ctx, msgs, llms.WithTools(defs))
+		if err != nil {
+			return nil, &ModelError{Err: err}
+		}
+		if len(resp.Choices) == 0 {
+			return nil, &ModelError{Err: errors.New("the model returned no choices")}
+		}
+		choice := resp.Choices[0]
+		if len(choice.ToolCalls) == 0 {
+			answer = choice.Content
+			break
+		}
+		results := a.runTools(ctx, env, offered, requestKey, turn, choice.ToolCalls)
+		calls = append(calls, results...)
+		stored := make([]Message, len(results))
+		for i, r := range results {
+			raw, _ := json.Marshal(r)
+			stored[i] = Message{Role: "tool", Text: string(raw)}
+		}
+		// Tool outcomes are durable before the model sees them, so a
+		// crash after a payment leaves its record.
+		if err := a.appendToConversation(ctx, conv, stored...); err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, assistantToolCalls(choice))
+		for i, tc := range choice.ToolCalls {
+			msgs = append(msgs, llms.MessageContent{
+				Role:  llms.ChatMessageTypeTool,
+				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: tc.ID, Name: results[i].Name, Content: toolContent(results[i])}},
+			})
+		}
+		if turn == MaxModelCalls {
+			answer = capAnswer(choice.Content, calls)
+			break
+		}
+	}
+	if strings.TrimSpace(answer) == "" {
+		answer = "Done."
+	}
+	if err := a.appendToConversation(ctx, conv, Message{Role: "agent", Text: answer}); err != nil {
+		return nil, err
+	}
+	return &ChatReply{Response: answer, ToolCalls: calls, ConversationID: conv.ID}, nil
+}
+
+// appendToConversation appends to a conversation this request already
+// wrote, re-reading its version (it changed with the previous append).
+func (a *Actor) appendToConversation(ctx context.Context, conv *Conversation, msgs ...Message) error {
+	_, version, err := a.getConversation(ctx, conv.ID)
+	if err != nil {
+		return err
+	}
+	return a.AppendMessages(ctx, conv, version, msgs...)
+}
+
+func capAnswer(partial string, calls []ToolCall) string {
+	var b strings.Builder
+	b.WriteString(fmt.Sprintf("I stopped after %d model calls, the limit for one request, before finishing. ", MaxModelCalls))
+	ok, failed := 0, 0
+	for _, c := range calls {
+		if c.Status == "success" {
+			ok++
+		} else {
+			failed++
+		}
+	}
+	b.WriteString(fmt.Sprintf("So far %d tool call(s) succeeded and %d failed; ask me to continue if something is left.", ok, failed))
+	if s := strings.TrimSpace(partial); s != "" {
+		b.WriteString(" ")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func toolContent(r ToolCall) string {
+	raw, _ := json.Marshal(r)
+	return string(raw)
+}
+
+// assistantToolCalls is the model's tool-calling turn as history.
+func assistantToolCalls(choice *llms.ContentChoice) llms.MessageContent {
+	m := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+	if choice.Content != "" {
+		m.Parts = append(m.Parts, llms.TextContent{Text: choice.Content})
+	}
+	for _, tc := range choice.ToolCalls {
+		m.Parts = append(m.Parts, tc)
+	}
+	return m
+}
+
+// runTools runs every call of one model response concurrently and returns
+// their results in call order. A tool's failure is a result, not an error.
+func (a *Actor) runTools(ctx context.Context, env tools.Env, offered []tools.Tool, requestKey string, turn int, tcs []llms.ToolCall) []ToolCall {
+	out := make([]ToolCall, len(tcs))
+	var wg sync.WaitGroup
+	for i, tc := range tcs {
+		wg.Add(1)
+		go func(i int, tc llms.ToolCall) {
+			defer wg.Done()
+			out[i] = a.runTool(ctx, env, offered, requestKey, turn, i, tc)
+		}(i, tc)
+	}
+	wg.Wait()
+	return out
+}
+
+func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool, requestKey string, turn, index int, tc llms.ToolCall) (res ToolCall) {
+	name, args := "", "{}"
+	if tc.FunctionCall != nil {
+		name, args = tc.FunctionCall.Name, tc.FunctionCall.Arguments
+	}
+	res.Name = name
+	fail := func(err error) ToolCall {
+		raw, _ := json.Marshal(map[string]string{"error": err.Error()})
+		return ToolCall{Name: name, Status: "error", Detail: string(raw)}
+	}
+	defer func() {
+		// A tool that panics is a failed call, not a failed agent.
+		if p := recover(); p != nil {
+			a.deps.Log.Error("tool panicked", "agent", a.id, "tool", name, "panic", fmt.Sprint(p))
+			res = fail(errors.New("the tool failed unexpectedly"))
+		}
+	}()
+	var tool *tools.Tool
+	for i := range offered {
+		if offered[i].Name == name {
+			tool = &offered[i]
+			break
+		}
+	}
+	if tool == nil {
+		return fail(fmt.Errorf("unknown tool %q", name))
+	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return fail(errors.New("the arguments are not valid JSON"))
+	}
+	callEnv := env
+	// Stable across a retried request: same request key, same turn and
+	// position, same call.
+	h := sha256.Sum256([]byte(strings.Join([]string{a.id, requestKey, fmt.Sprint(turn), fmt.Sprint(index), name, args}, "\x00")))
+	callEnv.IdempotencyKey = hex.EncodeToString(h[:16])
+	v, err := tool.Run(ctx, &callEnv, json.RawMessage(args))
+	if err != nil {
+		return fail(err)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fail(fmt.Errorf("encode result: %w", err))
+	}
+	return ToolCall{Name: name, Status: "success", Detail: string(raw)}
+}
+
+func toolDefinitions(ts []tools.Tool) []llms.Tool {
+	out := make([]llms.Tool, len(ts))
+	for i, t := range ts {
+		out[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+	}
+	return out
+}
+
+// ModelError is a failure of the model provider (502).
+type ModelError struct{ Err error }
+
+func (e *ModelError) Error() string { return "model provider failed: " + e.Err.Error() }
+func (e *ModelError) Unwrap() error { return e.Err }
