@@ -380,6 +380,12 @@ func viewTag(S *[32]byte) byte {
 }
 
 func hashScalar(S *[32]byte) *edwards25519.Scalar {
+	return hashScalarInto(new(edwards25519.Scalar), S)
+}
+
+// hashScalarInto sets h to the scalar h of S (see the package doc) and
+// returns it.
+func hashScalarInto(h *edwards25519.Scalar, S *[32]byte) *edwards25519.Scalar {
 	var buf [len(DomainScalar) + 1 + 32]byte
 	copy(buf[:], DomainScalar)
 	copy(buf[len(DomainScalar)+1:], S[:])
@@ -390,7 +396,7 @@ func hashScalar(S *[32]byte) *edwards25519.Scalar {
 	d1 := sha256.Sum256(buf[:])
 	copy(wide[:32], d0[:])
 	copy(wide[32:], d1[:])
-	h, _ := edwards25519.NewScalar().SetUniformBytes(wide[:]) // 64 bytes: cannot fail
+	h.SetUniformBytes(wide[:]) // 64 bytes: cannot fail
 	clear(buf[:])
 	clear(wide[:])
 	return h
@@ -399,11 +405,14 @@ func hashScalar(S *[32]byte) *edwards25519.Scalar {
 // oneTimeKey returns the encoding of K_spend + h·B; false if it is the
 // identity.
 func oneTimeKey(spend *edwards25519.Point, S *[32]byte) ([32]byte, bool) {
-	h := hashScalar(S)
-	P := new(edwards25519.Point).ScalarBaseMult(h)
-	P.Add(P, spend)
+	var h edwards25519.Scalar
+	var P, id edwards25519.Point
+	hashScalarInto(&h, S)
+	P.ScalarBaseMult(&h)
+	P.Add(&P, spend)
 	var out [32]byte
-	if P.Equal(edwards25519.NewIdentityPoint()) == 1 {
+	id.Set(edwards25519.NewIdentityPoint())
+	if P.Equal(&id) == 1 {
 		return out, false
 	}
 	copy(out[:], P.Bytes())
