@@ -103,6 +103,11 @@ type Actor struct {
 	version uint64
 }
 
+// log is the request's logger (with its request id) when there is one.
+func (a *Actor) log(ctx context.Context) *slog.Logger {
+	return runtime.Logger(ctx, a.deps.Log).With(slog.String("agent", a.id))
+}
+
 // Receive handles one message.
 func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 	if c, ok := msg.(*Create); ok {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -262,7 +263,7 @@ func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool
 	defer func() {
 		// A tool that panics is a failed call, not a failed agent.
 		if p := recover(); p != nil {
-			a.deps.Log.Error("tool panicked", "agent", a.id, "tool", name, "panic", fmt.Sprint(p))
+			a.log(ctx).Error("tool panicked", slog.String("tool", name), slog.String("panic", fmt.Sprint(p)))
 			res = fail(errors.New("the tool failed unexpectedly"))
 		}
 	}()

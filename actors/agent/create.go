@@ -74,7 +74,7 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 	// The agent exists once stored; a failure to record the registration
 	// outcome leaves it "pending", which the chain issues retry.
 	if err := a.saveRecord(ctx, next); err != nil {
-		a.deps.Log.Warn("agent created but registration status not saved", slog.String("agent", a.id), slog.String("error", err.Error()))
+		a.log(ctx).Warn("agent created but registration status not saved", slog.String("error", err.Error()))
 	}
 	return a.rec, nil
 }
@@ -89,7 +89,7 @@ func (a *Actor) setupStep(ctx context.Context, what string, ch chains.ID, f func
 	case errors.Is(err, chains.ErrUnavailable):
 		return SetupPending
 	default:
-		a.deps.Log.Warn("agent setup step failed", slog.String("agent", a.id), slog.String("step", what),
+		a.log(ctx).Warn("agent setup step failed", slog.String("step", what),
 			slog.String("chain", string(ch)), slog.String("error", err.Error()))
 		return "failed: " + err.Error()
 	}
