@@ -25,6 +25,7 @@ extern void secp256k1_context_set_error_callback(secp256k1_context *ctx, void (*
 extern int secp256k1_ec_pubkey_parse(const secp256k1_context *ctx, secp256k1_pubkey *pubkey, const unsigned char *input, size_t inputlen);
 extern int secp256k1_ec_pubkey_serialize(const secp256k1_context *ctx, unsigned char *output, size_t *outputlen, const secp256k1_pubkey *pubkey, unsigned int flags);
 extern int secp256k1_ec_pubkey_create(const secp256k1_context *ctx, secp256k1_pubkey *pubkey, const unsigned char *seckey);
+extern int secp256k1_context_randomize(secp256k1_context *ctx, const unsigned char *seed32);
 extern int secp256k1_ec_pubkey_combine(const secp256k1_context *ctx, secp256k1_pubkey *out, const secp256k1_pubkey * const *ins, size_t n);
 // go-ethereum's ext.h: constant-time scalar multiplication of an affine
 // point (64 bytes, big-endian x||y, assumed on the curve) in place.
@@ -37,12 +38,14 @@ static secp256k1_context *veil_ctx;
 
 static void veil_noop_callback(const char *msg, void *data) { (void)msg; (void)data; }
 
-static int veil_init(void) {
+static int veil_init(const unsigned char *seed32) {
 	veil_ctx = secp256k1_context_create(1); // SECP256K1_CONTEXT_NONE
 	if (veil_ctx == NULL) return 0;
 	secp256k1_context_set_illegal_callback(veil_ctx, veil_noop_callback, NULL);
 	secp256k1_context_set_error_callback(veil_ctx, veil_noop_callback, NULL);
-	return 1;
+	// Blind the fixed-base multiplication (side-channel protection of the
+	// ephemeral and derived keys), as libsecp256k1 recommends.
+	return secp256k1_context_randomize(veil_ctx, seed32);
 }
 
 static int veil_save_xy(const secp256k1_pubkey *p, unsigned char *xy) {
@@ -101,6 +104,7 @@ static int veil_tweak_add(const unsigned char *xy, const unsigned char *t, unsig
 import "C"
 
 import (
+	"crypto/rand"
 	"unsafe"
 
 	// Links libsecp256k1 (and its exported C symbols) into the binary.
@@ -110,9 +114,16 @@ import (
 const backendName = "libsecp256k1 (cgo, via go-ethereum)"
 
 func init() {
-	if C.veil_init() != 1 {
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		panic("stealth/secp256k1: no randomness for the libsecp256k1 context: " + err.Error())
+	}
+	// The context is only read after this, so it is safe to share between
+	// threads (libsecp256k1's contract).
+	if C.veil_init(uc(unsafe.Pointer(&seed))) != 1 {
 		panic("stealth/secp256k1: cannot create libsecp256k1 context")
 	}
+	clear(seed[:])
 }
 
 func uc(p unsafe.Pointer) *C.uchar { return (*C.uchar)(p) }
