@@ -47,8 +47,9 @@ func (s *Scanner) Len() int { return len(s.keys) }
 // key, ordered by announcement then key, using runtime.GOMAXPROCS(0)
 // goroutines (see stealth.ScanPairs). Per pair: one X25519 and one SHA-256;
 // the one-time key is computed only on a view-tag hit. Ephemeral keys that
-// are not canonically encoded or have small order match nothing. Nothing is allocated per announcement on a
-// view-tag miss (a hit allocates the few temporaries of edwards25519).
+// are not canonically encoded or have small order match nothing. Nothing is
+// allocated per announcement, on a tag miss or a hit; only recording a
+// match appends to a slice.
 func (s *Scanner) Scan(anns []Announcement) []Match {
 	return stealth.ScanPairs(len(anns), len(s.keys), func() (func(int, int) bool, func()) {
 		S := new([32]byte)
