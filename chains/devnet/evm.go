@@ -1,0 +1,594 @@
+//go:build !nodevnet
+
+// Package devnet runs Veil's embedded local networks, the offline default
+// and the networks of the tests. This file holds the EVM devnets: one
+// in-process go-ethereum node per EVM chain (the engine of
+// ethclient/simulated, driven by the simulated beacon) serving JSON-RPC on a
+// loopback port, so that chains/evm talks to it exactly as to a public
+// node. Blocks are sealed as transactions arrive. Build with -tags nodevnet
+// to leave the devnets (and most of geth) out of the binary.
+package devnet
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core"
+	"github.com/ethereum/go-ethereum/core/rawdb"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth"
+	"github.com/ethereum/go-ethereum/eth/catalyst"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/eth/filters"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/p2p"
+	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/chains/evm/bindings"
+)
+
+// EVMAvailable reports whether this binary includes the EVM devnets.
+const EVMAvailable = true
+
+// Faucet amounts: what Fund gives an address per call, in whole units.
+const (
+	FaucetNative = "10"     // of the chain's native asset (ETH, ZEN on horizen, POL)
+	FaucetUSDC   = "10000"  // test USDC, 6 decimals
+	FaucetZEN    = "1000"   // test ZEN token, 18 decimals (not on horizen, where ZEN is native)
+	faucetSupply = "1000000000"
+)
+
+// FaucetKey is the devnets' well-known faucet and deployer key (the same on
+// every devnet and every machine: devnet funds are worthless by design).
+var FaucetKey = mustKey(crypto.Keccak256([]byte("veil devnet faucet")))
+
+func mustKey(b []byte) *ecdsa.PrivateKey {
+	k, err := crypto.ToECDSA(b)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// EVMOptions configures StartEVM.
+type EVMOptions struct {
+	// Dir holds one chain database per chain (<Dir>/<chain>); state then
+	// persists across restarts. "" keeps every chain in memory.
+	Dir string
+	// Chains to run; default the four EVM chains.
+	Chains []chains.ID
+	// BasePort: when > 0 the i-th chain of the canonical order listens on
+	// 127.0.0.1:BasePort+i (horizen +0, ethereum +1, polygon +2, base +3),
+	// so that RPC URLs and transaction links stay valid across restarts.
+	// 0 picks free ports.
+	BasePort int
+	// Log receives the devnets' own events (default slog.Default()).
+	Log *slog.Logger
+}
+
+// EVM is the running set of EVM devnets.
+type EVM struct {
+	nets  map[chains.ID]*EVMNet
+	order []chains.ID
+}
+
+// EVMNet is one chain's devnet.
+type EVMNet struct {
+	id      chains.ID
+	log     *slog.Logger
+	stack   *node.Node
+	eth     *eth.Ethereum
+	beacon  *catalyst.SimulatedBeacon
+	client  *ethclient.Client // in-process
+	cfg     evm.Config
+	faucet  common.Address // VeilFaucet contract
+	tokens  []evm.Token
+	deploys map[string]common.Address
+
+	faucetMu sync.Mutex
+
+	mineMu  sync.Mutex
+	paused  bool
+	kick    chan struct{}
+	quit    chan struct{}
+	stopped chan struct{}
+}
+
+// StartEVM starts the EVM devnets, deploys the contracts on a fresh chain
+// (or finds them on a persisted one) and returns once every chain serves
+// JSON-RPC. Close stops them.
+func StartEVM(ctx context.Context, opts EVMOptions) (*EVM, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	ids := opts.Chains
+	if len(ids) == 0 {
+		ids = evm.EVMChains()
+	}
+	d := &EVM{nets: map[chains.ID]*EVMNet{}}
+	type res struct {
+		n   *EVMNet
+		err error
+	}
+	results := make([]chan res, len(ids))
+	for i, id := range ids {
+		if id.Family() != chains.FamilyEVM {
+			return nil, fmt.Errorf("devnet: %q is not an EVM chain", id)
+		}
+		results[i] = make(chan res, 1)
+		addr := "127.0.0.1:0"
+		if opts.BasePort > 0 {
+			addr = "127.0.0.1:" + strconv.Itoa(opts.BasePort+chainIndex(id))
+		}
+		dir := ""
+		if opts.Dir != "" {
+			dir = filepath.Join(opts.Dir, string(id))
+		}
+		go func() {
+			n, err := startNet(ctx, id, dir, addr, opts.Log.With("devnet", string(id)))
+			results[i] <- res{n, err}
+		}()
+	}
+	var errs []error
+	for i, id := range ids {
+		r := <-results[i]
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("devnet %s: %w", id, r.err))
+			continue
+		}
+		d.nets[id] = r.n
+		d.order = append(d.order, id)
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func chainIndex(id chains.ID) int {
+	for i, c := range evm.EVMChains() {
+		if c == id {
+			return i
+		}
+	}
+	return 0
+}
+
+// Chains lists the running chains in canonical order.
+func (d *EVM) Chains() []chains.ID { return append([]chains.ID(nil), d.order...) }
+
+// Config is the connector configuration of chain id's devnet.
+func (d *EVM) Config(id chains.ID) (evm.Config, bool) {
+	n, ok := d.nets[id]
+	if !ok {
+		return evm.Config{}, false
+	}
+	return n.cfg, true
+}
+
+// Net is chain id's devnet (nil when not running).
+func (d *EVM) Net(id chains.ID) *EVMNet { return d.nets[id] }
+
+// Close stops every chain, flushing its database.
+func (d *EVM) Close() error {
+	var errs []error
+	for _, n := range d.nets {
+		errs = append(errs, n.close())
+	}
+	d.nets = map[chains.ID]*EVMNet{}
+	return errors.Join(errs...)
+}
+
+// Config is the connector configuration of this devnet.
+func (n *EVMNet) Config() evm.Config { return n.cfg }
+
+// RPCURL is the loopback JSON-RPC endpoint.
+func (n *EVMNet) RPCURL() string { return n.cfg.RPCURL }
+
+// Contracts returns the deployed contracts by name (VeilFaucet,
+// StealthSender, VeilNames, USDC, ZEN) plus ERC5564Announcer.
+func (n *EVMNet) Contracts() map[string]common.Address {
+	out := map[string]common.Address{"ERC5564Announcer": evm.CanonicalAnnouncer}
+	for k, v := range n.deploys {
+		out[k] = v
+	}
+	return out
+}
+
+// SetMining pauses (false) or resumes (true) block production. Paused,
+// transactions wait in the pool, as on a congested network. Tests only.
+func (n *EVMNet) SetMining(on bool) {
+	n.mineMu.Lock()
+	n.paused = !on
+	n.mineMu.Unlock()
+	if on {
+		n.poke()
+	}
+}
+
+// Head is the current block number.
+func (n *EVMNet) Head() uint64 { return n.eth.BlockChain().CurrentBlock().Number.Uint64() }
+
+func (n *EVMNet) poke() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func genesis(chainID uint64) *core.Genesis {
+	cfg := *params.AllDevChainProtocolChanges
+	cfg.ChainID = new(big.Int).SetUint64(chainID)
+	// The forks the public test networks run (up to Osaka), not geth's
+	// experimental ones (Amsterdam's state-gas repricing makes a fresh
+	// storage slot cost ~10x what it costs on Sepolia or Base Sepolia).
+	cfg.AmsterdamTime, cfg.BogotaTime, cfg.UBTTime = nil, nil, nil
+	cfg.BPO1Time, cfg.BPO2Time, cfg.BPO3Time, cfg.BPO4Time, cfg.BPO5Time = nil, nil, nil, nil, nil
+	supply, _ := chains.ParseAmount(faucetSupply, evm.NativeDecimals)
+	alloc := core.SystemContractAllocs()
+	alloc[crypto.PubkeyToAddress(FaucetKey.PublicKey)] = types.Account{Balance: supply}
+	alloc[evm.CanonicalAnnouncer] = types.Account{Code: common.FromHex(bindings.ERC5564AnnouncerRuntimeBin), Balance: new(big.Int)}
+	return &core.Genesis{
+		Config:     &cfg,
+		GasLimit:   60_000_000,
+		BaseFee:    big.NewInt(params.InitialBaseFee),
+		Difficulty: big.NewInt(0),
+		Timestamp:  1_735_689_600, // 2025-01-01T00:00:00Z: a fixed genesis, so a persisted chain matches on restart
+		Alloc:      alloc,
+	}
+}
+
+func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Logger) (n *EVMNet, err error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, _ := strconv.Atoi(portStr)
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	chainID := evm.TestnetChainID(id)
+	nodeCfg := node.DefaultConfig
+	nodeCfg.Name = "veil-devnet"
+	nodeCfg.DataDir = dir
+	nodeCfg.IPCPath = ""
+	nodeCfg.HTTPHost = host
+	nodeCfg.HTTPPort = port
+	nodeCfg.HTTPModules = []string{"eth", "net", "web3", "veil"}
+	nodeCfg.WSHost = ""
+	nodeCfg.AuthPort = 0
+	nodeCfg.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
+	nodeCfg.DBEngine = "pebble"
+	stack, err := node.New(&nodeCfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			stack.Close()
+		}
+	}()
+
+	ethCfg := ethconfig.Defaults
+	ethCfg.Genesis = genesis(chainID)
+	ethCfg.NetworkId = chainID
+	ethCfg.SyncMode = ethconfig.FullSync
+	// Hash-based state in archive mode commits every block's state to disk
+	// as the block is written, so a killed process loses no block; no
+	// snapshot layer to rebuild after a crash.
+	ethCfg.StateScheme = rawdb.HashScheme
+	ethCfg.NoPruning = true
+	ethCfg.SnapshotCache = 0
+	ethCfg.DatabaseCache = 16
+	ethCfg.DatabaseHandles = 64
+	ethCfg.TrieCleanCache = 16
+	ethCfg.TrieDirtyCache = 0
+	ethCfg.FilterLogCacheSize = 8
+	ethCfg.LogNoHistory = true // unindexed log search: no background indexer
+	ethCfg.TxPool.NoLocals = true
+	ethCfg.TxPool.Journal = ""
+	ethCfg.BlobPool.Datadir = ""
+	ethCfg.Miner.PendingFeeRecipient = crypto.PubkeyToAddress(FaucetKey.PublicKey)
+	backend, err := eth.New(stack, &ethCfg)
+	if err != nil {
+		return nil, err
+	}
+	fsys := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	n = &EVMNet{
+		id: id, log: log, stack: stack, eth: backend,
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	stack.RegisterAPIs([]rpc.API{
+		{Namespace: "eth", Service: filters.NewFilterAPI(fsys)},
+		{Namespace: "veil", Service: &faucetAPI{n: n}},
+	})
+	stack.RegisterHandler("veil devnet explorer", "/tx/", http.HandlerFunc(n.serveTx))
+	beacon, err := catalyst.NewSimulatedBeacon(0, ethCfg.Miner.PendingFeeRecipient, backend)
+	if err != nil {
+		return nil, err
+	}
+	n.beacon = beacon
+	if err := stack.Start(); err != nil {
+		return nil, fmt.Errorf("start node on %s: %w", addr, err)
+	}
+	n.client = ethclient.NewClient(stack.Attach())
+	go n.mineLoop()
+	if err := n.deploy(ctx); err != nil {
+		n.close()
+		return nil, err
+	}
+	url := stack.HTTPEndpoint()
+	n.cfg = evm.Config{
+		Chain: id, ChainID: chainID, RPCURL: url, ExplorerTx: url + "/tx/{hash}",
+		Announcer: evm.CanonicalAnnouncer, Sender: n.deploys["StealthSender"], Names: n.deploys["VeilNames"],
+		Tokens: n.tokens, DevnetFaucet: true,
+		StuckAfter: 3 * time.Second, PollInterval: 20 * time.Millisecond,
+	}
+	log.Info("EVM devnet serving", "rpc", url, "chainId", chainID, "head", n.Head(), "persistent", dir != "")
+	return n, nil
+}
+
+func (n *EVMNet) close() error {
+	select {
+	case <-n.quit:
+		return nil
+	default:
+	}
+	close(n.quit)
+	<-n.stopped
+	if n.client != nil {
+		n.client.Close()
+	}
+	err := n.beacon.Stop()
+	return errors.Join(err, n.stack.Close())
+}
+
+// mineLoop seals blocks while the pool holds executable transactions: a
+// block per batch of arrivals, as a network that mines on demand.
+func (n *EVMNet) mineLoop() {
+	defer close(n.stopped)
+	txs := make(chan core.NewTxsEvent, 256)
+	sub := n.eth.TxPool().SubscribeTransactions(txs, true)
+	defer sub.Unsubscribe()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-txs:
+		case <-n.kick:
+		}
+		// Drain what is already queued: one block takes them all.
+		for drained := false; !drained; {
+			select {
+			case <-txs:
+			default:
+				drained = true
+			}
+		}
+		n.mineMu.Lock()
+		paused := n.paused
+		n.mineMu.Unlock()
+		if paused {
+			continue
+		}
+		n.sealPending()
+	}
+}
+
+func (n *EVMNet) sealPending() {
+	for range 64 {
+		_ = n.eth.TxPool().Sync()
+		if pending, _ := n.eth.TxPool().Stats(); pending == 0 {
+			return
+		}
+		before := n.eth.BlockChain().CurrentBlock().Number.Uint64()
+		n.beacon.Commit()
+		head := n.eth.BlockChain().CurrentBlock()
+		if head.Number.Uint64() == before {
+			return
+		}
+		if b := n.eth.BlockChain().GetBlockByHash(head.Hash()); b != nil && len(b.Transactions()) == 0 {
+			// Executable by nonce but not includable (fee below the base
+			// fee): wait for a replacement instead of sealing empty blocks.
+			return
+		}
+	}
+}
+
+// contract deployments, in nonce order of the faucet key.
+type deployment struct {
+	name string
+	bin  func(faucet common.Address) ([]byte, error)
+}
+
+func (n *EVMNet) deployments() []deployment {
+	ds := []deployment{
+		{"VeilFaucet", func(common.Address) ([]byte, error) { return common.FromHex(bindings.VeilFaucetMetaData.Bin), nil }},
+		{"StealthSender", func(common.Address) ([]byte, error) {
+			return append(common.FromHex(bindings.StealthSenderMetaData.Bin), bindings.NewStealthSender().PackConstructor(evm.CanonicalAnnouncer)...), nil
+		}},
+		{"VeilNames", func(common.Address) ([]byte, error) { return common.FromHex(bindings.VeilNamesMetaData.Bin), nil }},
+		{"USDC", func(f common.Address) ([]byte, error) {
+			return append(common.FromHex(bindings.TestTokenMetaData.Bin), bindings.NewTestToken().PackConstructor("USD Coin (Veil devnet)", "USDC", 6, f)...), nil
+		}},
+	}
+	if n.id != chains.Horizen {
+		ds = append(ds, deployment{"ZEN", func(f common.Address) ([]byte, error) {
+			return append(common.FromHex(bindings.TestTokenMetaData.Bin), bindings.NewTestToken().PackConstructor("Horizen (Veil devnet)", "ZEN", 18, f)...), nil
+		}})
+	}
+	return ds
+}
+
+// deploy creates the contracts of a fresh chain, or checks a persisted
+// chain has them. The faucet key deploys at nonces 0.., so addresses are the
+// same on every run of a chain.
+func (n *EVMNet) deploy(ctx context.Context) error {
+	from := crypto.PubkeyToAddress(FaucetKey.PublicKey)
+	n.deploys = map[string]common.Address{}
+	faucet := crypto.CreateAddress(from, 0)
+	for i, d := range n.deployments() {
+		addr := crypto.CreateAddress(from, uint64(i))
+		n.deploys[d.name] = addr
+		code, err := n.client.CodeAt(ctx, addr, nil)
+		if err != nil {
+			return err
+		}
+		if len(code) > 0 {
+			continue
+		}
+		nonce, err := n.client.PendingNonceAt(ctx, from)
+		if err != nil {
+			return err
+		}
+		if nonce != uint64(i) {
+			return fmt.Errorf("%s missing at %s but the deployer's nonce is %d: the devnet database is not Veil's; delete it", d.name, addr.Hex(), nonce)
+		}
+		bin, err := d.bin(faucet)
+		if err != nil {
+			return err
+		}
+		if _, err := n.sendFromFaucet(ctx, nil, nil, bin, 5_000_000); err != nil {
+			return fmt.Errorf("deploy %s: %w", d.name, err)
+		}
+	}
+	n.faucet = faucet
+	n.tokens = []evm.Token{{Symbol: "USDC", Address: n.deploys["USDC"], Decimals: 6}}
+	if a, ok := n.deploys["ZEN"]; ok {
+		n.tokens = append(n.tokens, evm.Token{Symbol: "ZEN", Address: a, Decimals: 18})
+	}
+	return nil
+}
+
+// sendFromFaucet signs with the faucet key at its pool nonce, submits and
+// waits for the receipt (a reverted transaction is an error).
+func (n *EVMNet) sendFromFaucet(ctx context.Context, to *common.Address, value *big.Int, data []byte, gas uint64) (common.Hash, error) {
+	from := crypto.PubkeyToAddress(FaucetKey.PublicKey)
+	if gas == 0 {
+		g, err := n.client.EstimateGas(ctx, ethereum.CallMsg{From: from, To: to, Value: value, Data: data})
+		if err != nil {
+			return common.Hash{}, err
+		}
+		gas = g + g/4
+	}
+	n.faucetMu.Lock()
+	nonce := n.eth.TxPool().Nonce(from)
+	head := n.eth.BlockChain().CurrentBlock()
+	tip := big.NewInt(params.GWei)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	if value == nil {
+		value = new(big.Int)
+	}
+	tx, err := types.SignNewTx(FaucetKey, types.LatestSignerForChainID(n.eth.BlockChain().Config().ChainID), &types.DynamicFeeTx{
+		ChainID: n.eth.BlockChain().Config().ChainID, Nonce: nonce, GasTipCap: tip, GasFeeCap: feeCap,
+		Gas: gas, To: to, Value: value, Data: data,
+	})
+	if err == nil {
+		err = n.eth.APIBackend.SendTx(ctx, tx)
+	}
+	n.faucetMu.Unlock()
+	if err != nil {
+		return common.Hash{}, err
+	}
+	r, err := n.waitReceipt(ctx, tx.Hash())
+	if err != nil {
+		return tx.Hash(), err
+	}
+	if r.Status != types.ReceiptStatusSuccessful {
+		return tx.Hash(), fmt.Errorf("transaction %s reverted", tx.Hash().Hex())
+	}
+	return tx.Hash(), nil
+}
+
+func (n *EVMNet) waitReceipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		r, err := n.client.TransactionReceipt(ctx, h)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, ethereum.NotFound) && !strings.Contains(err.Error(), "indexing") {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no receipt for %s: %w", h.Hex(), ctx.Err())
+		case <-n.quit:
+			return nil, errors.New("devnet stopped")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Fund drips the faucet amounts to `to` in one transaction and waits for it.
+func (n *EVMNet) Fund(ctx context.Context, to common.Address) (common.Hash, error) {
+	native, _ := chains.ParseAmount(FaucetNative, evm.NativeDecimals)
+	var tokens []common.Address
+	var amounts []*big.Int
+	for _, t := range n.tokens {
+		amt := FaucetUSDC
+		if t.Symbol == "ZEN" {
+			amt = FaucetZEN
+		}
+		v, _ := chains.ParseAmount(amt, t.Decimals)
+		tokens, amounts = append(tokens, t.Address), append(amounts, v)
+	}
+	data := bindings.NewVeilFaucet().PackDrip(to, tokens, amounts)
+	return n.sendFromFaucet(ctx, &n.faucet, native, data, 0)
+}
+
+// faucetAPI is the "veil" JSON-RPC namespace: veil_fund(address) → tx hash.
+type faucetAPI struct{ n *EVMNet }
+
+// Fund is veil_fund.
+func (f *faucetAPI) Fund(ctx context.Context, to common.Address) (common.Hash, error) {
+	return f.n.Fund(ctx, to)
+}
+
+// serveTx is the devnet's minimal explorer: GET /tx/<hash> answers the
+// transaction and its receipt as JSON, so transaction links resolve.
+func (n *EVMNet) serveTx(w http.ResponseWriter, r *http.Request) {
+	h := strings.TrimPrefix(r.URL.Path, "/tx/")
+	if len(h) != 66 || !strings.HasPrefix(h, "0x") {
+		http.Error(w, "want /tx/0x<64 hex>", http.StatusBadRequest)
+		return
+	}
+	hash := common.HexToHash(h)
+	tx, pending, err := n.client.TransactionByHash(r.Context(), hash)
+	if err != nil {
+		http.Error(w, "transaction not found on the "+string(n.id)+" devnet", http.StatusNotFound)
+		return
+	}
+	out := map[string]any{"chain": n.id, "chainId": n.cfg.ChainID, "pending": pending, "transaction": tx}
+	if rc, err := n.client.TransactionReceipt(r.Context(), hash); err == nil {
+		out["receipt"] = rc
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(out)
+}

@@ -1,0 +1,357 @@
+package evm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/evm/bindings"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Failpoint names a dangerous step of submitting a transaction. Tests
+// inject a hook through Options.Failpoint that can stop the process there.
+type Failpoint string
+
+const (
+	// FailAfterSign: the transaction is signed, nothing is persisted.
+	FailAfterSign Failpoint = "after-sign"
+	// FailBeforePersist: right before the nonce reservation and the signed
+	// transaction are written in one batch.
+	FailBeforePersist Failpoint = "before-persist"
+	// FailBeforeBroadcast: persisted, not yet sent to the node.
+	FailBeforeBroadcast Failpoint = "before-broadcast"
+	// FailAfterBroadcast: the node has the transaction; the caller has no
+	// answer yet.
+	FailAfterBroadcast Failpoint = "after-broadcast"
+	// FailBeforeConfirm: Maintain saw the receipt and has not recorded it.
+	FailBeforeConfirm Failpoint = "before-confirm"
+)
+
+// Options are a connector's dependencies.
+type Options struct {
+	// Store holds the nonce ledger and the payment records (tables
+	// evm_nonces, evm_intents, evm_pending). Required.
+	Store persistence.Store
+	// Signer signs transactions (the enclave). Required for writes.
+	Signer chains.Signer
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Failpoint, when set, is called at each Failpoint; an error it returns
+	// aborts the operation right there, as a crash would. Tests only.
+	Failpoint func(Failpoint) error
+	// Rand is the randomness of ephemeral keys (default crypto/rand).
+	Rand io.Reader
+	// HTTPClient for the RPC connection (default: a client with sane
+	// timeouts and keep-alive).
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Connector is one EVM chain's chains.Connector.
+type Connector struct {
+	cfg      Config
+	rpc      *rpc.Client
+	eth      *ethclient.Client
+	store    persistence.Store
+	signer   chains.Signer
+	log      *slog.Logger
+	fp       func(Failpoint) error
+	rand     io.Reader
+	now      func() time.Time
+	txSigner types.Signer
+	chainID  *big.Int
+
+	sender *bindings.StealthSender
+	names  *bindings.VeilNames
+	token  *bindings.TestToken
+	ann    *bindings.ERC5564Announcer
+
+	feeMu   sync.Mutex
+	feeAt   time.Time
+	feeBase *big.Int
+	feeTip  *big.Int
+}
+
+var _ chains.Connector = (*Connector)(nil)
+
+// New connects to cfg.RPCURL and checks that the node serves cfg.ChainID.
+func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Store == nil {
+		return nil, errors.New("evm: Options.Store is required")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{
+			Timeout: 30 * time.Second,
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				MaxIdleConns:        64,
+				MaxIdleConnsPerHost: 64,
+				IdleConnTimeout:     90 * time.Second,
+			},
+		}
+	}
+	rc, err := rpc.DialOptions(ctx, cfg.RPCURL, rpc.WithHTTPClient(opts.HTTPClient))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: dial %s: %v", chains.ErrUnavailable, cfg.Chain, cfg.RPCURL, err)
+	}
+	c := &Connector{
+		cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc),
+		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", string(cfg.Chain)),
+		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
+		chainID: new(big.Int).SetUint64(cfg.ChainID),
+		sender:  bindings.NewStealthSender(), names: bindings.NewVeilNames(),
+		token: bindings.NewTestToken(), ann: bindings.NewERC5564Announcer(),
+	}
+	c.txSigner = types.LatestSignerForChainID(c.chainID)
+	got, err := c.eth.ChainID(ctx)
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("%w: %s: eth_chainId at %s: %v", chains.ErrUnavailable, cfg.Chain, cfg.RPCURL, err)
+	}
+	if got.Cmp(c.chainID) != 0 {
+		rc.Close()
+		return nil, fmt.Errorf("evm: %s: %s serves chain id %s, configured %d", cfg.Chain, cfg.RPCURL, got, cfg.ChainID)
+	}
+	return c, nil
+}
+
+// Close releases the RPC connection.
+func (c *Connector) Close() { c.rpc.Close() }
+
+// Chain is the chain's identifier.
+func (c *Connector) Chain() chains.ID { return c.cfg.Chain }
+
+// Config returns the connector's configuration (defaults applied).
+func (c *Connector) Config() Config { return c.cfg }
+
+// Client exposes the underlying ethclient (read-only uses: tests, tools).
+func (c *Connector) Client() *ethclient.Client { return c.eth }
+
+// TxLink is the explorer link of a transaction ("" without a template).
+func (c *Connector) TxLink(txHash string) string {
+	if c.cfg.ExplorerTx == "" || txHash == "" {
+		return ""
+	}
+	return strings.ReplaceAll(c.cfg.ExplorerTx, "{hash}", txHash)
+}
+
+func (c *Connector) result(hash string) chains.TxResult {
+	return chains.TxResult{TxHash: hash, TxLink: c.TxLink(hash)}
+}
+
+func (c *Connector) failpoint(p Failpoint) error {
+	if c.fp == nil {
+		return nil
+	}
+	return c.fp(p)
+}
+
+// asset is what a symbol resolves to on this chain.
+type asset struct {
+	symbol   string
+	native   bool
+	token    common.Address
+	decimals int
+}
+
+// resolveAsset maps a symbol ("" = native) to the chain's native asset or
+// one of its tokens, case-insensitively.
+func (c *Connector) resolveAsset(sym string) (asset, error) {
+	s := strings.ToUpper(strings.TrimSpace(sym))
+	native := c.cfg.Chain.NativeAsset()
+	if s == "" || s == native {
+		return asset{symbol: native, native: true, decimals: NativeDecimals}, nil
+	}
+	for _, t := range c.cfg.Tokens {
+		if strings.ToUpper(t.Symbol) == s {
+			return asset{symbol: strings.ToUpper(t.Symbol), token: t.Address, decimals: t.Decimals}, nil
+		}
+	}
+	known := []string{native}
+	for _, t := range c.cfg.Tokens {
+		known = append(known, t.Symbol)
+	}
+	return asset{}, fmt.Errorf("%w %q on %s: use one of %s", chains.ErrUnknownAsset, sym, c.cfg.Chain, strings.Join(known, ", "))
+}
+
+func (c *Connector) tokenByAddress(a common.Address) (Token, bool) {
+	for _, t := range c.cfg.Tokens {
+		if t.Address == a {
+			return t, true
+		}
+	}
+	return Token{}, false
+}
+
+func parseAddress(s string) (common.Address, error) {
+	if !common.IsHexAddress(s) || !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+		return common.Address{}, fmt.Errorf("%w %q: want a 0x-prefixed 20-byte hex address", chains.ErrInvalidAddress, s)
+	}
+	return common.HexToAddress(s), nil
+}
+
+// Balance returns the native balance and every configured token's balance
+// of address, read in one batched round trip at the latest block.
+func (c *Connector) Balance(ctx context.Context, address string) (chains.Balance, error) {
+	addr, err := parseAddress(address)
+	if err != nil {
+		return chains.Balance{}, err
+	}
+	var native hexutil.Big
+	toks := make([]hexutil.Bytes, len(c.cfg.Tokens))
+	batch := []rpc.BatchElem{{Method: "eth_getBalance", Args: []any{addr, "latest"}, Result: &native}}
+	for i, t := range c.cfg.Tokens {
+		batch = append(batch, rpc.BatchElem{
+			Method: "eth_call",
+			Args:   []any{callArgs(addr, t.Address, c.token.PackBalanceOf(addr)), "latest"},
+			Result: &toks[i],
+		})
+	}
+	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
+		return chains.Balance{}, c.unavailable("balance", err)
+	}
+	for _, b := range batch {
+		if b.Error != nil {
+			return chains.Balance{}, c.unavailable("balance", b.Error)
+		}
+	}
+	out := chains.Balance{Native: chains.FormatAmount(native.ToInt(), NativeDecimals), Tokens: map[string]string{}}
+	for i, t := range c.cfg.Tokens {
+		v := new(big.Int)
+		if len(toks[i]) >= 32 {
+			v.SetBytes(toks[i][:32])
+		}
+		out.Tokens[t.Symbol] = chains.FormatAmount(v, t.Decimals)
+	}
+	return out, nil
+}
+
+func callArgs(from, to common.Address, data []byte) map[string]any {
+	return map[string]any{"from": from, "to": to, "input": hexutil.Bytes(data)}
+}
+
+// balanceOf reads one asset's balance in base units.
+func (c *Connector) balanceOf(ctx context.Context, a asset, addr common.Address) (*big.Int, error) {
+	if a.native {
+		return c.eth.BalanceAt(ctx, addr, nil)
+	}
+	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &a.token, Data: c.token.PackBalanceOf(addr)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.token.UnpackBalanceOf(out)
+}
+
+func (c *Connector) unavailable(what string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %s %s: %v", chains.ErrUnavailable, c.cfg.Chain, what, err)
+}
+
+// WaitMined polls for the receipt of txHash every PollInterval until ctx ends.
+func (c *Connector) WaitMined(ctx context.Context, txHash string) (*types.Receipt, error) {
+	h := common.HexToHash(txHash)
+	t := time.NewTicker(c.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		r, err := c.eth.TransactionReceipt(ctx, h)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, ethereum.NotFound) && !isIndexing(err) {
+			return nil, c.unavailable("receipt", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func isIndexing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "indexing is in progress")
+}
+
+// fees returns the base fee of the latest block and a suggested tip,
+// cached for one poll interval (at most 2s).
+func (c *Connector) fees(ctx context.Context) (base, tip *big.Int, err error) {
+	ttl := min(c.cfg.PollInterval, 2*time.Second)
+	c.feeMu.Lock()
+	if c.feeBase != nil && c.now().Sub(c.feeAt) < ttl {
+		base, tip = c.feeBase, c.feeTip
+		c.feeMu.Unlock()
+		return base, tip, nil
+	}
+	c.feeMu.Unlock()
+	var head struct {
+		BaseFee *hexutil.Big `json:"baseFeePerGas"`
+	}
+	var t hexutil.Big
+	batch := []rpc.BatchElem{
+		{Method: "eth_getBlockByNumber", Args: []any{"latest", false}, Result: &head},
+		{Method: "eth_maxPriorityFeePerGas", Result: &t},
+	}
+	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
+		return nil, nil, c.unavailable("fees", err)
+	}
+	for _, b := range batch {
+		if b.Error != nil {
+			return nil, nil, c.unavailable("fees", b.Error)
+		}
+	}
+	base = big.NewInt(0)
+	if head.BaseFee != nil {
+		base = head.BaseFee.ToInt()
+	}
+	tip = t.ToInt()
+	if tip.Sign() == 0 {
+		tip = big.NewInt(1)
+	}
+	c.feeMu.Lock()
+	c.feeBase, c.feeTip, c.feeAt = base, tip, c.now()
+	c.feeMu.Unlock()
+	return base, tip, nil
+}
+
+// feeCaps returns (tip, cap) for a new transaction: cap = 2·base + tip.
+func (c *Connector) feeCaps(ctx context.Context) (tip, feeCap *big.Int, err error) {
+	base, tip, err := c.fees(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	feeCap = new(big.Int).Add(new(big.Int).Lsh(base, 1), tip)
+	return new(big.Int).Set(tip), feeCap, nil
+}

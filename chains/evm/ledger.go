@@ -1,0 +1,487 @@
+package evm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/evm/bindings"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Tables of the nonce ledger. Keys start with the chain id, so the four EVM
+// chains share the tables.
+const (
+	// TableNonces: "<chain>/<address>" → next nonce to assign (decimal).
+	TableNonces = "evm_nonces"
+	// TableIntents: "<chain>/<idempotency key>" → intent (JSON): the
+	// payment's parameters, its nonce, every signed attempt and its state.
+	TableIntents = "evm_intents"
+	// TablePending: "<chain>/<address>/<nonce, 20 digits>" → intent key of
+	// every transaction not yet seen in a block.
+	TablePending = "evm_pending"
+)
+
+// Intent states.
+const (
+	statePending  = "pending"  // persisted, maybe broadcast, not yet in a block
+	stateMined    = "mined"    // in a block, succeeded
+	stateReverted = "reverted" // in a block, reverted (fee spent, nothing moved)
+	stateVoid     = "void"     // rejected by the node after its nonce was reserved; a no-op fills the nonce
+)
+
+type attempt struct {
+	Hash   common.Hash    `json:"hash"`
+	Raw    hexutil.Bytes  `json:"raw"`
+	TipCap *hexutil.Big   `json:"tipCap"`
+	FeeCap *hexutil.Big   `json:"feeCap"`
+	Value  *hexutil.Big   `json:"value"`
+	At     time.Time      `json:"at"`
+}
+
+// intent is the durable record of one transaction Veil sends.
+type intent struct {
+	Op          string            `json:"op"` // send | withdraw | register | approve | fill
+	Fingerprint string            `json:"fp"`
+	From        common.Address    `json:"from"`
+	KeyRef      chains.KeyRef     `json:"keyRef"`
+	Nonce       uint64            `json:"nonce"`
+	To          common.Address    `json:"to"`
+	Data        hexutil.Bytes     `json:"data,omitempty"`
+	Gas         uint64            `json:"gas"`
+	Sweep       bool              `json:"sweep,omitempty"`
+	Attempts    []attempt         `json:"attempts"`
+	State       string            `json:"state"`
+	TxHash      common.Hash       `json:"txHash"`
+	Block       uint64            `json:"block,omitempty"`
+	Created     time.Time         `json:"created"`
+	Extra       map[string]string `json:"extra,omitempty"`
+}
+
+// txSpec is what an operation asks the ledger to send.
+type txSpec struct {
+	op          string
+	fingerprint string
+	from        common.Address
+	ref         chains.KeyRef
+	to          common.Address
+	value       *big.Int
+	data        []byte
+	gas         uint64
+	// sweep: value = sweepBalance − gas·price with tip = cap = price, so
+	// that the fee is exactly gas·price and nothing is left behind.
+	sweep        bool
+	sweepBalance *big.Int
+	extra        map[string]string
+}
+
+func (c *Connector) addrKey(a common.Address) string {
+	return string(c.cfg.Chain) + "/" + strings.ToLower(a.Hex())
+}
+func (c *Connector) intentKey(key string) string { return string(c.cfg.Chain) + "/" + key }
+func (c *Connector) pendingKey(a common.Address, nonce uint64) string {
+	return fmt.Sprintf("%s/%020d", c.addrKey(a), nonce)
+}
+
+func fingerprint(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:16])
+}
+
+func newKey(c *Connector) string {
+	var b [16]byte
+	_, _ = c.rand.Read(b[:])
+	return "auto-" + hex.EncodeToString(b[:])
+}
+
+// recorded answers a retry of an idempotency key from its record.
+func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult, error) {
+	var it intent
+	if err := json.Unmarshal(rec.Value, &it); err != nil {
+		return chains.TxResult{}, fmt.Errorf("evm: decode intent %s: %w", rec.Key, err)
+	}
+	if fp != "" && it.Fingerprint != fp {
+		return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, rec.Key)
+	}
+	if it.State == stateVoid {
+		return chains.TxResult{}, fmt.Errorf("%w: the earlier attempt with this key was rejected by the node and is being cancelled; retry shortly", chains.ErrUnavailable)
+	}
+	return c.result(it.TxHash.Hex()), nil
+}
+
+// lookup returns the recorded result of key, if any.
+func (c *Connector) lookup(ctx context.Context, key, fp string) (chains.TxResult, bool, error) {
+	rec, err := c.store.Get(ctx, TableIntents, c.intentKey(key))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return chains.TxResult{}, false, nil
+	}
+	if err != nil {
+		return chains.TxResult{}, false, err
+	}
+	r, err := c.recorded(rec, fp)
+	return r, true, err
+}
+
+// ledgerNonce returns the next nonce to assign to a and the version of its
+// ledger record (0: none yet; the chain's pending nonce seeds it).
+func (c *Connector) ledgerNonce(ctx context.Context, a common.Address) (uint64, uint64, error) {
+	rec, err := c.store.Get(ctx, TableNonces, c.addrKey(a))
+	if err == nil {
+		n, err := strconv.ParseUint(string(rec.Value), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("evm: nonce record %s: %w", rec.Key, err)
+		}
+		return n, rec.Version, nil
+	}
+	if !errors.Is(err, persistence.ErrNotFound) {
+		return 0, 0, err
+	}
+	n, err := c.eth.PendingNonceAt(ctx, a)
+	if err != nil {
+		return 0, 0, c.unavailable("nonce", err)
+	}
+	return n, 0, nil
+}
+
+func expectVersion(v uint64) persistence.Expect {
+	if v == 0 {
+		return persistence.Absent()
+	}
+	return persistence.AtVersion(v)
+}
+
+// signTx has the Signer sign tx for from and checks the signature recovers
+// to from (a KeyRef naming another key is refused, not broadcast).
+func (c *Connector) signTx(ctx context.Context, ref chains.KeyRef, from common.Address, tx *types.Transaction) (*types.Transaction, error) {
+	if c.signer == nil {
+		return nil, errors.New("evm: no Signer configured")
+	}
+	h := c.txSigner.Hash(tx)
+	sig, err := c.signer.Sign(ctx, ref, h[:])
+	if err != nil {
+		return nil, fmt.Errorf("evm: sign: %w", err)
+	}
+	if len(sig) != 65 {
+		return nil, fmt.Errorf("evm: signer returned %d bytes, want 65", len(sig))
+	}
+	stx, err := tx.WithSignature(c.txSigner, sig)
+	if err != nil {
+		return nil, fmt.Errorf("evm: signature: %w", err)
+	}
+	got, err := types.Sender(c.txSigner, stx)
+	if err != nil {
+		return nil, fmt.Errorf("evm: signature: %w", err)
+	}
+	if got != from {
+		return nil, fmt.Errorf("evm: key %s/%s/%d signs for %s, not %s", ref.AgentID, ref.Chain, ref.Epoch, got.Hex(), from.Hex())
+	}
+	return stx, nil
+}
+
+// buildAttempt signs the transaction of it at its nonce with the given fees.
+func (c *Connector) buildAttempt(ctx context.Context, it *intent, value, tip, feeCap *big.Int) (attempt, error) {
+	to := it.To
+	tx := types.NewTx(&types.DynamicFeeTx{
+		ChainID: c.chainID, Nonce: it.Nonce, GasTipCap: tip, GasFeeCap: feeCap,
+		Gas: it.Gas, To: &to, Value: value, Data: it.Data,
+	})
+	stx, err := c.signTx(ctx, it.KeyRef, it.From, tx)
+	if err != nil {
+		return attempt{}, err
+	}
+	raw, err := stx.MarshalBinary()
+	if err != nil {
+		return attempt{}, err
+	}
+	return attempt{
+		Hash: stx.Hash(), Raw: raw, TipCap: (*hexutil.Big)(tip), FeeCap: (*hexutil.Big)(feeCap),
+		Value: (*hexutil.Big)(value), At: c.now().UTC(),
+	}, nil
+}
+
+// sweepValue is what a sweep moves at this price, or an error when the
+// balance does not cover the fee.
+func sweepValue(balance *big.Int, gas uint64, price *big.Int) (*big.Int, error) {
+	fee := new(big.Int).Mul(new(big.Int).SetUint64(gas), price)
+	v := new(big.Int).Sub(balance, fee)
+	if v.Sign() <= 0 {
+		return nil, fmt.Errorf("%w: balance %s wei does not cover the fee %s wei", chains.ErrInsufficientFunds, balance, fee)
+	}
+	return v, nil
+}
+
+// broadcast outcomes
+type sendOutcome int
+
+const (
+	sentOK        sendOutcome = iota
+	sentNonceUsed             // the nonce is taken on chain or in the pool by another transaction
+	sentRejected              // the node refused the transaction; it will never be mined as is
+	sentUnknown               // transport failure: the node may or may not have it
+)
+
+func classify(err error) sendOutcome {
+	if err == nil {
+		return sentOK
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "already known"), strings.Contains(msg, "known transaction"):
+		return sentOK
+	case strings.Contains(msg, "nonce too low"), strings.Contains(msg, "replacement transaction underpriced"):
+		return sentNonceUsed
+	case strings.Contains(msg, "txpool is full"), strings.Contains(msg, "rate limit"):
+		return sentUnknown
+	}
+	var re rpc.Error
+	if errors.As(err, &re) {
+		return sentRejected
+	}
+	return sentUnknown
+}
+
+func (c *Connector) rejection(err error) error {
+	if strings.Contains(strings.ToLower(err.Error()), "insufficient funds") {
+		return fmt.Errorf("%w: %s: %v", chains.ErrInsufficientFunds, c.cfg.Chain, err)
+	}
+	return fmt.Errorf("evm: %s: node rejected the transaction: %w", c.cfg.Chain, err)
+}
+
+func (c *Connector) sendRaw(ctx context.Context, raw []byte) error {
+	return c.rpc.CallContext(ctx, nil, "eth_sendRawTransaction", hexutil.Bytes(raw))
+}
+
+// submit sends spec exactly once under idempotency key: it reserves the
+// address's next nonce, signs, persists the reservation with the signed
+// transaction in one batch, and only then broadcasts. A retry of key
+// returns the recorded result.
+func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains.TxResult, error) {
+	if r, ok, err := c.lookup(ctx, key, spec.fingerprint); ok || err != nil {
+		return r, err
+	}
+	ikey := c.intentKey(key)
+	nkey := c.addrKey(spec.from)
+	for try := 0; ; try++ {
+		if try == 8 {
+			return chains.TxResult{}, fmt.Errorf("%w: %s: could not reserve a nonce for %s (contention)", chains.ErrUnavailable, c.cfg.Chain, spec.from.Hex())
+		}
+		next, ver, err := c.ledgerNonce(ctx, spec.from)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		tip, feeCap, err := c.feeCaps(ctx)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		value := spec.value
+		if spec.sweep {
+			tip = feeCap
+			if value, err = sweepValue(spec.sweepBalance, spec.gas, feeCap); err != nil {
+				return chains.TxResult{}, err
+			}
+		}
+		if value == nil {
+			value = new(big.Int)
+		}
+		it := &intent{
+			Op: spec.op, Fingerprint: spec.fingerprint, From: spec.from, KeyRef: spec.ref, Nonce: next,
+			To: spec.to, Data: spec.data, Gas: spec.gas, Sweep: spec.sweep, State: statePending,
+			Created: c.now().UTC(), Extra: spec.extra,
+		}
+		at, err := c.buildAttempt(ctx, it, value, tip, feeCap)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		if err := c.failpoint(FailAfterSign); err != nil {
+			return chains.TxResult{}, err
+		}
+		it.Attempts = []attempt{at}
+		it.TxHash = at.Hash
+		val, err := json.Marshal(it)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		pkey := c.pendingKey(spec.from, next)
+		if err := c.failpoint(FailBeforePersist); err != nil {
+			return chains.TxResult{}, err
+		}
+		_, err = c.store.Apply(ctx,
+			persistence.Put(TableIntents, ikey, val, persistence.Absent()),
+			persistence.Put(TableNonces, nkey, []byte(strconv.FormatUint(next+1, 10)), expectVersion(ver)),
+			persistence.Put(TablePending, pkey, []byte(ikey), persistence.Absent()),
+		)
+		var ce *persistence.ConflictError
+		if errors.As(err, &ce) {
+			if ce.Table == TableIntents {
+				// The same key was submitted concurrently; its record wins.
+				if r, ok, err := c.lookup(ctx, key, spec.fingerprint); ok || err != nil {
+					return r, err
+				}
+			}
+			continue // the ledger moved: reserve again
+		}
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		if err := c.failpoint(FailBeforeBroadcast); err != nil {
+			return chains.TxResult{}, err
+		}
+		berr := c.sendRaw(ctx, at.Raw)
+		if err := c.failpoint(FailAfterBroadcast); err != nil {
+			return chains.TxResult{}, err
+		}
+		switch classify(berr) {
+		case sentOK:
+			return c.result(at.Hash.Hex()), nil
+		case sentUnknown:
+			return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: broadcast %s: %v (the signed transaction is recorded and will be rebroadcast; retry with the same idempotency key)",
+				chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
+		case sentNonceUsed:
+			if r, err := c.eth.TransactionReceipt(ctx, at.Hash); err == nil && r != nil {
+				return c.result(at.Hash.Hex()), nil
+			}
+			// Another transaction holds this nonce (sent from the same key
+			// outside Veil): ours can never be mined. Drop it and move the
+			// ledger past the chain's nonce.
+			c.log.Warn("nonce taken outside the ledger; reassigning", "address", spec.from.Hex(), "nonce", next, "err", berr)
+			if err := c.dropIntent(ctx, ikey, pkey, spec.from, 0); err != nil {
+				return chains.TxResult{}, err
+			}
+			continue
+		case sentRejected:
+			if err := c.rollback(ctx, ikey, pkey, it, next); err != nil {
+				c.log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
+			}
+			return chains.TxResult{}, c.rejection(berr)
+		}
+	}
+}
+
+// dropIntent deletes an intent whose nonce another transaction took and
+// moves a's ledger to at least the chain's pending nonce (and atLeast).
+func (c *Connector) dropIntent(ctx context.Context, ikey, pkey string, a common.Address, atLeast uint64) error {
+	chainNext, err := c.eth.PendingNonceAt(ctx, a)
+	if err != nil {
+		return c.unavailable("nonce", err)
+	}
+	for range 8 {
+		next, ver, err := c.ledgerNonce(ctx, a)
+		if err != nil {
+			return err
+		}
+		n := max(next, chainNext, atLeast)
+		_, err = c.store.Apply(ctx,
+			persistence.Delete(TableIntents, ikey, persistence.Any()),
+			persistence.Delete(TablePending, pkey, persistence.Any()),
+			persistence.Put(TableNonces, c.addrKey(a), []byte(strconv.FormatUint(n, 10)), expectVersion(ver)),
+		)
+		if !errors.Is(err, persistence.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %s: ledger contention on %s", chains.ErrUnavailable, c.cfg.Chain, a.Hex())
+}
+
+// rollback undoes a reservation the node rejected: the intent goes and the
+// ledger returns to nonce, unless another reservation followed meanwhile;
+// then the intent stays as void and Maintain fills its nonce with a no-op.
+func (c *Connector) rollback(ctx context.Context, ikey, pkey string, it *intent, nonce uint64) error {
+	rec, err := c.store.Get(ctx, TableNonces, c.addrKey(it.From))
+	if err != nil {
+		return err
+	}
+	if string(rec.Value) == strconv.FormatUint(nonce+1, 10) {
+		_, err = c.store.Apply(ctx,
+			persistence.Delete(TableIntents, ikey, persistence.AtVersion(1)),
+			persistence.Delete(TablePending, pkey, persistence.Any()),
+			persistence.Put(TableNonces, c.addrKey(it.From), []byte(strconv.FormatUint(nonce, 10)), persistence.AtVersion(rec.Version)),
+		)
+		if !errors.Is(err, persistence.ErrConflict) {
+			return err
+		}
+	}
+	it.State = stateVoid
+	val, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.Apply(ctx, persistence.Put(TableIntents, ikey, val, persistence.AtVersion(1)))
+	return err
+}
+
+// estimateGas runs eth_estimateGas and adds a 25% margin; a revert comes
+// back decoded where the contracts' errors are known.
+func (c *Connector) estimateGas(ctx context.Context, from, to common.Address, value *big.Int, data []byte) (uint64, error) {
+	g, err := c.eth.EstimateGas(ctx, ethereum.CallMsg{From: from, To: &to, Value: value, Data: data})
+	if err != nil {
+		return 0, c.callError("estimate gas", err)
+	}
+	return g + g/4, nil
+}
+
+// callError maps a failed eth_call/eth_estimateGas to Veil's errors.
+func (c *Connector) callError(what string, err error) error {
+	msg := strings.ToLower(err.Error())
+	if strings.Contains(msg, "insufficient funds") || strings.Contains(msg, "insufficientbalance") {
+		return fmt.Errorf("%w: %s: %v", chains.ErrInsufficientFunds, c.cfg.Chain, err)
+	}
+	var de rpc.DataError
+	if errors.As(err, &de) {
+		if s, ok := de.ErrorData().(string); ok {
+			if raw, derr := hexutil.Decode(s); derr == nil {
+				if reason := c.decodeRevert(raw); reason != nil {
+					return reason
+				}
+			}
+		}
+	}
+	var re rpc.Error
+	if errors.As(err, &re) {
+		return fmt.Errorf("evm: %s: %s: %w", c.cfg.Chain, what, err)
+	}
+	return c.unavailable(what, err)
+}
+
+// decodeRevert turns a custom error of our contracts into Veil's errors.
+func (c *Connector) decodeRevert(raw []byte) error {
+	if len(raw) < 4 {
+		return nil
+	}
+	if e, err := c.names.UnpackError(raw); err == nil {
+		switch e.(type) {
+		case *bindings.VeilNamesNameTaken, *bindings.VeilNamesOwnerHasName:
+			return fmt.Errorf("%w (%T)", chains.ErrNameTaken, e)
+		case *bindings.VeilNamesInvalidName:
+			return fmt.Errorf("%w (rejected by the registry)", chains.ErrInvalidName)
+		}
+		return fmt.Errorf("evm: %s: registry reverted: %T", c.cfg.Chain, e)
+	}
+	if e, err := c.token.UnpackError(raw); err == nil {
+		switch e.(type) {
+		case *bindings.TestTokenInsufficientBalance, *bindings.TestTokenInsufficientAllowance:
+			return fmt.Errorf("%w: token reverted with %T", chains.ErrInsufficientFunds, e)
+		}
+		return fmt.Errorf("evm: %s: token reverted: %T", c.cfg.Chain, e)
+	}
+	if e, err := c.sender.UnpackError(raw); err == nil {
+		if _, ok := e.(*bindings.StealthSenderTokenTransferFailed); ok {
+			return fmt.Errorf("%w: token transfer failed", chains.ErrInsufficientFunds)
+		}
+		return fmt.Errorf("evm: %s: stealth sender reverted: %T", c.cfg.Chain, e)
+	}
+	return nil
+}

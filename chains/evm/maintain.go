@@ -1,0 +1,281 @@
+package evm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/veilhq/veil/persistence"
+)
+
+// MaintainReport counts what one maintenance pass did.
+type MaintainReport struct {
+	Pending     int // transactions still unconfirmed after the pass
+	Confirmed   int // receipts recorded
+	Rebroadcast int // persisted transactions sent again (restart)
+	Bumped      int // stuck transactions resubmitted with a higher fee
+	Filled      int // void nonces given a no-op transaction
+	Dropped     int // intents whose nonce another transaction took
+}
+
+// maxAttempts bounds the fee bumps of one transaction.
+const maxAttempts = 16
+
+// Maintain runs one maintenance pass (see MaintainOnce). The chain actor
+// calls it at start with restart=true and then every PollInterval.
+func (c *Connector) Maintain(ctx context.Context, restart bool) error {
+	_, err := c.MaintainOnce(ctx, restart)
+	return err
+}
+
+// MaintainOnce walks every unconfirmed transaction of this chain in nonce
+// order: it records receipts (mined or reverted), rebroadcasts persisted
+// transactions when restart is set (a crash may have come between persist
+// and broadcast), resubmits a transaction unconfirmed for StuckAfter with a
+// fee 12.5% higher (at least the current suggestion) at the same nonce,
+// gives a void reservation a zero-value self-transfer so that no nonce gap
+// blocks later transactions, and drops intents whose nonce another
+// transaction took.
+func (c *Connector) MaintainOnce(ctx context.Context, restart bool) (MaintainReport, error) {
+	var rep MaintainReport
+	recs, err := c.store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
+	if err != nil {
+		return rep, err
+	}
+	// Group by address, keys are in nonce order within an address.
+	var errs []error
+	for i := 0; i < len(recs); {
+		addrPrefix := recs[i].Key[:strings.LastIndexByte(recs[i].Key, '/')+1]
+		j := i
+		for j < len(recs) && strings.HasPrefix(recs[j].Key, addrPrefix) {
+			j++
+		}
+		if err := c.maintainAddress(ctx, recs[i:j], restart, &rep); err != nil {
+			errs = append(errs, err)
+		}
+		i = j
+	}
+	return rep, errors.Join(errs...)
+}
+
+func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Record, restart bool, rep *MaintainReport) error {
+	type item struct {
+		pkey string
+		ikey string
+		rec  persistence.Record
+		it   intent
+	}
+	var items []item
+	for _, p := range pend {
+		ikey := string(p.Value)
+		rec, err := c.store.Get(ctx, TableIntents, ikey)
+		if errors.Is(err, persistence.ErrNotFound) {
+			_, _ = c.store.Apply(ctx, persistence.Delete(TablePending, p.Key, persistence.AtVersion(p.Version)))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var it intent
+		if err := json.Unmarshal(rec.Value, &it); err != nil {
+			return fmt.Errorf("evm: decode intent %s: %w", ikey, err)
+		}
+		items = append(items, item{pkey: p.Key, ikey: ikey, rec: rec, it: it})
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	from := items[0].it.From
+	// One round trip: the address's mined nonce and every attempt's receipt.
+	var nonceHex string
+	batch := []rpc.BatchElem{{Method: "eth_getTransactionCount", Args: []any{from, "latest"}, Result: &nonceHex}}
+	type ref struct{ item, attempt int }
+	var refs []ref
+	receipts := []*types.Receipt{}
+	for i, x := range items {
+		for j, a := range x.it.Attempts {
+			receipts = append(receipts, nil)
+			refs = append(refs, ref{i, j})
+			batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{a.Hash}, Result: &receipts[len(receipts)-1]})
+		}
+	}
+	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
+		return c.unavailable("maintenance", err)
+	}
+	if batch[0].Error != nil {
+		return c.unavailable("nonce", batch[0].Error)
+	}
+	mined, err := strconv.ParseUint(strings.TrimPrefix(nonceHex, "0x"), 16, 64)
+	if err != nil {
+		return fmt.Errorf("evm: nonce %q: %w", nonceHex, err)
+	}
+	found := make([]*types.Receipt, len(items))
+	for k, r := range refs {
+		if batch[k+1].Error == nil && receipts[k] != nil {
+			found[r.item] = receipts[k]
+		}
+	}
+	var errs []error
+	for i := range items {
+		x := &items[i]
+		var err error
+		switch {
+		case found[i] != nil:
+			err = c.confirm(ctx, x.pkey, x.ikey, x.rec.Version, &x.it, found[i])
+			if err == nil {
+				rep.Confirmed++
+			}
+		case x.it.Nonce < mined:
+			// Mined nonce, but none of our attempts: another transaction took it.
+			if x.it.State == stateVoid {
+				err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version)
+				rep.Filled++
+				break
+			}
+			c.log.Error("transaction replaced by one Veil did not send; the payment did not happen", "address", from.Hex(), "nonce", x.it.Nonce, "tx", x.it.TxHash.Hex(), "key", x.ikey)
+			err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version)
+			rep.Dropped++
+		default:
+			rep.Pending++
+			err = c.advance(ctx, x.ikey, x.rec.Version, &x.it, restart, rep)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint64, it *intent, r *types.Receipt) error {
+	if err := c.failpoint(FailBeforeConfirm); err != nil {
+		return err
+	}
+	if it.State == stateVoid {
+		// The filler (or the original) took the nonce; the key is free again
+		// unless the original itself was mined.
+		if r.TxHash != it.Attempts[0].Hash || r.Status != types.ReceiptStatusSuccessful {
+			return c.deleteIntent(ctx, pkey, ikey, version)
+		}
+	}
+	it.State = stateMined
+	if r.Status != types.ReceiptStatusSuccessful {
+		it.State = stateReverted
+		c.log.Warn("transaction reverted", "tx", r.TxHash.Hex(), "op", it.Op, "key", ikey)
+	}
+	it.TxHash = r.TxHash
+	it.Block = r.BlockNumber.Uint64()
+	val, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.Apply(ctx,
+		persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version)),
+		persistence.Delete(TablePending, pkey, persistence.Any()))
+	if errors.Is(err, persistence.ErrConflict) {
+		return nil // another pass got there first
+	}
+	return err
+}
+
+func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version uint64) error {
+	_, err := c.store.Apply(ctx,
+		persistence.Delete(TableIntents, ikey, persistence.AtVersion(version)),
+		persistence.Delete(TablePending, pkey, persistence.Any()))
+	if errors.Is(err, persistence.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// advance moves an unconfirmed transaction along: rebroadcast after a
+// restart, fill a void nonce, or bump a stuck one.
+func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it *intent, restart bool, rep *MaintainReport) error {
+	last := it.Attempts[len(it.Attempts)-1]
+	fill := it.State == stateVoid && !c.isFiller(it, last)
+	stuck := c.now().Sub(last.At) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
+	if !fill && !stuck {
+		if restart {
+			if err := c.sendRaw(ctx, last.Raw); classify(err) == sentRejected || classify(err) == sentUnknown {
+				c.log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
+			}
+			rep.Rebroadcast++
+		}
+		return nil
+	}
+	base, tip, err := c.fees(ctx)
+	if err != nil {
+		return err
+	}
+	bump := func(x *big.Int) *big.Int { return new(big.Int).Add(x, new(big.Int).Add(new(big.Int).Rsh(x, 3), big.NewInt(1))) }
+	newTip := maxBig(bump(last.TipCap.ToInt()), tip)
+	newCap := maxBig(bump(last.FeeCap.ToInt()), new(big.Int).Add(new(big.Int).Lsh(base, 1), newTip))
+	value := last.Value.ToInt()
+	if fill || it.State == stateVoid {
+		// A zero-value transfer to itself takes the nonce.
+		it.To, it.Data, it.Gas, it.Sweep, value = it.From, nil, 21000, false, new(big.Int)
+	}
+	if it.Sweep {
+		newTip = newCap
+		bal, err := c.eth.BalanceAt(ctx, it.From, nil)
+		if err != nil {
+			return c.unavailable("balance", err)
+		}
+		if value, err = sweepValue(bal, it.Gas, newCap); err != nil {
+			return err
+		}
+	}
+	at, err := c.buildAttempt(ctx, it, value, newTip, newCap)
+	if err != nil {
+		return err
+	}
+	it.Attempts = append(it.Attempts, at)
+	val, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	if _, err := c.store.Apply(ctx, persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version))); err != nil {
+		if errors.Is(err, persistence.ErrConflict) {
+			return nil
+		}
+		return err
+	}
+	berr := c.sendRaw(ctx, at.Raw)
+	if fill {
+		rep.Filled++
+	} else {
+		rep.Bumped++
+	}
+	c.log.Info("resubmitted", "op", it.Op, "nonce", it.Nonce, "tx", at.Hash.Hex(), "feeCap", newCap, "fill", fill, "err", berr)
+	return nil
+}
+
+func (c *Connector) isFiller(it *intent, a attempt) bool {
+	return len(it.Attempts) > 1 && a.Value != nil && a.Value.ToInt().Sign() == 0 && it.To == it.From
+}
+
+func maxBig(a, b *big.Int) *big.Int {
+	if a.Cmp(b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// PendingCount is how many of this chain's transactions are unconfirmed.
+func (c *Connector) PendingCount(ctx context.Context) (int, error) {
+	recs, err := c.store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
+	return len(recs), err
+}
+
+// NextNonce is the ledger's next nonce for address (tests, diagnostics).
+func (c *Connector) NextNonce(ctx context.Context, address common.Address) (uint64, error) {
+	n, _, err := c.ledgerNonce(ctx, address)
+	return n, err
+}

@@ -1,0 +1,530 @@
+package evm
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/stealth/secp256k1"
+)
+
+// ERC-5564 metadata markers (bytes 1-4 and 5-24 of an announcement's metadata).
+var (
+	nativeMarker     = [4]byte{0xee, 0xee, 0xee, 0xee}
+	transferSelector = [4]byte{0xa9, 0x05, 0x9c, 0xbb}
+	nativeToken      = common.HexToAddress("0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE")
+	maxUint256       = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
+)
+
+func (c *Connector) needSender() error {
+	if c.cfg.Sender == (common.Address{}) {
+		return fmt.Errorf("%w: %s: no StealthSender contract configured (VEIL_EVM_%s_SENDER)", chains.ErrUnavailable, c.cfg.Chain, strings.ToUpper(string(c.cfg.Chain)))
+	}
+	return nil
+}
+
+func (c *Connector) needNames() error {
+	if c.cfg.Names == (common.Address{}) {
+		return fmt.Errorf("%w: %s: no name registry configured (VEIL_EVM_%s_NAMES)", chains.ErrUnavailable, c.cfg.Chain, strings.ToUpper(string(c.cfg.Chain)))
+	}
+	return nil
+}
+
+func parseMeta(s string) (secp256k1.MetaAddress, error) {
+	m, err := secp256k1.ParseMetaAddress(strings.TrimSpace(s))
+	if err != nil {
+		return m, fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
+	}
+	return m, nil
+}
+
+// SendStealth pays metaAddress amount of asset from fromAddress (signed with
+// from): it derives a one-time stealth address and calls the StealthSender,
+// which transfers and announces in one transaction. A token payment first
+// approves the StealthSender once per token (its own transaction, awaited)
+// and carries TokenGasStipend gas worth of the native asset to the stealth
+// address so that the tokens can be withdrawn from it. The call returns
+// once the node accepted the transaction (Maintain confirms it).
+func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+	if err := c.needSender(); err != nil {
+		return chains.TxResult{}, err
+	}
+	src, err := parseAddress(fromAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	meta, err := parseMeta(metaAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	a, err := c.resolveAsset(assetSym)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	amt, err := chains.ParseAmount(amount, a.decimals)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	key := idempotencyKey
+	if key == "" {
+		key = newKey(c)
+	}
+	fp := fingerprint("send", src.Hex(), meta.String(), a.symbol, amt.String())
+	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
+		return r, err
+	}
+	ann, err := secp256k1.Generate(meta, c.rand)
+	if err != nil {
+		return chains.TxResult{}, fmt.Errorf("evm: derive stealth address: %w", err)
+	}
+	stealthAddr := common.Address(ann.StealthAddress)
+	spec := txSpec{
+		op: "send", fingerprint: fp, from: src, ref: from, to: c.cfg.Sender,
+		extra: map[string]string{
+			"stealthAddress": stealthAddr.Hex(), "ephemeralPubKey": hexutil.Encode(ann.EphemeralPub[:]),
+			"asset": a.symbol, "amount": chains.FormatAmount(amt, a.decimals), "recipient": meta.String(),
+		},
+	}
+	if a.native {
+		spec.value = amt
+		spec.data = c.sender.PackSendNative(stealthAddr, ann.EphemeralPub[:], [1]byte{ann.ViewTag})
+	} else {
+		if err := c.ensureAllowance(ctx, from, src, a, amt); err != nil {
+			return chains.TxResult{}, err
+		}
+		_, feeCap, err := c.feeCaps(ctx)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		spec.value = new(big.Int).Mul(new(big.Int).SetUint64(c.cfg.TokenGasStipend), feeCap)
+		spec.data = c.sender.PackSendToken(a.token, amt, stealthAddr, ann.EphemeralPub[:], [1]byte{ann.ViewTag})
+	}
+	if spec.gas, err = c.estimateGas(ctx, src, spec.to, spec.value, spec.data); err != nil {
+		return chains.TxResult{}, err
+	}
+	return c.submit(ctx, key, spec)
+}
+
+// ensureAllowance approves the StealthSender for an unlimited amount of
+// token when its allowance is below amt, and waits for the approval.
+func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owner common.Address, a asset, amt *big.Int) error {
+	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &a.token, Data: c.token.PackAllowance(owner, c.cfg.Sender)}, nil)
+	if err != nil {
+		return c.callError("allowance", err)
+	}
+	allowance, err := c.token.UnpackAllowance(out)
+	if err != nil {
+		return fmt.Errorf("evm: %s: allowance of %s: %w", c.cfg.Chain, a.symbol, err)
+	}
+	if allowance.Cmp(amt) >= 0 {
+		return nil
+	}
+	data := c.token.PackApprove(c.cfg.Sender, maxUint256)
+	gas, err := c.estimateGas(ctx, owner, a.token, nil, data)
+	if err != nil {
+		return err
+	}
+	// Keyed by the allowance it replaces: concurrent payments share one
+	// approval; a later exhausted allowance gets a new one.
+	key := fmt.Sprintf("approve/%s/%s/%s", strings.ToLower(owner.Hex()), strings.ToLower(a.token.Hex()), allowance)
+	fp := fingerprint("approve", owner.Hex(), a.token.Hex(), allowance.String())
+	r, err := c.submit(ctx, key, txSpec{op: "approve", fingerprint: fp, from: owner, ref: ref, to: a.token, data: data, gas: gas})
+	if err != nil {
+		return fmt.Errorf("evm: %s: approve %s for the stealth sender: %w", c.cfg.Chain, a.symbol, err)
+	}
+	rc, err := c.WaitMined(ctx, r.TxHash)
+	if err != nil {
+		return err
+	}
+	if rc.Status != types.ReceiptStatusSuccessful {
+		return fmt.Errorf("evm: %s: approval %s reverted", c.cfg.Chain, r.TxHash)
+	}
+	return nil
+}
+
+// Withdraw moves amount of asset from stealthAddress (signed with from,
+// whose EphemeralPub selects the one-time key) to `to`; gas is paid by the
+// stealth address itself. An empty amount withdraws everything: for the
+// native asset the transaction's fee is exactly gas × price (tip = fee cap)
+// and the value is the balance less that fee, so nothing is left; for a
+// token the whole token balance moves (the native gas stipend stays; sweep
+// it with a native withdrawal afterwards).
+func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+	src, err := parseAddress(stealthAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	dst, err := parseAddress(to)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	a, err := c.resolveAsset(assetSym)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	var amt *big.Int
+	all := strings.TrimSpace(amount) == "" || strings.EqualFold(strings.TrimSpace(amount), "all")
+	if !all {
+		if amt, err = chains.ParseAmount(amount, a.decimals); err != nil {
+			return chains.TxResult{}, err
+		}
+	}
+	key := idempotencyKey
+	if key == "" {
+		key = newKey(c)
+	}
+	amtStr := "all"
+	if !all {
+		amtStr = amt.String()
+	}
+	fp := fingerprint("withdraw", src.Hex(), dst.Hex(), a.symbol, amtStr)
+	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
+		return r, err
+	}
+	spec := txSpec{op: "withdraw", fingerprint: fp, from: src, ref: from,
+		extra: map[string]string{"to": dst.Hex(), "asset": a.symbol, "amount": amount}}
+	native, err := c.eth.BalanceAt(ctx, src, nil)
+	if err != nil {
+		return chains.TxResult{}, c.unavailable("balance", err)
+	}
+	_, feeCap, err := c.feeCaps(ctx)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if a.native {
+		spec.to = dst
+		code, err := c.eth.CodeAt(ctx, dst, nil)
+		if err != nil {
+			return chains.TxResult{}, c.unavailable("code", err)
+		}
+		spec.gas = 21000
+		if len(code) > 0 {
+			probe := new(big.Int).Set(native)
+			if !all {
+				probe = amt
+			}
+			if spec.gas, err = c.estimateGas(ctx, src, dst, probe, nil); err != nil {
+				return chains.TxResult{}, err
+			}
+		}
+		if all {
+			spec.sweep, spec.sweepBalance = true, native
+			if _, err := sweepValue(native, spec.gas, feeCap); err != nil {
+				return chains.TxResult{}, err
+			}
+		} else {
+			need := new(big.Int).Add(amt, new(big.Int).Mul(new(big.Int).SetUint64(spec.gas), feeCap))
+			if native.Cmp(need) < 0 {
+				return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s, needs %s with the fee", chains.ErrInsufficientFunds, src.Hex(),
+					chains.FormatAmount(native, NativeDecimals), a.symbol, chains.FormatAmount(need, NativeDecimals))
+			}
+			spec.value = amt
+		}
+	} else {
+		bal, err := c.balanceOf(ctx, a, src)
+		if err != nil {
+			return chains.TxResult{}, c.callError("balance", err)
+		}
+		if all {
+			amt = bal
+		}
+		if amt.Sign() == 0 || bal.Cmp(amt) < 0 {
+			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.decimals), a.symbol)
+		}
+		spec.to = a.token
+		spec.data = c.token.PackTransfer(dst, amt)
+		if spec.gas, err = c.estimateGas(ctx, src, a.token, nil, spec.data); err != nil {
+			return chains.TxResult{}, err
+		}
+		fee := new(big.Int).Mul(new(big.Int).SetUint64(spec.gas), feeCap)
+		if native.Cmp(fee) < 0 {
+			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s for gas, the transfer needs up to %s", chains.ErrInsufficientFunds, src.Hex(),
+				chains.FormatAmount(native, NativeDecimals), c.cfg.Chain.NativeAsset(), chains.FormatAmount(fee, NativeDecimals))
+		}
+	}
+	return c.submit(ctx, key, spec)
+}
+
+// NormalizeName turns "Alice.veil" or "alice" into "alice" and checks it is
+// 3-32 characters of [a-z0-9-].
+func NormalizeName(name string) (string, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.TrimSuffix(n, ".veil")
+	if len(n) < 3 || len(n) > 32 {
+		return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
+		}
+	}
+	return n, nil
+}
+
+// RegisterName publishes name → metaAddress in the registry, sent (and so
+// authorised) by ownerAddress. Registering the same name to the same owner
+// and meta-address again returns the original registration.
+func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
+	if err := c.needNames(); err != nil {
+		return chains.TxResult{}, err
+	}
+	n, err := NormalizeName(name)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	src, err := parseAddress(ownerAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	meta, err := parseMeta(metaAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	raw := append(meta.Spend[:], meta.View[:]...)
+	key := fmt.Sprintf("register/%s/%s/%s", n, strings.ToLower(src.Hex()), hex.EncodeToString(crypto.Keccak256(raw)[:8]))
+	fp := fingerprint("register", n, src.Hex(), meta.String())
+	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
+		return r, err
+	}
+	curOwner, curMeta, err := c.resolve(ctx, n)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if curOwner != (common.Address{}) && curOwner != src {
+		return chains.TxResult{}, fmt.Errorf("%w: %s.veil", chains.ErrNameTaken, n)
+	}
+	if curOwner == src && string(curMeta) == string(raw) {
+		// Registered before this ledger knew (or by another member): find the tx.
+		if h, err := c.registrationTx(ctx, n, src); err == nil {
+			return c.result(h.Hex()), nil
+		}
+	}
+	spec := txSpec{op: "register", fingerprint: fp, from: src, ref: owner, to: c.cfg.Names,
+		data: c.names.PackRegister(n, raw), extra: map[string]string{"name": n + ".veil"}}
+	if spec.gas, err = c.estimateGas(ctx, src, c.cfg.Names, nil, spec.data); err != nil {
+		return chains.TxResult{}, err
+	}
+	return c.submit(ctx, key, spec)
+}
+
+func (c *Connector) resolve(ctx context.Context, n string) (common.Address, []byte, error) {
+	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Names, Data: c.names.PackResolve(n)}, nil)
+	if err != nil {
+		return common.Address{}, nil, c.callError("resolve", err)
+	}
+	r, err := c.names.UnpackResolve(out)
+	if err != nil {
+		return common.Address{}, nil, fmt.Errorf("evm: %s: resolve: %w", c.cfg.Chain, err)
+	}
+	return r.Owner, r.MetaAddress, nil
+}
+
+// registrationTx finds the latest NameRegistered event of name by owner.
+func (c *Connector) registrationTx(ctx context.Context, n string, owner common.Address) (common.Hash, error) {
+	ev := c.names.GetABI().Events["NameRegistered"].ID
+	logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{
+		FromBlock: new(big.Int).SetUint64(c.cfg.FromBlock),
+		Addresses: []common.Address{c.cfg.Names},
+		Topics:    [][]common.Hash{{ev}, {crypto.Keccak256Hash([]byte(n))}, {common.BytesToHash(owner.Bytes())}},
+	})
+	if err != nil || len(logs) == 0 {
+		return common.Hash{}, chains.ErrNotFound
+	}
+	return logs[len(logs)-1].TxHash, nil
+}
+
+// ResolveName returns the meta-address registered for name ("alice" or
+// "alice.veil"), or an error matching chains.ErrNotFound.
+func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
+	if err := c.needNames(); err != nil {
+		return "", err
+	}
+	n, err := NormalizeName(name)
+	if err != nil {
+		return "", err
+	}
+	owner, raw, err := c.resolve(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	if owner == (common.Address{}) || len(raw) != 66 {
+		return "", fmt.Errorf("%w: %s.veil on %s", chains.ErrNotFound, n, c.cfg.Chain)
+	}
+	var m secp256k1.MetaAddress
+	copy(m.Spend[:], raw[:33])
+	copy(m.View[:], raw[33:])
+	return m.String(), nil
+}
+
+// NameOf is the reverse lookup: the name ("alice.veil") address owns.
+func (c *Connector) NameOf(ctx context.Context, address string) (string, error) {
+	if err := c.needNames(); err != nil {
+		return "", err
+	}
+	a, err := parseAddress(address)
+	if err != nil {
+		return "", err
+	}
+	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Names, Data: c.names.PackNameOf(a)}, nil)
+	if err != nil {
+		return "", c.callError("nameOf", err)
+	}
+	n, err := c.names.UnpackNameOf(out)
+	if err != nil {
+		return "", err
+	}
+	if n == "" {
+		return "", fmt.Errorf("%w: no name for %s on %s", chains.ErrNotFound, a.Hex(), c.cfg.Chain)
+	}
+	return n + ".veil", nil
+}
+
+// Fund asks the devnet faucet for the native asset and every test token
+// (one transaction, awaited). Public test networks have no programmatic
+// faucet: there it reports chains.ErrUnavailable.
+func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, error) {
+	a, err := parseAddress(address)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if !c.cfg.DevnetFaucet {
+		return chains.TxResult{}, fmt.Errorf("%w: %s has no faucet Veil can call; fund %s from the network's public faucet", chains.ErrUnavailable, c.cfg.Chain, a.Hex())
+	}
+	var h common.Hash
+	if err := c.rpc.CallContext(ctx, &h, "veil_fund", a); err != nil {
+		return chains.TxResult{}, c.unavailable("faucet", err)
+	}
+	return c.result(h.Hex()), nil
+}
+
+// Scan cursor: "<block>" or "<block>.<log index>", the next position to
+// read. Position of an announcement: block<<24 | log index.
+func parseCursor(s string, from uint64) (uint64, uint64, error) {
+	if s == "" {
+		return from, 0, nil
+	}
+	b, i, _ := strings.Cut(s, ".")
+	block, err := strconv.ParseUint(b, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("evm: bad scan cursor %q", s)
+	}
+	var idx uint64
+	if i != "" {
+		if idx, err = strconv.ParseUint(i, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("evm: bad scan cursor %q", s)
+		}
+	}
+	return block, idx, nil
+}
+
+// Scan returns the announcements of Veil payments (Announcement events of
+// the announcer with scheme 1 whose caller is the StealthSender) after
+// cursor, at most limit (default 1000), and the cursor to resume from.
+// Announcements whose asset this chain does not know are skipped.
+func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
+	if err := c.needSender(); err != nil {
+		return nil, cursor, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	block, idx, err := parseCursor(cursor, c.cfg.FromBlock)
+	if err != nil {
+		return nil, cursor, err
+	}
+	head, err := c.eth.BlockNumber(ctx)
+	if err != nil {
+		return nil, cursor, c.unavailable("block number", err)
+	}
+	if head < c.cfg.Confirmations {
+		return nil, cursor, nil
+	}
+	head -= c.cfg.Confirmations
+	ev := c.ann.GetABI().Events["Announcement"].ID
+	scheme := common.BigToHash(big.NewInt(secp256k1.SchemeID))
+	caller := common.BytesToHash(c.cfg.Sender.Bytes())
+	var out []chains.Announcement
+	for block <= head {
+		to := min(block+c.cfg.LogRange-1, head)
+		logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{
+			FromBlock: new(big.Int).SetUint64(block), ToBlock: new(big.Int).SetUint64(to),
+			Addresses: []common.Address{c.cfg.Announcer},
+			Topics:    [][]common.Hash{{ev}, {scheme}, nil, {caller}},
+		})
+		if err != nil {
+			return out, cursorAt(block, idx), c.unavailable("logs", err)
+		}
+		sort.Slice(logs, func(i, j int) bool {
+			if logs[i].BlockNumber != logs[j].BlockNumber {
+				return logs[i].BlockNumber < logs[j].BlockNumber
+			}
+			return logs[i].Index < logs[j].Index
+		})
+		for i := range logs {
+			l := &logs[i]
+			if l.Removed || l.BlockNumber == block && uint64(l.Index) < idx {
+				continue
+			}
+			if a, ok := c.decodeAnnouncement(l); ok {
+				out = append(out, a)
+			}
+			if len(out) == limit {
+				return out, cursorAt(l.BlockNumber, uint64(l.Index)+1), nil
+			}
+		}
+		block, idx = to+1, 0
+	}
+	return out, cursorAt(block, 0), nil
+}
+
+func cursorAt(block, idx uint64) string {
+	if idx == 0 {
+		return strconv.FormatUint(block, 10)
+	}
+	return strconv.FormatUint(block, 10) + "." + strconv.FormatUint(idx, 10)
+}
+
+func (c *Connector) decodeAnnouncement(l *types.Log) (chains.Announcement, bool) {
+	ev, err := c.ann.UnpackAnnouncementEvent(l)
+	if err != nil || len(ev.EphemeralPubKey) != 33 || len(ev.Metadata) < 57 {
+		return chains.Announcement{}, false
+	}
+	md := ev.Metadata
+	amount := new(big.Int).SetBytes(md[25:57])
+	tok := common.BytesToAddress(md[5:25])
+	var symbol string
+	var decimals int
+	switch {
+	case [4]byte(md[1:5]) == nativeMarker && tok == nativeToken:
+		symbol, decimals = c.cfg.Chain.NativeAsset(), NativeDecimals
+	case [4]byte(md[1:5]) == transferSelector:
+		t, ok := c.tokenByAddress(tok)
+		if !ok {
+			return chains.Announcement{}, false
+		}
+		symbol, decimals = t.Symbol, t.Decimals
+	default:
+		return chains.Announcement{}, false
+	}
+	return chains.Announcement{
+		StealthAddress:  ev.StealthAddress.Hex(),
+		EphemeralPubKey: ev.EphemeralPubKey,
+		ViewTag:         md[0],
+		Asset:           symbol,
+		Amount:          chains.FormatAmount(amount, decimals),
+		TxHash:          l.TxHash.Hex(),
+		Position:        l.BlockNumber<<24 | uint64(l.Index),
+	}, true
+}
+
