@@ -12,6 +12,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/veilhq/veil/chains"
@@ -58,6 +59,29 @@ type Env struct {
 	Schedules Schedules
 	Memories  Memories
 	Payments  Payments
+	// Notifier, when set, receives payment_sent and withdrawal
+	// notifications after a payment tool succeeds; its errors never fail
+	// the tool (the money has moved).
+	Notifier Notifier
+}
+
+// Errors a tool's error result may match (errors.Is). Service
+// implementations return them too.
+var (
+	// ErrUnknownRecipient: no Veil agent (or on-chain name) by that name.
+	ErrUnknownRecipient = errors.New("unknown recipient")
+	// ErrInvalidArgs: the call's arguments do not fit the tool's schema.
+	ErrInvalidArgs = errors.New("invalid arguments")
+	// ErrNotConfirmed: a payment tool's amount (or withdrawal address) is
+	// not in the user's message of this turn (the restatement rule).
+	ErrNotConfirmed = errors.New("payment not confirmed by the user")
+	// ErrNotConfigured: a service the tool needs is missing from Env.
+	ErrNotConfigured = errors.New("service not configured")
+)
+
+// Notifier raises a notification in the agent's inbox.
+type Notifier interface {
+	Notify(ctx context.Context, typ, title, body string) error
 }
 
 // ChainOps reaches the chain actors on behalf of this agent. Keys stay in
@@ -67,8 +91,8 @@ type ChainOps interface {
 	// SendStealth pays a meta-address from the agent's account.
 	SendStealth(ctx context.Context, chain chains.ID, metaAddress, amount, asset, idempotencyKey string) (chains.TxResult, error)
 	// Withdraw spends a received stealth payment (by its stealth address)
-	// to a plain address; amount "" means everything less fees.
-	Withdraw(ctx context.Context, chain chains.ID, stealthAddress, to, amount, idempotencyKey string) (chains.TxResult, error)
+	// of asset to a plain address; amount "" means everything less fees.
+	Withdraw(ctx context.Context, chain chains.ID, stealthAddress, to, amount, asset, idempotencyKey string) (chains.TxResult, error)
 	RegisterName(ctx context.Context, chain chains.ID) (chains.TxResult, error)
 	ResolveName(ctx context.Context, chain chains.ID, name string) (string, error)
 	Fund(ctx context.Context, chain chains.ID) (chains.TxResult, error)
@@ -96,11 +120,28 @@ type Payment struct {
 	TxHash          string    `json:"txHash"`
 	Withdrawn       bool      `json:"withdrawn"`
 	ReceivedAt      time.Time `json:"receivedAt"`
+	// WithdrawnTo lists the addresses withdrawals of this payment went to
+	// (privacy_check looks for addresses shared by several payments).
+	WithdrawnTo []string `json:"withdrawnTo,omitempty"`
+}
+
+// Withdrawal records a withdrawal from a received payment.
+type Withdrawal struct {
+	Chain          chains.ID
+	StealthAddress string
+	To             string
+	// Amount withdrawn; "" means everything (the payment is emptied).
+	Amount string
+	TxHash string
 }
 
 // Payments lists what the agent received.
 type Payments interface {
+	// Received lists the payments received on chain, oldest first.
 	Received(ctx context.Context, chain chains.ID) ([]Payment, error)
+	// MarkWithdrawn records a withdrawal; recording the same TxHash twice
+	// changes nothing.
+	MarkWithdrawn(ctx context.Context, w Withdrawal) error
 }
 
 // Invoice is the spec's Invoice (plus its chain and address to pay).
@@ -121,7 +162,11 @@ type Invoice struct {
 
 // Invoices creates and lists the agent's invoices.
 type Invoices interface {
-	Create(ctx context.Context, chain chains.ID, amount, asset, memo string) (Invoice, error)
+	// Create stores a pending invoice for inv's Chain, Amount, Asset and
+	// Memo and fills in the rest. A non-empty inv.ID (a UUID) makes the
+	// call idempotent: creating an existing id returns the stored invoice.
+	Create(ctx context.Context, inv Invoice) (Invoice, error)
+	// List returns the agent's invoices, newest first.
 	List(ctx context.Context) ([]Invoice, error)
 }
 
@@ -142,6 +187,9 @@ type Schedule struct {
 
 // Schedules manages recurring payments.
 type Schedules interface {
+	// Create stores an active schedule from s's Recipient, Amount, Asset,
+	// Chain, Interval and EndDate; the service sets Status, CreatedAt and
+	// NextRun (see NextRun). A non-empty s.ID makes it idempotent.
 	Create(ctx context.Context, s Schedule) (Schedule, error)
 	List(ctx context.Context) ([]Schedule, error)
 	// Transition applies pause|resume|cancel to the schedule whose id
@@ -160,6 +208,8 @@ type Memory struct {
 
 // Memories stores what the agent remembers across conversations.
 type Memories interface {
+	// Save stores m's Content, Type and Importance; the service sets
+	// CreatedAt (and ID when empty: a preset ID makes it idempotent).
 	Save(ctx context.Context, m Memory) (Memory, error)
 	List(ctx context.Context) ([]Memory, error)
 }

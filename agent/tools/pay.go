@@ -1,0 +1,418 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// PaymentResult is the detail of send_payment and pay_agent.
+type PaymentResult struct {
+	TxHash    string    `json:"txHash"`
+	TxLink    string    `json:"txLink"`
+	Amount    string    `json:"amount"`
+	Asset     string    `json:"asset"`
+	Chain     chains.ID `json:"chain"`
+	Recipient string    `json:"recipient"`
+}
+
+var (
+	pRecipient = param{name: "recipient", required: true, maxLen: 200, example: "bob.veil",
+		desc: "Who to pay: a Veil agent name (bob or bob.veil) or a stealth meta-address (st:eth:0x…, st:xlm:…, st:sol:…). Not a plain address."}
+	pAgentName = param{name: "agent_name", required: true, maxLen: 40, example: "alice",
+		desc: "The Veil agent to pay, by name: alice or alice.veil."}
+	pAmount = param{name: "amount", required: true, maxLen: MaxAmountLen, example: "0.5",
+		desc: "Amount in whole units of the asset, as a decimal string exactly as the user wrote it, e.g. \"0.5\". The user's message must state it."}
+	pAsset = param{name: "asset", maxLen: 16, example: "USDC",
+		desc: "Asset symbol: ETH, ZEN, POL, USDC (EVM chains), XLM, USDC (stellar), SOL, USDC (solana). Default: the chain's native asset. May select the chain (XLM → stellar, SOL → solana)."}
+	pPayChain = param{name: "chain", enum: chainEnum(),
+		desc: "Chain to pay on. Default: chosen by asset, else the agent's default chain."}
+)
+
+func chainEnum() []string {
+	var out []string
+	for _, c := range chains.Order() {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+func needKey(env *Env) error {
+	if strings.TrimSpace(env.IdempotencyKey) == "" {
+		return fmt.Errorf("%w: this call has no idempotency key, so a payment could not be made safely", ErrNotConfigured)
+	}
+	if env.Chains == nil {
+		return fmt.Errorf("%w: no chain access", ErrNotConfigured)
+	}
+	return nil
+}
+
+// chainErr explains a chain failure to the model.
+func chainErr(op string, c chains.ID, err error) error {
+	switch {
+	case errors.Is(err, chains.ErrUnavailable):
+		return fmt.Errorf("%s on %s: %w; nothing was done, try again later", op, c, err)
+	case errors.Is(err, chains.ErrInsufficientFunds):
+		return fmt.Errorf("%s on %s: %w (the amount plus network fees is more than the account holds; check get_balance)", op, c, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s on %s: %w; the outcome is unknown until the next scan or balance check", op, c, err)
+	}
+	return fmt.Errorf("%s on %s: %w", op, c, err)
+}
+
+func txLink(env *Env, c chains.ID, tx chains.TxResult) string {
+	if tx.TxLink != "" {
+		return tx.TxLink
+	}
+	return env.Chains.TxLink(c, tx.TxHash)
+}
+
+func notify(ctx context.Context, env *Env, typ, title, body string) {
+	if env.Notifier != nil {
+		_ = env.Notifier.Notify(ctx, typ, title, body)
+	}
+}
+
+func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg string, onChain bool) (*PaymentResult, error) {
+	if err := needKey(env); err != nil {
+		return nil, err
+	}
+	rc, err := resolveRecipient(ctx, env, who, chainArg, onChain)
+	if err != nil {
+		return nil, err
+	}
+	c, asset, err := pickChain(env, chainArg, assetArg, rc)
+	if err != nil {
+		return nil, err
+	}
+	amount, err := ParseAmount(amountArg, asset)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireAmountStated(env, tool, amountArg); err != nil {
+		return nil, err
+	}
+	tx, err := env.Chains.SendStealth(ctx, c, rc.metaFor(c), amount, asset.Symbol, env.IdempotencyKey)
+	if err != nil {
+		return nil, chainErr(fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)), c, err)
+	}
+	res := &PaymentResult{TxHash: tx.TxHash, TxLink: txLink(env, c, tx), Amount: amount, Asset: asset.Symbol, Chain: c, Recipient: rc.display}
+	notify(ctx, env, "payment_sent", fmt.Sprintf("Sent %s %s", amount, asset.Symbol),
+		fmt.Sprintf("Sent %s %s to %s on %s. Transaction %s", amount, asset.Symbol, rc.display, c, res.TxLink))
+	return res, nil
+}
+
+var sendPaymentSpec = spec{pRecipient, pAmount, pAsset, pPayChain}
+
+func sendPayment() Tool {
+	return Tool{
+		Name: "send_payment",
+		Description: "Send a private (stealth) payment from this agent to a Veil agent name or a stealth meta-address. " +
+			"The recipient gets a fresh one-time address; nobody watching the chain can link it to them. " +
+			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
+		Parameters: sendPaymentSpec.schema(),
+		Payment:    true,
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := sendPaymentSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			return pay(ctx, env, "send_payment", a.str("recipient"), a.str("amount"), a.str("asset"), a.str("chain"), true)
+		},
+	}
+}
+
+var payAgentSpec = spec{pAgentName, pAmount, pAsset, pPayChain}
+
+func payAgent() Tool {
+	return Tool{
+		Name: "pay_agent",
+		Description: "Pay another Veil agent by its name (alice or alice.veil) with a private stealth payment. " +
+			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
+		Parameters: payAgentSpec.schema(),
+		Payment:    true,
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := payAgentSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			name := strings.TrimSpace(a.str("agent_name"))
+			if strings.HasPrefix(strings.ToLower(name), "st:") {
+				return nil, argErr("agent_name must be an agent's name; to pay a meta-address use send_payment")
+			}
+			return pay(ctx, env, "pay_agent", name, a.str("amount"), a.str("asset"), a.str("chain"), false)
+		},
+	}
+}
+
+// WithdrawResult is the detail of withdraw.
+type WithdrawResult struct {
+	TxHash string    `json:"txHash"`
+	TxLink string    `json:"txLink"`
+	Chain  chains.ID `json:"chain"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Asset  string    `json:"asset"`
+	// Amount is the amount asked for, or "all" (everything less fees).
+	Amount string `json:"amount"`
+}
+
+// received gathers the agent's received payments on cs.
+func received(ctx context.Context, env *Env, cs []chains.ID) ([]Payment, error) {
+	if env.Payments == nil {
+		return nil, fmt.Errorf("%w: no payment records", ErrNotConfigured)
+	}
+	var out []Payment
+	for _, c := range cs {
+		ps, err := env.Payments.Received(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("reading received payments on %s: %w", c, err)
+		}
+		for _, p := range ps {
+			if p.Chain == "" {
+				p.Chain = c
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func sameAddress(c chains.ID, a, b string) bool {
+	if c.Family() == chains.FamilyEVM {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
+var withdrawSpec = spec{
+	{name: "from", required: true, maxLen: 64, example: "0x…",
+		desc: "The stealth address of one payment this agent received (from scan_payments / get_balance / privacy_check), not yet withdrawn."},
+	{name: "to", required: true, maxLen: 64, example: "0x…",
+		desc: "Plain address to send the funds to, on the payment's chain: 0x… (EVM), G… (stellar), base58 (solana). The user's message must contain it."},
+	{name: "amount", maxLen: MaxAmountLen, example: "0.5",
+		desc: "Amount to withdraw; omit to withdraw everything (less network fees). When given, the user's message must state it."},
+}
+
+func withdraw() Tool {
+	return Tool{
+		Name: "withdraw",
+		Description: "Move the funds of one received stealth payment (by its stealth address) to a plain address the user gives. " +
+			"Only when the user asked in this message, with the destination address written in it.",
+		Parameters: withdrawSpec.schema(),
+		Payment:    true,
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := withdrawSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			if err := needKey(env); err != nil {
+				return nil, err
+			}
+			from := strings.TrimSpace(a.str("from"))
+			all, err := received(ctx, env, env.Agent.Chains)
+			if err != nil {
+				return nil, err
+			}
+			var p *Payment
+			for i := range all {
+				if sameAddress(all[i].Chain, all[i].StealthAddress, from) {
+					p = &all[i]
+					break
+				}
+			}
+			if p == nil {
+				var open []string
+				for _, q := range all {
+					if !q.Withdrawn {
+						open = append(open, fmt.Sprintf("%s (%s %s on %s)", q.StealthAddress, q.Balance, q.Asset, q.Chain))
+					}
+				}
+				if len(open) == 0 {
+					return nil, fmt.Errorf("%w: %q is not a payment this agent received, and there are no unwithdrawn payments (run scan_payments to look for new ones)", ErrInvalidArgs, clip(from, 64))
+				}
+				more := ""
+				if len(open) > 5 {
+					more = fmt.Sprintf(" and %d more", len(open)-5)
+					open = open[:5]
+				}
+				return nil, fmt.Errorf("%w: %q is not a payment this agent received; unwithdrawn payments: %s%s", ErrInvalidArgs, clip(from, 64), strings.Join(open, ", "), more)
+			}
+			if p.Withdrawn {
+				return nil, fmt.Errorf("%w: the payment at %s on %s was already withdrawn", ErrInvalidArgs, p.StealthAddress, p.Chain)
+			}
+			to, err := ParseAddress(p.Chain, strings.TrimSpace(a.str("to")))
+			if err != nil {
+				return nil, err
+			}
+			if sameAddress(p.Chain, to, p.StealthAddress) {
+				return nil, argErr("to is the payment's own stealth address")
+			}
+			asset, err := LookupAsset(p.Chain, p.Asset)
+			if err != nil {
+				asset = Asset{Symbol: p.Asset, Decimals: 18}
+			}
+			amount := ""
+			if a.has("amount") {
+				if amount, err = ParseAmount(a.str("amount"), asset); err != nil {
+					return nil, err
+				}
+				if exceeds(amount, p.Balance) {
+					return nil, fmt.Errorf("%w: %s %s is more than the payment holds (%s %s); omit amount to withdraw everything", chains.ErrInsufficientFunds, amount, asset.Symbol, p.Balance, asset.Symbol)
+				}
+				if err := requireAmountStated(env, "withdraw", a.str("amount")); err != nil {
+					return nil, err
+				}
+			}
+			if err := requireAddressStated(env, "withdraw", strings.TrimSpace(a.str("to"))); err != nil {
+				return nil, err
+			}
+			tx, err := env.Chains.Withdraw(ctx, p.Chain, p.StealthAddress, to, amount, p.Asset, env.IdempotencyKey)
+			if err != nil {
+				return nil, chainErr("withdrawing from "+p.StealthAddress, p.Chain, err)
+			}
+			res := &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: amount}
+			if amount == "" {
+				res.Amount = "all"
+			}
+			if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: amount, TxHash: tx.TxHash}); err != nil {
+				return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", res.TxLink, err)
+			}
+			notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, p.Asset),
+				fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, p.Asset, p.StealthAddress, to, p.Chain, res.TxLink))
+			return res, nil
+		},
+	}
+}
+
+// exceeds reports whether decimal a > decimal b (b unparseable: false,
+// the chain decides).
+func exceeds(a, b string) bool {
+	x, ok1 := new(big.Rat).SetString(a)
+	y, ok2 := new(big.Rat).SetString(b)
+	if !ok1 || !ok2 || b == "" {
+		return false
+	}
+	return x.Cmp(y) > 0
+}
+
+// WithdrawAllResult is the detail of withdraw_all.
+type WithdrawAllResult struct {
+	To        string           `json:"to"`
+	Count     int              `json:"count"`
+	Withdrawn []WithdrawResult `json:"withdrawn"`
+	Failed    []WithdrawFailed `json:"failed,omitempty"`
+	// Warning says that the payments are now linked on chain.
+	Warning string `json:"warning,omitempty"`
+}
+
+// WithdrawFailed is one payment withdraw_all could not move.
+type WithdrawFailed struct {
+	Chain chains.ID `json:"chain"`
+	From  string    `json:"from"`
+	Error string    `json:"error"`
+}
+
+var withdrawAllSpec = spec{
+	{name: "to", required: true, maxLen: 64, example: "0x…",
+		desc: "Plain address to send everything to: 0x… withdraws the EVM payments, G… the stellar ones, base58 the solana ones. The user's message must contain it."},
+	{name: "chain", enum: chainEnum(),
+		desc: "Only this chain's payments. Default: every chain of the address's kind."},
+}
+
+func withdrawAll() Tool {
+	return Tool{
+		Name: "withdraw_all",
+		Description: "Withdraw every received, not yet withdrawn stealth payment on the chain(s) of the given address to that address. " +
+			"Warn the user that this links those payments together. Only when the user asked in this message, with the address written in it.",
+		Parameters: withdrawAllSpec.schema(),
+		Payment:    true,
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := withdrawAllSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			if err := needKey(env); err != nil {
+				return nil, err
+			}
+			toArg := strings.TrimSpace(a.str("to"))
+			fam, ok := addressFamily(toArg)
+			if !ok {
+				return nil, fmt.Errorf("%w %q: give an EVM (0x…), Stellar (G…) or Solana (base58) address", chains.ErrInvalidAddress, clip(toArg, 64))
+			}
+			var scope []chains.ID
+			if a.has("chain") {
+				c, err := agentChain(env, a.str("chain"))
+				if err != nil {
+					return nil, err
+				}
+				if c.Family() != fam {
+					return nil, fmt.Errorf("%w: %s is a %s address but chain %s is %s", chains.ErrInvalidAddress, clip(toArg, 64), fam, c, c.Family())
+				}
+				scope = []chains.ID{c}
+			} else {
+				for _, c := range env.Agent.Chains {
+					if c.Family() == fam {
+						scope = append(scope, c)
+					}
+				}
+				if len(scope) == 0 {
+					return nil, fmt.Errorf("%w: %s is a %s address but this agent is on %s", ErrInvalidArgs, clip(toArg, 64), fam, chainList(env.Agent.Chains))
+				}
+			}
+			to, err := ParseAddress(scope[0], toArg)
+			if err != nil {
+				return nil, err
+			}
+			ps, err := received(ctx, env, scope)
+			if err != nil {
+				return nil, err
+			}
+			var open []Payment
+			for _, p := range ps {
+				if !p.Withdrawn {
+					open = append(open, p)
+				}
+			}
+			if len(open) == 0 {
+				return nil, fmt.Errorf("%w: no unwithdrawn payments on %s (run scan_payments to look for new ones)", ErrInvalidArgs, chainList(scope))
+			}
+			if err := requireAddressStated(env, "withdraw_all", toArg); err != nil {
+				return nil, err
+			}
+			sort.SliceStable(open, func(i, j int) bool { return open[i].ReceivedAt.Before(open[j].ReceivedAt) })
+			res := &WithdrawAllResult{To: to, Withdrawn: []WithdrawResult{}}
+			for _, p := range open {
+				// One key per payment, derived from the call's key: a
+				// retried call repeats exactly the same withdrawals.
+				key := env.IdempotencyKey + "/" + string(p.Chain) + "/" + p.StealthAddress
+				tx, err := env.Chains.Withdraw(ctx, p.Chain, p.StealthAddress, to, "", p.Asset, key)
+				if err != nil {
+					res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: chainErr("withdrawing", p.Chain, err).Error()})
+					continue
+				}
+				w := WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all"}
+				if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, TxHash: tx.TxHash}); err != nil {
+					res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: fmt.Sprintf("sent (%s) but recording it failed: %v", w.TxLink, err)})
+				}
+				res.Withdrawn = append(res.Withdrawn, w)
+				notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s", p.Asset),
+					fmt.Sprintf("Withdrew everything (%s %s) from %s to %s on %s. Transaction %s", p.Balance, p.Asset, p.StealthAddress, to, p.Chain, w.TxLink))
+			}
+			res.Count = len(res.Withdrawn)
+			if res.Count == 0 {
+				return nil, fmt.Errorf("no payment could be withdrawn: %s", res.Failed[0].Error)
+			}
+			if res.Count > 1 {
+				res.Warning = fmt.Sprintf("these %d payments now all went to %s, which links them to each other on chain", res.Count, to)
+			}
+			return res, nil
+		},
+	}
+}

@@ -1,0 +1,383 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// callID derives a stable UUID from the call's idempotency key, so a
+// retried call creates the same record instead of a second one ("" when the
+// call has no key).
+func callID(env *Env, tool string) string {
+	if env.IdempotencyKey == "" {
+		return ""
+	}
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("veil/tools/"+tool+"/"+env.Agent.ID+"/"+env.IdempotencyKey)).String()
+}
+
+// MaxMemoLen caps an invoice memo (characters).
+const MaxMemoLen = 280
+
+var invoiceSpec = spec{
+	{name: "amount", required: true, maxLen: MaxAmountLen, example: "25", desc: "Amount to request, a decimal string in whole units of the asset, e.g. \"25\"."},
+	{name: "memo", required: true, maxLen: MaxMemoLen, example: "logo work", desc: "What the invoice is for (shown to the payer)."},
+	pAsset,
+	{name: "chain", enum: chainEnum(), desc: "Chain to be paid on. Default: chosen by asset, else the agent's default chain."},
+}
+
+func createInvoice() Tool {
+	return Tool{
+		Name: "create_invoice",
+		Description: "Create an invoice (payment request) with its own one-time stealth address. Returns the invoice with id and " +
+			"paymentLink, a page the payer opens to pay.",
+		Parameters: invoiceSpec.schema(),
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := invoiceSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			if env.Invoices == nil {
+				return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
+			}
+			c, asset, err := pickChain(env, a.str("chain"), a.str("asset"), nil)
+			if err != nil {
+				return nil, err
+			}
+			amount, err := ParseAmount(a.str("amount"), asset)
+			if err != nil {
+				return nil, err
+			}
+			memo := strings.TrimSpace(a.str("memo"))
+			if memo == "" {
+				return nil, argErr("memo is empty: say what the invoice is for")
+			}
+			inv, err := env.Invoices.Create(ctx, Invoice{ID: callID(env, "create_invoice"), Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo})
+			if err != nil {
+				return nil, fmt.Errorf("creating the invoice: %w", err)
+			}
+			return &inv, nil
+		},
+	}
+}
+
+// InvoiceList is the detail of check_invoices.
+type InvoiceList struct {
+	Count   int `json:"count"`
+	Pending int `json:"pending"`
+	Paid    int `json:"paid"`
+	// Invoices are the newest ones, at most 20.
+	Invoices []Invoice `json:"invoices"`
+}
+
+func checkInvoices() Tool {
+	return Tool{
+		Name:        "check_invoices",
+		Description: "List this agent's invoices (newest first, at most 20) with how many are pending and paid.",
+		Parameters:  noArgs.schema(),
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			if _, err := noArgs.decode(raw); err != nil {
+				return nil, err
+			}
+			if env.Invoices == nil {
+				return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
+			}
+			all, err := env.Invoices.List(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("listing invoices: %w", err)
+			}
+			sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+			res := &InvoiceList{Count: len(all), Invoices: []Invoice{}}
+			for _, inv := range all {
+				switch inv.Status {
+				case "paid":
+					res.Paid++
+				case "pending":
+					res.Pending++
+				}
+			}
+			if len(all) > maxListed {
+				all = all[:maxListed]
+			}
+			res.Invoices = append(res.Invoices, all...)
+			return res, nil
+		},
+	}
+}
+
+// Intervals of a schedule.
+const (
+	Daily   = "daily"
+	Weekly  = "weekly"
+	Monthly = "monthly"
+)
+
+// NextRun is the first slot of a schedule anchored at anchor (its creation
+// time) that is strictly after t. Slots are anchor + k intervals, k ≥ 1:
+// daily and weekly add 24 h and 7 × 24 h (UTC, no DST); monthly is the
+// anchor's day of month, clamped to the month's last day (Jan 31 → Feb 28
+// or 29 → Mar 31), at the anchor's time of day.
+func NextRun(anchor, t time.Time, interval string) (time.Time, error) {
+	anchor = anchor.UTC()
+	switch interval {
+	case Daily, Weekly:
+		d := 24 * time.Hour
+		if interval == Weekly {
+			d *= 7
+		}
+		if t.Before(anchor) {
+			return anchor.Add(d), nil
+		}
+		k := int64(t.Sub(anchor)/d) + 1
+		return anchor.Add(time.Duration(k) * d), nil
+	case Monthly:
+		t = t.UTC()
+		k := (t.Year()-anchor.Year())*12 + int(t.Month()-anchor.Month())
+		if k < 1 {
+			k = 1
+		}
+		for {
+			s := addMonths(anchor, k)
+			if s.After(t) {
+				return s, nil
+			}
+			k++
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: interval must be one of daily, weekly, monthly; got %q", ErrInvalidArgs, interval)
+}
+
+// addMonths is anchor's day-of-month k months later, clamped.
+func addMonths(anchor time.Time, k int) time.Time {
+	y, m := anchor.Year(), int(anchor.Month())-1+k
+	y += m / 12
+	m %= 12
+	first := time.Date(y, time.Month(m+1), 1, 0, 0, 0, 0, time.UTC)
+	last := first.AddDate(0, 1, -1).Day()
+	day := min(anchor.Day(), last)
+	return time.Date(y, time.Month(m+1), day, anchor.Hour(), anchor.Minute(), anchor.Second(), anchor.Nanosecond(), time.UTC)
+}
+
+// parseEndDate reads an ISO date (2027-03-01: through the end of that UTC
+// day) or an RFC 3339 timestamp.
+func parseEndDate(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.Parse("2006-01-02", s); err == nil {
+		return d.Add(24*time.Hour - time.Second), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, argErr("end_date must be an ISO date such as \"2027-03-01\" (or an RFC 3339 time); got %q", clip(s, 40))
+}
+
+var scheduleSpec = spec{
+	pRecipient, pAmount, pAsset,
+	{name: "interval", required: true, enum: []string{Daily, Weekly, Monthly}, desc: "How often to pay. The first payment is one interval from now."},
+	{name: "end_date", maxLen: 40, example: "2027-03-01", desc: "Last day (ISO date, UTC) on which a payment may run; omit for no end."},
+	pPayChain,
+}
+
+func schedulePayment() Tool {
+	return Tool{
+		Name: "schedule_payment",
+		Description: "Set up a recurring stealth payment (daily, weekly or monthly) to a Veil name or meta-address. The first payment " +
+			"runs one interval from now. Only when the user asked in this message, with the amount written in it.",
+		Parameters: scheduleSpec.schema(),
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := scheduleSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			if env.Schedules == nil {
+				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+			}
+			rc, err := resolveRecipient(ctx, env, a.str("recipient"), a.str("chain"), true)
+			if err != nil {
+				return nil, err
+			}
+			c, asset, err := pickChain(env, a.str("chain"), a.str("asset"), rc)
+			if err != nil {
+				return nil, err
+			}
+			amount, err := ParseAmount(a.str("amount"), asset)
+			if err != nil {
+				return nil, err
+			}
+			now := env.now()
+			interval := a.str("interval")
+			first, err := NextRun(now, now, interval)
+			if err != nil {
+				return nil, err
+			}
+			var end *time.Time
+			if a.has("end_date") {
+				e, err := parseEndDate(a.str("end_date"))
+				if err != nil {
+					return nil, err
+				}
+				if !e.After(now) {
+					return nil, argErr("end_date %s is not in the future", a.str("end_date"))
+				}
+				if e.Before(first) {
+					return nil, argErr("end_date %s is before the first payment (%s): the schedule would never pay", a.str("end_date"), first.Format(time.RFC3339))
+				}
+				end = &e
+			}
+			if err := requireAmountStated(env, "schedule_payment", a.str("amount")); err != nil {
+				return nil, err
+			}
+			who := rc.name
+			if who == "" {
+				who = rc.metaAddr
+			}
+			s, err := env.Schedules.Create(ctx, Schedule{ID: callID(env, "schedule_payment"), Recipient: who, Amount: amount, Asset: asset.Symbol, Chain: c, Interval: interval, EndDate: end})
+			if err != nil {
+				return nil, fmt.Errorf("creating the schedule: %w", err)
+			}
+			return &s, nil
+		},
+	}
+}
+
+func (env *Env) now() time.Time {
+	if env.Now != nil {
+		return env.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// ScheduleList is the detail of list_schedules.
+type ScheduleList struct {
+	Count     int        `json:"count"`
+	Active    int        `json:"active"`
+	Paused    int        `json:"paused"`
+	Cancelled int        `json:"cancelled"`
+	Schedules []Schedule `json:"schedules"`
+}
+
+func listSchedules() Tool {
+	return Tool{
+		Name:        "list_schedules",
+		Description: "List this agent's recurring payments: active and paused ones first by next run, then cancelled ones.",
+		Parameters:  noArgs.schema(),
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			if _, err := noArgs.decode(raw); err != nil {
+				return nil, err
+			}
+			if env.Schedules == nil {
+				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+			}
+			all, err := env.Schedules.List(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("listing schedules: %w", err)
+			}
+			rank := func(s string) int {
+				switch s {
+				case "active":
+					return 0
+				case "paused":
+					return 1
+				}
+				return 2
+			}
+			sort.SliceStable(all, func(i, j int) bool {
+				if ri, rj := rank(all[i].Status), rank(all[j].Status); ri != rj {
+					return ri < rj
+				}
+				return all[i].NextRun.Before(all[j].NextRun)
+			})
+			res := &ScheduleList{Count: len(all), Schedules: append([]Schedule{}, all...)}
+			for _, s := range all {
+				switch s.Status {
+				case "active":
+					res.Active++
+				case "paused":
+					res.Paused++
+				default:
+					res.Cancelled++
+				}
+			}
+			return res, nil
+		},
+	}
+}
+
+var manageSpec = spec{
+	{name: "schedule_id", required: true, maxLen: 36, example: "3f2a", desc: "The schedule's id, or a unique prefix of at least 4 characters."},
+	{name: "action", required: true, enum: []string{"pause", "resume", "cancel"}, desc: "pause (active → paused), resume (paused → active), cancel (final)."},
+}
+
+func manageSchedule() Tool {
+	return Tool{
+		Name:        "manage_schedule",
+		Description: "Pause, resume or cancel a recurring payment by its id (or a unique prefix of at least 4 characters). Cancelling is final.",
+		Parameters:  manageSpec.schema(),
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := manageSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			if env.Schedules == nil {
+				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+			}
+			id := strings.ToLower(strings.TrimSpace(a.str("schedule_id")))
+			if len(id) < 4 {
+				return nil, argErr("schedule_id %q is too short: give at least 4 characters of the id (see list_schedules)", id)
+			}
+			for _, r := range id {
+				if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r == '-') {
+					return nil, argErr("schedule_id %q is not a schedule id: ids are hexadecimal UUIDs (see list_schedules)", clip(id, 36))
+				}
+			}
+			s, err := env.Schedules.Transition(ctx, id, a.str("action"))
+			if err != nil {
+				return nil, err
+			}
+			return &s, nil
+		},
+	}
+}
+
+// Memory types.
+var memoryTypes = []string{"preference", "fact", "contact", "instruction"}
+
+// MaxMemoryLen caps a memory's content (characters).
+const MaxMemoryLen = 500
+
+var memorySpec = spec{
+	{name: "content", required: true, maxLen: MaxMemoryLen, multiline: true, example: "prefers USDC", desc: "What to remember, in one or two sentences (at most 500 characters)."},
+	{name: "type", required: true, enum: memoryTypes, desc: "preference (how the user likes things), fact (about the user or their business), contact (a person or agent and how to pay them), instruction (a standing rule for this agent)."},
+	{name: "importance", kind: kInt, min: 1, max: 5, desc: "1 (trivia) to 5 (critical); default 3."},
+}
+
+func saveMemory() Tool {
+	return Tool{
+		Name:        "save_memory",
+		Description: "Remember something across conversations (a preference, fact, contact or standing instruction) when the user asks or clearly wants it kept.",
+		Parameters:  memorySpec.schema(),
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := memorySpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			if env.Memories == nil {
+				return nil, fmt.Errorf("%w: no memory store", ErrNotConfigured)
+			}
+			content := strings.TrimSpace(a.str("content"))
+			if content == "" {
+				return nil, argErr("content is empty: say what to remember")
+			}
+			m, err := env.Memories.Save(ctx, Memory{ID: callID(env, "save_memory"), Content: content, Type: a.str("type"), Importance: a.int("importance", 3)})
+			if err != nil {
+				return nil, fmt.Errorf("saving the memory: %w", err)
+			}
+			return &m, nil
+		},
+	}
+}
