@@ -45,12 +45,12 @@ const (
 )
 
 type attempt struct {
-	Hash   common.Hash    `json:"hash"`
-	Raw    hexutil.Bytes  `json:"raw"`
-	TipCap *hexutil.Big   `json:"tipCap"`
-	FeeCap *hexutil.Big   `json:"feeCap"`
-	Value  *hexutil.Big   `json:"value"`
-	At     time.Time      `json:"at"`
+	Hash   common.Hash   `json:"hash"`
+	Raw    hexutil.Bytes `json:"raw"`
+	TipCap *hexutil.Big  `json:"tipCap"`
+	FeeCap *hexutil.Big  `json:"feeCap"`
+	Value  *hexutil.Big  `json:"value"`
+	At     time.Time     `json:"at"`
 }
 
 // intent is the durable record of one transaction Veil sends.

@@ -214,7 +214,9 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 	if err != nil {
 		return err
 	}
-	bump := func(x *big.Int) *big.Int { return new(big.Int).Add(x, new(big.Int).Add(new(big.Int).Rsh(x, 3), big.NewInt(1))) }
+	bump := func(x *big.Int) *big.Int {
+		return new(big.Int).Add(x, new(big.Int).Add(new(big.Int).Rsh(x, 3), big.NewInt(1)))
+	}
 	newTip := maxBig(bump(last.TipCap.ToInt()), tip)
 	newCap := maxBig(bump(last.FeeCap.ToInt()), new(big.Int).Add(new(big.Int).Lsh(base, 1), newTip))
 	value := last.Value.ToInt()

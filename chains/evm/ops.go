@@ -100,6 +100,13 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		spec.value = amt
 		spec.data = c.sender.PackSendNative(stealthAddr, ann.EphemeralPub[:], [1]byte{ann.ViewTag})
 	} else {
+		bal, err := c.balanceOf(ctx, a, src)
+		if err != nil {
+			return chains.TxResult{}, c.callError("balance", err)
+		}
+		if bal.Cmp(amt) < 0 {
+			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.decimals), a.symbol)
+		}
 		if err := c.ensureAllowance(ctx, from, src, a, amt); err != nil {
 			return chains.TxResult{}, err
 		}
@@ -527,4 +534,3 @@ func (c *Connector) decodeAnnouncement(l *types.Log) (chains.Announcement, bool)
 		Position:        l.BlockNumber<<24 | uint64(l.Index),
 	}, true
 }
-
