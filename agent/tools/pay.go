@@ -53,6 +53,14 @@ func needKey(env *Env) error {
 	return nil
 }
 
+// result keeps a nil result a nil interface.
+func result[T any](v *T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // chainErr explains a chain failure to the model.
 func chainErr(op string, c chains.ID, err error) error {
 	switch {
@@ -123,7 +131,7 @@ func sendPayment() Tool {
 			if err != nil {
 				return nil, err
 			}
-			return pay(ctx, env, "send_payment", a.str("recipient"), a.str("amount"), a.str("asset"), a.str("chain"), true)
+			return result(pay(ctx, env, "send_payment", a.str("recipient"), a.str("amount"), a.str("asset"), a.str("chain"), true))
 		},
 	}
 }
@@ -146,7 +154,7 @@ func payAgent() Tool {
 			if strings.HasPrefix(strings.ToLower(name), "st:") {
 				return nil, argErr("agent_name must be an agent's name; to pay a meta-address use send_payment")
 			}
-			return pay(ctx, env, "pay_agent", name, a.str("amount"), a.str("asset"), a.str("chain"), false)
+			return result(pay(ctx, env, "pay_agent", name, a.str("amount"), a.str("asset"), a.str("chain"), false))
 		},
 	}
 }
