@@ -1,0 +1,251 @@
+package state
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Invoice statuses.
+const (
+	InvoicePending = "pending"
+	InvoicePaid    = "paid"
+)
+
+// AddressGenerator derives a fresh one-time stealth address of the agent on
+// chain, and the ephemeral public key that lets the agent's enclave derive
+// its private key. StealthAddresses builds one from meta-addresses.
+type AddressGenerator func(ctx context.Context, chain chains.ID) (address string, ephemeralPub []byte, err error)
+
+// InvoiceRecord is an invoice as stored: the spec's Invoice plus the agent
+// it belongs to and the ephemeral key of its one-time address.
+type InvoiceRecord struct {
+	tools.Invoice
+	AgentID string `json:"agentId"`
+	// EphemeralPubKey (hex) derives the key of PayTo with the agent's
+	// viewing and spending keys.
+	EphemeralPubKey string     `json:"ephemeralPubKey"`
+	PaidAt          *time.Time `json:"paidAt,omitempty"`
+}
+
+// Invoices is one agent's invoices. It implements tools.Invoices.
+type Invoices struct {
+	store     persistence.Store
+	agentID   string
+	now       func() time.Time
+	agentName string
+	publicURL string
+	gen       AddressGenerator
+}
+
+var _ tools.Invoices = (*Invoices)(nil)
+
+// NewInvoices serves the invoices of agentID (named agentName). publicURL
+// is the base of payment links (paymentLink = publicURL + "/pay/" + id);
+// gen gives each invoice its own one-time stealth address.
+func NewInvoices(store persistence.Store, agentID string, now func() time.Time, agentName, publicURL string, gen AddressGenerator) *Invoices {
+	return &Invoices{store: store, agentID: agentID, now: clock(now), agentName: agentName, publicURL: strings.TrimRight(publicURL, "/"), gen: gen}
+}
+
+func (s *Invoices) key(id string) string { return s.agentID + "/" + id }
+
+// addressKey is the invoice_address key of an address on chain.
+func addressKey(c chains.ID, addr string) string {
+	if c.Family() == chains.FamilyEVM {
+		addr = strings.ToLower(addr)
+	}
+	return string(c) + "/" + addr
+}
+
+// Create stores a pending invoice with a fresh one-time address on
+// inv.Chain. With a preset inv.ID, creating it again returns the stored
+// invoice (ErrIDReused if that id holds a different invoice).
+func (s *Invoices) Create(ctx context.Context, inv tools.Invoice) (tools.Invoice, error) {
+	if err := checkAgentID(s.agentID); err != nil {
+		return tools.Invoice{}, err
+	}
+	c, err := chains.Parse(string(inv.Chain))
+	if err != nil {
+		return tools.Invoice{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	asset, err := tools.LookupAsset(c, inv.Asset)
+	if err != nil {
+		return tools.Invoice{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	amount, err := tools.ParseAmount(inv.Amount, asset)
+	if err != nil {
+		return tools.Invoice{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	memo := strings.TrimSpace(inv.Memo)
+	if memo == "" || len([]rune(memo)) > tools.MaxMemoLen {
+		return tools.Invoice{}, fmt.Errorf("%w: memo must be 1 to %d characters", ErrInvalid, tools.MaxMemoLen)
+	}
+	id, preset, err := newID(inv.ID)
+	if err != nil {
+		return tools.Invoice{}, err
+	}
+	want := tools.Invoice{ID: id, Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
+	if preset {
+		if got, err := s.Get(ctx, id); err == nil {
+			return sameInvoice(got, want)
+		} else if !errors.Is(err, ErrNotFound) {
+			return tools.Invoice{}, err
+		}
+	}
+	if s.gen == nil {
+		return tools.Invoice{}, fmt.Errorf("%w: no stealth address generator", ErrInvalid)
+	}
+	addr, eph, err := s.gen(ctx, c)
+	if err != nil {
+		return tools.Invoice{}, fmt.Errorf("one-time address for the invoice on %s: %w", c, err)
+	}
+	if addr == "" || strings.Contains(addr, "/") {
+		return tools.Invoice{}, fmt.Errorf("%w: generator returned address %q", ErrInvalid, addr)
+	}
+	rec := InvoiceRecord{
+		Invoice: tools.Invoice{
+			ID: id, AgentID: s.agentID, AgentName: s.agentName, Amount: amount, Asset: asset.Symbol, Memo: memo,
+			Status: InvoicePending, PaymentLink: s.publicURL + "/pay/" + id, CreatedAt: s.now().UTC(), Chain: c, PayTo: addr,
+		},
+		AgentID:         s.agentID,
+		EphemeralPubKey: hex.EncodeToString(eph),
+	}
+	_, err = s.store.Apply(ctx,
+		persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.Absent()),
+		persistence.Put(TableInvoiceIndex, id, []byte(s.agentID), persistence.Absent()),
+		persistence.Put(TableInvoiceAddress, addressKey(c, addr), []byte(s.key(id)), persistence.Absent()),
+	)
+	if errors.Is(err, persistence.ErrConflict) && preset {
+		// A concurrent create of the same id won.
+		if got, gerr := s.Get(ctx, id); gerr == nil {
+			return sameInvoice(got, want)
+		}
+	}
+	if err != nil {
+		return tools.Invoice{}, fmt.Errorf("store invoice: %w", err)
+	}
+	return rec.Invoice, nil
+}
+
+func sameInvoice(got, want tools.Invoice) (tools.Invoice, error) {
+	if got.Chain != want.Chain || got.Amount != want.Amount || got.Asset != want.Asset || got.Memo != want.Memo {
+		return tools.Invoice{}, fmt.Errorf("%w: invoice %s", ErrIDReused, want.ID)
+	}
+	return got, nil
+}
+
+// List returns the agent's invoices, newest first.
+func (s *Invoices) List(ctx context.Context) ([]tools.Invoice, error) {
+	recs, err := s.store.List(ctx, TableInvoices, persistence.Query{Prefix: s.agentID + "/"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tools.Invoice, 0, len(recs))
+	for _, r := range recs {
+		var rec InvoiceRecord
+		if err := json.Unmarshal(r.Value, &rec); err != nil {
+			return nil, fmt.Errorf("decode invoice %s: %w", r.Key, err)
+		}
+		out = append(out, rec.invoice())
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
+
+func (r InvoiceRecord) invoice() tools.Invoice {
+	inv := r.Invoice
+	inv.AgentID = r.AgentID
+	return inv
+}
+
+// Get returns one of the agent's invoices.
+func (s *Invoices) Get(ctx context.Context, id string) (tools.Invoice, error) {
+	rec, _, err := s.record(ctx, id)
+	if err != nil {
+		return tools.Invoice{}, err
+	}
+	return rec.invoice(), nil
+}
+
+// Record returns the stored record of one of the agent's invoices.
+func (s *Invoices) Record(ctx context.Context, id string) (InvoiceRecord, error) {
+	rec, _, err := s.record(ctx, id)
+	return rec, err
+}
+
+func (s *Invoices) record(ctx context.Context, id string) (InvoiceRecord, uint64, error) {
+	var rec InvoiceRecord
+	v, err := getJSON(ctx, s.store, TableInvoices, s.key(id), &rec)
+	if errors.Is(err, ErrNotFound) {
+		return rec, 0, fmt.Errorf("%w: invoice %s", ErrNotFound, id)
+	}
+	rec.Invoice.AgentID = rec.AgentID
+	return rec, v, err
+}
+
+// MarkPaid flips a pending invoice to paid with txHash. It is idempotent:
+// an invoice already paid is returned unchanged with changed false (raise
+// invoice_paid only when changed is true).
+func (s *Invoices) MarkPaid(ctx context.Context, id, txHash string) (inv tools.Invoice, changed bool, err error) {
+	if strings.TrimSpace(txHash) == "" {
+		return tools.Invoice{}, false, fmt.Errorf("%w: empty transaction hash", ErrInvalid)
+	}
+	err = retry(ctx, func() error {
+		rec, v, err := s.record(ctx, id)
+		if err != nil {
+			return err
+		}
+		if rec.Status == InvoicePaid {
+			inv, changed = rec.invoice(), false
+			return nil
+		}
+		now := s.now().UTC()
+		h := txHash
+		rec.Status, rec.TxHash, rec.PaidAt = InvoicePaid, &h, &now
+		if _, err := s.store.Apply(ctx, persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.AtVersion(v))); err != nil {
+			return err
+		}
+		inv, changed = rec.invoice(), true
+		return nil
+	})
+	return inv, changed, err
+}
+
+// GetInvoice finds any agent's invoice by id (GET /invoice/:id). The
+// record's AgentID says whose it is.
+func GetInvoice(ctx context.Context, store persistence.Store, id string) (InvoiceRecord, error) {
+	rec, err := store.Get(ctx, TableInvoiceIndex, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return InvoiceRecord{}, fmt.Errorf("%w: invoice %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return InvoiceRecord{}, err
+	}
+	return NewInvoices(store, string(rec.Value), nil, "", "", nil).Record(ctx, id)
+}
+
+// InvoiceByAddress finds the invoice whose one-time address is addr on
+// chain (for the scanner).
+func InvoiceByAddress(ctx context.Context, store persistence.Store, chain chains.ID, addr string) (InvoiceRecord, error) {
+	rec, err := store.Get(ctx, TableInvoiceAddress, addressKey(chain, addr))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return InvoiceRecord{}, fmt.Errorf("%w: no invoice pays to %s on %s", ErrNotFound, addr, chain)
+	}
+	if err != nil {
+		return InvoiceRecord{}, err
+	}
+	agentID, id, ok := strings.Cut(string(rec.Value), "/")
+	if !ok {
+		return InvoiceRecord{}, fmt.Errorf("corrupt invoice_address entry %q", rec.Value)
+	}
+	return NewInvoices(store, agentID, nil, "", "", nil).Record(ctx, id)
+}

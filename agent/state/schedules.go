@@ -1,0 +1,345 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Schedule statuses.
+const (
+	ScheduleActive    = "active"
+	SchedulePaused    = "paused"
+	ScheduleCancelled = "cancelled"
+)
+
+// Schedule actions.
+const (
+	ActionPause  = "pause"
+	ActionResume = "resume"
+	ActionCancel = "cancel"
+)
+
+// dueLayout is RFC 3339 in UTC with all nine fraction digits: fixed width,
+// so the due index's key order is time order.
+const dueLayout = "2006-01-02T15:04:05.000000000Z"
+
+// DueKey is the schedule_due key of a schedule whose next run is t.
+func DueKey(t time.Time, agentID, scheduleID string) string {
+	return t.UTC().Format(dueLayout) + "/" + agentID + "/" + scheduleID
+}
+
+// Due is one entry of the next-run index.
+type Due struct {
+	NextRun    time.Time
+	AgentID    string
+	ScheduleID string
+}
+
+// DueSchedules lists, earliest first, the active schedules of every agent
+// whose next run is at or before until (at most limit, 0 = all). The
+// reminder service wakes those agents.
+func DueSchedules(ctx context.Context, store persistence.Store, until time.Time, limit int) ([]Due, error) {
+	end := until.UTC().Format(dueLayout)
+	var out []Due
+	after := ""
+	for {
+		page := 256
+		if limit > 0 {
+			page = min(page, limit-len(out))
+		}
+		recs, err := store.List(ctx, TableScheduleDue, persistence.Query{After: after, Limit: page})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			ts, rest, _ := strings.Cut(r.Key, "/")
+			if ts > end {
+				return out, nil
+			}
+			agentID, id, ok := strings.Cut(rest, "/")
+			t, err := time.Parse(dueLayout, ts)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("corrupt schedule_due key %q", r.Key)
+			}
+			out = append(out, Due{NextRun: t, AgentID: agentID, ScheduleID: id})
+		}
+		if len(recs) < page || (limit > 0 && len(out) >= limit) {
+			return out, nil
+		}
+		after = recs[len(recs)-1].Key
+	}
+}
+
+// Schedules is one agent's recurring payments. It implements
+// tools.Schedules; the reminder service advances them with Advance.
+type Schedules struct {
+	store   persistence.Store
+	agentID string
+	now     func() time.Time
+}
+
+var _ tools.Schedules = (*Schedules)(nil)
+
+// NewSchedules serves the schedules of agentID.
+func NewSchedules(store persistence.Store, agentID string, now func() time.Time) *Schedules {
+	return &Schedules{store: store, agentID: agentID, now: clock(now)}
+}
+
+func (s *Schedules) key(id string) string { return s.agentID + "/" + id }
+
+func (s *Schedules) dueOp(sc tools.Schedule) persistence.Op {
+	return persistence.Put(TableScheduleDue, DueKey(sc.NextRun, s.agentID, sc.ID), []byte(s.key(sc.ID)), persistence.Absent())
+}
+
+func (s *Schedules) undueOp(sc tools.Schedule) persistence.Op {
+	return persistence.Delete(TableScheduleDue, DueKey(sc.NextRun, s.agentID, sc.ID), persistence.AtVersion(1))
+}
+
+// Create stores an active schedule. Its first run is one interval after
+// now (tools.NextRun anchored at CreatedAt). A preset s.ID makes it
+// idempotent.
+func (s *Schedules) Create(ctx context.Context, in tools.Schedule) (tools.Schedule, error) {
+	if err := checkAgentID(s.agentID); err != nil {
+		return tools.Schedule{}, err
+	}
+	c, err := chains.Parse(string(in.Chain))
+	if err != nil {
+		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	asset, err := tools.LookupAsset(c, in.Asset)
+	if err != nil {
+		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	amount, err := tools.ParseAmount(in.Amount, asset)
+	if err != nil {
+		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if strings.TrimSpace(in.Recipient) == "" {
+		return tools.Schedule{}, fmt.Errorf("%w: empty recipient", ErrInvalid)
+	}
+	id, preset, err := newID(in.ID)
+	if err != nil {
+		return tools.Schedule{}, err
+	}
+	now := s.now().UTC()
+	next, err := tools.NextRun(now, now, in.Interval)
+	if err != nil {
+		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	sc := tools.Schedule{
+		ID: id, Recipient: strings.TrimSpace(in.Recipient), Amount: amount, Asset: asset.Symbol, Chain: c,
+		Interval: in.Interval, Status: ScheduleActive, NextRun: next, CreatedAt: now,
+	}
+	if in.EndDate != nil {
+		e := in.EndDate.UTC()
+		if e.Before(next) {
+			return tools.Schedule{}, fmt.Errorf("%w: end date %s is before the first run %s", ErrInvalid, e.Format(time.RFC3339), next.Format(time.RFC3339))
+		}
+		sc.EndDate = &e
+	}
+	if preset {
+		if got, err := s.Get(ctx, id); err == nil {
+			return sameSchedule(got, sc)
+		} else if !errors.Is(err, ErrNotFound) {
+			return tools.Schedule{}, err
+		}
+	}
+	_, err = s.store.Apply(ctx,
+		persistence.Put(TableSchedules, s.key(id), mustJSON(sc), persistence.Absent()),
+		s.dueOp(sc),
+	)
+	if errors.Is(err, persistence.ErrConflict) && preset {
+		if got, gerr := s.Get(ctx, id); gerr == nil {
+			return sameSchedule(got, sc)
+		}
+	}
+	if err != nil {
+		return tools.Schedule{}, fmt.Errorf("store schedule: %w", err)
+	}
+	return sc, nil
+}
+
+func sameSchedule(got, want tools.Schedule) (tools.Schedule, error) {
+	if got.Recipient != want.Recipient || got.Amount != want.Amount || got.Asset != want.Asset || got.Chain != want.Chain || got.Interval != want.Interval {
+		return tools.Schedule{}, fmt.Errorf("%w: schedule %s", ErrIDReused, want.ID)
+	}
+	return got, nil
+}
+
+// List returns the agent's schedules, oldest first.
+func (s *Schedules) List(ctx context.Context) ([]tools.Schedule, error) {
+	recs, err := s.store.List(ctx, TableSchedules, persistence.Query{Prefix: s.agentID + "/"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tools.Schedule, 0, len(recs))
+	for _, r := range recs {
+		var sc tools.Schedule
+		if err := json.Unmarshal(r.Value, &sc); err != nil {
+			return nil, fmt.Errorf("decode schedule %s: %w", r.Key, err)
+		}
+		out = append(out, sc)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Get returns one schedule by its full id.
+func (s *Schedules) Get(ctx context.Context, id string) (tools.Schedule, error) {
+	sc, _, err := s.get(ctx, id)
+	return sc, err
+}
+
+func (s *Schedules) get(ctx context.Context, id string) (tools.Schedule, uint64, error) {
+	var sc tools.Schedule
+	if id == "" || strings.Contains(id, "/") {
+		return sc, 0, fmt.Errorf("%w: schedule %q", ErrNotFound, id)
+	}
+	v, err := getJSON(ctx, s.store, TableSchedules, s.key(id), &sc)
+	if errors.Is(err, ErrNotFound) {
+		return sc, 0, fmt.Errorf("%w: schedule %s", ErrNotFound, id)
+	}
+	return sc, v, err
+}
+
+// resolve finds the one schedule whose id starts with prefix (at least 4
+// characters, or a full id).
+func (s *Schedules) resolve(ctx context.Context, prefix string) (string, error) {
+	prefix = strings.ToLower(strings.TrimSpace(prefix))
+	if len(prefix) < 4 || strings.Contains(prefix, "/") {
+		return "", fmt.Errorf("%w: schedule id %q: give the id or a prefix of at least 4 characters", ErrInvalid, prefix)
+	}
+	recs, err := s.store.List(ctx, TableSchedules, persistence.Query{Prefix: s.key(prefix), Limit: 6})
+	if err != nil {
+		return "", err
+	}
+	switch len(recs) {
+	case 0:
+		return "", fmt.Errorf("%w: no schedule id starts with %q (see list_schedules)", ErrNotFound, prefix)
+	case 1:
+		return strings.TrimPrefix(recs[0].Key, s.agentID+"/"), nil
+	}
+	var ids []string
+	for _, r := range recs[:min(len(recs), 5)] {
+		ids = append(ids, strings.TrimPrefix(r.Key, s.agentID+"/"))
+	}
+	return "", fmt.Errorf("%w: %q matches several schedules (%s): give more characters", ErrAmbiguous, prefix, strings.Join(ids, ", "))
+}
+
+// Transition applies pause, resume or cancel to the schedule whose id
+// starts with idPrefix. active → paused → active; active|paused →
+// cancelled, which is final. Resuming sets the next run to the stored one
+// if it is still ahead, else the first slot after now (paused slots are
+// skipped); a schedule whose end date passed while paused is cancelled
+// instead.
+func (s *Schedules) Transition(ctx context.Context, idPrefix, action string) (tools.Schedule, error) {
+	switch action {
+	case ActionPause, ActionResume, ActionCancel:
+	default:
+		return tools.Schedule{}, fmt.Errorf("%w: action %q: use pause, resume or cancel", ErrInvalid, action)
+	}
+	id, err := s.resolve(ctx, idPrefix)
+	if err != nil {
+		return tools.Schedule{}, err
+	}
+	var out tools.Schedule
+	err = retry(ctx, func() error {
+		sc, v, err := s.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		next := sc
+		var ops []persistence.Op
+		switch {
+		case sc.Status == ScheduleCancelled:
+			return fmt.Errorf("%w: schedule %s is cancelled, which is final; create a new one", ErrInvalidTransition, id)
+		case action == ActionPause && sc.Status == ScheduleActive:
+			next.Status = SchedulePaused
+			ops = append(ops, s.undueOp(sc))
+		case action == ActionPause:
+			return fmt.Errorf("%w: schedule %s is already paused", ErrInvalidTransition, id)
+		case action == ActionResume && sc.Status == SchedulePaused:
+			now := s.now().UTC()
+			if !next.NextRun.After(now) {
+				if next.NextRun, err = tools.NextRun(sc.CreatedAt, now, sc.Interval); err != nil {
+					return err
+				}
+			}
+			if sc.EndDate != nil && next.NextRun.After(*sc.EndDate) {
+				next.Status = ScheduleCancelled
+			} else {
+				next.Status = ScheduleActive
+				ops = append(ops, s.dueOp(next))
+			}
+		case action == ActionResume:
+			return fmt.Errorf("%w: schedule %s is active, not paused", ErrInvalidTransition, id)
+		default: // cancel
+			next.Status = ScheduleCancelled
+			if sc.Status == ScheduleActive {
+				ops = append(ops, s.undueOp(sc))
+			}
+		}
+		ops = append(ops, persistence.Put(TableSchedules, s.key(id), mustJSON(next), persistence.AtVersion(v)))
+		if _, err := s.store.Apply(ctx, ops...); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	return out, err
+}
+
+// Advance records that the run of slot (the schedule's NextRun) happened:
+// LastRun becomes now and NextRun the first slot after both slot and now,
+// so after downtime the missed slots run once, not once each. A schedule
+// whose next slot is past its end date is cancelled. A slot that is not
+// the current NextRun (already advanced) fails with ErrStaleSlot and
+// returns the schedule as it is.
+func (s *Schedules) Advance(ctx context.Context, id string, slot time.Time) (tools.Schedule, error) {
+	var out tools.Schedule
+	err := retry(ctx, func() error {
+		sc, v, err := s.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		out = sc
+		if sc.Status != ScheduleActive {
+			return fmt.Errorf("%w: schedule %s is %s", ErrStaleSlot, id, sc.Status)
+		}
+		if !sc.NextRun.Equal(slot) {
+			return fmt.Errorf("%w: schedule %s next runs at %s, not %s", ErrStaleSlot, id, sc.NextRun.Format(time.RFC3339Nano), slot.UTC().Format(time.RFC3339Nano))
+		}
+		now := s.now().UTC()
+		next := sc
+		next.LastRun = &now
+		from := slot
+		if now.After(from) {
+			from = now
+		}
+		if next.NextRun, err = tools.NextRun(sc.CreatedAt, from, sc.Interval); err != nil {
+			return err
+		}
+		ops := []persistence.Op{s.undueOp(sc)}
+		if sc.EndDate != nil && next.NextRun.After(*sc.EndDate) {
+			next.Status = ScheduleCancelled
+		} else {
+			ops = append(ops, s.dueOp(next))
+		}
+		ops = append(ops, persistence.Put(TableSchedules, s.key(id), mustJSON(next), persistence.AtVersion(v)))
+		if _, err := s.store.Apply(ctx, ops...); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	return out, err
+}
