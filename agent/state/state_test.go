@@ -146,8 +146,8 @@ func TestInvoices(t *testing.T) {
 
 	var created []tools.Invoice
 	for i, c := range []struct {
-		chain          chains.ID
-		amount, asset  string
+		chain           chains.ID
+		amount, asset   string
 		wantAmt, asset2 string
 	}{
 		{chains.Base, "25.50", "usdc", "25.5", "USDC"},
@@ -608,7 +608,7 @@ func TestScheduleTransitions(t *testing.T) {
 
 	steps := []struct {
 		prefix, action, want string
-		err              error
+		err                  error
 	}{
 		{"abcd", ActionPause, "", ErrAmbiguous},
 		{"abc", ActionPause, "", ErrInvalid},
