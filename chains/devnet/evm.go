@@ -52,9 +52,9 @@ const EVMAvailable = true
 
 // Faucet amounts: what Fund gives an address per call, in whole units.
 const (
-	FaucetNative = "10"     // of the chain's native asset (ETH, ZEN on horizen, POL)
-	FaucetUSDC   = "10000"  // test USDC, 6 decimals
-	FaucetZEN    = "1000"   // test ZEN token, 18 decimals (not on horizen, where ZEN is native)
+	FaucetNative = "10"    // of the chain's native asset (ETH, ZEN on horizen, POL)
+	FaucetUSDC   = "10000" // test USDC, 6 decimals
+	FaucetZEN    = "1000"  // test ZEN token, 18 decimals (not on horizen, where ZEN is native)
 	faucetSupply = "1000000000"
 )
 
@@ -105,7 +105,8 @@ type EVMNet struct {
 	tokens  []evm.Token
 	deploys map[string]common.Address
 
-	faucetMu sync.Mutex
+	faucetMu    sync.Mutex
+	faucetNonce uint64 // next nonce of the faucet key (the pool's view lags a sealed block)
 
 	mineMu  sync.Mutex
 	paused  bool
@@ -495,7 +496,7 @@ func (n *EVMNet) sendFromFaucet(ctx context.Context, to *common.Address, value *
 		gas = g + g/4
 	}
 	n.faucetMu.Lock()
-	nonce := n.eth.TxPool().Nonce(from)
+	nonce := max(n.faucetNonce, n.eth.TxPool().Nonce(from))
 	head := n.eth.BlockChain().CurrentBlock()
 	tip := big.NewInt(params.GWei)
 	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
@@ -508,6 +509,9 @@ func (n *EVMNet) sendFromFaucet(ctx context.Context, to *common.Address, value *
 	})
 	if err == nil {
 		err = n.eth.APIBackend.SendTx(ctx, tx)
+	}
+	if err == nil {
+		n.faucetNonce = nonce + 1
 	}
 	n.faucetMu.Unlock()
 	if err != nil {

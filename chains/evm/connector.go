@@ -70,6 +70,7 @@ type Connector struct {
 	cfg      Config
 	rpc      *rpc.Client
 	eth      *ethclient.Client
+	http     *http.Client
 	store    persistence.Store
 	signer   chains.Signer
 	log      *slog.Logger
@@ -126,7 +127,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		return nil, fmt.Errorf("%w: %s: dial %s: %v", chains.ErrUnavailable, cfg.Chain, cfg.RPCURL, err)
 	}
 	c := &Connector{
-		cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc),
+		cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), http: opts.HTTPClient,
 		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", string(cfg.Chain)),
 		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
 		chainID: new(big.Int).SetUint64(cfg.ChainID),
@@ -146,8 +147,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	return c, nil
 }
 
-// Close releases the RPC connection.
-func (c *Connector) Close() { c.rpc.Close() }
+// Close releases the RPC connection and its idle HTTP connections.
+func (c *Connector) Close() {
+	c.rpc.Close()
+	c.http.CloseIdleConnections()
+}
 
 // Chain is the chain's identifier.
 func (c *Connector) Chain() chains.ID { return c.cfg.Chain }

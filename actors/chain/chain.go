@@ -1,0 +1,398 @@
+// Package chain runs one actor per chain that owns the chain's connector.
+// Every write of the chain (payments, withdrawals, name registrations,
+// faucet requests) goes through the actor, which serialises the writes of
+// each source address in a lane of its own (a child actor per address,
+// stopped when idle), so that an address's nonces are assigned one at a time
+// while other addresses proceed in parallel and reads (balances, scans, name
+// lookups) run concurrently, unserialised. When the connector keeps a ledger
+// of what it submitted (the EVM connector), the actor recovers it at start
+// (rebroadcasting persisted, unconfirmed transactions instead of signing new
+// ones) and maintains it periodically (confirmations, fee bumps of stuck
+// transactions, nonce gaps).
+//
+// A *Ref is a chains.Connector: callers use it exactly like the connector it
+// wraps.
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// Maintainer is implemented by connectors that track the transactions they
+// submitted. Maintain with restart=true rebroadcasts what a previous process
+// persisted but may not have sent; the actor calls it once at start (until it
+// succeeds) and then, with restart=false, every Options.MaintainEvery.
+type Maintainer interface {
+	Maintain(ctx context.Context, restart bool) error
+}
+
+// Observer receives one event per connector call, for metrics. It is called
+// concurrently.
+type Observer interface {
+	Call(chain chains.ID, op string, took time.Duration, err error)
+	Maintained(chain chains.ID, took time.Duration, err error)
+}
+
+// Options tune a chain actor. Zero values take the defaults.
+type Options struct {
+	// MaintainEvery is the period of maintenance passes (default 1s).
+	MaintainEvery time.Duration
+	// MaxReads bounds concurrent reads; more wait (default 64).
+	MaxReads int
+	// DefaultTimeout bounds a call whose context has no deadline (default 2m).
+	DefaultTimeout time.Duration
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Observer may be nil.
+	Observer Observer
+}
+
+func (o *Options) defaults() {
+	if o.MaintainEvery <= 0 {
+		o.MaintainEvery = time.Second
+	}
+	if o.MaxReads <= 0 {
+		o.MaxReads = 64
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = 2 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// ErrStopped reports a call after Stop. It matches chains.ErrUnavailable.
+var ErrStopped = fmt.Errorf("%w: chain actor stopped", chains.ErrUnavailable)
+
+// Ref addresses a running chain actor. It implements chains.Connector.
+type Ref struct {
+	system  *actor.ActorSystem
+	pid     *actor.PID
+	id      chains.ID
+	conn    chains.Connector
+	opts    Options
+	stopped atomic.Bool
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+}
+
+var _ chains.Connector = (*Ref)(nil)
+
+// Start spawns the chain actor of conn on system. When conn is a
+// Maintainer, Start first runs the restart pass (bounded by ctx; on failure
+// it is retried by the periodic maintenance before any other pass).
+func Start(ctx context.Context, system *actor.ActorSystem, conn chains.Connector, opts Options) (*Ref, error) {
+	opts.defaults()
+	id := conn.Chain()
+	bgctx, cancel := context.WithCancel(context.Background())
+	r := &Ref{system: system, id: id, conn: conn, opts: opts, cancel: cancel}
+	recovered := true
+	if m, ok := conn.(Maintainer); ok {
+		start := time.Now()
+		err := m.Maintain(ctx, true)
+		r.observeMaint(time.Since(start), err)
+		if err != nil {
+			recovered = false
+			opts.Log.Warn("chain actor: recovery pass failed; retrying in the background", "chain", id, "err", err)
+		}
+	}
+	a := &chainActor{ref: r, lanes: map[string]*lane{}, reads: make(chan struct{}, opts.MaxReads), recovered: recovered, bg: bgctx}
+	props := actor.PropsFromProducer(func() actor.Actor { return a })
+	pid, err := system.Root.SpawnNamed(props, "chain-"+string(id))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("chain: spawn %s actor: %w", id, err)
+	}
+	r.pid = pid
+	if _, ok := conn.(Maintainer); ok {
+		r.bg.Add(1)
+		go func() {
+			defer r.bg.Done()
+			t := time.NewTicker(opts.MaintainEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-bgctx.Done():
+					return
+				case <-t.C:
+					system.Root.Send(pid, tick{})
+				}
+			}
+		}()
+	}
+	return r, nil
+}
+
+// Stop stops the actor after the calls already queued, waits for running
+// maintenance and reads, and makes every later call fail with ErrStopped.
+// It does not close the connector.
+func (r *Ref) Stop() {
+	if r.stopped.Swap(true) {
+		return
+	}
+	r.cancel()
+	_ = r.system.Root.PoisonFuture(r.pid).Wait()
+	r.bg.Wait()
+}
+
+// Connector is the wrapped connector (for its chain-specific extras; its
+// writes must still go through the Ref).
+func (r *Ref) Connector() chains.Connector { return r.conn }
+
+func (r *Ref) observeMaint(d time.Duration, err error) {
+	if r.opts.Observer != nil {
+		r.opts.Observer.Maintained(r.id, d, err)
+	}
+}
+
+// call is what a Ref sends its actor: fn runs in the lane named lane, or
+// concurrently when lane is "".
+type call struct {
+	ctx  context.Context
+	op   string
+	lane string
+	fn   func(ctx context.Context) (any, error)
+}
+
+type result struct {
+	v   any
+	err error
+}
+
+type tick struct{}
+type maintained struct{ err error }
+type laneIdle struct{ key string }
+
+func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Context) (any, error)) (any, error) {
+	if r.stopped.Load() {
+		return nil, ErrStopped
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	timeout := r.opts.DefaultTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	res, err := r.system.Root.RequestFuture(r.pid, &call{ctx: ctx, op: op, lane: laneKey, fn: fn}, timeout).Result()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if r.stopped.Load() {
+			return nil, ErrStopped
+		}
+		return nil, fmt.Errorf("%w: %s actor: %v", chains.ErrUnavailable, r.id, err)
+	}
+	out, ok := res.(*result)
+	if !ok {
+		return nil, fmt.Errorf("chain: %s actor answered %T", r.id, res)
+	}
+	return out.v, out.err
+}
+
+// run executes one call, turning a panic into an error and reporting it.
+func (r *Ref) run(m *call) (res *result) {
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			r.opts.Log.Error("chain actor: call panicked", "chain", r.id, "op", m.op, "panic", p)
+			res = &result{err: fmt.Errorf("chain: %s %s: internal error", r.id, m.op)}
+		}
+		if r.opts.Observer != nil {
+			r.opts.Observer.Call(r.id, m.op, time.Since(start), res.err)
+		}
+	}()
+	v, err := m.fn(m.ctx)
+	return &result{v: v, err: err}
+}
+
+// chainActor is the parent: it routes writes to lanes and runs reads.
+type chainActor struct {
+	ref         *Ref
+	lanes       map[string]*lane
+	reads       chan struct{}
+	recovered   bool
+	maintaining bool
+	bg          context.Context
+}
+
+type lane struct {
+	pid      *actor.PID
+	inflight int
+}
+
+func (a *chainActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *call:
+		if m.lane == "" {
+			sender := c.Sender()
+			system := c.ActorSystem()
+			go func() {
+				a.reads <- struct{}{}
+				defer func() { <-a.reads }()
+				system.Root.Send(sender, a.ref.run(m))
+			}()
+			return
+		}
+		l := a.lanes[m.lane]
+		if l == nil {
+			key := m.lane
+			pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &laneActor{ref: a.ref, key: key} }))
+			l = &lane{pid: pid}
+			a.lanes[m.lane] = l
+		}
+		l.inflight++
+		c.Forward(l.pid)
+	case laneIdle:
+		l := a.lanes[m.key]
+		if l == nil {
+			return
+		}
+		if l.inflight--; l.inflight == 0 {
+			// Nothing is queued for this lane (every forwarded call has
+			// answered): stop it; the next call starts a fresh one.
+			c.Poison(l.pid)
+			delete(a.lanes, m.key)
+		}
+	case tick:
+		if a.maintaining {
+			return
+		}
+		mt, ok := a.ref.conn.(Maintainer)
+		if !ok {
+			return
+		}
+		a.maintaining = true
+		restart := !a.recovered
+		self := c.Self()
+		system := c.ActorSystem()
+		a.ref.bg.Add(1)
+		go func() {
+			defer a.ref.bg.Done()
+			ctx, cancel := context.WithTimeout(a.bg, 5*time.Minute)
+			defer cancel()
+			start := time.Now()
+			err := mt.Maintain(ctx, restart)
+			a.ref.observeMaint(time.Since(start), err)
+			if err != nil && a.bg.Err() == nil {
+				a.ref.opts.Log.Warn("chain actor: maintenance", "chain", a.ref.id, "restart", restart, "err", err)
+			}
+			system.Root.Send(self, maintained{err: err})
+		}()
+	case maintained:
+		a.maintaining = false
+		if m.err == nil {
+			a.recovered = true
+		}
+	}
+}
+
+// laneActor runs the writes of one source address, one at a time.
+type laneActor struct {
+	ref *Ref
+	key string
+}
+
+func (l *laneActor) Receive(c actor.Context) {
+	if m, ok := c.Message().(*call); ok {
+		c.Respond(l.ref.run(m))
+		c.Send(c.Parent(), laneIdle{key: l.key})
+	}
+}
+
+func laneOf(address string) string { return "addr:" + strings.ToLower(strings.TrimSpace(address)) }
+
+// Chain is the chain's identifier.
+func (r *Ref) Chain() chains.ID { return r.id }
+
+// TxLink is the connector's link (no I/O, no actor round trip).
+func (r *Ref) TxLink(txHash string) string { return r.conn.TxLink(txHash) }
+
+// Balance reads concurrently with everything else.
+func (r *Ref) Balance(ctx context.Context, address string) (chains.Balance, error) {
+	v, err := r.do(ctx, "balance", "", func(ctx context.Context) (any, error) { return r.conn.Balance(ctx, address) })
+	return as[chains.Balance](v, err)
+}
+
+// SendStealth runs in the lane of fromAddress.
+func (r *Ref) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, asset, idempotencyKey string) (chains.TxResult, error) {
+	v, err := r.do(ctx, "send_stealth", laneOf(fromAddress), func(ctx context.Context) (any, error) {
+		return r.conn.SendStealth(ctx, from, fromAddress, metaAddress, amount, asset, idempotencyKey)
+	})
+	return as[chains.TxResult](v, err)
+}
+
+// scanResult carries Scan's two values.
+type scanResult struct {
+	anns   []chains.Announcement
+	cursor string
+}
+
+// Scan reads concurrently with everything else.
+func (r *Ref) Scan(ctx context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
+	v, err := r.do(ctx, "scan", "", func(ctx context.Context) (any, error) {
+		anns, next, err := r.conn.Scan(ctx, cursor, limit)
+		return scanResult{anns, next}, err
+	})
+	s, _ := v.(scanResult)
+	if s.cursor == "" && err != nil {
+		s.cursor = cursor
+	}
+	return s.anns, s.cursor, err
+}
+
+// Withdraw runs in the lane of stealthAddress.
+func (r *Ref) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, asset, idempotencyKey string) (chains.TxResult, error) {
+	v, err := r.do(ctx, "withdraw", laneOf(stealthAddress), func(ctx context.Context) (any, error) {
+		return r.conn.Withdraw(ctx, from, stealthAddress, to, amount, asset, idempotencyKey)
+	})
+	return as[chains.TxResult](v, err)
+}
+
+// RegisterName runs in the lane of ownerAddress.
+func (r *Ref) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
+	v, err := r.do(ctx, "register_name", laneOf(ownerAddress), func(ctx context.Context) (any, error) {
+		return r.conn.RegisterName(ctx, owner, ownerAddress, name, metaAddress)
+	})
+	return as[chains.TxResult](v, err)
+}
+
+// ResolveName reads concurrently with everything else.
+func (r *Ref) ResolveName(ctx context.Context, name string) (string, error) {
+	v, err := r.do(ctx, "resolve_name", "", func(ctx context.Context) (any, error) { return r.conn.ResolveName(ctx, name) })
+	return as[string](v, err)
+}
+
+// Fund runs in the faucet's lane (the faucet is one sender).
+func (r *Ref) Fund(ctx context.Context, address string) (chains.TxResult, error) {
+	v, err := r.do(ctx, "fund", "faucet", func(ctx context.Context) (any, error) { return r.conn.Fund(ctx, address) })
+	return as[chains.TxResult](v, err)
+}
+
+func as[T any](v any, err error) (T, error) {
+	t, _ := v.(T)
+	if err != nil {
+		return t, err
+	}
+	if v == nil {
+		var zero T
+		return zero, errors.New("chain: empty answer")
+	}
+	return t, nil
+}
