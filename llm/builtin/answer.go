@@ -1,0 +1,674 @@
+package builtin
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// describe writes one readable paragraph about a tool result.
+func describe(r result) string {
+	if r.status == "error" {
+		return describeError(r)
+	}
+	if text, ok := r.detail.(string); ok && r.name != "resolve_name" {
+		// Not the JSON the contract asks for: repeat it as it is.
+		text = strings.TrimSpace(text)
+		if r := []rune(text); len(r) > 400 {
+			text = string(r[:400]) + "…"
+		}
+		return fmt.Sprintf("%s returned: %s", orDefault(r.name, "The tool"), orDefault(text, "nothing"))
+	}
+	d := obj(r.detail)
+	switch r.name {
+	case "send_payment", "pay_agent":
+		who := firstNonEmpty(argStr(r, "recipient"), argStr(r, "agent_name"), str(d, "recipient", "agentName", "to", "name"))
+		s := fmt.Sprintf("Sent %s to %s%s.", money(firstNonEmpty(str(d, "amount"), argStr(r, "amount")), firstNonEmpty(str(d, "asset"), argStr(r, "asset"))),
+			orDefault(who, "the recipient"), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain"))))
+		return s + txText(d)
+	case "scan_payments":
+		n, hasCount := count(d, "count", "found", "new")
+		where := onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))
+		items := list(r.detail, "payments", "new", "received")
+		if !hasCount {
+			n = len(items)
+		}
+		switch {
+		case n == 0:
+			return fmt.Sprintf("I scanned for payments%s: nothing new.", where)
+		case n == 1:
+			return fmt.Sprintf("I scanned for payments%s and found 1 new payment.", where) + itemLines(items, paymentLine)
+		default:
+			return fmt.Sprintf("I scanned for payments%s and found %d new payments.", where, n) + itemLines(items, paymentLine)
+		}
+	case "get_balance":
+		return describeBalance(r)
+	case "create_invoice":
+		s := fmt.Sprintf("Created invoice %s for %s", orDefault(str(d, "id"), ""), money(firstNonEmpty(str(d, "amount"), argStr(r, "amount")), firstNonEmpty(str(d, "asset"), argStr(r, "asset"))))
+		s = strings.Replace(s, "invoice  for", "an invoice for", 1)
+		if memo := firstNonEmpty(str(d, "memo"), argStr(r, "memo")); memo != "" {
+			s += fmt.Sprintf(" (“%s”)", memo)
+		}
+		s += "."
+		if link := str(d, "paymentLink", "payment_link", "link", "url"); link != "" {
+			s += " Share this payment link with the payer: " + link
+		}
+		return s
+	case "check_invoices":
+		items := list(r.detail, "invoices")
+		if len(items) == 0 {
+			return "You have no invoices yet."
+		}
+		pending, paid := 0, 0
+		for _, it := range items {
+			if strings.EqualFold(str(obj(it), "status"), "paid") {
+				paid++
+			} else {
+				pending++
+			}
+		}
+		return fmt.Sprintf("You have %s (%d pending, %d paid):", plural(len(items), "invoice"), pending, paid) + itemLines(items, invoiceLine)
+	case "resolve_name":
+		return describeName(r, d)
+	case "register_name":
+		return fmt.Sprintf("Your name %sis registered%s.", nameSp(str(d, "name")), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))) + txText(d)
+	case "get_agent_info":
+		return describeAgent(d)
+	case "withdraw":
+		amt := firstNonEmpty(str(d, "amount"), argStr(r, "amount"))
+		what := "everything"
+		if amt != "" {
+			what = money(amt, str(d, "asset"))
+		}
+		return fmt.Sprintf("Withdrew %s from %s to %s%s.", what, firstNonEmpty(argStr(r, "from"), str(d, "from"), "the stealth address"),
+			firstNonEmpty(argStr(r, "to"), str(d, "to"), "your address"), onChain(str(d, "chain"))) + txText(d)
+	case "withdraw_all":
+		items := list(r.detail, "withdrawals", "transactions", "txs", "results")
+		to := firstNonEmpty(argStr(r, "to"), str(d, "to"), "your address")
+		if len(items) == 0 {
+			if n, ok := count(d, "count"); ok && n == 0 {
+				return fmt.Sprintf("There was nothing to withdraw to %s.", to)
+			}
+			return fmt.Sprintf("Withdrew everything to %s.", to) + txText(d)
+		}
+		return fmt.Sprintf("Withdrew everything to %s in %s:", to, plural(len(items), "transaction")) + itemLines(items, withdrawalLine)
+	case "privacy_check":
+		return describePrivacy(r.detail)
+	case "fund_wallet":
+		amt := str(d, "amount")
+		s := "Funded your wallet"
+		if amt != "" {
+			s += " with " + money(amt, str(d, "asset"))
+		}
+		return s + onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain"))) + " from the test faucet." + txText(d)
+	case "schedule_payment":
+		return "Scheduled: " + scheduleText(d, r.args) + "."
+	case "list_schedules":
+		items := list(r.detail, "schedules")
+		if len(items) == 0 {
+			return "You have no scheduled payments."
+		}
+		return fmt.Sprintf("You have %s:", plural(len(items), "scheduled payment")) + itemLines(items, func(v any) string { return scheduleText(obj(v), nil) })
+	case "manage_schedule":
+		action := argStr(r, "action")
+		verb := map[string]string{"pause": "Paused", "resume": "Resumed", "cancel": "Cancelled"}[action]
+		if verb == "" {
+			verb = "Updated"
+		}
+		id := firstNonEmpty(str(d, "id"), argStr(r, "schedule_id"))
+		s := fmt.Sprintf("%s schedule %s", verb, shortID(id))
+		if str(d, "amount") != "" {
+			s += fmt.Sprintf(" (%s to %s %s)", money(str(d, "amount"), str(d, "asset")), str(d, "recipient"), str(d, "interval"))
+		}
+		if st := str(d, "status"); st != "" {
+			s += "; it is now " + st
+		}
+		return s + "."
+	case "save_memory":
+		c := firstNonEmpty(str(d, "content"), argStr(r, "content"))
+		if c == "" {
+			return "Got it, I'll remember that."
+		}
+		return fmt.Sprintf("Got it, I'll remember: %s.", strings.TrimRight(c, "."))
+	}
+	return fmt.Sprintf("%s: done.%s", orDefault(r.name, "The tool"), flat(r.detail))
+}
+
+// describeError explains a failed call in plain words.
+func describeError(r result) string {
+	msg := errorText(r.detail)
+	what := map[string]string{
+		"send_payment":  "send " + money(argStr(r, "amount"), argStr(r, "asset")) + " to " + argStr(r, "recipient"),
+		"pay_agent":     "pay " + argStr(r, "agent_name") + " " + money(argStr(r, "amount"), argStr(r, "asset")),
+		"scan_payments": "scan for payments", "get_balance": "check your balance",
+		"create_invoice": "create the invoice", "check_invoices": "list your invoices",
+		"resolve_name": "look up " + argStr(r, "name"), "register_name": "register your name",
+		"get_agent_info": "get your agent's details", "withdraw": "withdraw from " + argStr(r, "from"),
+		"withdraw_all": "withdraw everything to " + argStr(r, "to"), "privacy_check": "run the privacy check",
+		"fund_wallet": "fund your wallet", "schedule_payment": "set up the scheduled payment",
+		"list_schedules": "list your schedules", "manage_schedule": argStr(r, "action") + " schedule " + argStr(r, "schedule_id"),
+		"save_memory": "save that memory",
+	}[r.name]
+	if what == "" {
+		what = "run " + orDefault(r.name, "that tool")
+	}
+	what = strings.Join(strings.Fields(what), " ")
+	s := fmt.Sprintf("I couldn't %s: %s.", what, strings.TrimRight(msg, "."))
+	if hint := errorHint(msg); hint != "" {
+		s += " " + hint
+	}
+	return s
+}
+
+func errorText(detail any) string {
+	switch v := detail.(type) {
+	case string:
+		return cleanErr(v)
+	case map[string]any:
+		for _, k := range []string{"error", "message", "detail", "reason"} {
+			switch e := v[k].(type) {
+			case string:
+				if e != "" {
+					return cleanErr(e)
+				}
+			case map[string]any:
+				if m, ok := e["message"].(string); ok && m != "" {
+					return cleanErr(m)
+				}
+			}
+		}
+	}
+	if detail == nil {
+		return "something went wrong"
+	}
+	b, _ := json.Marshal(detail)
+	return cleanErr(string(b))
+}
+
+// cleanErr drops Go package prefixes ("chains: ", "tools: ").
+func cleanErr(s string) string {
+	s = strings.TrimSpace(s)
+	for _, p := range []string{"chains: ", "tools: ", "tool: ", "agent: ", "enclave: ", "persistence: ", "llm: "} {
+		s = strings.ReplaceAll(s, p, "")
+	}
+	if s == "" {
+		return "something went wrong"
+	}
+	return s
+}
+
+func errorHint(msg string) string {
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "insufficient"):
+		return "Your balance is too low for this; say “what's my balance” to check it (on a test network, “fund my wallet” adds test funds)."
+	case strings.Contains(low, "unknown recipient") || strings.Contains(low, "not found") || strings.Contains(low, "no such"):
+		return "Check the name or id; “who is <name>” looks a name up."
+	case strings.Contains(low, "unavailable") || strings.Contains(low, "timeout") || strings.Contains(low, "timed out"):
+		return "The network isn't reachable right now; please try again in a moment."
+	case strings.Contains(low, "unknown asset"):
+		return "That asset isn't carried on this chain."
+	case strings.Contains(low, "invalid amount"):
+		return "Amounts are positive decimals, like 0.5 or 25."
+	}
+	return ""
+}
+
+func describeBalance(r result) string {
+	type row struct {
+		chain string
+		bal   map[string]any
+	}
+	var rows []row
+	d := obj(r.detail)
+	switch {
+	case d == nil:
+		if items := list(r.detail); len(items) > 0 {
+			for _, it := range items {
+				m := obj(it)
+				rows = append(rows, row{str(m, "chain"), m})
+			}
+		}
+	case d["native"] != nil || d["tokens"] != nil:
+		rows = append(rows, row{firstNonEmpty(str(d, "chain"), argStr(r, "chain")), d})
+	default:
+		inner := d
+		if b := obj(d["balances"]); b != nil {
+			inner = b
+		}
+		for _, ch := range chains.Order() {
+			if m := obj(inner[string(ch)]); m != nil {
+				rows = append(rows, row{string(ch), m})
+			}
+		}
+		if items := list(d["balances"]); len(items) > 0 {
+			for _, it := range items {
+				m := obj(it)
+				rows = append(rows, row{str(m, "chain"), m})
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return "Your balance:" + flat(r.detail)
+	}
+	if len(rows) == 1 {
+		return fmt.Sprintf("Your balance%s: %s.", onChain(rows[0].chain), holdings(rows[0].chain, rows[0].bal))
+	}
+	var b strings.Builder
+	b.WriteString("Your balances:")
+	for _, rw := range rows {
+		fmt.Fprintf(&b, "\n- %s: %s", orDefault(rw.chain, "?"), holdings(rw.chain, rw.bal))
+	}
+	return b.String()
+}
+
+// holdings renders {native, tokens} as "1.5 ETH, 100 USDC".
+func holdings(chain string, m map[string]any) string {
+	var parts []string
+	if n := str(m, "native"); n != "" {
+		sym := str(m, "nativeAsset", "symbol", "asset")
+		if sym == "" && chain != "" {
+			if id, err := chains.Parse(chain); err == nil {
+				sym = id.NativeAsset()
+			}
+		}
+		parts = append(parts, money(n, orDefault(sym, "(native)")))
+	}
+	toks := obj(m["tokens"])
+	keys := make([]string, 0, len(toks))
+	for k := range toks {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, money(scalar(toks[k]), k))
+	}
+	if len(parts) == 0 {
+		return "nothing yet"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeName(r result, d map[string]any) string {
+	name := firstNonEmpty(argStr(r, "name"), str(d, "name"))
+	if !strings.HasSuffix(name, ".veil") && name != "" && !addressLike(name) {
+		name += ".veil"
+	}
+	if s, ok := r.detail.(string); ok {
+		return fmt.Sprintf("%s resolves to %s.", name, s)
+	}
+	metas := obj(d["metaAddresses"])
+	if len(metas) == 0 {
+		if m := str(d, "metaAddress", "meta_address", "address"); m != "" {
+			ch := str(d, "chain")
+			return fmt.Sprintf("%s is a Veil agent%s. Its stealth meta-address: %s", name, onChain(ch), m)
+		}
+		return fmt.Sprintf("%s:%s", name, flat(r.detail))
+	}
+	var chs []string
+	var lines strings.Builder
+	for _, ch := range chains.Order() {
+		if m := str(metas, string(ch)); m != "" {
+			chs = append(chs, string(ch))
+			fmt.Fprintf(&lines, "\n- %s: %s", ch, m)
+		}
+	}
+	return fmt.Sprintf("%s is a Veil agent on %s. Payments to it go to these stealth meta-addresses:%s", name, joinAnd(chs), lines.String())
+}
+
+func describeAgent(d map[string]any) string {
+	name := str(d, "name")
+	if name != "" && !strings.HasSuffix(name, ".veil") {
+		name += ".veil"
+	}
+	s := "You are " + orDefault(name, "this agent")
+	if id := str(d, "id"); id != "" {
+		s += " (agent id " + id + ")"
+	}
+	addrs, metas := obj(d["addresses"]), obj(d["metaAddresses"])
+	var chs []string
+	var lines strings.Builder
+	for _, ch := range chains.Order() {
+		a, m := str(addrs, string(ch)), str(metas, string(ch))
+		if a == "" && m == "" {
+			continue
+		}
+		chs = append(chs, string(ch))
+		fmt.Fprintf(&lines, "\n- %s: address %s", ch, orDefault(a, "—"))
+		if m != "" {
+			fmt.Fprintf(&lines, ", stealth meta-address %s", m)
+		}
+	}
+	if len(chs) == 0 {
+		if ch := str(d, "chain"); ch != "" {
+			s += ", on " + ch
+		}
+		if a := str(d, "address"); a != "" {
+			s += ". Address: " + a
+		}
+		if m := str(d, "metaAddress"); m != "" {
+			s += ". Stealth meta-address: " + m
+		}
+		return s + "."
+	}
+	return s + ", on " + joinAnd(chs) + "." + lines.String()
+}
+
+func describePrivacy(detail any) string {
+	d := obj(detail)
+	if d == nil {
+		return "Privacy check:" + flat(detail)
+	}
+	s := "Privacy check"
+	if score := str(d, "score"); score != "" {
+		s += ": score " + score
+		if max := str(d, "maxScore", "max"); max != "" {
+			s += "/" + max
+		} else if f, err := strconv.ParseFloat(score, 64); err == nil && f <= 100 && f > 1 {
+			s += "/100"
+		}
+	}
+	if lvl := str(d, "level", "rating", "grade", "status"); lvl != "" {
+		s += " (" + lvl + ")"
+	}
+	s += "."
+	if sum := str(d, "summary"); sum != "" {
+		s += " " + sum
+	}
+	for _, sec := range []struct{ key, title string }{
+		{"issues", "Issues"}, {"warnings", "Warnings"}, {"findings", "Findings"}, {"checks", "Checks"},
+		{"recommendations", "Suggestions"}, {"tips", "Suggestions"}, {"suggestions", "Suggestions"},
+	} {
+		items := list(d[sec.key])
+		if len(items) == 0 {
+			continue
+		}
+		s += "\n" + sec.title + ":" + itemLines(items, func(v any) string {
+			if m := obj(v); m != nil {
+				return firstNonEmpty(str(m, "message", "description", "text", "title", "name"), strings.TrimPrefix(flat(v), " "))
+			}
+			return scalar(v)
+		})
+	}
+	if !strings.Contains(s, "\n") && str(d, "score") == "" && str(d, "summary") == "" {
+		s += flat(detail)
+	}
+	return s
+}
+
+// scheduleText: "5 ZEN to carol every week (until 2027-03-01), next run
+// 2026-11-29, id 3f2a…".
+func scheduleText(d map[string]any, args map[string]any) string {
+	get := func(k, ak string) string {
+		if v := str(d, k); v != "" {
+			return v
+		}
+		if args != nil {
+			return scalar(args[ak])
+		}
+		return ""
+	}
+	iv := get("interval", "interval")
+	every := map[string]string{"daily": "every day", "weekly": "every week", "monthly": "every month"}[iv]
+	s := fmt.Sprintf("%s to %s %s", money(get("amount", "amount"), get("asset", "asset")), get("recipient", "recipient"), orDefault(every, iv))
+	if end := dateOnly(get("endDate", "end_date")); end != "" {
+		s += " until " + end
+	}
+	if st := str(d, "status"); st != "" && st != "active" {
+		s += " (" + st + ")"
+	}
+	if next := dateOnly(str(d, "nextRun")); next != "" && str(d, "status") != "cancelled" {
+		s += ", next run " + next
+	}
+	if id := str(d, "id"); id != "" {
+		s += ", id " + shortID(id)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func paymentLine(v any) string {
+	m := obj(v)
+	s := money(str(m, "amount", "balance"), str(m, "asset")) + onChain(str(m, "chain"))
+	if a := str(m, "stealthAddress"); a != "" {
+		s += " at stealth address " + a
+	}
+	if tx := str(m, "txHash"); tx != "" {
+		s += " (tx " + tx + ")"
+	}
+	return s
+}
+
+func invoiceLine(v any) string {
+	m := obj(v)
+	s := money(str(m, "amount"), str(m, "asset"))
+	if memo := str(m, "memo"); memo != "" {
+		s += " for “" + memo + "”"
+	}
+	s += ": " + orDefault(str(m, "status"), "pending")
+	if strings.EqualFold(str(m, "status"), "paid") {
+		if tx := str(m, "txHash"); tx != "" {
+			s += " (tx " + tx + ")"
+		}
+	} else if link := str(m, "paymentLink"); link != "" {
+		s += " — " + link
+	}
+	return s
+}
+
+func withdrawalLine(v any) string {
+	m := obj(v)
+	if m == nil {
+		return scalar(v)
+	}
+	s := strings.TrimSpace(money(str(m, "amount"), str(m, "asset")) + onChain(str(m, "chain")))
+	if from := str(m, "from", "stealthAddress"); from != "" {
+		s += " from " + from
+	}
+	if tx := strings.TrimSpace(txText(m)); tx != "" {
+		s += " — " + tx
+	}
+	return strings.TrimPrefix(strings.TrimSpace(s), "— ")
+}
+
+const maxItems = 10
+
+func itemLines(items []any, line func(any) string) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i == maxItems {
+			fmt.Fprintf(&b, "\n- …and %d more", len(items)-maxItems)
+			break
+		}
+		b.WriteString("\n- " + line(it))
+	}
+	return b.String()
+}
+
+// txText: " Transaction 0x…: https://…" from txHash/txLink.
+func txText(d map[string]any) string {
+	hash, link := str(d, "txHash", "tx_hash", "hash"), str(d, "txLink", "tx_link", "link", "explorer")
+	switch {
+	case hash != "" && link != "":
+		return fmt.Sprintf(" Transaction %s: %s", hash, link)
+	case hash != "":
+		return fmt.Sprintf(" Transaction %s.", hash)
+	case link != "":
+		return " Transaction: " + link
+	}
+	return ""
+}
+
+func money(amount, asset string) string {
+	amount, asset = strings.TrimSpace(amount), strings.TrimSpace(asset)
+	switch {
+	case amount == "" && asset == "":
+		return "the amount"
+	case amount == "":
+		return asset
+	case asset == "":
+		return amount
+	}
+	return amount + " " + asset
+}
+
+func onChain(ch string) string {
+	if ch == "" || ch == "all" {
+		if ch == "all" {
+			return " on all your chains"
+		}
+		return ""
+	}
+	return " on " + ch
+}
+
+func nameSp(n string) string {
+	if n == "" {
+		return ""
+	}
+	if !strings.HasSuffix(n, ".veil") {
+		n += ".veil"
+	}
+	return n + " "
+}
+
+// shortID shows a UUID by its first 8 characters: a unique prefix is
+// enough to manage a schedule ("pause schedule 3f2a9c01").
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:8]
+	}
+	return id
+}
+
+func dateOnly(s string) string {
+	if len(s) >= 10 && s[4] == '-' && s[7] == '-' {
+		return s[:10]
+	}
+	return s
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// list finds an array: v itself, or v[key] for the first key that holds one.
+func list(v any, keys ...string) []any {
+	if a, ok := v.([]any); ok {
+		return a
+	}
+	m := obj(v)
+	for _, k := range keys {
+		if a, ok := m[k].([]any); ok {
+			return a
+		}
+	}
+	return nil
+}
+
+func count(d map[string]any, keys ...string) (int, bool) {
+	for _, k := range keys {
+		if f, ok := d[k].(float64); ok {
+			return int(f), true
+		}
+	}
+	return 0, false
+}
+
+// scalar renders a JSON scalar.
+func scalar(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// str is the first non-empty scalar among m's keys.
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		switch m[k].(type) {
+		case string, float64, bool:
+			if s := scalar(m[k]); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func argStr(r result, key string) string {
+	if r.args == nil {
+		return ""
+	}
+	return scalar(r.args[key])
+}
+
+// flat renders an unknown result compactly: " key: value; …".
+func flat(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			val := scalar(x[k])
+			if r := []rune(val); len(r) > 120 {
+				val = string(r[:120]) + "…"
+			}
+			parts = append(parts, k+": "+val)
+			if len(parts) == 12 {
+				break
+			}
+		}
+		return " " + strings.Join(parts, "; ")
+	default:
+		s := scalar(v)
+		if r := []rune(s); len(r) > 400 {
+			s = string(r[:400]) + "…"
+		}
+		return " " + s
+	}
+}

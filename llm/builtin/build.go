@@ -1,0 +1,639 @@
+package builtin
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+const (
+	// The beginnings of the planner's questions; a short reply to one of
+	// them ("10 USDC", "bob", "weekly") completes the request it asked about.
+	qHowMuch    = "How much"
+	qWhatAmount = "What amount"
+	qWho        = "Who should I"
+	qWhere      = "Where should I withdraw"
+	qHowOften   = "How often"
+
+	defaultMemo = "Payment request"
+)
+
+var continuationPrefixes = []string{qHowMuch, qWhatAmount, qWho, qWhere, qHowOften}
+
+const helpText = `I'm your Veil agent. Here is what I can do:
+- Send private payments: “send 0.5 USDC to bob”, “pay alice.veil 10 XLM”
+- Check your balance: “what's my balance on solana”
+- Scan for incoming payments: “scan for payments”
+- Invoices: “create an invoice for 25 USDC for the logo work”, “show my invoices”
+- Recurring payments: “every week send 5 ZEN to carol until March”, “list my schedules”, “pause schedule 3f2a”
+- Withdraw what you received: “withdraw everything to 0xabc…”
+- Names: “who is bob.veil”, “register my name”, “who am I”
+- Also: “fund my wallet” (test networks), “privacy check”, “remember that I prefer USDC”
+You can ask for several things at once, e.g. “pay alice.veil 10 XLM and create an invoice for 25 USDC”.`
+
+const greetText = "Hello! " + helpText
+
+const unknownText = "Sorry, I didn't understand what you'd like me to do.\n\n" + helpText
+
+const thanksText = "You're welcome! Anything else I can do for you?"
+
+// build turns a clause of a known kind into actions. inherit holds the
+// arguments of the previous request when the clause continues it.
+func build(kind string, c clause, inherit map[string]any, now time.Time) []action {
+	switch kind {
+	case "greet":
+		return []action{ask("greet", greetText)}
+	case "thanks":
+		return []action{ask("thanks", thanksText)}
+	case "help":
+		return []action{ask("help", helpText)}
+	case "manage":
+		return []action{buildManage(c)}
+	case "schedule":
+		return []action{buildSchedule(c, inherit, now)}
+	case "list_schedules":
+		return []action{call(kind, "list_schedules", map[string]any{})}
+	case "withdraw":
+		return []action{buildWithdraw(c)}
+	case "fund":
+		return chainCalls(kind, "fund_wallet", c)
+	case "invoice":
+		return []action{buildInvoice(c)}
+	case "privacy":
+		return []action{call(kind, "privacy_check", map[string]any{})}
+	case "register":
+		return chainCalls(kind, "register_name", c)
+	case "balance":
+		return chainCalls(kind, "get_balance", c)
+	case "info":
+		return []action{call(kind, "get_agent_info", map[string]any{})}
+	case "resolve":
+		return []action{buildResolve(c)}
+	case "scan":
+		return chainCalls(kind, "scan_payments", c)
+	case "pay":
+		return []action{buildPay(c, inherit)}
+	}
+	return []action{ask("unknown", unknownText)}
+}
+
+// chainCalls calls a tool whose only argument is an optional chain: once
+// per chain named (or once without a chain).
+func chainCalls(kind, tool string, c clause) []action {
+	chs := chainsOf(c)
+	if len(chs) == 0 {
+		return []action{call(kind, tool, map[string]any{})}
+	}
+	out := make([]action, 0, len(chs))
+	for _, ch := range chs {
+		out = append(out, call(kind, tool, map[string]any{"chain": ch}))
+	}
+	return out
+}
+
+// amount is an amount found in a clause.
+type amount struct {
+	value, asset string
+	idx          int
+	neg          bool
+}
+
+var unitWords = map[string]bool{
+	"day": true, "days": true, "week": true, "weeks": true, "month": true, "months": true,
+	"year": true, "years": true, "hour": true, "hours": true, "minute": true, "minutes": true,
+	"times": true, "x": true, "%": true, "percent": true, "am": true, "pm": true,
+}
+
+// amounts lists the amounts of a clause, skipping numbers that belong to
+// dates, durations, intervals and ids (and the words in skip).
+func amounts(c clause, skip map[int]bool) []amount {
+	var out []amount
+	ws := c.toks
+	for i, t := range ws {
+		if skip[i] {
+			continue
+		}
+		prev, next := "", ""
+		if i > 0 {
+			prev = ws[i-1].low
+		}
+		if i+1 < len(ws) {
+			next = ws[i+1].low
+		}
+		v, asset, neg, ok := parseNumber(t.raw)
+		if !ok {
+			if w, isWord := numberWords[t.low]; isWord {
+				if _, isAsset := assets[next]; isAsset {
+					out = append(out, amount{value: w, idx: i})
+				}
+			}
+			continue
+		}
+		if unitWords[next] || monthNames[next] > 0 || monthNames[prev] > 0 {
+			continue
+		}
+		switch prev {
+		case "every", "each", "id", "number", "#", "until", "till":
+			continue
+		case "schedule":
+			if manageVerb(c) != "" && !isAssetWord(next) {
+				continue
+			}
+		}
+		if isYear(t.raw) && (monthNames[prev] > 0 || prev == "in") {
+			continue
+		}
+		out = append(out, amount{value: v, asset: asset, idx: i, neg: neg})
+	}
+	return out
+}
+
+func isAssetWord(w string) bool { _, ok := assets[w]; return ok }
+
+// assetOf is the asset the clause names: implied by the amount ("$5"),
+// the word after the amount, or an asset word anywhere.
+func assetOf(c clause, amts []amount) string {
+	if len(amts) > 0 {
+		a := amts[0]
+		if a.asset != "" {
+			return a.asset
+		}
+		if a.idx+1 < len(c.toks) {
+			n := c.toks[a.idx+1]
+			if sym, ok := assets[n.low]; ok {
+				return sym
+			}
+			if reUpperSym.MatchString(n.raw) && chainNames[n.low] == "" {
+				return n.raw
+			}
+		}
+	}
+	for i, t := range c.toks {
+		if sym, ok := assets[t.low]; ok {
+			if i > 0 && (c.toks[i-1].low == "to" || c.toks[i-1].low == "via") && (t.low == "usd" || t.low == "sol" || t.low == "eth") {
+				// "to eth"/"via sol" are more likely chains than assets.
+				continue
+			}
+			return sym
+		}
+	}
+	return ""
+}
+
+// chainsOf lists the chains a clause names, in order; "all" for "all
+// chains", "every network", "everywhere".
+func chainsOf(c clause) []string {
+	if c.seq("all", "chains") >= 0 || c.seq("every", "chain") >= 0 || c.seq("all", "networks") >= 0 ||
+		c.seq("every", "network") >= 0 || c.has("everywhere") || c.seq("all", "my", "chains") >= 0 || c.seq("all", "the", "chains") >= 0 {
+		return []string{"all"}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, t := range c.toks {
+		ch, ok := chainNames[t.low]
+		if !ok {
+			continue
+		}
+		if ch == "base" {
+			prev, next := "", ""
+			if i > 0 {
+				prev = c.toks[i-1].low
+			}
+			if i+1 < len(c.toks) {
+				next = c.toks[i+1].low
+			}
+			switch {
+			case prev == "on" || prev == "via" || prev == "over" || prev == "using" || prev == "through" || prev == "from" || prev == "in" || prev == "onto":
+			case next == "chain" || next == "network" || next == "mainnet" || next == "testnet" || next == "sepolia":
+			case len(c.toks) == 1:
+			default:
+				continue
+			}
+		}
+		if !seen[ch] {
+			seen[ch] = true
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+var skipAfterTo = map[string]bool{
+	"the": true, "my": true, "our": true, "his": true, "their": true, "agent": true, "user": true,
+	"friend": true, "buddy": true, "pal": true, "colleague": true, "mate": true, "good": true, "old": true,
+	"dear": true, "veil": true, "name": true, "address": true, "meta-address": true, "stealth": true,
+}
+
+// recipients lists the payees a clause names: after "to", or right after
+// the verb ("pay bob 5"), or (bare) as its first word. agent reports the
+// word "agent" before a payee.
+func recipients(c clause, bare bool) (out []string, agent bool) {
+	ws := c.toks
+	add := func(r string) {
+		for _, x := range out {
+			if x == r {
+				return
+			}
+		}
+		out = append(out, r)
+	}
+	scan := func(j int) {
+		for j < len(ws) && skipAfterTo[ws[j].low] {
+			if ws[j].low == "agent" {
+				agent = true
+			}
+			j++
+		}
+		if j < len(ws) {
+			if r, ok := recipientOf(ws[j]); ok {
+				add(r)
+			}
+		}
+	}
+	for i, t := range ws {
+		if t.low == "to" || t.low == "towards" {
+			scan(i + 1)
+		}
+	}
+	if len(out) == 0 {
+		for i, t := range ws {
+			switch t.low {
+			case "pay", "send", "tip", "give", "wire", "transfer", "paying", "sending", "remit":
+				j := i + 1
+				for j < len(ws) && (ws[j].low == "the" || ws[j].low == "agent") {
+					if ws[j].low == "agent" {
+						agent = true
+					}
+					j++
+				}
+				if j < len(ws) {
+					if r, ok := recipientOf(ws[j]); ok {
+						add(r)
+					}
+				}
+			}
+			if len(out) > 0 {
+				break
+			}
+		}
+	}
+	if len(out) == 0 && bare && len(ws) > 0 {
+		if r, ok := recipientOf(ws[0]); ok {
+			add(r)
+		}
+	}
+	return out, agent
+}
+
+// checkAmounts returns a question when the amounts can't be used, else
+// the single amount ("" when there is none).
+func checkAmounts(kind string, amts []amount, what string) (string, *action) {
+	if len(amts) == 0 {
+		return "", nil
+	}
+	for _, a := range amts {
+		if a.neg {
+			q := ask(kind, fmt.Sprintf("%s can't be negative. %s should it be?", capitalize(what), qHowMuch))
+			return "", &q
+		}
+	}
+	v := amts[0].value
+	for _, a := range amts[1:] {
+		if a.value != v {
+			var vs []string
+			for _, b := range amts {
+				vs = append(vs, b.value)
+			}
+			q := ask(kind, fmt.Sprintf("I see more than one amount (%s). %s should %s be?", strings.Join(vs, ", "), qHowMuch, what))
+			return "", &q
+		}
+	}
+	if isZero(v) {
+		q := ask(kind, fmt.Sprintf("%s must be more than zero. %s should it be?", capitalize(what), qHowMuch))
+		return "", &q
+	}
+	return v, nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// buildPay: send_payment(recipient, amount, asset?, chain?) or
+// pay_agent(agent_name, amount, asset?) for "name.veil" or "agent name"
+// without a chain.
+func buildPay(c clause, inherit map[string]any) action {
+	amts := amounts(c, nil)
+	rs, agentWord := recipients(c, inherit != nil)
+	asset := assetOf(c, amts)
+	if asset == "" && inherit != nil {
+		asset, _ = inherit["asset"].(string)
+	}
+	chs := chainsOf(c)
+	if len(chs) == 0 && inherit != nil {
+		if ch, ok := inherit["chain"].(string); ok {
+			chs = []string{ch}
+		}
+	}
+	value, q := checkAmounts("pay", amts, "the amount")
+	if q != nil {
+		return *q
+	}
+	to := ""
+	if len(rs) == 1 {
+		to = rs[0]
+	}
+	assetSp := ""
+	if asset != "" {
+		assetSp = asset + " "
+	}
+	if value == "" {
+		switch {
+		case c.has("everything", "all") && to != "":
+			return ask("pay", fmt.Sprintf("I can only send a specific amount. %s %sshould I send to %s?", qHowMuch, assetSp, to))
+		case to != "":
+			return ask("pay", fmt.Sprintf("%s %sshould I send to %s?", qHowMuch, assetSp, to))
+		default:
+			return ask("pay", fmt.Sprintf("%s %sshould I send, and to whom? For example “send 5 USDC to bob”.", qHowMuch, assetSp))
+		}
+	}
+	if len(rs) > 1 {
+		return ask("pay", fmt.Sprintf("I can pay one recipient per request: should each of %s get %s %s? Please say it per person, e.g. “send %s %s to %s and %s %s to %s”.",
+			strings.Join(rs, " and "), value, strings.TrimSpace(assetSp), value, strings.TrimSpace(assetSp), rs[0], value, strings.TrimSpace(assetSp), rs[1]))
+	}
+	if to == "" {
+		return ask("pay", fmt.Sprintf("%s send %s %sto? Give me a Veil name (like bob or bob.veil) or a stealth meta-address.", qWho, value, assetSp))
+	}
+	if len(chs) > 1 || (len(chs) == 1 && chs[0] == "all") {
+		options := "which chain"
+		if chs[0] != "all" {
+			options = strings.Join(chs, " or ")
+		}
+		return ask("pay", fmt.Sprintf("A payment goes out on one chain: which should I use to send %s %sto %s (%s)?", value, assetSp, to, options))
+	}
+	if (strings.HasSuffix(to, ".veil") || agentWord) && len(chs) == 0 && !addressLike(to) {
+		args := map[string]any{"agent_name": to, "amount": value}
+		if asset != "" {
+			args["asset"] = asset
+		}
+		return call("pay", "pay_agent", args)
+	}
+	args := map[string]any{"recipient": to, "amount": value}
+	if asset != "" {
+		args["asset"] = asset
+	}
+	if len(chs) == 1 {
+		args["chain"] = chs[0]
+	}
+	return call("pay", "send_payment", args)
+}
+
+// buildSchedule: schedule_payment(recipient, amount, asset?, interval, end_date?).
+func buildSchedule(c clause, inherit map[string]any, now time.Time) action {
+	iv := interval(c)
+	if iv == "" && inherit != nil {
+		iv, _ = inherit["interval"].(string)
+	}
+	if iv == "unsupported" {
+		return ask("schedule", "I can schedule payments daily, weekly or monthly. Which would you like?")
+	}
+	end, used, dq := endDate(c, now)
+	if dq != "" {
+		return ask("schedule", dq)
+	}
+	if end == "" && inherit != nil {
+		end, _ = inherit["end_date"].(string)
+	}
+	amts := amounts(c, used)
+	rs, _ := recipients(c, inherit != nil)
+	asset := assetOf(c, amts)
+	if asset == "" && inherit != nil {
+		asset, _ = inherit["asset"].(string)
+	}
+	value, q := checkAmounts("schedule", amts, "each payment")
+	if q != nil {
+		return *q
+	}
+	assetSp := ""
+	if asset != "" {
+		assetSp = asset + " "
+	}
+	to := ""
+	if len(rs) == 1 {
+		to = rs[0]
+	}
+	every := map[string]string{"daily": "every day", "weekly": "every week", "monthly": "every month"}[iv]
+	if value == "" {
+		if to != "" {
+			return ask("schedule", fmt.Sprintf("%s %sshould I send to %s %s?", qHowMuch, assetSp, to, orDefault(every, "each time")))
+		}
+		return ask("schedule", fmt.Sprintf("%s %sshould each payment be, and to whom? For example “send 5 USDC to bob every week”.", qHowMuch, assetSp))
+	}
+	if len(rs) > 1 {
+		return ask("schedule", fmt.Sprintf("I can schedule one recipient per request: please set up a schedule for each of %s separately.", strings.Join(rs, " and ")))
+	}
+	if to == "" {
+		return ask("schedule", fmt.Sprintf("%s send %s %s%s to? Give me a Veil name (like carol or carol.veil) or a stealth meta-address.", qWho, value, assetSp, orDefault(every, "each time")))
+	}
+	if iv == "" {
+		return ask("schedule", fmt.Sprintf("%s should I send %s %sto %s: daily, weekly or monthly?", qHowOften, value, assetSp, to))
+	}
+	args := map[string]any{"recipient": to, "amount": value, "interval": iv}
+	if asset != "" {
+		args["asset"] = asset
+	}
+	if end != "" {
+		args["end_date"] = end
+	}
+	return call("schedule", "schedule_payment", args)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// buildManage: manage_schedule(schedule_id, action).
+func buildManage(c clause) action {
+	verb := manageVerb(c)
+	id := scheduleID(c)
+	if id == "" {
+		return ask("manage", fmt.Sprintf("Which schedule should I %s? Tell me its id (“list my schedules” shows them), e.g. “%s schedule 3f2a”.", verb, verb))
+	}
+	return call("manage", "manage_schedule", map[string]any{"schedule_id": id, "action": verb})
+}
+
+var skipBeforeAddress = map[string]bool{
+	"the": true, "my": true, "our": true, "this": true, "address": true, "wallet": true, "account": true,
+	"external": true, "stealth": true, "payment": true, "main": true, "cold": true, "hardware": true,
+}
+
+// addressAfter is the address (or name) after one of the words ws.
+func addressAfter(c clause, ws ...string) string {
+	for i, t := range c.toks {
+		hit := false
+		for _, w := range ws {
+			if t.low == w {
+				hit = true
+			}
+		}
+		if !hit {
+			continue
+		}
+		j := i + 1
+		for j < len(c.toks) && skipBeforeAddress[c.toks[j].low] {
+			j++
+		}
+		if j < len(c.toks) {
+			if addressLike(c.toks[j].raw) || reLongToken.MatchString(c.toks[j].raw) {
+				return c.toks[j].raw
+			}
+			if r, ok := recipientOf(c.toks[j]); ok {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// buildWithdraw: withdraw(from, to, amount?) or withdraw_all(to).
+func buildWithdraw(c clause) action {
+	all := c.has("everything", "all", "entire", "full", "max", "maximum", "whole", "sweep")
+	from := addressAfter(c, "from")
+	to := addressAfter(c, "to", "into", "towards")
+	amts := amounts(c, nil)
+	if to == "" {
+		return ask("withdraw", qWhere+" to? Give me the destination address, e.g. “withdraw everything to 0x…”.")
+	}
+	if from != "" {
+		args := map[string]any{"from": from, "to": to}
+		value, q := checkAmounts("withdraw", amts, "the amount")
+		if q != nil {
+			return *q
+		}
+		if value != "" && !all {
+			args["amount"] = value
+		}
+		return call("withdraw", "withdraw", args)
+	}
+	if all {
+		return call("withdraw", "withdraw_all", map[string]any{"to": to})
+	}
+	if len(amts) > 0 {
+		return ask("withdraw", fmt.Sprintf("Which received payment should I withdraw from? Give me its stealth address (“scan for payments” finds them), or say “withdraw everything to %s”.", to))
+	}
+	return ask("withdraw", fmt.Sprintf("Do you want to withdraw everything to %s? Say “withdraw everything to %s”, or name the stealth address to withdraw from.", to, to))
+}
+
+// buildInvoice: create_invoice(amount, memo, asset?) or check_invoices().
+func buildInvoice(c clause) action {
+	create := c.has("create", "make", "new", "generate", "issue", "send", "draft", "raise", "prepare", "bill", "charge", "request", "write", "add", "need")
+	check := c.has("check", "show", "list", "status", "paid", "unpaid", "pending", "outstanding", "see", "view", "any", "which", "what", "invoices", "open", "due")
+	amts := amounts(c, nil)
+	if !create && (check || len(amts) == 0) {
+		return call("invoice", "check_invoices", map[string]any{})
+	}
+	value, q := checkAmounts("invoice", amts, "the invoice amount")
+	if q != nil {
+		return *q
+	}
+	if value == "" {
+		return ask("invoice", qWhatAmount+" should the invoice be for? For example “create an invoice for 25 USDC for the logo work”.")
+	}
+	args := map[string]any{"amount": value, "memo": memoOf(c, amts[0].idx)}
+	if asset := assetOf(c, amts); asset != "" {
+		args["asset"] = asset
+	}
+	return call("invoice", "create_invoice", args)
+}
+
+var memoMarkers = map[string]bool{
+	"for": true, "memo": true, "description": true, "titled": true, "called": true, "labelled": true,
+	"labeled": true, "regarding": true, "re": true, "about": true, "reason": true, "note": true,
+}
+
+// memoOf is the invoice description: quoted text in the clause, or what
+// follows "for"/"memo"/… (a "for" right before the amount introduces the
+// amount, not the memo), up to the amount or the end of the clause.
+// Default "Payment request".
+func memoOf(c clause, amtIdx int) string {
+	if q := firstQuoted(c.raw()); q != "" {
+		return q
+	}
+	for i := 0; i < len(c.toks); i++ {
+		if !memoMarkers[c.toks[i].low] || i == amtIdx-1 || i == amtIdx {
+			continue
+		}
+		end := c.to
+		if i < amtIdx {
+			end = c.toks[amtIdx].start
+		}
+		m := cleanFree(c.text[c.toks[i].end:end])
+		for _, w := range []string{" of", " for", " worth", " at", " with"} {
+			m = strings.TrimSuffix(m, w)
+		}
+		if m != "" {
+			if r := []rune(m); len(r) > 200 {
+				m = string(r[:200])
+			}
+			return m
+		}
+	}
+	return defaultMemo
+}
+
+// firstQuoted returns the text of the first quoted span in s.
+func firstQuoted(s string) string {
+	m := mask(s)
+	for i := 0; i < len(s); i++ {
+		if m[i] == ' ' && s[i] != ' ' {
+			j := i
+			for j < len(s) && (m[j] == ' ' || m[j] == '\n') {
+				j++
+			}
+			if q := cleanFree(s[i:j]); q != "" {
+				return q
+			}
+			i = j
+		}
+	}
+	return ""
+}
+
+// buildResolve: resolve_name(name).
+func buildResolve(c clause) action {
+	for _, t := range c.toks {
+		if strings.HasSuffix(t.low, ".veil") {
+			if r, ok := recipientOf(t); ok {
+				return call("resolve", "resolve_name", map[string]any{"name": r})
+			}
+		}
+	}
+	for i, t := range c.toks {
+		switch t.low {
+		case "is", "resolve", "up", "lookup", "find", "of", "whois", "who's", "whos", "who’s", "does":
+			j := i + 1
+			for j < len(c.toks) && (c.toks[j].low == "the" || c.toks[j].low == "name" || c.toks[j].low == "agent" || c.toks[j].low == "user") {
+				j++
+			}
+			if j < len(c.toks) {
+				if r, ok := recipientOf(c.toks[j]); ok {
+					return call("resolve", "resolve_name", map[string]any{"name": r})
+				}
+			}
+		}
+	}
+	for _, t := range c.toks {
+		if strings.HasSuffix(t.low, "'s") || strings.HasSuffix(t.low, "’s") {
+			if r, ok := recipientOf(t); ok {
+				return call("resolve", "resolve_name", map[string]any{"name": r})
+			}
+		}
+	}
+	return ask("resolve", "Which name should I look up? For example “who is bob.veil”.")
+}
