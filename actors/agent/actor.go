@@ -10,6 +10,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 )
@@ -37,13 +38,7 @@ type Keys interface {
 	Derive(ctx context.Context, agentID string, chain chains.ID) (ChainKeys, error)
 	Export(ctx context.Context, agentID string, chain chains.ID) (string, error)
 	Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (any, error)
-}
-
-// ChainService is what the agent needs of the chain actors.
-type ChainService interface {
-	Fund(ctx context.Context, chain chains.ID, address string) (chains.TxResult, error)
-	RegisterName(ctx context.Context, chain chains.ID, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error)
-	Balance(ctx context.Context, chain chains.ID, address string) (chains.Balance, error)
+	ScanKeys(ctx context.Context, agentID string, chain chains.ID) (enclave.ScanKeys, error)
 }
 
 // Deps are the services an agent actor uses.
@@ -51,13 +46,13 @@ type Deps struct {
 	Store  persistence.Store
 	Log    *slog.Logger
 	Keys   Keys
-	Chains ChainService
+	Chains ChainSet
+	// PublicURL is the base of invoice payment links.
+	PublicURL string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Models builds a request's model; ToolEnv the tools' services. Both
-	// are needed for chat.
-	Models  Models
-	ToolEnv ToolEnv
+	// Models builds a request's model; chat needs it.
+	Models Models
 	// Tools overrides the offered tools (tests); nil means tools.All().
 	Tools []tools.Tool
 }
@@ -235,21 +230,4 @@ func cloneMap(m map[string]string) map[string]string {
 		c[k] = v
 	}
 	return c
-}
-
-// NoChains is the ChainService of a node with no chain connector: every
-// call reports chains.ErrUnavailable, so the create flow records its
-// on-chain steps as pending instead of pretending they happened.
-type NoChains struct{}
-
-func (NoChains) Fund(context.Context, chains.ID, string) (chains.TxResult, error) {
-	return chains.TxResult{}, chains.ErrUnavailable
-}
-
-func (NoChains) RegisterName(context.Context, chains.ID, chains.KeyRef, string, string, string) (chains.TxResult, error) {
-	return chains.TxResult{}, chains.ErrUnavailable
-}
-
-func (NoChains) Balance(context.Context, chains.ID, string) (chains.Balance, error) {
-	return chains.Balance{}, chains.ErrUnavailable
 }

@@ -62,9 +62,6 @@ type ChatReply struct {
 // Models builds the model of one request.
 type Models func(provider, key string) (llms.Model, error)
 
-// ToolEnv builds the services a tool call uses for this agent.
-type ToolEnv func(a tools.Agent) tools.Env
-
 // Title makes a conversation title from its first message: at most 60
 // runes, cut on a word boundary, with an ellipsis when cut.
 func Title(msg string) string {
@@ -98,7 +95,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	if err := validateChat(c.Message); err != nil {
 		return nil, err
 	}
-	if a.deps.Models == nil || a.deps.ToolEnv == nil {
+	if a.deps.Models == nil {
 		return nil, errors.New("chat is not configured on this node")
 	}
 	// An unknown or foreign conversation is a 404 before anything runs.
@@ -131,7 +128,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		requestKey = fmt.Sprintf("msg-%d", a.rec.LastMessageID)
 	}
 
-	env := a.deps.ToolEnv(a.toolAgent())
+	env := a.toolEnv(ctx)
 	env.UserText = c.Message
 	offered := a.deps.tools()
 	defs := toolDefinitions(offered)

@@ -58,7 +58,11 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 	}
 	for _, ch := range c.Chains {
 		rec.Funding[string(ch)] = a.setupStep(ctx, "fund", ch, func() (chains.TxResult, error) {
-			return a.deps.Chains.Fund(ctx, ch, rec.Addresses[string(ch)])
+			c, err := a.deps.Chains.Chain(ch)
+			if err != nil {
+				return chains.TxResult{}, err
+			}
+			return c.Fund(ctx, rec.Addresses[string(ch)])
 		})
 	}
 	if err := a.store(ctx, rec, c); err != nil {
@@ -68,7 +72,11 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 	for _, ch := range c.Chains {
 		owner := chains.KeyRef{AgentID: a.id, Chain: ch}
 		next.Registration[string(ch)] = a.setupStep(ctx, "register name", ch, func() (chains.TxResult, error) {
-			return a.deps.Chains.RegisterName(ctx, ch, owner, rec.Addresses[string(ch)], rec.Name, rec.MetaAddresses[string(ch)])
+			c, err := a.deps.Chains.Chain(ch)
+			if err != nil {
+				return chains.TxResult{}, err
+			}
+			return c.RegisterName(ctx, owner, rec.Addresses[string(ch)], rec.Name, rec.MetaAddresses[string(ch)])
 		})
 	}
 	// The agent exists once stored; a failure to record the registration

@@ -12,6 +12,7 @@ type Enclave interface {
 	DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error)
 	Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error)
 	Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error)
+	ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error)
 }
 
 // EnclaveKeys adapts an enclave to Keys; in veild it is the group of
@@ -37,4 +38,8 @@ func (k enclaveKeys) Export(ctx context.Context, agentID string, chain chains.ID
 
 func (k enclaveKeys) Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (any, error) {
 	return k.e.Attest(ctx, agentID, deployed, []byte(nonce))
+}
+
+func (k enclaveKeys) ScanKeys(ctx context.Context, agentID string, chain chains.ID) (enclave.ScanKeys, error) {
+	return k.e.ScanKeys(ctx, agentID, chain, keyEpoch)
 }

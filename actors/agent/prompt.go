@@ -17,7 +17,10 @@ import (
 func newID() string { return uuid.NewString() }
 
 func (d *Deps) tools() []tools.Tool {
-	return d.Tools // TODO(chat): tools.All() once agent/tools lands
+	if d.Tools != nil {
+		return d.Tools
+	}
+	return tools.All()
 }
 
 func (a *Actor) toolAgent() tools.Agent {

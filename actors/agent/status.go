@@ -30,7 +30,11 @@ func (a *Actor) status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	bal, err := a.deps.Chains.Balance(ctx, ch, addr)
+	conn, err := a.deps.Chains.Chain(ch)
+	if err != nil {
+		return nil, err
+	}
+	bal, err := conn.Balance(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("balance of agent %s on %s: %w", a.id, ch, err)
 	}

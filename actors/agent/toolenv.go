@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// ChainSet gives the chain actor of each chain; a chain without one
+// answers an error matching chains.ErrUnavailable.
+type ChainSet interface {
+	Chain(id chains.ID) (*chainactor.Ref, error)
+}
+
+// ChainMap is a ChainSet over started chain actors.
+type ChainMap map[chains.ID]*chainactor.Ref
+
+// Chain implements ChainSet.
+func (m ChainMap) Chain(id chains.ID) (*chainactor.Ref, error) {
+	if r, ok := m[id]; ok && r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%w: no connector for %s on this node", chains.ErrUnavailable, id)
+}
+
+// NoChains is the ChainSet of a node with no chain connector: every call
+// reports chains.ErrUnavailable, so the create flow records its on-chain
+// steps as pending instead of pretending they happened.
+type NoChains struct{}
+
+// Chain implements ChainSet.
+func (NoChains) Chain(id chains.ID) (*chainactor.Ref, error) {
+	return nil, fmt.Errorf("%w: no connector for %s on this node", chains.ErrUnavailable, id)
+}
+
+// toolEnv builds the services of one chat request's tool calls.
+func (a *Actor) toolEnv(ctx context.Context) tools.Env {
+	ag := a.toolAgent()
+	meta := make(map[chains.ID]string, len(ag.MetaAddresses))
+	for c, m := range ag.MetaAddresses {
+		meta[c] = m
+	}
+	st, now := a.deps.Store, a.deps.now
+	payments := state.NewPayments(st, a.id, now)
+	invoices := state.NewInvoices(st, a.id, now, a.rec.Name, a.deps.PublicURL, state.StealthAddresses(meta, rand.Reader))
+	n := &notifier{a: a}
+	return tools.Env{
+		Agent:     ag,
+		Now:       now,
+		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n},
+		Directory: directory{st: st},
+		Invoices:  invoices,
+		Schedules: state.NewSchedules(st, a.id, now),
+		Memories:  state.NewMemories(st, a.id, now),
+		Payments:  payments,
+		Notifier:  n,
+	}
+}
+
+// notifier writes to this agent's inbox from tool goroutines. Tool calls of
+// one response run concurrently, and the inbox's id counter lives in the
+// agent record, so writes are serialised here.
+type notifier struct {
+	mu sync.Mutex
+	a  *Actor
+}
+
+func (n *notifier) Notify(ctx context.Context, typ, title, body string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, err := n.a.notify(ctx, &Notify{Type: typ, Title: title, Body: body})
+	return err
+}
+
+// directory resolves Veil agents by name, across accounts: agents pay each
+// other by name.
+type directory struct{ st persistence.Store }
+
+func (d directory) LookupAgent(ctx context.Context, name string) (tools.Agent, error) {
+	idRec, err := d.st.Get(ctx, TableAgentNames, name)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return tools.Agent{}, fmt.Errorf("%w: no agent is named %s.veil", tools.ErrUnknownRecipient, name)
+	}
+	if err != nil {
+		return tools.Agent{}, err
+	}
+	raw, err := d.st.Get(ctx, TableAgents, string(idRec.Value))
+	if err != nil {
+		return tools.Agent{}, err
+	}
+	var r Record
+	if err := json.Unmarshal(raw.Value, &r); err != nil {
+		return tools.Agent{}, err
+	}
+	ag := tools.Agent{ID: r.ID, Name: r.Name, Addresses: map[chains.ID]string{}, MetaAddresses: map[chains.ID]string{}}
+	for _, c := range r.Chains {
+		id := chains.ID(c)
+		ag.Chains = append(ag.Chains, id)
+		ag.Addresses[id] = r.Addresses[c]
+		ag.MetaAddresses[id] = r.MetaAddresses[c]
+	}
+	return ag, nil
+}
+
+// chainOps reaches the chain actors for this agent; its keys stay in the
+// enclave (the KeyRef names them).
+type chainOps struct {
+	a        *Actor
+	agent    tools.Agent
+	payments *state.Payments
+	invoices *state.Invoices
+	notifier *notifier
+}
+
+func (o *chainOps) conn(id chains.ID) (*chainactor.Ref, error) { return o.a.deps.Chains.Chain(id) }
+
+func (o *chainOps) key(id chains.ID) chains.KeyRef {
+	return chains.KeyRef{AgentID: o.agent.ID, Chain: id, Epoch: keyEpoch}
+}
+
+func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return chains.Balance{}, err
+	}
+	return c.Balance(ctx, o.agent.Addresses[id])
+}
+
+func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, asset, key string) (chains.TxResult, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	return c.SendStealth(ctx, o.key(id), o.agent.Addresses[id], meta, amount, asset, key)
+}
+
+func (o *chainOps) Withdraw(ctx context.Context, id chains.ID, stealthAddress, to, amount, asset, key string) (chains.TxResult, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	p, err := o.payments.Get(ctx, id, stealthAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	ref := o.key(id)
+	if ref.EphemeralPub, err = decodeHex(p.EphemeralPubKey); err != nil {
+		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", stealthAddress, err)
+	}
+	return c.Withdraw(ctx, ref, stealthAddress, to, amount, asset, key)
+}
+
+func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	return c.RegisterName(ctx, o.key(id), o.agent.Addresses[id], o.agent.Name, o.agent.MetaAddresses[id])
+}
+
+func (o *chainOps) ResolveName(ctx context.Context, id chains.ID, name string) (string, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return "", err
+	}
+	return c.ResolveName(ctx, name)
+}
+
+func (o *chainOps) Fund(ctx context.Context, id chains.ID) (chains.TxResult, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	return c.Fund(ctx, o.agent.Addresses[id])
+}
+
+func (o *chainOps) TxLink(id chains.ID, txHash string) string {
+	c, err := o.conn(id)
+	if err != nil {
+		return ""
+	}
+	return c.TxLink(txHash)
+}
+
+// Scan reads the chain's announcements after this agent's cursor, keeps
+// the ones addressed to it (view tag first, then one ECDH each), records
+// each new payment once and notifies it, and marks invoices paid to their
+// own stealth addresses. It answers how many new payments it found.
+func (o *chainOps) Scan(ctx context.Context, id chains.ID) (int, error) {
+	c, err := o.conn(id)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := o.a.deps.Keys.ScanKeys(ctx, o.agent.ID, id)
+	if err != nil {
+		return 0, err
+	}
+	defer keys.Zero()
+	match, err := matcherFor(id, keys)
+	if err != nil {
+		return 0, err
+	}
+	found := 0
+	_, err = c.ScanInto(ctx, o.a.deps.Store, "agent/"+o.agent.ID, 1000, func(ctx context.Context, anns []chains.Announcement) error {
+		for _, i := range match(anns) {
+			n, err := o.deliver(ctx, id, anns[i])
+			if err != nil {
+				return err
+			}
+			found += n
+		}
+		return nil
+	})
+	return found, err
+}
+
+// deliver records one matched announcement; a payment seen before (a page
+// delivered again after a crash) counts 0 and notifies nothing.
+func (o *chainOps) deliver(ctx context.Context, id chains.ID, ann chains.Announcement) (int, error) {
+	p := tools.Payment{
+		Chain: id, StealthAddress: ann.StealthAddress, EphemeralPubKey: encodeHex(ann.EphemeralPubKey),
+		Asset: ann.Asset, Amount: ann.Amount, Balance: ann.Amount, TxHash: ann.TxHash,
+	}
+	if _, err := o.payments.Record(ctx, p); errors.Is(err, state.ErrAlreadyKnown) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	_ = o.notifier.Notify(ctx, NotePaymentReceived, fmt.Sprintf("Received %s %s", ann.Amount, ann.Asset),
+		fmt.Sprintf("%s %s arrived at stealth address %s on %s (tx %s).", ann.Amount, ann.Asset, ann.StealthAddress, id, ann.TxHash))
+	if inv, err := state.InvoiceByAddress(ctx, o.a.deps.Store, id, ann.StealthAddress); err == nil && inv.AgentID == o.agent.ID {
+		if _, changed, err := o.invoices.MarkPaid(ctx, inv.ID, ann.TxHash); err == nil && changed {
+			_ = o.notifier.Notify(ctx, NoteInvoicePaid, fmt.Sprintf("Invoice paid: %s %s", inv.Amount, inv.Asset),
+				fmt.Sprintf("Invoice %s (%s) was paid in tx %s.", inv.ID, inv.Memo, ann.TxHash))
+		}
+	}
+	return 1, nil
+}
