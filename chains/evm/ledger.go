@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	mathrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -265,6 +266,20 @@ func (c *Connector) sendRaw(ctx context.Context, raw []byte) error {
 	return c.rpc.CallContext(ctx, nil, "eth_sendRawTransaction", hexutil.Bytes(raw))
 }
 
+// maxReserveTries bounds nonce reservations lost to concurrent writers.
+const maxReserveTries = 64
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // submit sends spec exactly once under idempotency key: it reserves the
 // address's next nonce, signs, persists the reservation with the signed
 // transaction in one batch, and only then broadcasts. A retry of key
@@ -276,7 +291,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 	ikey := c.intentKey(key)
 	nkey := c.addrKey(spec.from)
 	for try := 0; ; try++ {
-		if try == 8 {
+		if try == maxReserveTries {
 			return chains.TxResult{}, fmt.Errorf("%w: %s: could not reserve a nonce for %s (contention)", chains.ErrUnavailable, c.cfg.Chain, spec.from.Hex())
 		}
 		next, ver, err := c.ledgerNonce(ctx, spec.from)
@@ -332,7 +347,13 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 					return r, err
 				}
 			}
-			continue // the ledger moved: reserve again
+			// The ledger moved (another writer of this address, which the
+			// chain actor's lanes prevent within a process): back off
+			// with jitter and reserve again.
+			if err := sleepCtx(ctx, time.Duration(mathrand.Int64N(int64(try+1)*int64(time.Millisecond)))); err != nil {
+				return chains.TxResult{}, err
+			}
+			continue
 		}
 		if err != nil {
 			return chains.TxResult{}, err
