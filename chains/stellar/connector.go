@@ -1,0 +1,405 @@
+package stellar
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
+	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
+	"github.com/stellar/go-stellar-sdk/strkey"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Failpoint names a dangerous step of submitting a transaction. Tests
+// inject a hook through Options.Failpoint.
+type Failpoint string
+
+const (
+	// FailAfterSign: an attempt is signed, nothing is persisted.
+	FailAfterSign Failpoint = "after-sign"
+	// FailBeforeSubmit: the attempt is persisted, not yet submitted.
+	FailBeforeSubmit Failpoint = "before-submit"
+	// FailAfterSubmit: Horizon answered; the caller has no answer yet.
+	FailAfterSubmit Failpoint = "after-submit"
+)
+
+// Options are a connector's dependencies.
+type Options struct {
+	// Store holds the intents (stellar_intents), the name index
+	// (stellar_names) and its cursor (stellar_meta). Required.
+	Store persistence.Store
+	// Signer signs transaction hashes (the enclave). Required for writes.
+	Signer chains.Signer
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Failpoint, when set, is called at each Failpoint; an error it returns
+	// aborts the operation there, as a crash would. Tests only.
+	Failpoint func(Failpoint) error
+	// Rand is the randomness of ephemeral keys (default crypto/rand).
+	Rand io.Reader
+	// HTTPClient for Horizon (default: Config.HTTPTimeout, keep-alive).
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Tables of the connector.
+const (
+	TableIntents = "stellar_intents"
+	TableNames   = "stellar_names"
+	TableMeta    = "stellar_meta"
+)
+
+// Connector is Stellar's chains.Connector.
+type Connector struct {
+	cfg    Config
+	hc     *horizonclient.Client
+	store  persistence.Store
+	signer chains.Signer
+	log    *slog.Logger
+	fp     func(Failpoint) error
+	rand   io.Reader
+	now    func() time.Time
+
+	locksMu sync.Mutex
+	locks   map[string]*sourceLock
+
+	indexMu     sync.Mutex
+	indexExists map[string]bool
+
+	namesMu sync.Mutex
+}
+
+type sourceLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+var _ chains.Connector = (*Connector)(nil)
+
+// New connects to cfg.HorizonURL and checks that it serves the configured
+// network (its passphrase).
+func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Store == nil {
+		return nil, errors.New("stellar: Options.Store is required")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{
+			Timeout: cfg.HTTPTimeout,
+			Transport: &http.Transport{
+				Proxy: http.ProxyFromEnvironment, MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+			},
+		}
+	}
+	c := &Connector{
+		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},
+		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "stellar"),
+		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
+		locks: map[string]*sourceLock{}, indexExists: map[string]bool{},
+	}
+	root, err := c.call(ctx, func() (any, error) { return c.hc.Root() })
+	if err != nil {
+		return nil, c.unavailable("root", err)
+	}
+	if p := root.(hProtocol.Root).NetworkPassphrase; p != cfg.NetworkPassphrase {
+		return nil, fmt.Errorf("stellar: %s serves network %q, configured %q", cfg.HorizonURL, p, cfg.NetworkPassphrase)
+	}
+	return c, nil
+}
+
+// call runs a horizonclient call (which takes no context) so that ctx
+// still bounds the wait.
+func (c *Connector) call(ctx context.Context, f func() (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type res struct {
+		v   any
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, err := f()
+		ch <- res{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Chain is chains.Stellar.
+func (c *Connector) Chain() chains.ID { return chains.Stellar }
+
+// Config returns the configuration (defaults applied).
+func (c *Connector) Config() Config { return c.cfg }
+
+// Client exposes the Horizon client (read-only uses: tests, tools).
+func (c *Connector) Client() *horizonclient.Client { return c.hc }
+
+// TxLink is the explorer link of a transaction ("" without a template).
+func (c *Connector) TxLink(txHash string) string {
+	if c.cfg.ExplorerTx == "" || txHash == "" {
+		return ""
+	}
+	return strings.ReplaceAll(c.cfg.ExplorerTx, "{hash}", txHash)
+}
+
+func (c *Connector) result(hash string) chains.TxResult {
+	return chains.TxResult{TxHash: hash, TxLink: c.TxLink(hash)}
+}
+
+func (c *Connector) failpoint(p Failpoint) error {
+	if c.fp == nil {
+		return nil
+	}
+	return c.fp(p)
+}
+
+func (c *Connector) unavailable(what string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: stellar %s: %v", chains.ErrUnavailable, what, err)
+}
+
+// lockSource serialises the writes of one source account in this process
+// (one sequence number at a time); other processes are caught by tx_bad_seq.
+func (c *Connector) lockSource(addr string) func() {
+	c.locksMu.Lock()
+	l := c.locks[addr]
+	if l == nil {
+		l = &sourceLock{}
+		c.locks[addr] = l
+	}
+	l.refs++
+	c.locksMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		c.locksMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.locks, addr)
+		}
+		c.locksMu.Unlock()
+	}
+}
+
+// asset is what a symbol resolves to.
+type asset struct {
+	code   string // "XLM" for native
+	issuer string
+}
+
+func (a asset) native() bool { return a.issuer == "" }
+
+func (a asset) txn() txnbuild.Asset {
+	if a.native() {
+		return txnbuild.NativeAsset{}
+	}
+	return txnbuild.CreditAsset{Code: a.code, Issuer: a.issuer}
+}
+
+func (a asset) key() string {
+	if a.native() {
+		return "native"
+	}
+	return a.code + ":" + a.issuer
+}
+
+func (c *Connector) resolveAsset(sym string) (asset, error) {
+	s := strings.ToUpper(strings.TrimSpace(sym))
+	if s == "" || s == "XLM" {
+		return asset{code: "XLM"}, nil
+	}
+	known := []string{"XLM"}
+	for _, a := range c.cfg.Assets {
+		if strings.ToUpper(a.Code) == s {
+			return asset{code: strings.ToUpper(a.Code), issuer: a.Issuer}, nil
+		}
+		known = append(known, a.Code)
+	}
+	return asset{}, fmt.Errorf("%w %q on stellar: use one of %s", chains.ErrUnknownAsset, sym, strings.Join(known, ", "))
+}
+
+func parseAccount(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strkey.IsValidEd25519PublicKey(s) {
+		return "", fmt.Errorf("%w %q: want a Stellar account id (G…)", chains.ErrInvalidAddress, s)
+	}
+	return s, nil
+}
+
+func pubKey(addr string) ed25519.PublicKey {
+	b, err := strkey.Decode(strkey.VersionByteAccountID, addr)
+	if err != nil {
+		return nil
+	}
+	return ed25519.PublicKey(b)
+}
+
+// account reads an account; found is false for a missing one.
+func (c *Connector) account(ctx context.Context, addr string) (hProtocol.Account, bool, error) {
+	v, err := c.call(ctx, func() (any, error) { return c.hc.AccountDetail(horizonclient.AccountRequest{AccountID: addr}) })
+	if err != nil {
+		if horizonclient.IsNotFoundError(err) {
+			return hProtocol.Account{}, false, nil
+		}
+		return hProtocol.Account{}, false, c.unavailable("account "+addr, err)
+	}
+	return v.(hProtocol.Account), true, nil
+}
+
+// claimableOf lists the unconditional claimable balances addr can claim
+// alone, of asset a.
+func (c *Connector) claimableOf(ctx context.Context, addr string, a asset) ([]hProtocol.ClaimableBalance, error) {
+	v, err := c.call(ctx, func() (any, error) {
+		return c.hc.ClaimableBalances(horizonclient.ClaimableBalanceRequest{Claimant: addr, Limit: 200})
+	})
+	if err != nil {
+		return nil, c.unavailable("claimable balances", err)
+	}
+	var out []hProtocol.ClaimableBalance
+	for _, cb := range v.(hProtocol.ClaimableBalances).Embedded.Records {
+		if cb.Asset != a.key() {
+			continue
+		}
+		for _, cl := range cb.Claimants {
+			if cl.Destination == addr && cl.Predicate.Type == xdr.ClaimPredicateTypeClaimPredicateUnconditional {
+				out = append(out, cb)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func stroops(s string) *big.Int {
+	v, err := chains.ParseAmount(s, Decimals)
+	if err != nil {
+		return new(big.Int)
+	}
+	return v
+}
+
+func lineBalance(acc hProtocol.Account, a asset) (*big.Int, bool) {
+	for _, b := range acc.Balances {
+		if a.native() && b.Type == "native" || !a.native() && b.Code == a.code && b.Issuer == a.issuer {
+			return stroops(b.Balance), true
+		}
+	}
+	return new(big.Int), false
+}
+
+// Balance returns the XLM balance and every configured asset's balance of
+// address. An asset's balance counts its trustline and the unconditional
+// claimable balances the address can claim alone (a payment to a one-time
+// address, friendbot's USDC): the next payment or withdrawal claims them.
+// A missing account holds nothing.
+func (c *Connector) Balance(ctx context.Context, address string) (chains.Balance, error) {
+	addr, err := parseAccount(address)
+	if err != nil {
+		return chains.Balance{}, err
+	}
+	out := chains.Balance{Native: "0", Tokens: map[string]string{}}
+	acc, found, err := c.account(ctx, addr)
+	if err != nil {
+		return chains.Balance{}, err
+	}
+	if found {
+		n, _ := lineBalance(acc, asset{code: "XLM"})
+		out.Native = chains.FormatAmount(n, Decimals)
+	}
+	for _, ca := range c.cfg.Assets {
+		a := asset{code: strings.ToUpper(ca.Code), issuer: ca.Issuer}
+		total := new(big.Int)
+		if found {
+			total, _ = lineBalance(acc, a)
+		}
+		cbs, err := c.claimableOf(ctx, addr, a)
+		if err != nil {
+			return chains.Balance{}, err
+		}
+		for _, cb := range cbs {
+			total.Add(total, stroops(cb.Amount))
+		}
+		out.Tokens[a.code] = chains.FormatAmount(total, Decimals)
+	}
+	return out, nil
+}
+
+// Fund asks friendbot to fund address: on the devnet 10,000 XLM and 10,000
+// USDC (as a claimable balance), on the test network what SDF's friendbot
+// gives (a new account only). Without friendbot it reports
+// chains.ErrUnavailable.
+func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, error) {
+	addr, err := parseAccount(address)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if !c.cfg.Friendbot {
+		return chains.TxResult{}, fmt.Errorf("%w: this Stellar network has no friendbot; fund %s from the network's faucet", chains.ErrUnavailable, addr)
+	}
+	v, err := c.call(ctx, func() (any, error) { return c.hc.Fund(addr) })
+	if err != nil {
+		return chains.TxResult{}, c.unavailable("friendbot", err)
+	}
+	return c.result(v.(hProtocol.Transaction).Hash), nil
+}
+
+func fingerprint(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:16])
+}
+
+func (c *Connector) newKey() string {
+	var b [16]byte
+	_, _ = io.ReadFull(c.rand, b[:])
+	return "auto-" + hex.EncodeToString(b[:])
+}
+
+// NormalizeName turns "Alice.veil" or "alice" into "alice" and checks it is
+// 3-32 characters of [a-z0-9-].
+func NormalizeName(name string) (string, error) {
+	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".veil")
+	if len(n) < 3 || len(n) > 32 {
+		return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,272 @@
+package stellar
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/veilhq/veil/chains"
+	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+)
+
+func parseMeta(s string) (edstealth.MetaAddress, error) {
+	m, err := edstealth.ParseMetaAddressFor(edstealth.Stellar, strings.TrimSpace(s))
+	if err != nil {
+		return m, fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
+	}
+	return m, nil
+}
+
+func amountString(v *big.Int) string { return chains.FormatAmount(v, Decimals) }
+
+// indexOp is the operation that puts the index account id (announcements
+// or names) in a transaction: a payment of AnnouncementStroops, or its
+// creation with 1 XLM when it does not exist yet (a real network where no
+// one announced before).
+func (c *Connector) indexOp(ctx context.Context, id string) (txnbuild.Operation, error) {
+	c.indexMu.Lock()
+	known := c.indexExists[id]
+	c.indexMu.Unlock()
+	if !known {
+		_, found, err := c.account(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return &txnbuild.CreateAccount{Destination: id, Amount: "1"}, nil
+		}
+		c.indexMu.Lock()
+		c.indexExists[id] = true
+		c.indexMu.Unlock()
+	}
+	return &txnbuild.Payment{Destination: id, Amount: amountString(big.NewInt(AnnouncementStroops)), Asset: txnbuild.NativeAsset{}}, nil
+}
+
+// claimOps are the operations that let addr hold asset a: a trustline when
+// it has none, and the claim of every claimable balance of a it can claim
+// alone (at most 20 per transaction). It returns what they add to the
+// trustline.
+func (c *Connector) claimOps(ctx context.Context, addr string, a asset) ([]txnbuild.Operation, *big.Int, bool, error) {
+	acc, _, err := c.account(ctx, addr)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	bal, hasLine := lineBalance(acc, a)
+	var ops []txnbuild.Operation
+	if !hasLine {
+		ops = append(ops, &txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: a.txn().(txnbuild.CreditAsset)}, Limit: "922337203685.4775807"})
+	}
+	cbs, err := c.claimableOf(ctx, addr, a)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	added := new(big.Int)
+	for i, cb := range cbs {
+		if i == 20 {
+			break
+		}
+		ops = append(ops, &txnbuild.ClaimClaimableBalance{BalanceID: cb.BalanceID})
+		added.Add(added, stroops(cb.Amount))
+	}
+	return ops, new(big.Int).Add(bal, added), hasLine, nil
+}
+
+// SendStealth pays metaAddress amount of asset from fromAddress (signed
+// with from) in one transaction that creates the one-time account and
+// announces the payment (docs/stealth.md, "Stellar and Solana"):
+//
+//	XLM:  createAccount(P, amount)
+//	USDC: [changeTrust + claims of the sender's pending USDC]
+//	      createAccount(P, 2 XLM), createClaimableBalance(USDC, amount, [P])
+//	then: payment(announcement account, 1 stroop)
+//	      manageData("veil.stealth.v1", view tag ‖ R), manageData("veil.stealth.v1", delete)
+//
+// An XLM payment must be at least 1 XLM (a new account's reserve).
+func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+	src, err := parseAccount(fromAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	meta, err := parseMeta(metaAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	a, err := c.resolveAsset(assetSym)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	amt, err := chains.ParseAmount(amount, Decimals)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	key := idempotencyKey
+	if key == "" {
+		key = c.newKey()
+	}
+	fp := fingerprint("send", src, meta.String(), a.key(), amt.String())
+	if it, _, err := c.loadIntent(ctx, key); err != nil || it != nil && it.Fingerprint != fp {
+		if err == nil {
+			err = fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
+		}
+		return chains.TxResult{}, err
+	} else if it != nil {
+		return c.run(ctx, key, it, c.sendBuilder(it))
+	}
+	ann, err := edstealth.Generate(meta, c.rand)
+	if err != nil {
+		return chains.TxResult{}, fmt.Errorf("stellar: derive stealth address: %w", err)
+	}
+	payload := ann.Payload()
+	it := &intent{Op: "send", Fingerprint: fp, Source: src, KeyRef: from, Params: map[string]string{
+		"stealthAddress": edstealth.StellarAddress(ann.OneTimePub), "payload": hex.EncodeToString(payload[:]),
+		"asset": a.key(), "amount": amt.String(), "recipient": meta.String(),
+	}}
+	return c.run(ctx, key, it, c.sendBuilder(it))
+}
+
+func (c *Connector) sendBuilder(it *intent) builder {
+	return func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
+		p := it.Params
+		payload, err := hex.DecodeString(p["payload"])
+		if err != nil || len(payload) != edstealth.PayloadSize {
+			return nil, nil, fmt.Errorf("stellar: intent payload %q", p["payload"])
+		}
+		amt, ok := new(big.Int).SetString(p["amount"], 10)
+		if !ok {
+			return nil, nil, fmt.Errorf("stellar: intent amount %q", p["amount"])
+		}
+		var ops []txnbuild.Operation
+		if p["asset"] == "native" {
+			ops = append(ops, &txnbuild.CreateAccount{Destination: p["stealthAddress"], Amount: amountString(amt)})
+		} else {
+			code, issuer, _ := strings.Cut(p["asset"], ":")
+			a := asset{code: code, issuer: issuer}
+			claims, have, _, err := c.claimOps(ctx, it.Source, a)
+			if err != nil {
+				return nil, nil, err
+			}
+			if have.Cmp(amt) < 0 {
+				return nil, nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, it.Source, amountString(have), code)
+			}
+			ops = append(ops, claims...)
+			ops = append(ops,
+				&txnbuild.CreateAccount{Destination: p["stealthAddress"], Amount: amountString(big.NewInt(TokenStartingBalance))},
+				&txnbuild.CreateClaimableBalance{Amount: amountString(amt), Asset: a.txn(),
+					Destinations: []txnbuild.Claimant{txnbuild.NewClaimant(p["stealthAddress"], nil)}})
+		}
+		idx, err := c.indexOp(ctx, c.cfg.AnnouncementAccount)
+		if err != nil {
+			return nil, nil, err
+		}
+		ops = append(ops, idx,
+			&txnbuild.ManageData{Name: AnnouncementData, Value: payload},
+			&txnbuild.ManageData{Name: AnnouncementData})
+		return ops, nil, nil
+	}
+}
+
+// Withdraw moves amount of asset from the one-time account stealthAddress
+// (signed with from, whose EphemeralPub selects the one-time key) to `to`.
+// An empty amount (or "all") withdraws everything and closes the account:
+//
+//	XLM:  [changeTrust(limit 0) of empty trustlines], accountMerge(to)
+//	USDC: [changeTrust + claims], payment(to, USDC, all), changeTrust(limit 0), accountMerge(to)
+//
+// so nothing but the fee stays behind. A partial XLM amount is a payment
+// (createAccount when `to` does not exist); a USDC destination needs a
+// trustline.
+func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+	src, err := parseAccount(stealthAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	dst, err := parseAccount(to)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if src == dst {
+		return chains.TxResult{}, fmt.Errorf("%w: withdrawal to the same account", chains.ErrInvalidAddress)
+	}
+	a, err := c.resolveAsset(assetSym)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	all := strings.TrimSpace(amount) == "" || strings.EqualFold(strings.TrimSpace(amount), "all")
+	amtStr := "all"
+	var amt *big.Int
+	if !all {
+		if amt, err = chains.ParseAmount(amount, Decimals); err != nil {
+			return chains.TxResult{}, err
+		}
+		amtStr = amt.String()
+	}
+	key := idempotencyKey
+	if key == "" {
+		key = c.newKey()
+	}
+	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
+		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr}}
+	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
+		acc, _, err := c.account(ctx, src)
+		if err != nil {
+			return nil, nil, err
+		}
+		toAcc, toFound, err := c.account(ctx, dst)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ops []txnbuild.Operation
+		if a.native() {
+			if !all {
+				if toFound {
+					ops = append(ops, &txnbuild.Payment{Destination: dst, Amount: amountString(amt), Asset: txnbuild.NativeAsset{}})
+				} else {
+					ops = append(ops, &txnbuild.CreateAccount{Destination: dst, Amount: amountString(amt)})
+				}
+				return ops, nil, nil
+			}
+			if !toFound {
+				return nil, nil, fmt.Errorf("%w: %s does not exist; withdraw an amount to create it, or fund it first", chains.ErrInvalidAddress, dst)
+			}
+			for _, b := range acc.Balances {
+				if b.Type == "native" {
+					continue
+				}
+				if stroops(b.Balance).Sign() > 0 {
+					return nil, nil, fmt.Errorf("%w: %s still holds %s %s; withdraw it first", chains.ErrInvalidAmount, src, b.Balance, b.Code)
+				}
+				ops = append(ops, &txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: txnbuild.CreditAsset{Code: b.Code, Issuer: b.Issuer}}, Limit: "0"})
+			}
+			ops = append(ops, &txnbuild.AccountMerge{Destination: dst})
+			return ops, nil, nil
+		}
+		if !toFound {
+			return nil, nil, fmt.Errorf("%w: %s does not exist", chains.ErrInvalidAddress, dst)
+		}
+		if _, ok := lineBalance(toAcc, a); !ok && dst != a.issuer {
+			return nil, nil, fmt.Errorf("%w: %s has no %s trustline", chains.ErrInvalidAddress, dst, a.code)
+		}
+		claims, have, _, err := c.claimOps(ctx, src, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		move := amt
+		if all {
+			move = have
+		}
+		if move.Sign() == 0 || have.Cmp(move) < 0 {
+			return nil, nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, amountString(have), a.code)
+		}
+		ops = append(ops, claims...)
+		ops = append(ops, &txnbuild.Payment{Destination: dst, Amount: amountString(move), Asset: a.txn()})
+		if all {
+			ops = append(ops, &txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: a.txn().(txnbuild.CreditAsset)}, Limit: "0"},
+				&txnbuild.AccountMerge{Destination: dst})
+		}
+		return ops, nil, nil
+	})
+}

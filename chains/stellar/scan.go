@@ -1,0 +1,353 @@
+package stellar
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+
+	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
+	"github.com/stellar/go-stellar-sdk/network"
+	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/veilhq/veil/chains"
+	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/persistence"
+)
+
+// page reads one page of account's successful transactions after cursor,
+// oldest first.
+func (c *Connector) page(ctx context.Context, account, cursor string, limit int) ([]hProtocol.Transaction, error) {
+	v, err := c.call(ctx, func() (any, error) {
+		return c.hc.Transactions(horizonclient.TransactionRequest{ForAccount: account, Cursor: cursor, Order: horizonclient.OrderAsc, Limit: uint(limit)})
+	})
+	if err != nil {
+		if horizonclient.IsNotFoundError(err) {
+			return nil, nil // the index account does not exist yet
+		}
+		return nil, c.unavailable("transactions of "+account, err)
+	}
+	return v.(hProtocol.TransactionsPage).Embedded.Records, nil
+}
+
+// Scan returns the announcements in the history of the announcement
+// account after cursor (a Horizon paging token; "" = from the start), at
+// most limit (default 1000), and the cursor to resume from. A transaction
+// whose operations do not form a valid announcement (docs/stealth.md) is
+// skipped.
+func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []chains.Announcement
+	for len(out) < limit {
+		txs, err := c.page(ctx, c.cfg.AnnouncementAccount, cursor, min(200, limit-len(out)))
+		if err != nil {
+			return out, cursor, err
+		}
+		for _, t := range txs {
+			cursor = t.PT
+			if a, ok := c.DecodeAnnouncement(t); ok {
+				out = append(out, a)
+			}
+		}
+		if len(txs) < min(200, limit-len(out)+len(txs)) || len(txs) == 0 {
+			break
+		}
+	}
+	return out, cursor, nil
+}
+
+// DecodeAnnouncement reads a Veil announcement from a transaction: a
+// ManageData op named AnnouncementData with a 33-byte value, and the op
+// that funds the one-time account (createAccount, or
+// createClaimableBalance with that account as sole claimant for a token).
+func (c *Connector) DecodeAnnouncement(t hProtocol.Transaction) (chains.Announcement, bool) {
+	if !t.Successful {
+		return chains.Announcement{}, false
+	}
+	var env xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(t.EnvelopeXdr, &env); err != nil {
+		return chains.Announcement{}, false
+	}
+	var payload []byte
+	var dest string
+	var amt int64
+	assetSym := "XLM"
+	for _, op := range env.Operations() {
+		switch op.Body.Type {
+		case xdr.OperationTypeManageData:
+			o := op.Body.MustManageDataOp()
+			if string(o.DataName) == AnnouncementData && o.DataValue != nil && len(*o.DataValue) == edstealth.PayloadSize && payload == nil {
+				payload = append([]byte(nil), (*o.DataValue)...)
+			}
+		case xdr.OperationTypeCreateAccount:
+			o := op.Body.MustCreateAccountOp()
+			if d := o.Destination.Address(); d != c.cfg.AnnouncementAccount && dest == "" {
+				dest, amt = d, int64(o.StartingBalance)
+			}
+		case xdr.OperationTypeCreateClaimableBalance:
+			o := op.Body.MustCreateClaimableBalanceOp()
+			if len(o.Claimants) != 1 || o.Asset.Type == xdr.AssetTypeAssetTypeNative {
+				continue
+			}
+			d := o.Claimants[0].MustV0().Destination.Address()
+			if d == dest || dest == "" {
+				sym := ""
+				for _, a := range c.cfg.Assets {
+					if a.Code == o.Asset.GetCode() && a.Issuer == o.Asset.GetIssuer() {
+						sym = a.Code
+					}
+				}
+				if sym == "" {
+					return chains.Announcement{}, false // an asset this connector does not carry
+				}
+				dest, amt, assetSym = d, int64(o.Amount), sym
+			}
+		}
+	}
+	if payload == nil || dest == "" {
+		return chains.Announcement{}, false
+	}
+	pub := pubKey(dest)
+	ann, err := edstealth.DecodeAnnouncement(pub, payload)
+	if err != nil {
+		return chains.Announcement{}, false
+	}
+	pos, _ := strconv.ParseUint(t.PT, 10, 64)
+	return chains.Announcement{
+		StealthAddress: dest, EphemeralPubKey: ann.EphemeralPub[:], ViewTag: ann.ViewTag,
+		Asset: assetSym, Amount: amountString(big.NewInt(amt)), TxHash: t.Hash, Position: pos,
+	}, true
+}
+
+// nameRecord is the name index's entry.
+type nameRecord struct {
+	Owner  string `json:"owner"`
+	Meta   string `json:"meta"` // hex of the 64 raw bytes
+	TxHash string `json:"txHash"`
+	PT     string `json:"pt"`
+}
+
+const registryCursorKey = "registry_cursor"
+
+// verifiedSource checks the envelope's signature by its source account
+// (with this network's passphrase) and returns that account: resolution
+// trusts only what the owner signed, never Horizon's word.
+func (c *Connector) verifiedSource(env xdr.TransactionEnvelope) (string, bool) {
+	if env.IsFeeBump() {
+		return "", false
+	}
+	h, err := network.HashTransactionInEnvelope(env, c.cfg.NetworkPassphrase)
+	if err != nil {
+		return "", false
+	}
+	src := env.SourceAccount().ToAccountId().Address()
+	pub := pubKey(src)
+	for _, s := range env.Signatures() {
+		if len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, h[:], s.Signature) {
+			return src, true
+		}
+	}
+	return "", false
+}
+
+// syncNames reads the registry account's history since the stored cursor
+// into the name index: the first signed registration of a name owns it; a
+// later registration by the same owner replaces the meta-address.
+func (c *Connector) syncNames(ctx context.Context) error {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
+	cursor := ""
+	var cver uint64
+	if r, err := c.store.Get(ctx, TableMeta, registryCursorKey); err == nil {
+		cursor, cver = string(r.Value), r.Version
+	} else if !errors.Is(err, persistence.ErrNotFound) {
+		return err
+	}
+	for {
+		txs, err := c.page(ctx, c.cfg.RegistryAccount, cursor, 200)
+		if err != nil {
+			return err
+		}
+		if len(txs) == 0 {
+			return nil
+		}
+		var ops []persistence.Op
+		staged := map[string]nameRecord{}
+		for _, t := range txs {
+			cursor = t.PT
+			name, rec, ok := c.decodeRegistration(t)
+			if !ok {
+				continue
+			}
+			cur, found := staged[name]
+			if !found {
+				if r, err := c.store.Get(ctx, TableNames, name); err == nil {
+					_ = json.Unmarshal(r.Value, &cur)
+					found = true
+				}
+			}
+			if found && cur.Owner != rec.Owner {
+				continue // taken
+			}
+			staged[name] = rec
+		}
+		for name, rec := range staged {
+			val, _ := json.Marshal(rec)
+			ops = append(ops, persistence.Put(TableNames, name, val, persistence.Any()))
+		}
+		exp := persistence.Absent()
+		if cver > 0 {
+			exp = persistence.AtVersion(cver)
+		}
+		ops = append(ops, persistence.Put(TableMeta, registryCursorKey, []byte(cursor), exp))
+		vs, err := c.store.Apply(ctx, ops...)
+		if errors.Is(err, persistence.ErrConflict) {
+			return nil // another member synced meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		cver = vs[len(vs)-1]
+		if len(txs) < 200 {
+			return nil
+		}
+	}
+}
+
+func (c *Connector) decodeRegistration(t hProtocol.Transaction) (string, nameRecord, bool) {
+	if !t.Successful {
+		return "", nameRecord{}, false
+	}
+	var env xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(t.EnvelopeXdr, &env); err != nil {
+		return "", nameRecord{}, false
+	}
+	src, ok := c.verifiedSource(env)
+	if !ok {
+		return "", nameRecord{}, false
+	}
+	var name string
+	var meta []byte
+	for _, op := range env.Operations() {
+		if op.Body.Type != xdr.OperationTypeManageData || op.SourceAccount != nil && op.SourceAccount.ToAccountId().Address() != src {
+			continue
+		}
+		o := op.Body.MustManageDataOp()
+		if o.DataValue == nil {
+			continue
+		}
+		switch string(o.DataName) {
+		case NameData:
+			name = string(*o.DataValue)
+		case MetaData:
+			meta = append([]byte(nil), (*o.DataValue)...)
+		}
+	}
+	n, err := NormalizeName(name)
+	if err != nil || n != name || len(meta) != 64 {
+		return "", nameRecord{}, false
+	}
+	m := edstealth.MetaAddress{Chain: edstealth.Stellar}
+	copy(m.Spend[:], meta[:32])
+	copy(m.View[:], meta[32:])
+	if m.Validate() != nil {
+		return "", nameRecord{}, false
+	}
+	return n, nameRecord{Owner: src, Meta: hex.EncodeToString(meta), TxHash: t.Hash, PT: t.PT}, true
+}
+
+func (c *Connector) lookupName(ctx context.Context, n string) (nameRecord, bool, error) {
+	if err := c.syncNames(ctx); err != nil {
+		return nameRecord{}, false, err
+	}
+	r, err := c.store.Get(ctx, TableNames, n)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nameRecord{}, false, nil
+	}
+	if err != nil {
+		return nameRecord{}, false, err
+	}
+	var rec nameRecord
+	if err := json.Unmarshal(r.Value, &rec); err != nil {
+		return nameRecord{}, false, err
+	}
+	return rec, true, nil
+}
+
+// RegisterName publishes name → metaAddress, signed by ownerAddress: one
+// transaction that sets the owner's data entries veil.name and veil.meta
+// and pays the registry account 1 stroop so that its history lists the
+// registration. The first registration of a name owns it; registering the
+// same name to the same owner and meta-address again returns the original
+// registration; the owner may re-register to replace the meta-address.
+func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	src, err := parseAccount(ownerAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	meta, err := parseMeta(metaAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	raw := append(meta.Spend[:], meta.View[:]...)
+	cur, found, err := c.lookupName(ctx, n)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if found && cur.Owner != src {
+		return chains.TxResult{}, fmt.Errorf("%w: %s.veil on stellar", chains.ErrNameTaken, n)
+	}
+	if found && cur.Meta == hex.EncodeToString(raw) {
+		return c.result(cur.TxHash), nil
+	}
+	key := fmt.Sprintf("register/%s/%s/%s", n, src, fingerprint(hex.EncodeToString(raw)))
+	it := &intent{Op: "registration", Fingerprint: fingerprint("register", n, src, meta.String()), Source: src, KeyRef: owner,
+		Params: map[string]string{"name": n + ".veil"}}
+	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
+		idx, err := c.indexOp(ctx, c.cfg.RegistryAccount)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []txnbuild.Operation{
+			&txnbuild.ManageData{Name: NameData, Value: []byte(n)},
+			&txnbuild.ManageData{Name: MetaData, Value: raw},
+			idx,
+		}, nil, nil
+	})
+}
+
+// ResolveName returns the meta-address registered for name, or an error
+// matching chains.ErrNotFound.
+func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return "", err
+	}
+	rec, found, err := c.lookupName(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("%w: %s.veil on stellar", chains.ErrNotFound, n)
+	}
+	raw, err := hex.DecodeString(rec.Meta)
+	if err != nil || len(raw) != 64 {
+		return "", fmt.Errorf("stellar: name index entry of %s is corrupt", n)
+	}
+	m := edstealth.MetaAddress{Chain: edstealth.Stellar}
+	copy(m.Spend[:], raw[:32])
+	copy(m.View[:], raw[32:])
+	return m.String(), nil
+}

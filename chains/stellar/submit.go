@@ -1,0 +1,331 @@
+package stellar
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
+	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Intent states.
+const (
+	statePending = "pending" // an attempt is persisted and maybe submitted
+	stateDone    = "done"    // an attempt is in the ledger, successful
+)
+
+// attempt is one signed transaction of an intent.
+type attempt struct {
+	Hash     string    `json:"hash"`
+	Envelope string    `json:"envelope"`
+	Seq      int64     `json:"seq"`
+	MaxTime  int64     `json:"maxTime"`
+	At       time.Time `json:"at"`
+}
+
+// intent is the durable record of one payment, withdrawal or registration.
+type intent struct {
+	Op          string            `json:"op"`
+	Fingerprint string            `json:"fp"`
+	Source      string            `json:"source"`
+	KeyRef      chains.KeyRef     `json:"keyRef"`
+	Params      map[string]string `json:"params,omitempty"`
+	Attempts    []attempt         `json:"attempts"`
+	State       string            `json:"state"`
+	TxHash      string            `json:"txHash"`
+	Created     time.Time         `json:"created"`
+}
+
+// builder returns the operations (and memo) of an attempt; it runs again
+// for every rebuilt attempt, with fresh chain state.
+type builder func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error)
+
+// maxRebuilds bounds how often one call rebuilds after tx_bad_seq or
+// tx_too_late.
+const maxRebuilds = 5
+
+func (c *Connector) loadIntent(ctx context.Context, key string) (*intent, uint64, error) {
+	rec, err := c.store.Get(ctx, TableIntents, key)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var it intent
+	if err := json.Unmarshal(rec.Value, &it); err != nil {
+		return nil, 0, fmt.Errorf("stellar: decode intent %s: %w", key, err)
+	}
+	return &it, rec.Version, nil
+}
+
+func (c *Connector) saveIntent(ctx context.Context, key string, it *intent, ver uint64) (uint64, error) {
+	val, err := json.Marshal(it)
+	if err != nil {
+		return 0, err
+	}
+	exp := persistence.Absent()
+	if ver > 0 {
+		exp = persistence.AtVersion(ver)
+	}
+	vs, err := c.store.Apply(ctx, persistence.Put(TableIntents, key, val, exp))
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
+}
+
+// run submits the intent under key exactly once: a recorded key returns
+// its result (or resumes it), a new one is built, signed, persisted and only
+// then submitted. tx_bad_seq and tx_too_late rebuild the transaction with
+// the current sequence number and re-sign it: the rejected attempt can
+// never enter the ledger (its sequence number is used, or its time bounds
+// passed), so the payment still happens once.
+func (c *Connector) run(ctx context.Context, key string, it *intent, build builder) (chains.TxResult, error) {
+	unlock := c.lockSource(it.Source)
+	defer unlock()
+	cur, ver, err := c.loadIntent(ctx, key)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if cur != nil {
+		if cur.Fingerprint != it.Fingerprint {
+			return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
+		}
+		if cur.State == stateDone {
+			return c.result(cur.TxHash), nil
+		}
+		it = cur
+		done, err := c.resume(ctx, key, it, ver)
+		if err != nil || done {
+			return c.result(it.TxHash), err
+		}
+		if it, ver, err = c.loadIntent(ctx, key); err != nil {
+			return chains.TxResult{}, err
+		}
+	}
+	for try := 0; ; try++ {
+		if try > maxRebuilds {
+			return chains.TxResult{}, fmt.Errorf("%w: stellar: %s kept failing with a stale sequence number; retry with the same idempotency key", chains.ErrUnavailable, it.Source)
+		}
+		at, err := c.buildAttempt(ctx, it, build)
+		if err != nil {
+			if ver > 0 && len(it.Attempts) > 0 {
+				// Earlier attempts are dead (see resume): the record goes.
+				_, _ = c.store.Apply(ctx, persistence.Delete(TableIntents, key, persistence.AtVersion(ver)))
+			}
+			return chains.TxResult{}, err
+		}
+		if err := c.failpoint(FailAfterSign); err != nil {
+			return chains.TxResult{}, err
+		}
+		it.Attempts = append(it.Attempts, at)
+		it.TxHash, it.State = at.Hash, statePending
+		if it.Created.IsZero() {
+			it.Created = c.now().UTC()
+		}
+		nv, err := c.saveIntent(ctx, key, it, ver)
+		if errors.Is(err, persistence.ErrConflict) {
+			return chains.TxResult{}, fmt.Errorf("%w: stellar: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, key)
+		}
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		ver = nv
+		if err := c.failpoint(FailBeforeSubmit); err != nil {
+			return chains.TxResult{}, err
+		}
+		tx, serr := c.submitEnvelope(ctx, at.Envelope)
+		if err := c.failpoint(FailAfterSubmit); err != nil {
+			return chains.TxResult{}, err
+		}
+		if serr == nil {
+			if !tx.Successful {
+				serr = fmt.Errorf("stellar: transaction %s failed", tx.Hash)
+			} else {
+				it.State = stateDone
+				if _, err := c.saveIntent(context.WithoutCancel(ctx), key, it, ver); err != nil {
+					c.log.Error("record confirmed intent", "key", key, "err", err)
+				}
+				return c.result(at.Hash), nil
+			}
+		}
+		codes := resultCodes(serr)
+		switch {
+		case codes == nil:
+			// No answer from the network: the attempt may be in the
+			// ledger. It stays recorded; a retry with the key resumes it.
+			return c.result(at.Hash), fmt.Errorf("%w: stellar: submit %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Hash, serr)
+		case codes.TransactionCode == "tx_bad_seq" || codes.TransactionCode == "tx_too_late":
+			c.log.Info("rebuilding transaction", "source", it.Source, "reason", codes.TransactionCode, "seq", at.Seq, "key", key)
+			continue
+		default:
+			// Rejected for good (or failed in the ledger: fee spent,
+			// nothing moved). The record goes so that the key can be used
+			// again once the cause is fixed.
+			if _, err := c.store.Apply(context.WithoutCancel(ctx), persistence.Delete(TableIntents, key, persistence.AtVersion(ver))); err != nil {
+				c.log.Error("drop rejected intent", "key", key, "err", err)
+			}
+			return chains.TxResult{}, c.rejection(it.Op, codes)
+		}
+	}
+}
+
+// resume settles a pending intent found in the store: an attempt in the
+// ledger completes it (done = true); the newest attempt, if it may still
+// enter the ledger, is submitted again; otherwise every attempt is dead
+// and the caller builds a new one.
+func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint64) (bool, error) {
+	for i := len(it.Attempts) - 1; i >= 0; i-- {
+		tx, err := c.call(ctx, func() (any, error) { return c.hc.TransactionDetail(it.Attempts[i].Hash) })
+		if err == nil {
+			t := tx.(hProtocol.Transaction)
+			if t.Successful {
+				it.State, it.TxHash = stateDone, t.Hash
+				_, err := c.saveIntent(ctx, key, it, ver)
+				return true, err
+			}
+			_, _ = c.store.Apply(ctx, persistence.Delete(TableIntents, key, persistence.AtVersion(ver)))
+			return true, fmt.Errorf("stellar: transaction %s of key %q failed in the ledger; nothing was paid", t.Hash, key)
+		}
+		if !horizonclient.IsNotFoundError(err) {
+			return false, c.unavailable("transaction", err)
+		}
+	}
+	last := it.Attempts[len(it.Attempts)-1]
+	acc, found, err := c.account(ctx, it.Source)
+	if err != nil {
+		return false, err
+	}
+	alive := found && last.Seq > acc.Sequence && (last.MaxTime == 0 || c.now().Unix() <= last.MaxTime)
+	if !alive {
+		return false, nil
+	}
+	tx, serr := c.submitEnvelope(ctx, last.Envelope)
+	if serr == nil && tx.Successful {
+		it.State = stateDone
+		_, err := c.saveIntent(ctx, key, it, ver)
+		return true, err
+	}
+	codes := resultCodes(serr)
+	if codes == nil {
+		return true, fmt.Errorf("%w: stellar: resubmit %s: %v", chains.ErrUnavailable, last.Hash, serr)
+	}
+	if codes.TransactionCode == "tx_bad_seq" || codes.TransactionCode == "tx_too_late" {
+		return false, nil
+	}
+	_, _ = c.store.Apply(ctx, persistence.Delete(TableIntents, key, persistence.AtVersion(ver)))
+	return true, c.rejection(it.Op, codes)
+}
+
+// buildAttempt reads the source's sequence number, builds the transaction,
+// has the Signer sign its hash and checks the signature.
+func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder) (attempt, error) {
+	if c.signer == nil {
+		return attempt{}, errors.New("stellar: no Signer configured")
+	}
+	acc, found, err := c.account(ctx, it.Source)
+	if err != nil {
+		return attempt{}, err
+	}
+	if !found {
+		return attempt{}, fmt.Errorf("%w: stellar account %s does not exist (fund it first)", chains.ErrInsufficientFunds, it.Source)
+	}
+	ops, memo, err := build(ctx)
+	if err != nil {
+		return attempt{}, err
+	}
+	tb := txnbuild.NewTimebounds(0, c.now().Add(c.cfg.TxTimeout).Unix())
+	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+		SourceAccount: &txnbuild.SimpleAccount{AccountID: it.Source, Sequence: acc.Sequence}, IncrementSequenceNum: true,
+		Operations: ops, BaseFee: BaseFee, Memo: memo, Preconditions: txnbuild.Preconditions{TimeBounds: tb},
+	})
+	if err != nil {
+		return attempt{}, fmt.Errorf("stellar: build transaction: %w", err)
+	}
+	hash, err := tx.Hash(c.cfg.NetworkPassphrase)
+	if err != nil {
+		return attempt{}, err
+	}
+	sig, err := c.signer.Sign(ctx, it.KeyRef, hash[:])
+	if err != nil {
+		return attempt{}, fmt.Errorf("stellar: sign: %w", err)
+	}
+	pub := pubKey(it.Source)
+	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, hash[:], sig) {
+		return attempt{}, fmt.Errorf("stellar: key %s/%s/%d does not sign for %s", it.KeyRef.AgentID, it.KeyRef.Chain, it.KeyRef.Epoch, it.Source)
+	}
+	var hint [4]byte
+	copy(hint[:], pub[28:])
+	if tx, err = tx.AddSignatureDecorated(xdr.DecoratedSignature{Hint: xdr.SignatureHint(hint), Signature: sig}); err != nil {
+		return attempt{}, err
+	}
+	env, err := tx.Base64()
+	if err != nil {
+		return attempt{}, err
+	}
+	return attempt{Hash: fmt.Sprintf("%x", hash), Envelope: env, Seq: tx.SequenceNumber(), MaxTime: tb.MaxTime, At: c.now().UTC()}, nil
+}
+
+func (c *Connector) submitEnvelope(ctx context.Context, env string) (hProtocol.Transaction, error) {
+	v, err := c.call(ctx, func() (any, error) { return c.hc.SubmitTransactionXDR(env) })
+	if err != nil {
+		return hProtocol.Transaction{}, err
+	}
+	return v.(hProtocol.Transaction), nil
+}
+
+// resultCodes extracts Horizon's result codes; nil when the error is not
+// the network's verdict on the transaction (transport, timeout).
+func resultCodes(err error) *hProtocol.TransactionResultCodes {
+	var he *horizonclient.Error
+	if !errors.As(err, &he) {
+		return nil
+	}
+	rc, rerr := he.ResultCodes()
+	if rerr != nil || rc == nil || rc.TransactionCode == "" {
+		return nil
+	}
+	return rc
+}
+
+// rejection maps the network's result codes to Veil's errors.
+func (c *Connector) rejection(op string, rc *hProtocol.TransactionResultCodes) error {
+	desc := rc.TransactionCode
+	if len(rc.OperationCodes) > 0 {
+		desc += " [" + strings.Join(rc.OperationCodes, ", ") + "]"
+	}
+	has := func(code string) bool {
+		for _, o := range rc.OperationCodes {
+			if o == code {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case rc.TransactionCode == "tx_insufficient_balance", has("op_underfunded"):
+		return fmt.Errorf("%w: stellar rejected the %s: %s", chains.ErrInsufficientFunds, op, desc)
+	case has("op_low_reserve") && op == "send":
+		return fmt.Errorf("%w: stellar rejected the %s: %s (a new account needs at least 1 XLM, and the sender must keep its own reserve)", chains.ErrInvalidAmount, op, desc)
+	case has("op_low_reserve"):
+		return fmt.Errorf("%w: stellar rejected the %s: %s (below the reserve)", chains.ErrInsufficientFunds, op, desc)
+	case has("op_no_destination"), has("op_no_account"):
+		return fmt.Errorf("%w: stellar rejected the %s: %s (the destination account does not exist)", chains.ErrInvalidAddress, op, desc)
+	case has("op_no_trust"):
+		return fmt.Errorf("%w: stellar rejected the %s: %s (the destination has no trustline for the asset)", chains.ErrInvalidAddress, op, desc)
+	case rc.TransactionCode == "tx_no_source_account":
+		return fmt.Errorf("%w: stellar rejected the %s: %s (fund the account first)", chains.ErrInsufficientFunds, op, desc)
+	}
+	return fmt.Errorf("stellar rejected the %s: %s", op, desc)
+}
