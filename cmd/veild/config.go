@@ -21,6 +21,7 @@ type config struct {
 	ShutdownGrace  time.Duration
 	PublicURL      string
 	Enclave        string
+	DevnetBasePort int
 }
 
 func envName(flagName string) string {
@@ -36,6 +37,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PassivateAfter, "passivate-after", 5*time.Minute, "idle time after which an agent actor is passivated")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
 	fs.StringVar(&c.Enclave, "enclave", "software", "enclave provider: software (root sealed in the data directory) or dstack")
+	fs.IntVar(&c.DevnetBasePort, "devnet-base-port", 18545, "first loopback port of the EVM devnets (horizen, ethereum, polygon, base on consecutive ports); 0 picks free ports")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 }
 

@@ -51,7 +51,7 @@ var servingRE = regexp.MustCompile(`msg="veild serving" addr=(\S+)`)
 
 func start(t *testing.T, data string) *proc {
 	t.Helper()
-	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s")
+	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s", "--devnet-base-port", "0")
 	cmd.Env = append(os.Environ(), "VEIL_DATA="+data)
 	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{lines: make(chan string, 1000)}}
 	cmd.Stdout = p.stdout

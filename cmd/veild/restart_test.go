@@ -52,14 +52,26 @@ func TestAgentSurvivesRestartWithSameKeys(t *testing.T) {
 	var created struct{ ID, Address string }
 	_ = json.Unmarshal(body, &created)
 	_, before := call(t, "GET", "http://"+p.addr+"/agent/"+created.ID, key, nil)
+	// Steps 5 and 7 are real on the EVM devnet: the faucet funded the
+	// agent's first chain (horizen), so its status shows a balance.
+	status, body = call(t, "GET", "http://"+p.addr+"/agent/"+created.ID+"/status", key, nil)
+	var st struct {
+		Balance string
+		Chain   string
+		Address string
+	}
+	_ = json.Unmarshal(body, &st)
+	if status != 200 || st.Chain != "horizen" || st.Address != created.Address || st.Balance == "" || st.Balance == "0" {
+		t.Fatalf("status = %d %s", status, body)
+	}
 	p.stop(t, syscall.SIGTERM)
 
-	st, err := os.Stat(filepath.Join(data, "enclave", "root.seal"))
+	fi, err := os.Stat(filepath.Join(data, "enclave", "root.seal"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode().Perm() != 0o600 {
-		t.Fatalf("seal file mode %v", st.Mode().Perm())
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("seal file mode %v", fi.Mode().Perm())
 	}
 
 	p2 := start(t, data)

@@ -83,11 +83,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}))
 	defer system.Shutdown()
 	enclaves := enclaveactor.NewGroup(system, prov)
+	chainSet, err := startChains(ctx, cfg, system, store, enclaves, log)
+	if err != nil {
+		return err
+	}
+	defer chainSet.close()
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
 		Store:  store,
 		Log:    log,
 		Keys:   agent.EnclaveKeys(enclaves),
-		Chains: agent.NoChains{},
+		Chains: chainSet.refs,
 	}), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 	}, log, nil)

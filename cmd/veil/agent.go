@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/veilhq/veil/client"
+)
+
+// agentArg returns the AGENT argument, or the default agent (VEIL_AGENT,
+// then the config file's "agent"), and the remaining arguments.
+func (a *app) agentArg(args []string, cmd string) (string, []string, error) {
+	if len(args) > 0 {
+		return args[0], args[1:], nil
+	}
+	if d := firstNonEmpty(a.getenv("VEIL_AGENT"), a.cfg.Agent); d != "" {
+		return d, nil, nil
+	}
+	return "", nil, usagef("%s needs an AGENT (name, id or owner wallet), or set VEIL_AGENT / `veil config set agent NAME`", cmd)
+}
+
+// resolve finds the agent a reference names.
+func (a *app) resolve(ctx context.Context, ref string) (*client.AgentInfo, error) {
+	c, err := a.api()
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.ResolveAgent(ctx, ref)
+	if client.IsNotFound(err) {
+		return nil, &client.Error{StatusCode: 404, Message: fmt.Sprintf("no agent %q in this account (veil agent list shows yours)", ref)}
+	}
+	return info, err
+}
+
+// agentCommand runs fn with the resolved agent of args[0] and exactly
+// `extra` more arguments.
+func (a *app) withAgent(cmd string, args []string, extra int, fn func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error) error {
+	ref, rest, err := a.agentArg(args, cmd)
+	if err != nil {
+		return err
+	}
+	if len(rest) != extra {
+		return usagef("%s: expected %d argument(s) after AGENT, got %d", cmd, extra, len(rest))
+	}
+	if err := a.needKey(); err != nil {
+		return err
+	}
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.reqCtx(defaultTimeout)
+	defer cancel()
+	ag, err := a.resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, c, ag, rest)
+}
+
+func init() {
+	var create struct {
+		chain string
+		w     walletFlags
+	}
+	register(&command{
+		path:    "agent create",
+		args:    "NAME --chain CHAIN [wallet flags]",
+		summary: "create an agent owned by your wallet",
+		detail: `NAME is 3 to 32 lowercase letters, digits and hyphens (without .veil). CHAIN is horizen,
+ethereum, polygon, base, stellar, solana, or all. The wallet signs the create message of
+docs/signatures.md: an EVM key (keystore file or hex), a Stellar seed, or a Solana keypair.
+To sign in a browser wallet instead: print the message with --wallet ADDRESS --print-message,
+sign it there within 10 minutes, and pass --wallet, --signature and --message-file.`,
+		examples: []string{
+			"veil agent create alice --chain base --keystore ~/.ethereum/keystore/UTC--2026…",
+			"VEIL_EVM_KEY=0x4c08… veil agent create alice --chain all",
+			"veil agent create bob --chain stellar --stellar-secret-file ~/.stellar/bob.seed",
+			"veil agent create carol --chain solana --solana-keypair ~/.config/solana/id.json --json",
+			"veil agent create dave --chain base --wallet 0x2c75… --print-message > msg.txt",
+			"veil agent create dave --chain base --wallet 0x2c75… --signature 0xd763… --message-file msg.txt",
+		},
+		flags: func(a *app, fs *flag.FlagSet) {
+			fs.StringVar(&create.chain, "chain", "", "`chain` to deploy on: horizen, ethereum, polygon, base, stellar, solana or all (required)")
+			create.w.add(fs)
+		},
+		run: func(a *app, args []string) error {
+			if len(args) != 1 {
+				return usagef("agent create needs one NAME")
+			}
+			name := strings.TrimSuffix(args[0], client.NameSuffix)
+			if !client.ValidName(name) {
+				return usagef("invalid name %q: 3 to 32 lowercase letters, digits and hyphens, without .veil", args[0])
+			}
+			if create.chain == "" {
+				return usagef("agent create needs --chain (horizen, ethereum, polygon, base, stellar, solana or all)")
+			}
+			w := &create.w
+			if w.printMessage {
+				if w.wallet == "" {
+					return usagef("--print-message needs --wallet ADDRESS")
+				}
+				fmt.Fprint(a.stdout, client.CreateMessage(name, create.chain, w.wallet, time.Now()))
+				if isTerminal(a.stdout) {
+					fmt.Fprintln(a.stdout)
+				}
+				return nil
+			}
+			var req client.CreateAgentRequest
+			if w.presigned() {
+				if w.wallet == "" {
+					return usagef("--signature needs --wallet")
+				}
+				msg, err := w.signedMessage()
+				if err != nil {
+					return err
+				}
+				req = client.CreateAgentRequest{Name: name, Chain: create.chain, Wallet: w.wallet, Signature: w.signature, Message: msg}
+			} else {
+				s, err := w.signer(a)
+				if err != nil {
+					return err
+				}
+				if req, err = client.SignCreate(s, name, create.chain, time.Now()); err != nil {
+					return usagef("%s", strings.TrimPrefix(err.Error(), "veil: "))
+				}
+			}
+			if err := a.needKey(); err != nil {
+				return err
+			}
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.reqCtx(defaultTimeout)
+			defer cancel()
+			ag, err := c.CreateAgent(ctx, req)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				return a.printJSON(ag)
+			}
+			fmt.Fprintf(a.stdout, "Created %s%s (%s)\n", ag.Name, client.NameSuffix, ag.ID)
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "  chain\t%s\n  address\t%s\n  meta-address\t%s\n", ag.Chain, ag.Address, ag.MetaAddress)
+			return tw.Flush()
+		},
+	})
+
+	register(&command{
+		path:     "agent list",
+		summary:  "list the agents of your account",
+		examples: []string{"veil agent list", "veil agent list --json | jq -r '.[].id'"},
+		run: func(a *app, args []string) error {
+			if len(args) != 0 {
+				return usagef("agent list takes no arguments")
+			}
+			if err := a.needKey(); err != nil {
+				return err
+			}
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.reqCtx(defaultTimeout)
+			defer cancel()
+			list, err := c.ListAgents(ctx)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				if list == nil {
+					list = []client.AgentInfo{}
+				}
+				return a.printJSON(list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stderr, "No agents yet: create one with veil agent create NAME --chain CHAIN.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tID\tCHAINS\tADDRESS")
+			for _, ag := range list {
+				first := ""
+				if len(ag.Chains) > 0 {
+					first = ag.Addresses[ag.Chains[0]]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ag.FullName(), ag.ID, strings.Join(ag.Chains, ","), first)
+			}
+			return tw.Flush()
+		},
+	})
+
+	register(&command{
+		path:     "agent show",
+		args:     "AGENT",
+		summary:  "show an agent's id, chains, addresses and meta-addresses",
+		examples: []string{"veil agent show alice", "veil agent show 0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "veil agent show alice --json"},
+		run: func(a *app, args []string) error {
+			return a.withAgent("agent show", args, 0, func(_ context.Context, _ *client.Client, ag *client.AgentInfo, _ []string) error {
+				if a.g.json {
+					return a.printJSON(ag)
+				}
+				fmt.Fprintf(a.stdout, "%s\n  id      %s\n", ag.FullName(), ag.ID)
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				for _, ch := range ag.Chains {
+					fmt.Fprintf(tw, "  %s\taddress\t%s\n", ch, ag.Addresses[ch])
+					fmt.Fprintf(tw, "  \tmeta\t%s\n", ag.MetaAddresses[ch])
+				}
+				return tw.Flush()
+			})
+		},
+	})
+
+	register(&command{
+		path:     "agent status",
+		args:     "AGENT",
+		summary:  "show an agent's balance, tokens and pending invoices",
+		examples: []string{"veil agent status alice", "veil agent status alice --json | jq -r .balance"},
+		run: func(a *app, args []string) error {
+			return a.withAgent("agent status", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+				st, err := c.AgentStatus(ctx, ag.ID)
+				if err != nil {
+					return err
+				}
+				if a.g.json {
+					return a.printJSON(st)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "%s on %s\n", ag.FullName(), st.Chain)
+				fmt.Fprintf(tw, "  balance\t%s\n", st.Balance)
+				for _, sym := range sortedKeys(st.Tokens) {
+					fmt.Fprintf(tw, "  %s\t%s\n", sym, st.Tokens[sym])
+				}
+				fmt.Fprintf(tw, "  pending invoices\t%d\n  address\t%s\n  meta-address\t%s\n", st.PendingInvoices, st.Address, st.MetaAddress)
+				return tw.Flush()
+			})
+		},
+	})
+
+	var export walletFlags
+	register(&command{
+		path:    "agent export",
+		args:    "AGENT [wallet flags]",
+		summary: "export an agent's private key (needs the owner wallet's fresh signature)",
+		detail: `The owner wallet signs the export message of docs/signatures.md (valid 10 minutes, once).
+The key alone is printed on standard output (JSON {"secret"} with --json): redirect it to a
+file only you can read.`,
+		examples: []string{
+			"veil agent export alice --keystore ~/.ethereum/keystore/UTC--2026… > alice.key",
+			"veil agent export bob --stellar-secret-file ~/.stellar/bob.seed --json",
+			"veil agent export alice --wallet 0x2c75… --print-message",
+		},
+		flags: func(a *app, fs *flag.FlagSet) { export.add(fs) },
+		run: func(a *app, args []string) error {
+			return a.withAgent("agent export", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+				w := &export
+				var req client.ExportRequest
+				switch {
+				case w.printMessage:
+					if w.wallet == "" {
+						return usagef("--print-message needs --wallet ADDRESS (the owner wallet)")
+					}
+					fmt.Fprint(a.stdout, client.ExportMessage(ag.ID, w.wallet, time.Now()))
+					if isTerminal(a.stdout) {
+						fmt.Fprintln(a.stdout)
+					}
+					return nil
+				case w.presigned():
+					msg, err := w.signedMessage()
+					if err != nil {
+						return err
+					}
+					if msg == "" {
+						return usagef("--signature needs --message or --message-file (export always sends the signed message)")
+					}
+					req = client.ExportRequest{Signature: w.signature, Message: msg}
+				default:
+					s, err := w.signer(a)
+					if err != nil {
+						return err
+					}
+					if req, err = client.SignExport(s, ag.ID, time.Now()); err != nil {
+						return err
+					}
+				}
+				key, err := c.ExportKey(ctx, ag.ID, req)
+				if err != nil {
+					return err
+				}
+				if a.g.json {
+					return a.printJSON(key)
+				}
+				if isTerminal(a.stdout) {
+					fmt.Fprintf(a.stderr, "Private key of %s (anyone who has it controls the agent's funds):\n", ag.FullName())
+				}
+				fmt.Fprintln(a.stdout, key.Secret)
+				return nil
+			})
+		},
+	})
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/veilhq/veil/client"
+)
+
+func init() {
+	var f struct {
+		follow, unread, markRead bool
+		interval                 time.Duration
+	}
+	notifications := &command{
+		path:    "notifications",
+		args:    "AGENT [--follow] [--unread] [--mark-read]",
+		summary: "print an agent's notifications; --follow keeps polling for new ones",
+		detail: `Notifications are printed oldest first. The server does not push: --follow polls every
+--interval and prints each new notification once, until Ctrl-C (exit 0). With --json the list
+is the server's {notifications, unreadCount}; with --follow it is one JSON notification per line.
+Subcommands: notifications read AGENT (mark all read), notifications clear AGENT (delete all).`,
+		examples: []string{
+			"veil notifications alice",
+			"veil notifications alice --unread --mark-read",
+			"veil notifications alice --follow --interval 10s",
+			"veil notifications alice --follow --json | jq -r 'select(.type==\"payment_received\") | .body'",
+		},
+		flags: func(a *app, fs *flag.FlagSet) {
+			fs.BoolVar(&f.follow, "follow", false, "keep polling and print new notifications as they arrive")
+			fs.BoolVar(&f.follow, "f", false, "short for --follow")
+			fs.BoolVar(&f.unread, "unread", false, "only unread notifications")
+			fs.BoolVar(&f.markRead, "mark-read", false, "mark all read after printing")
+			fs.DurationVar(&f.interval, "interval", 5*time.Second, "polling `interval` of --follow")
+		},
+		run: func(a *app, args []string) error {
+			if f.interval < 100*time.Millisecond {
+				return usagef("--interval must be at least 100ms")
+			}
+			ref, rest, err := a.agentArg(args, "notifications")
+			if err != nil {
+				return err
+			}
+			if len(rest) != 0 {
+				return usagef("notifications takes one AGENT")
+			}
+			if err := a.needKey(); err != nil {
+				return err
+			}
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.reqCtx(defaultTimeout)
+			ag, err := a.resolve(ctx, ref)
+			cancel()
+			if err != nil {
+				return err
+			}
+			n := &notifier{app: a, c: c, agent: ag, unread: f.unread, markRead: f.markRead}
+			if !f.follow {
+				return n.once()
+			}
+			return n.follow(f.interval)
+		},
+	}
+	register(notifications)
+	list := *notifications
+	list.path, list.summary = "notifications list", "same as notifications AGENT (for an agent named read or clear)"
+	register(&list)
+	register(&command{
+		path:     "notifications read",
+		args:     "AGENT",
+		summary:  "mark all of an agent's notifications read",
+		examples: []string{"veil notifications read alice"},
+		run: func(a *app, args []string) error {
+			return a.withAgent("notifications read", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+				if err := c.MarkNotificationsRead(ctx, ag.ID); err != nil {
+					return err
+				}
+				if a.g.json {
+					return a.printJSON(map[string]any{"unreadCount": 0})
+				}
+				return nil
+			})
+		},
+	})
+	register(&command{
+		path:     "notifications clear",
+		args:     "AGENT",
+		summary:  "delete all of an agent's notifications, for good",
+		examples: []string{"veil notifications clear alice"},
+		run: func(a *app, args []string) error {
+			return a.withAgent("notifications clear", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+				if err := c.DeleteNotifications(ctx, ag.ID); err != nil {
+					return err
+				}
+				if a.g.json {
+					return a.printJSON(map[string]any{"deleted": true})
+				}
+				return nil
+			})
+		},
+	})
+}
+
+type notifier struct {
+	app              *app
+	c                *client.Client
+	agent            *client.AgentInfo
+	unread, markRead bool
+	seen             int64 // highest id printed
+}
+
+func (n *notifier) fetch(ctx context.Context) (*client.Inbox, error) {
+	ctx, cancel := n.app.reqCtx(defaultTimeout)
+	defer cancel()
+	return n.c.Notifications(ctx, n.agent.ID)
+}
+
+// fresh returns the inbox's notifications not printed yet, oldest first.
+func (n *notifier) fresh(in *client.Inbox) []client.Notification {
+	var out []client.Notification
+	for i := len(in.Notifications) - 1; i >= 0; i-- {
+		nt := in.Notifications[i]
+		if nt.ID <= n.seen || n.unread && nt.Read {
+			continue
+		}
+		out = append(out, nt)
+	}
+	return out
+}
+
+func (n *notifier) once() error {
+	in, err := n.fetch(n.app.ctx)
+	if err != nil {
+		return err
+	}
+	list := n.fresh(in)
+	if n.app.g.json {
+		out := client.Inbox{Notifications: in.Notifications, UnreadCount: in.UnreadCount}
+		if n.unread {
+			out.Notifications = nil
+			for i := len(list) - 1; i >= 0; i-- {
+				out.Notifications = append(out.Notifications, list[i])
+			}
+		}
+		if out.Notifications == nil {
+			out.Notifications = []client.Notification{}
+		}
+		if err := n.app.printJSON(out); err != nil {
+			return err
+		}
+	} else {
+		if len(list) == 0 {
+			fmt.Fprintf(n.app.stderr, "No %snotifications for %s.\n", map[bool]string{true: "unread "}[n.unread], n.agent.FullName())
+		}
+		for _, nt := range list {
+			printNotification(n.app.stdout, nt)
+		}
+		if in.UnreadCount > 0 && !n.markRead {
+			fmt.Fprintf(n.app.stderr, "%d unread (mark them read with --mark-read or veil notifications read %s)\n", in.UnreadCount, n.agent.Name)
+		}
+	}
+	return n.mark(len(list) > 0)
+}
+
+func (n *notifier) mark(any bool) error {
+	if !n.markRead || !any {
+		return nil
+	}
+	ctx, cancel := n.app.reqCtx(defaultTimeout)
+	defer cancel()
+	return n.c.MarkNotificationsRead(ctx, n.agent.ID)
+}
+
+// follow polls until interrupted. Polling errors that a later poll may
+// not see (server restarting, busy) are reported and polling goes on;
+// auth and not-found end it.
+func (n *notifier) follow(every time.Duration) error {
+	a := n.app
+	enc := json.NewEncoder(a.stdout)
+	if !a.g.json {
+		fmt.Fprintf(a.stderr, "Following notifications of %s every %s (Ctrl-C to stop).\n", n.agent.FullName(), every)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := false
+	for {
+		in, err := n.fetch(a.ctx)
+		switch {
+		case a.ctx.Err() != nil:
+			return nil
+		case err != nil:
+			if c := exitCode(err); c == exitAuth || c == exitNotFound {
+				return err
+			}
+			if !failing {
+				fmt.Fprintf(a.stderr, "veil: polling: %s (will keep trying)\n", errText(err))
+			}
+			failing = true
+		default:
+			if failing {
+				fmt.Fprintln(a.stderr, "veil: polling again")
+			}
+			failing = false
+			list := n.fresh(in)
+			for _, nt := range list {
+				if a.g.json {
+					if err := enc.Encode(nt); err != nil {
+						return err
+					}
+				} else {
+					printNotification(a.stdout, nt)
+				}
+				n.seen = max(n.seen, nt.ID)
+			}
+			// Remember what was there even when filtered out.
+			for _, nt := range in.Notifications {
+				n.seen = max(n.seen, nt.ID)
+			}
+			if err := n.mark(len(list) > 0); err != nil && a.ctx.Err() == nil {
+				fmt.Fprintf(a.stderr, "veil: marking read: %s\n", errText(err))
+			}
+		}
+		select {
+		case <-a.ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func printNotification(w io.Writer, nt client.Notification) {
+	mark := " "
+	if !nt.Read {
+		mark = "•"
+	}
+	fmt.Fprintf(w, "%s %s  %-17s %s\n", mark, nt.CreatedAt.Local().Format(time.DateTime), nt.Type, nt.Title)
+	if nt.Body != "" && nt.Body != nt.Title {
+		fmt.Fprintf(w, "    %s\n", nt.Body)
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/veilhq/veil/client"
+)
+
+// walletFlags choose the owner wallet that signs a create or export
+// message, or carry a signature made elsewhere (a browser wallet).
+type walletFlags struct {
+	evmKey, evmKeyFile     string
+	keystore, passwordFile string
+	stellarSecretFile      string
+	sep53                  bool
+	solanaKeypair          string
+
+	wallet, signature, message, messageFile string
+	printMessage                            bool
+}
+
+func (w *walletFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&w.evmKeyFile, "evm-key-file", "", "`file` holding an EVM private key in hex (env VEIL_EVM_KEY holds the key itself)")
+	fs.StringVar(&w.keystore, "keystore", "", "EVM keystore `file` (geth, cast wallet, MetaMask export)")
+	fs.StringVar(&w.passwordFile, "password-file", "", "`file` holding the keystore passphrase (env VEIL_KEYSTORE_PASSWORD; else asked on the terminal)")
+	fs.StringVar(&w.stellarSecretFile, "stellar-secret-file", "", "`file` holding a Stellar secret seed S… (env VEIL_STELLAR_SECRET holds the seed itself)")
+	fs.BoolVar(&w.sep53, "sep53", false, "sign the Stellar message the SEP-53 way (as Freighter does)")
+	fs.StringVar(&w.solanaKeypair, "solana-keypair", "", "Solana keypair `file` (the Solana CLI's id.json, or base58 text)")
+	fs.StringVar(&w.wallet, "wallet", "", "owner wallet `address`, with --signature (signed elsewhere) or --print-message")
+	fs.StringVar(&w.signature, "signature", "", "a `signature` made elsewhere over the message (with --wallet and --message)")
+	fs.StringVar(&w.message, "message", "", "the exact signed message `text` (with --signature)")
+	fs.StringVar(&w.messageFile, "message-file", "", "`file` holding the exact signed message (with --signature)")
+	fs.BoolVar(&w.printMessage, "print-message", false, "print the message to sign with --wallet's wallet (Issued At now) and exit")
+}
+
+// presigned reports a signature made elsewhere.
+func (w *walletFlags) presigned() bool { return w.signature != "" }
+
+// signer returns the signer the flags (or environment) choose.
+func (w *walletFlags) signer(a *app) (client.Signer, error) {
+	var chosen []string
+	for name, v := range map[string]string{"--evm-key-file": w.evmKeyFile, "--keystore": w.keystore, "--stellar-secret-file": w.stellarSecretFile, "--solana-keypair": w.solanaKeypair} {
+		if v != "" {
+			chosen = append(chosen, name)
+		}
+	}
+	if len(chosen) > 1 {
+		return nil, usagef("choose one wallet: %s", strings.Join(chosen, ", "))
+	}
+	switch {
+	case w.evmKeyFile != "":
+		raw, err := os.ReadFile(w.evmKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		return client.EVMSignerFromHex(string(raw))
+	case w.keystore != "":
+		pass, err := w.passphrase(a)
+		if err != nil {
+			return nil, err
+		}
+		return client.EVMSignerFromKeystore(w.keystore, pass)
+	case w.stellarSecretFile != "":
+		raw, err := os.ReadFile(w.stellarSecretFile)
+		if err != nil {
+			return nil, err
+		}
+		return w.stellar(string(raw))
+	case w.solanaKeypair != "":
+		return client.SolanaSignerFromKeypairFile(w.solanaKeypair)
+	}
+	evm, xlm := a.getenv("VEIL_EVM_KEY"), a.getenv("VEIL_STELLAR_SECRET")
+	switch {
+	case evm != "" && xlm != "":
+		return nil, usagef("both VEIL_EVM_KEY and VEIL_STELLAR_SECRET are set: choose a wallet with a flag")
+	case evm != "":
+		return client.EVMSignerFromHex(evm)
+	case xlm != "":
+		return w.stellar(xlm)
+	}
+	return nil, usagef("no wallet to sign with: pass --keystore, --evm-key-file, --stellar-secret-file or --solana-keypair (or VEIL_EVM_KEY / VEIL_STELLAR_SECRET), or --wallet with --signature made elsewhere")
+}
+
+func (w *walletFlags) stellar(seed string) (client.Signer, error) {
+	return client.StellarSignerFromSecret(seed, w.sep53)
+}
+
+func (w *walletFlags) passphrase(a *app) (string, error) {
+	if w.passwordFile != "" {
+		raw, err := os.ReadFile(w.passwordFile)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimRight(string(raw), "\r\n"), nil
+	}
+	if p := a.getenv("VEIL_KEYSTORE_PASSWORD"); p != "" {
+		return p, nil
+	}
+	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(a.stderr, "Passphrase for %s: ", w.keystore)
+		p, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.stderr)
+		return string(p), err
+	}
+	if a.stdin != nil {
+		// Piped: the first line of standard input.
+		line, err := bufio.NewReader(a.stdin).ReadString('\n')
+		if line = strings.TrimRight(line, "\r\n"); line != "" || err == nil {
+			return line, nil
+		}
+	}
+	return "", usagef("the keystore needs a passphrase: pass --password-file or set VEIL_KEYSTORE_PASSWORD")
+}
+
+// signedMessage returns --message or --message-file's text.
+func (w *walletFlags) signedMessage() (string, error) {
+	if w.messageFile != "" {
+		if w.message != "" {
+			return "", usagef("pass --message or --message-file, not both")
+		}
+		raw, err := os.ReadFile(w.messageFile)
+		if err != nil {
+			return "", err
+		}
+		// Editors add a final newline; the signed text has none.
+		return strings.TrimRight(string(raw), "\r\n"), nil
+	}
+	return strings.ReplaceAll(w.message, `\n`, "\n"), nil
+}
