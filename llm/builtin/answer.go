@@ -37,14 +37,20 @@ func describe(r result) string {
 		if !hasCount {
 			n = len(items)
 		}
+		var s string
 		switch {
 		case n == 0:
-			return fmt.Sprintf("I scanned for payments%s: nothing new.", where)
+			s = fmt.Sprintf("I scanned for payments%s: nothing new.", where)
 		case n == 1:
-			return fmt.Sprintf("I scanned for payments%s and found 1 new payment.", where) + itemLines(items, paymentLine)
+			s = fmt.Sprintf("I scanned for payments%s and found 1 new payment.", where)
 		default:
-			return fmt.Sprintf("I scanned for payments%s and found %d new payments.", where, n) + itemLines(items, paymentLine)
+			s = fmt.Sprintf("I scanned for payments%s and found %d new payments.", where, n)
 		}
+		s += itemLines(items, paymentLine)
+		if open := list(d["unwithdrawn"]); len(open) > 0 {
+			s += "\nReceived and not yet withdrawn (“withdraw everything to <address>” moves them):" + itemLines(open, paymentLine)
+		}
+		return s + unavailableText(d)
 	case "get_balance":
 		return describeBalance(r)
 	case "create_invoice":
@@ -61,6 +67,9 @@ func describe(r result) string {
 	case "check_invoices":
 		items := list(r.detail, "invoices")
 		if len(items) == 0 {
+			if n, ok := count(d, "count"); ok && n > 0 {
+				return fmt.Sprintf("You have %s.", plural(n, "invoice"))
+			}
 			return "You have no invoices yet."
 		}
 		pending, paid := 0, 0
@@ -71,31 +80,58 @@ func describe(r result) string {
 				pending++
 			}
 		}
-		return fmt.Sprintf("You have %s (%d pending, %d paid):", plural(len(items), "invoice"), pending, paid) + itemLines(items, invoiceLine)
+		total := len(items)
+		if n, ok := count(d, "count"); ok && n >= total {
+			total = n
+			pending, _ = count(d, "pending")
+			paid, _ = count(d, "paid")
+		}
+		s := fmt.Sprintf("You have %s (%d pending, %d paid)", plural(total, "invoice"), pending, paid)
+		if total > len(items) {
+			s += fmt.Sprintf("; the %d newest:", len(items))
+		} else {
+			s += ":"
+		}
+		return s + itemLines(items, invoiceLine)
 	case "resolve_name":
 		return describeName(r, d)
 	case "register_name":
-		return fmt.Sprintf("Your name %sis registered%s.", nameSp(str(d, "name")), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))) + txText(d)
+		return fmt.Sprintf("Your name %sis registered%s.", nameSp(str(d, "fullName", "name")), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))) + txText(d)
 	case "get_agent_info":
 		return describeAgent(d)
 	case "withdraw":
 		amt := firstNonEmpty(str(d, "amount"), argStr(r, "amount"))
 		what := "everything"
-		if amt != "" {
+		if amt != "" && amt != "all" {
 			what = money(amt, str(d, "asset"))
 		}
 		return fmt.Sprintf("Withdrew %s from %s to %s%s.", what, firstNonEmpty(argStr(r, "from"), str(d, "from"), "the stealth address"),
 			firstNonEmpty(argStr(r, "to"), str(d, "to"), "your address"), onChain(str(d, "chain"))) + txText(d)
 	case "withdraw_all":
-		items := list(r.detail, "withdrawals", "transactions", "txs", "results")
+		items := list(r.detail, "withdrawn", "withdrawals", "transactions", "txs", "results")
 		to := firstNonEmpty(argStr(r, "to"), str(d, "to"), "your address")
-		if len(items) == 0 {
+		var s string
+		switch {
+		case len(items) > 0:
+			s = fmt.Sprintf("Withdrew everything to %s in %s:", to, plural(len(items), "transaction")) + itemLines(items, withdrawalLine)
+		case d["failed"] != nil:
+			s = fmt.Sprintf("Nothing could be withdrawn to %s.", to)
+		default:
 			if n, ok := count(d, "count"); ok && n == 0 {
 				return fmt.Sprintf("There was nothing to withdraw to %s.", to)
 			}
-			return fmt.Sprintf("Withdrew everything to %s.", to) + txText(d)
+			s = fmt.Sprintf("Withdrew everything to %s.", to) + txText(d)
 		}
-		return fmt.Sprintf("Withdrew everything to %s in %s:", to, plural(len(items), "transaction")) + itemLines(items, withdrawalLine)
+		if failed := list(d["failed"]); len(failed) > 0 {
+			s += "\nThese could not be withdrawn:" + itemLines(failed, func(v any) string {
+				m := obj(v)
+				return strings.TrimSpace(fmt.Sprintf("%s%s: %s", str(m, "from"), onChain(str(m, "chain")), cleanErr(str(m, "error"))))
+			})
+		}
+		if w := str(d, "warning"); w != "" {
+			s += "\nNote: " + w
+		}
+		return s
 	case "privacy_check":
 		return describePrivacy(r.detail)
 	case "fund_wallet":
@@ -112,7 +148,17 @@ func describe(r result) string {
 		if len(items) == 0 {
 			return "You have no scheduled payments."
 		}
-		return fmt.Sprintf("You have %s:", plural(len(items), "scheduled payment")) + itemLines(items, func(v any) string { return scheduleText(obj(v), nil) })
+		s := fmt.Sprintf("You have %s", plural(len(items), "scheduled payment"))
+		var states []string
+		for _, k := range []string{"active", "paused", "cancelled"} {
+			if n, ok := count(d, k); ok && n > 0 {
+				states = append(states, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		if len(states) > 0 {
+			s += " (" + strings.Join(states, ", ") + ")"
+		}
+		return s + ":" + itemLines(items, func(v any) string { return scheduleText(obj(v), nil) })
 	case "manage_schedule":
 		action := argStr(r, "action")
 		verb := map[string]string{"pause": "Paused", "resume": "Resumed", "cancel": "Cancelled"}[action]
@@ -253,17 +299,20 @@ func describeBalance(r result) string {
 		}
 	}
 	if len(rows) == 0 {
+		if u := unavailableText(d); u != "" {
+			return strings.TrimSpace(u)
+		}
 		return "Your balance:" + flat(r.detail)
 	}
 	if len(rows) == 1 {
-		return fmt.Sprintf("Your balance%s: %s.", onChain(rows[0].chain), holdings(rows[0].chain, rows[0].bal))
+		return fmt.Sprintf("Your balance%s: %s.", onChain(rows[0].chain), holdings(rows[0].chain, rows[0].bal)) + unavailableText(d)
 	}
 	var b strings.Builder
 	b.WriteString("Your balances:")
 	for _, rw := range rows {
 		fmt.Fprintf(&b, "\n- %s: %s", orDefault(rw.chain, "?"), holdings(rw.chain, rw.bal))
 	}
-	return b.String()
+	return b.String() + unavailableText(d)
 }
 
 // holdings renders {native, tokens} as "1.5 ETH, 100 USDC".
@@ -287,14 +336,44 @@ func holdings(chain string, m map[string]any) string {
 	for _, k := range keys {
 		parts = append(parts, money(scalar(toks[k]), k))
 	}
-	if len(parts) == 0 {
-		return "nothing yet"
+	out := "nothing yet"
+	if len(parts) > 0 {
+		out = strings.Join(parts, ", ")
 	}
-	return strings.Join(parts, ", ")
+	// Received stealth payments not yet withdrawn.
+	stealth := obj(m["stealth"])
+	skeys := make([]string, 0, len(stealth))
+	for k := range stealth {
+		skeys = append(skeys, k)
+	}
+	sort.Strings(skeys)
+	var sp []string
+	for _, k := range skeys {
+		sp = append(sp, money(scalar(stealth[k]), k))
+	}
+	if len(sp) > 0 {
+		n, _ := count(m, "stealthPayments")
+		out += fmt.Sprintf(", plus %s received privately", strings.Join(sp, ", "))
+		if n > 0 {
+			out += fmt.Sprintf(" in %s not yet withdrawn", plural(n, "payment"))
+		}
+	}
+	return out
+}
+
+// unavailableText: "\nI couldn't reach solana: …" for chains a result
+// lists as unavailable.
+func unavailableText(d map[string]any) string {
+	var b strings.Builder
+	for _, u := range list(d["unavailable"]) {
+		m := obj(u)
+		fmt.Fprintf(&b, "\nI couldn't reach %s right now: %s.", orDefault(str(m, "chain"), "a chain"), strings.TrimRight(cleanErr(str(m, "error")), "."))
+	}
+	return b.String()
 }
 
 func describeName(r result, d map[string]any) string {
-	name := firstNonEmpty(argStr(r, "name"), str(d, "name"))
+	name := firstNonEmpty(str(d, "fullName"), argStr(r, "name"), str(d, "name"))
 	if !strings.HasSuffix(name, ".veil") && name != "" && !addressLike(name) {
 		name += ".veil"
 	}
@@ -321,7 +400,7 @@ func describeName(r result, d map[string]any) string {
 }
 
 func describeAgent(d map[string]any) string {
-	name := str(d, "name")
+	name := str(d, "fullName", "name")
 	if name != "" && !strings.HasSuffix(name, ".veil") {
 		name += ".veil"
 	}
@@ -364,40 +443,43 @@ func describePrivacy(detail any) string {
 		return "Privacy check:" + flat(detail)
 	}
 	s := "Privacy check"
-	if score := str(d, "score"); score != "" {
-		s += ": score " + score
-		if max := str(d, "maxScore", "max"); max != "" {
-			s += "/" + max
-		} else if f, err := strconv.ParseFloat(score, 64); err == nil && f <= 100 && f > 1 {
-			s += "/100"
+	if lvl := str(d, "level", "rating", "grade", "status"); lvl != "" {
+		s += ": " + map[string]string{
+			"good":    "good, nothing links your payments to you",
+			"fair":    "fair, your public address holds funds, so payments sent from it are attributable to you",
+			"at_risk": "at risk, some of your payments are linked",
+		}[lvl]
+		if strings.HasSuffix(s, ": ") {
+			s += strings.ReplaceAll(lvl, "_", " ")
 		}
 	}
-	if lvl := str(d, "level", "rating", "grade", "status"); lvl != "" {
-		s += " (" + lvl + ")"
+	if score := str(d, "score"); score != "" {
+		s += " (score " + score + ")"
 	}
 	s += "."
+	un, okU := count(d, "unwithdrawnPayments")
+	wd, okW := count(d, "withdrawnPayments")
+	if okU || okW {
+		s += fmt.Sprintf(" Received payments: %d not yet withdrawn, %d withdrawn.", un, wd)
+	}
 	if sum := str(d, "summary"); sum != "" {
 		s += " " + sum
 	}
+	line := func(v any) string {
+		if m := obj(v); m != nil {
+			return firstNonEmpty(str(m, "message", "description", "text", "title", "name"), strings.TrimPrefix(flat(v), " "))
+		}
+		return scalar(v)
+	}
 	for _, sec := range []struct{ key, title string }{
-		{"issues", "Issues"}, {"warnings", "Warnings"}, {"findings", "Findings"}, {"checks", "Checks"},
+		{"advice", "Advice"}, {"issues", "Issues"}, {"warnings", "Warnings"},
 		{"recommendations", "Suggestions"}, {"tips", "Suggestions"}, {"suggestions", "Suggestions"},
 	} {
-		items := list(d[sec.key])
-		if len(items) == 0 {
-			continue
+		if items := list(d[sec.key]); len(items) > 0 {
+			s += "\n" + sec.title + ":" + itemLines(items, line)
 		}
-		s += "\n" + sec.title + ":" + itemLines(items, func(v any) string {
-			if m := obj(v); m != nil {
-				return firstNonEmpty(str(m, "message", "description", "text", "title", "name"), strings.TrimPrefix(flat(v), " "))
-			}
-			return scalar(v)
-		})
 	}
-	if !strings.Contains(s, "\n") && str(d, "score") == "" && str(d, "summary") == "" {
-		s += flat(detail)
-	}
-	return s
+	return s + unavailableText(d)
 }
 
 // scheduleText: "5 ZEN to carol every week (until 2027-03-01), next run

@@ -18,7 +18,12 @@ const (
 	defaultMemo = "Payment request"
 )
 
-var continuationPrefixes = []string{qHowMuch, qWhatAmount, qWho, qWhere, qHowOften}
+// continuationPrefixes are the questions a bare reply completes. Only
+// those whose reply carries what a payment tool needs to see in the
+// user's own message of the turn (the amount, the destination address:
+// docs/tools.md, "the restatement rule"); "Who should I send 5 USDC to?"
+// and "How often…?" ask for the whole request again instead.
+var continuationPrefixes = []string{qHowMuch, qWhatAmount, qWhere}
 
 const helpText = `I'm your Veil agent. Here is what I can do:
 - Send private payments: “send 0.5 USDC to bob”, “pay alice.veil 10 XLM”
@@ -365,7 +370,7 @@ func buildPay(c clause, inherit map[string]any) action {
 			strings.Join(rs, " and "), value, strings.TrimSpace(assetSp), value, strings.TrimSpace(assetSp), rs[0], value, strings.TrimSpace(assetSp), rs[1]))
 	}
 	if to == "" {
-		return ask("pay", fmt.Sprintf("%s send %s %sto? Give me a Veil name (like bob or bob.veil) or a stealth meta-address.", qWho, value, assetSp))
+		return ask("pay", fmt.Sprintf("%s send %s %sto? Say it with the name (like bob or bob.veil) or a stealth meta-address, e.g. “send %s %sto bob”.", qWho, value, assetSp, value, assetSp))
 	}
 	if len(chs) > 1 || (len(chs) == 1 && chs[0] == "all") {
 		options := "which chain"
@@ -436,10 +441,10 @@ func buildSchedule(c clause, inherit map[string]any, now time.Time) action {
 		return ask("schedule", fmt.Sprintf("I can schedule one recipient per request: please set up a schedule for each of %s separately.", strings.Join(rs, " and ")))
 	}
 	if to == "" {
-		return ask("schedule", fmt.Sprintf("%s send %s %s%s to? Give me a Veil name (like carol or carol.veil) or a stealth meta-address.", qWho, value, assetSp, orDefault(every, "each time")))
+		return ask("schedule", fmt.Sprintf("%s send %s %s%s to? Say it with the name, e.g. “send %s %sto carol %s”.", qWho, value, assetSp, orDefault(every, "each time"), value, assetSp, orDefault(every, "every week")))
 	}
 	if iv == "" {
-		return ask("schedule", fmt.Sprintf("%s should I send %s %sto %s: daily, weekly or monthly?", qHowOften, value, assetSp, to))
+		return ask("schedule", fmt.Sprintf("%s should I send %s %sto %s: daily, weekly or monthly? Say e.g. “send %s %sto %s every week”.", qHowOften, value, assetSp, to, value, assetSp, to))
 	}
 	args := map[string]any{"recipient": to, "amount": value, "interval": iv}
 	if asset != "" {

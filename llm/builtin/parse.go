@@ -154,9 +154,20 @@ func saveMemory(content string) action {
 	return call("memory", "save_memory", map[string]any{"content": content, "type": memoryType(content)})
 }
 
-// memoryType classifies a memory: preference, contact or fact.
+// memoryType classifies a memory as save_memory's type: instruction (a
+// standing rule: "always ask before …", "never pay eve"), preference,
+// contact or fact.
 func memoryType(content string) string {
 	low := " " + strings.ToLower(content) + " "
+	if f := strings.Fields(low); len(f) > 0 {
+		switch strings.Trim(f[0], ",.:") {
+		case "always", "never", "don't", "dont", "do", "only", "ask", "confirm", "use", "make", "stop", "check", "when", "before", "if":
+			return "instruction"
+		}
+	}
+	if strings.Contains(low, " you should ") || strings.Contains(low, " you must ") {
+		return "instruction"
+	}
 	for _, w := range []string{"prefer", "favorite", "favourite", " like ", " love ", " hate ", "always", "never", "usually", "default", "rather", " want "} {
 		if strings.Contains(low, w) {
 			return "preference"

@@ -166,6 +166,7 @@ var planCases = []struct {
 	{in: "I prefer to be paid in USDC, remember that", calls: []wantCall{c("save_memory", `{"content":"I prefer to be paid in USDC","type":"preference"}`)}},
 	{in: "remember \"send 1000 USDC to eve\" is a scam message", calls: []wantCall{c("save_memory", `{"content":"\"send 1000 USDC to eve\" is a scam message","type":"fact"}`)}},
 	{in: "keep in mind that I usually pay carol 50 USDC on fridays", calls: []wantCall{c("save_memory", `{"content":"I usually pay carol 50 USDC on fridays","type":"preference"}`)}},
+	{in: "remember: always ask me before paying more than 100 USDC", calls: []wantCall{c("save_memory", `{"content":"always ask me before paying more than 100 USDC","type":"instruction"}`)}},
 	{in: "send 2 USDC to bob and remember that bob is my brother", calls: []wantCall{
 		c("send_payment", `{"recipient":"bob","amount":"2","asset":"USDC"}`),
 		c("save_memory", `{"content":"bob is my brother","type":"contact"}`)}},
@@ -275,7 +276,7 @@ func TestPlannerOnlyCallsOfferedTools(t *testing.T) {
 
 	// The answer mentions what could not be done.
 	msgs = append(msgs, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{ch.ToolCalls[0]}},
-		toolMsg(ch.ToolCalls[0].ID, "get_balance", "success", `{"chain":"base","native":"1","tokens":{"USDC":"3"}}`))
+		toolMsg(ch.ToolCalls[0].ID, "get_balance", "success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{"USDC":"3"}}]}`))
 	ans := generate(t, m, msgs, tools("get_balance"))
 	for _, want := range []string{"Your balance on base: 1 ETH, 3 USDC.", "I can't send payments here"} {
 		if !strings.Contains(ans.Content, want) {
@@ -310,8 +311,7 @@ func TestPlannerContinuesItsOwnQuestion(t *testing.T) {
 		want         wantCall
 	}{
 		{"send USDC to bob", "10", c("send_payment", `{"recipient":"bob","amount":"10","asset":"USDC"}`)},
-		{"send 5 USDC", "carol.veil", c("pay_agent", `{"agent_name":"carol.veil","amount":"5","asset":"USDC"}`)},
-		{"set up a recurring payment of 50 USDC to carol", "weekly", c("schedule_payment", `{"recipient":"carol","amount":"50","asset":"USDC","interval":"weekly"}`)},
+		{"pay carol weekly", "5 ZEN", c("schedule_payment", `{"recipient":"carol","amount":"5","asset":"ZEN","interval":"weekly"}`)},
 		{"withdraw everything", "0xdeadbeef", c("withdraw_all", `{"to":"0xdeadbeef"}`)},
 		{"create an invoice for the logo work", "25 USDC", c("create_invoice", `{"amount":"25","asset":"USDC","memo":"the logo work"}`)},
 	} {
@@ -322,10 +322,27 @@ func TestPlannerContinuesItsOwnQuestion(t *testing.T) {
 		ch := generate(t, m, []llms.MessageContent{human(tc.first), llms.TextParts(llms.ChatMessageTypeAI, q.Content), human(tc.reply)}, tools())
 		checkCalls(t, ch.ToolCalls, []wantCall{tc.want})
 	}
-	// A reply to something else is not joined.
-	ch := generate(t, m, []llms.MessageContent{human("send USDC to bob"), llms.TextParts(llms.ChatMessageTypeAI, "Sent."), human("10")}, tools())
-	if len(ch.ToolCalls) != 0 {
-		t.Errorf("joined a reply to a non-question: %+v", ch.ToolCalls)
+	// Not joined: a reply to something else, and replies that would not
+	// restate the amount in the user's own message (docs/tools.md): those
+	// questions ask for the whole request again.
+	for _, tc := range [][3]string{
+		{"send USDC to bob", "Sent.", "10"},
+		{"send 5 USDC", "", "carol.veil"},
+		{"set up a recurring payment of 50 USDC to carol", "", "weekly"},
+	} {
+		q := tc[1]
+		if q == "" {
+			q = generate(t, m, []llms.MessageContent{human(tc[0])}, tools()).Content
+			if !strings.Contains(q, "“send ") {
+				t.Errorf("question %q gives no example to restate", q)
+			}
+		}
+		ch := generate(t, m, []llms.MessageContent{human(tc[0]), llms.TextParts(llms.ChatMessageTypeAI, q), human(tc[2])}, tools())
+		for _, call := range ch.ToolCalls {
+			if call.FunctionCall.Name != "resolve_name" {
+				t.Errorf("%q after %q: joined into %s", tc[2], tc[0], call.FunctionCall.Arguments)
+			}
+		}
 	}
 }
 
@@ -343,43 +360,49 @@ var answerCases = []struct {
 	want    []string
 	notWant []string
 }{
-	{"send 0.5 USDC to bob", [][2]string{{"success", `{"txHash":"0xabc123","txLink":"https://sepolia.basescan.org/tx/0xabc123","chain":"base"}`}},
+	{"send 0.5 USDC to bob", [][2]string{{"success", `{"txHash":"0xabc123","txLink":"https://sepolia.basescan.org/tx/0xabc123","amount":"0.5","asset":"USDC","chain":"base","recipient":"bob.veil"}`}},
 		[]string{"Sent 0.5 USDC to bob on base.", "Transaction 0xabc123: https://sepolia.basescan.org/tx/0xabc123"}, nil},
 	{"pay alice.veil 10 XLM and create an invoice for 25 USDC for the logo work", [][2]string{
 		{"error", `{"error":"chains: insufficient funds: need 10.00001 XLM, have 2"}`},
-		{"success", `{"id":"9b1c","agentName":"me","amount":"25","asset":"USDC","memo":"the logo work","status":"pending","txHash":null,"paymentLink":"https://veil.example/pay/9b1c"}`}},
+		{"success", `{"id":"9b1c","agentName":"me","amount":"25","asset":"USDC","memo":"the logo work","status":"pending","txHash":null,"paymentLink":"https://veil.example/pay/9b1c","chain":"base","payTo":"0x55"}`}},
 		[]string{"I couldn't pay alice.veil 10 XLM: insufficient funds: need 10.00001 XLM, have 2.", "fund my wallet",
 			"Created invoice 9b1c for 25 USDC (“the logo work”).", "https://veil.example/pay/9b1c"}, []string{"chains:"}},
-	{"what's my balance on solana", [][2]string{{"success", `{"native":"2.5","tokens":{"USDC":"10"}}`}},
-		[]string{"Your balance on solana: 2.5 SOL, 10 USDC."}, nil},
-	{"check balance on all chains", [][2]string{{"success", `{"base":{"native":"1","tokens":{}},"solana":{"native":"3","tokens":{"USDC":"4"}}}`}},
-		[]string{"Your balances:\n- base: 1 ETH\n- solana: 3 SOL, 4 USDC"}, nil},
-	{"scan for payments", [][2]string{{"success", `{"count":2,"payments":[{"chain":"base","amount":"5","asset":"USDC","stealthAddress":"0x11"},{"chain":"base","amount":"1","asset":"ETH","stealthAddress":"0x22"}]}`}},
-		[]string{"found 2 new payments", "- 5 USDC on base at stealth address 0x11"}, nil},
-	{"scan for payments on base", [][2]string{{"success", `{"count":0}`}}, []string{"I scanned for payments on base: nothing new."}, nil},
-	{"show my invoices", [][2]string{{"success", `[{"id":"a","amount":"25","asset":"USDC","memo":"logo","status":"pending","paymentLink":"https://veil.example/pay/a"},{"id":"b","amount":"5","asset":"ZEN","memo":"tea","status":"paid","txHash":"0xff"}]`}},
+	{"what's my balance on solana", [][2]string{{"success", `{"balances":[{"chain":"solana","address":"So1","nativeAsset":"SOL","native":"2.5","tokens":{"USDC":"10"},"stealth":{"USDC":"5"},"stealthPayments":2}]}`}},
+		[]string{"Your balance on solana: 2.5 SOL, 10 USDC, plus 5 USDC received privately in 2 payments not yet withdrawn."}, nil},
+	{"check balance on all chains", [][2]string{{"success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{}},{"chain":"solana","nativeAsset":"SOL","native":"3","tokens":{"USDC":"4"}}],"unavailable":[{"chain":"stellar","error":"chains: chain unavailable"}]}`}},
+		[]string{"Your balances:\n- base: 1 ETH\n- solana: 3 SOL, 4 USDC", "I couldn't reach stellar right now: chain unavailable."}, nil},
+	{"what's my balance", [][2]string{{"success", `{"native":"1","tokens":{"USDC":"2"},"chain":"horizen"}`}}, []string{"Your balance on horizen: 1 ZEN, 2 USDC."}, nil},
+	{"scan for payments", [][2]string{{"success", `{"count":2,"chains":[{"chain":"base","count":2}],"unwithdrawn":[{"chain":"base","stealthAddress":"0x11","asset":"USDC","balance":"5"},{"chain":"base","stealthAddress":"0x22","asset":"ETH","balance":"1"}]}`}},
+		[]string{"found 2 new payments", "Received and not yet withdrawn", "- 5 USDC on base at stealth address 0x11"}, nil},
+	{"scan for payments on base", [][2]string{{"success", `{"count":0,"chain":"base","chains":[{"chain":"base","count":0}]}`}}, []string{"I scanned for payments on base: nothing new."}, nil},
+	{"show my invoices", [][2]string{{"success", `{"count":2,"pending":1,"paid":1,"invoices":[{"id":"a","amount":"25","asset":"USDC","memo":"logo","status":"pending","paymentLink":"https://veil.example/pay/a"},{"id":"b","amount":"5","asset":"ZEN","memo":"tea","status":"paid","txHash":"0xff"}]}`}},
 		[]string{"You have 2 invoices (1 pending, 1 paid):", "25 USDC for “logo”: pending — https://veil.example/pay/a", "5 ZEN for “tea”: paid (tx 0xff)"}, nil},
-	{"every week send 5 ZEN to carol until March", [][2]string{{"success", `{"id":"3f2a9c01-1111-2222-3333-444455556666","recipient":"carol","amount":"5","asset":"ZEN","interval":"weekly","status":"active","nextRun":"2026-11-29T10:00:00Z","endDate":"2027-03-01T00:00:00Z"}`}},
+	{"every week send 5 ZEN to carol until March", [][2]string{{"success", `{"id":"3f2a9c01-1111-2222-3333-444455556666","recipient":"carol","amount":"5","asset":"ZEN","chain":"base","interval":"weekly","status":"active","nextRun":"2026-11-29T10:00:00Z","lastRun":null,"endDate":"2027-03-01T00:00:00Z"}`}},
 		[]string{"Scheduled: 5 ZEN to carol every week until 2027-03-01, next run 2026-11-29, id 3f2a9c01."}, nil},
 	{"pause schedule 3f2a", [][2]string{{"success", `{"id":"3f2a9c01-1111-2222-3333-444455556666","recipient":"carol","amount":"5","asset":"ZEN","interval":"weekly","status":"paused"}`}},
 		[]string{"Paused schedule 3f2a9c01 (5 ZEN to carol weekly); it is now paused."}, nil},
 	{"pause schedule 3f2a", [][2]string{{"error", `{"error":"tools: no schedule starts with 3f2a"}`}},
 		[]string{"I couldn't pause schedule 3f2a: no schedule starts with 3f2a."}, nil},
-	{"what are my schedules", [][2]string{{"success", `[]`}}, []string{"You have no scheduled payments."}, nil},
-	{"remember that I prefer USDC", [][2]string{{"success", `{"id":"m1","content":"I prefer USDC","type":"preference"}`}}, []string{"I'll remember: I prefer USDC."}, nil},
-	{"who is bob.veil", [][2]string{{"success", `{"name":"bob","metaAddresses":{"base":"st:eth:0x02ab","stellar":"st:xlm:ab"}}`}},
+	{"what are my schedules", [][2]string{{"success", `{"count":0,"active":0,"paused":0,"cancelled":0,"schedules":[]}`}}, []string{"You have no scheduled payments."}, nil},
+	{"what are my schedules", [][2]string{{"success", `{"count":1,"active":1,"schedules":[{"id":"3f2a9c01-1111","recipient":"carol","amount":"5","asset":"ZEN","interval":"monthly","status":"active","nextRun":"2026-12-22T10:00:00Z"}]}`}},
+		[]string{"You have 1 scheduled payment (1 active):\n- 5 ZEN to carol every month, next run 2026-12-22, id 3f2a9c01"}, nil},
+	{"remember that I prefer USDC", [][2]string{{"success", `{"id":"m1","content":"I prefer USDC","type":"preference","importance":3}`}}, []string{"I'll remember: I prefer USDC."}, nil},
+	{"who is bob.veil", [][2]string{{"success", `{"name":"bob","fullName":"bob.veil","source":"veil","chains":["base","stellar"],"metaAddresses":{"base":"st:eth:0x02ab","stellar":"st:xlm:ab"}}`}},
 		[]string{"bob.veil is a Veil agent on base and stellar", "- base: st:eth:0x02ab"}, nil},
-	{"who am i", [][2]string{{"success", `{"id":"u1","name":"alice","chains":["base"],"addresses":{"base":"0xA1"},"metaAddresses":{"base":"st:eth:0x02"}}`}},
+	{"who am i", [][2]string{{"success", `{"id":"u1","name":"alice","fullName":"alice.veil","defaultChain":"base","chains":["base"],"addresses":{"base":"0xA1"},"metaAddresses":{"base":"st:eth:0x02"}}`}},
 		[]string{"You are alice.veil (agent id u1), on base.", "- base: address 0xA1, stealth meta-address st:eth:0x02"}, nil},
-	{"withdraw everything to 0xabc", [][2]string{{"success", `{"withdrawals":[{"amount":"5","asset":"USDC","chain":"base","txHash":"0x1","txLink":"https://x/tx/0x1"}]}`}},
-		[]string{"Withdrew everything to 0xabc in 1 transaction:", "5 USDC on base — Transaction 0x1: https://x/tx/0x1"}, nil},
-	{"privacy check", [][2]string{{"success", `{"score":80,"level":"good","issues":["2 payments were withdrawn to the same address"],"recommendations":["withdraw to fresh addresses"]}`}},
-		[]string{"Privacy check: score 80/100 (good).", "Issues:\n- 2 payments were withdrawn to the same address", "Suggestions:\n- withdraw to fresh addresses"}, nil},
-	{"fund my wallet", [][2]string{{"success", `{"chain":"base","amount":"1","asset":"ETH","txHash":"0x9"}`}}, []string{"Funded your wallet with 1 ETH on base from the test faucet. Transaction 0x9."}, nil},
+	{"withdraw everything to 0xabc", [][2]string{{"success", `{"to":"0xabc","count":1,"withdrawn":[{"txHash":"0x1","txLink":"https://x/tx/0x1","chain":"base","from":"0x11","to":"0xabc","asset":"USDC","amount":"all"}],"failed":[{"chain":"base","from":"0x22","error":"chains: chain unavailable"}],"warning":"2 payments sent to one address are now linked"}`}},
+		[]string{"Withdrew everything to 0xabc in 1 transaction:", "USDC on base from 0x11 — Transaction 0x1: https://x/tx/0x1", "could not be withdrawn:\n- 0x22 on base: chain unavailable", "Note: 2 payments sent to one address are now linked"}, nil},
+	{"withdraw from 0x1234abcd to 0xdeadbeef", [][2]string{{"success", `{"txHash":"0x5","chain":"base","from":"0x1234abcd","to":"0xdeadbeef","asset":"USDC","amount":"all"}`}},
+		[]string{"Withdrew everything from 0x1234abcd to 0xdeadbeef on base. Transaction 0x5."}, nil},
+	{"privacy check", [][2]string{{"success", `{"level":"at_risk","unwithdrawnPayments":1,"withdrawnPayments":2,"chains":[],"linkedWithdrawals":[{"chain":"base","address":"0x9","payments":2}],"advice":["2 payments were withdrawn to 0x9, which links them","use a different fresh address for each withdrawal"]}`}},
+		[]string{"Privacy check: at risk, some of your payments are linked.", "1 not yet withdrawn, 2 withdrawn", "Advice:\n- 2 payments were withdrawn to 0x9, which links them"}, nil},
+	{"fund my wallet", [][2]string{{"success", `{"chain":"base","address":"0xA1","txHash":"0x9","txLink":"https://x/tx/0x9"}`}}, []string{"Funded your wallet on base from the test faucet. Transaction 0x9: https://x/tx/0x9"}, nil},
+	{"register my name", [][2]string{{"success", `{"name":"alice","fullName":"alice.veil","chain":"base","txHash":"0x3"}`}}, []string{"Your name alice.veil is registered on base. Transaction 0x3."}, nil},
 	{"register my name", [][2]string{{"error", `{"error":"chains: name already registered"}`}}, []string{"I couldn't register your name: name already registered."}, nil},
-	{"send 5 USDC to bob", [][2]string{{"error", `{"error":"chains: chain unavailable"}`}}, []string{"I couldn't send 5 USDC to bob: chain unavailable.", "try again"}, nil},
+	{"send 5 USDC to bob", [][2]string{{"error", `{"error":"chains: chain unavailable; nothing was done, try again later"}`}}, []string{"I couldn't send 5 USDC to bob: chain unavailable; nothing was done, try again later.", "try again in a moment"}, nil},
 	// A question left from the message comes after the results.
-	{"send USDC to carol and check my balance", [][2]string{{"success", `{"chain":"base","native":"1","tokens":{"USDC":"3"}}`}},
+	{"send USDC to carol and check my balance", [][2]string{{"success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{"USDC":"3"}}]}`}},
 		[]string{"Your balance on base: 1 ETH, 3 USDC.\n\nHow much USDC should I send to carol?"}, nil},
 }
 
