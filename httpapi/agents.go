@@ -74,6 +74,7 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/agent/{id}/notifications", handler(s.listNotifications))
 	r.Method(http.MethodPost, "/agent/{id}/notifications/read", handler(s.markNotificationsRead))
 	r.Method(http.MethodDelete, "/agent/{id}/notifications", handler(s.deleteNotifications))
+	r.Method(http.MethodPost, "/agent/{id}/chat", handler(s.chat))
 	r.Method(http.MethodGet, "/tee/info", handler(s.teeInfo))
 	r.Method(http.MethodGet, "/tee/attest/{agentId}", handler(s.teeAttest))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/llm"
 )
 
 // Chat limits (DESIGN.md).
@@ -144,35 +145,28 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		if err != nil {
 			return nil, &ModelError{Err: err}
 		}
-		if len(resp.Choices) == 0 {
-			return nil, &ModelError{Err: errors.New("the model returned no choices")}
-		}
-		choice := resp.Choices[0]
-		if len(choice.ToolCalls) == 0 {
-			answer = choice.Content
+		text, toolCalls := llm.Reply(resp)
+		if len(toolCalls) == 0 {
+			answer = text
 			break
 		}
-		results := a.runTools(ctx, env, offered, requestKey, turn, choice.ToolCalls)
+		results := a.runTools(ctx, env, offered, requestKey, turn, toolCalls)
 		calls = append(calls, results...)
 		stored := make([]Message, len(results))
 		for i, r := range results {
-			raw, _ := json.Marshal(r)
-			stored[i] = Message{Role: "tool", Text: string(raw)}
+			stored[i] = Message{Role: "tool", Text: toolContent(r)}
 		}
 		// Tool outcomes are durable before the model sees them, so a
 		// crash after a payment leaves its record.
 		if err := a.appendToConversation(ctx, conv, stored...); err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, assistantToolCalls(choice))
-		for i, tc := range choice.ToolCalls {
-			msgs = append(msgs, llms.MessageContent{
-				Role:  llms.ChatMessageTypeTool,
-				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: tc.ID, Name: results[i].Name, Content: toolContent(results[i])}},
-			})
+		msgs = append(msgs, llm.AssistantMessage(text, toolCalls))
+		for i, tc := range toolCalls {
+			msgs = append(msgs, llm.ToolMessage(tc, toolContent(results[i])))
 		}
 		if turn == MaxModelCalls {
-			answer = capAnswer(choice.Content, calls)
+			answer = capAnswer(text, calls)
 			break
 		}
 	}
@@ -214,22 +208,7 @@ func capAnswer(partial string, calls []ToolCall) string {
 	return b.String()
 }
 
-func toolContent(r ToolCall) string {
-	raw, _ := json.Marshal(r)
-	return string(raw)
-}
-
-// assistantToolCalls is the model's tool-calling turn as history.
-func assistantToolCalls(choice *llms.ContentChoice) llms.MessageContent {
-	m := llms.MessageContent{Role: llms.ChatMessageTypeAI}
-	if choice.Content != "" {
-		m.Parts = append(m.Parts, llms.TextContent{Text: choice.Content})
-	}
-	for _, tc := range choice.ToolCalls {
-		m.Parts = append(m.Parts, tc)
-	}
-	return m
-}
+func toolContent(r ToolCall) string { return llm.ResultContent(r.Name, r.Status, r.Detail) }
 
 // runTools runs every call of one model response concurrently and returns
 // their results in call order. A tool's failure is a result, not an error.

@@ -7,7 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -302,8 +302,7 @@ const defaultTimeout = 30 * time.Second
 func exitCode(err error) int {
 	var ue *usageError
 	var ae *authError
-	var ne net.Error
-	var oe *net.OpError
+	var te *url.Error
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -330,7 +329,7 @@ func exitCode(err error) int {
 	if errors.Is(err, context.Canceled) {
 		return exitInterrupted
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &oe) || errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te) {
 		return exitUnavailable
 	}
 	return exitError

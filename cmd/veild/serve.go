@@ -11,15 +11,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/actors/agent"
 	enclaveactor "github.com/veilhq/veil/actors/enclave"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 )
@@ -72,9 +75,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nBootstrap API key for account %q (shown once; store it now):\n\n    %s\n\n", apikey.BootstrapAccount, key)
 	}
 
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another veild running? choose another --addr)", cfg.Addr, err)
+	}
+	defer ln.Close()
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
+
 	prov, err := openEnclave(cfg)
 	if err != nil {
 		return err
+	}
+
+	models, err := llm.FromEnv(os.Getenv)
+	if err != nil {
+		return &usageError{err.Error()}
 	}
 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -89,19 +106,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer chainSet.close()
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
-		Store:  store,
-		Log:    log,
-		Keys:   agent.EnclaveKeys(enclaves),
-		Chains: chainSet.refs,
+		Store:     store,
+		Log:       log,
+		Keys:      agent.EnclaveKeys(enclaves),
+		Chains:    chainSet.refs,
+		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
+		PublicURL: strings.TrimRight(cfg.PublicURL, "/"),
 	}), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 	}, log, nil)
 
 	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another veild running? choose another --addr)", cfg.Addr, err)
-	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/llm"
+)
+
+// ChatRequest is the body of POST /agent/:id/chat.
+type ChatRequest struct {
+	Message        string `json:"message"`
+	ConversationID string `json:"conversationId"`
+}
+
+// Headers of chat.
+const (
+	HeaderProvider       = "X-AI-Provider"
+	HeaderProviderKey    = "X-AI-Key"
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	var req ChatRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		return Errorf(http.StatusBadRequest, "message is required: send the text for the agent")
+	}
+	if n := len([]rune(req.Message)); n > agent.MaxMessageRunes {
+		return Errorf(http.StatusBadRequest, "message has %d characters; the limit is %d", n, agent.MaxMessageRunes)
+	}
+	if req.ConversationID != "" {
+		if u, err := uuid.Parse(req.ConversationID); err != nil || u.String() != req.ConversationID {
+			return Errorf(http.StatusNotFound, "conversation not found")
+		}
+	}
+	provider, err := llm.ParseProvider(r.Header.Get(HeaderProvider))
+	if err != nil {
+		return chatError(err)
+	}
+	idem := r.Header.Get(HeaderIdempotencyKey)
+	if len(idem) > 255 {
+		return Errorf(http.StatusBadRequest, "Idempotency-Key is too long: at most 255 characters")
+	}
+	v, err := s.ask(r.Context(), id, &agent.Chat{
+		AccountID:      accountFrom(r.Context()).ID,
+		ConversationID: req.ConversationID,
+		Message:        req.Message,
+		Provider:       string(provider),
+		ProviderKey:    r.Header.Get(HeaderProviderKey),
+		IdempotencyKey: idem,
+	})
+	if err != nil {
+		return chatError(err)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// chatError maps the model layer's errors: header problems are 400, a
+// provider failure is 502 with llm's redacted text (never the key).
+func chatError(err error) error {
+	var re *llm.RequestError
+	var pe *llm.ProviderError
+	var me *agent.ModelError
+	switch {
+	case errors.Is(err, agent.ErrBadChat):
+		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), agent.ErrBadChat.Error()+": "), Err: err}
+	case errors.As(err, &re):
+		return &Error{Status: http.StatusBadRequest, Message: re.Error(), Err: err}
+	case errors.As(err, &pe):
+		return &Error{Status: http.StatusBadGateway, Message: pe.Error(), Err: err}
+	case errors.As(err, &me):
+		return &Error{Status: http.StatusBadGateway, Message: "the AI model provider failed; retry later or choose another provider", Err: err}
+	}
+	return err
+}
