@@ -48,8 +48,8 @@ type ToolCall struct {
 	ID   string
 	Name string
 	// Arguments is the JSON text of the arguments. OpenAI sends it
-	// verbatim (it may be malformed on purpose); Anthropic sends it as the
-	// tool_use input object when it is one, else as a JSON string.
+	// verbatim (it may be malformed on purpose); Anthropic's tool_use input
+	// is always an object, so text that is not a JSON object is sent as {}.
 	Arguments string
 }
 
@@ -650,7 +650,7 @@ func anthropicResponse(i int, model string, reply Reply, in, out int) map[string
 		if id == "" {
 			id = fmt.Sprintf("toolu_%d_%d", i, j)
 		}
-		var input any = tc.Arguments
+		var input any = map[string]any{}
 		var obj map[string]any
 		if json.Unmarshal([]byte(tc.Arguments), &obj) == nil && obj != nil {
 			input = json.RawMessage(tc.Arguments)
