@@ -382,7 +382,7 @@ func TestSignersMatchDocs(t *testing.T) {
 		t.Fatalf("EVM export %+v %v", exp, err)
 	}
 
-	xlm, err := client.StellarSignerFromSecret("SAAQCAIBAEAQCAIBAEAQCAIBAEAQCAIBAEAQCAIBAEAQCAIBAEAQC5MY")
+	xlm, err := client.StellarSignerFromSecret("SAAQCAIBAEAQCAIBAEAQCAIBAEAQCAIBAEAQCAIBAEAQCAIBAEAQC5MY", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestSignersMatchDocs(t *testing.T) {
 	if _, err := client.EVMSignerFromHex("0x1234"); err == nil {
 		t.Fatal("short EVM key accepted")
 	}
-	if _, err := client.StellarSignerFromSecret("GCFIRY65OQE7DFP5KLNS2PF2LVZMUZYJX4OZIEQ36N2IQANUB5XVYOJR"); err == nil {
+	if _, err := client.StellarSignerFromSecret("GCFIRY65OQE7DFP5KLNS2PF2LVZMUZYJX4OZIEQ36N2IQANUB5XVYOJR", false); err == nil {
 		t.Fatal("a public key accepted as a Stellar secret")
 	}
 	if got := client.CreateMessage("alice.veil", "base", "0xabc", at); got != "Veil wants you to create agent alice.veil on base.\nWallet: 0xabc\nIssued At: 2026-01-15T12:00:00Z" {

@@ -153,13 +153,14 @@ func NewStellarSigner(key ed25519.PrivateKey, sep53 bool) Signer {
 	return stellarSigner{key: key, sep53: sep53}
 }
 
-// StellarSignerFromSecret parses a Stellar secret seed (S…).
-func StellarSignerFromSecret(seed string) (Signer, error) {
+// StellarSignerFromSecret parses a Stellar secret seed (S…); sep53 as in
+// NewStellarSigner.
+func StellarSignerFromSecret(seed string, sep53 bool) (Signer, error) {
 	raw, err := strkey.Decode(strkey.VersionByteSeed, strings.TrimSpace(seed))
 	if err != nil {
 		return nil, errors.New("veil: not a Stellar secret seed: want the S… key of 56 characters")
 	}
-	return stellarSigner{key: ed25519.NewKeyFromSeed(raw)}, nil
+	return stellarSigner{key: ed25519.NewKeyFromSeed(raw), sep53: sep53}, nil
 }
 
 func (s stellarSigner) Scheme() string { return SchemeStellar }
