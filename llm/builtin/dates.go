@@ -175,11 +175,10 @@ func parseDate(ws []tok, today time.Time) (time.Time, int, bool) {
 	// "March", "March 15", "March 15th 2027", "March 2027"
 	if m := monthNames[w0]; m > 0 {
 		n := 1
-		day, explicitDay := 1, false
+		day := 1
 		if n < len(ws) {
 			if o := reOrdinal.FindStringSubmatch(ws[n].low); o != nil && !isYear(ws[n].low) {
 				day, _ = strconv.Atoi(o[1])
-				explicitDay = true
 				n++
 			}
 		}
@@ -188,7 +187,7 @@ func parseDate(ws []tok, today time.Time) (time.Time, int, bool) {
 			t, ok := validDate(y, m, day)
 			return t, n + 1, ok
 		}
-		return nextOccurrence(today, m, day, explicitDay), n, dayExists(m, day)
+		return nextOccurrence(today, m, day), n, dayExists(m, day)
 	}
 	// "15 March", "15th of March 2027"
 	if o := reOrdinal.FindStringSubmatch(w0); o != nil {
@@ -205,7 +204,7 @@ func parseDate(ws []tok, today time.Time) (time.Time, int, bool) {
 					t, ok := validDate(y, m, day)
 					return t, n + 1, ok
 				}
-				return nextOccurrence(today, m, day, true), n, dayExists(m, day)
+				return nextOccurrence(today, m, day), n, dayExists(m, day)
 			}
 		}
 	}
@@ -239,7 +238,7 @@ func dayExists(m, d int) bool {
 
 // nextOccurrence is the first (m, d) strictly after today; for a bare
 // month ("until March") the first 1 March strictly after today.
-func nextOccurrence(today time.Time, m, d int, _ bool) time.Time {
+func nextOccurrence(today time.Time, m, d int) time.Time {
 	for y := today.Year(); y <= today.Year()+8; y++ {
 		t, ok := validDate(y, m, d)
 		if ok && t.After(today) {

@@ -527,3 +527,19 @@ func TestEndDates(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkPlanner(b *testing.B) {
+	m := newTestModel()
+	offered := tools()
+	for _, in := range []string{"hello", "what's my balance on base", "pay alice.veil 10 XLM and create an invoice for 25 USDC for the logo work"} {
+		msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, strings.Repeat("You are a Veil agent. ", 40)), human(in)}
+		b.Run(strings.Fields(in)[0], func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.GenerateContent(context.Background(), msgs, llms.WithTools(offered)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
