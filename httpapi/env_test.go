@@ -13,11 +13,19 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/actors/agent"
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet"
+	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 )
@@ -32,15 +40,23 @@ type env struct {
 	host  *runtime.Host
 	api   *httpapi.Server
 	now   time.Time
+	rpc   string // the ethereum devnet's JSON-RPC URL, with evm
 }
 
 type envOptions struct {
 	keys agent.Keys
 	tee  httpapi.TEE
+	// models configures the model providers (zero: the builtin planner).
+	models llm.Config
+	// evm runs an ethereum devnet with its chain actor.
+	evm bool
+	// failpoint is the agent actors' failpoint hook.
+	failpoint func(string) error
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
+	var signer chains.Signer
 	if opts.keys == nil {
 		var root [32]byte
 		root[0] = 7
@@ -50,6 +66,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		}
 		opts.keys = agent.EnclaveKeys(prov)
 		opts.tee = prov
+		signer = prov
 	}
 	dir := t.TempDir()
 	st, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{})
@@ -58,8 +75,17 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: opts.keys, Chains: agent.NoChains{}}),
-		runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	var chainSet agent.ChainSet = agent.NoChains{}
+	rpc := ""
+	if opts.evm {
+		chainSet, rpc = startEVM(t, system, st, signer, quiet)
+	}
+	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+		Store: st, Log: quiet, Keys: opts.keys, Chains: chainSet,
+		Models:    func(p, key string) (llms.Model, error) { return opts.models.Model(llm.Provider(p), key) },
+		PublicURL: "http://veil.test",
+		Failpoint: opts.failpoint,
+	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: opts.tee})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())
@@ -72,7 +98,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		system.Shutdown()
 		_ = st.Close()
 	})
-	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api}
+	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: rpc}
 }
 
 // newKey issues a key for another account.
@@ -120,6 +146,12 @@ func (r response) decode(t *testing.T, v any) {
 // do sends a request with the given key ("" for none) and optional JSON body.
 func (e *env) do(method, path, key string, body any) response {
 	e.t.Helper()
+	return e.doHeaders(method, path, key, body)
+}
+
+// doHeaders is do with extra headers, given as name, value pairs.
+func (e *env) doHeaders(method, path, key string, body any, headers ...string) response {
+	e.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		switch b := body.(type) {
@@ -145,6 +177,9 @@ func (e *env) do(method, path, key string, body any) response {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -158,3 +193,51 @@ func (e *env) do(method, path, key string, body any) response {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// startEVM runs an in-memory ethereum devnet and its chain actor: the chat
+// tools reach a real chain over JSON-RPC.
+func startEVM(t testing.TB, system *actor.ActorSystem, st persistence.Store, signer chains.Signer, log *slog.Logger) (agent.ChainSet, string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := devnet.StartEVM(ctx, devnet.EVMOptions{Chains: []chains.ID{chains.Ethereum}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	cfg, _ := d.Config(chains.Ethereum)
+	conn, err := evm.New(ctx, cfg, evm.Options{Store: st, Signer: signer, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ref.Stop)
+	return agent.ChainMap{chains.Ethereum: ref}, cfg.RPCURL
+}
+
+// waitMined waits until the devnet has mined txHash: a payment the chat
+// reported is broadcast, and scanning sees it once it is in a block.
+func (e *env) waitMined(t *testing.T, txHash string) {
+	t.Helper()
+	c, err := ethclient.Dial(e.rpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := c.TransactionReceipt(context.Background(), common.HexToHash(txHash))
+		if err == nil {
+			if r.Status != 1 {
+				t.Fatalf("tx %s reverted", txHash)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tx %s not mined: %v", txHash, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

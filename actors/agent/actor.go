@@ -55,6 +55,24 @@ type Deps struct {
 	Models Models
 	// Tools overrides the offered tools (tests); nil means tools.All().
 	Tools []tools.Tool
+	// Failpoint, when set, is called at the dangerous steps of a request
+	// (FailAfterTools); an error it returns aborts the request right there,
+	// as a crash would. Tests only.
+	Failpoint func(name string) error
+}
+
+// Failpoints of the chat loop.
+const (
+	// FailAfterTools: the tools of a response ran (payments broadcast),
+	// nothing of it is stored and the client has no reply.
+	FailAfterTools = "chat/after-tools"
+)
+
+func (d *Deps) fail(name string) error {
+	if d.Failpoint == nil {
+		return nil
+	}
+	return d.Failpoint(name)
 }
 
 func (d *Deps) now() time.Time {

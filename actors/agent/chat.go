@@ -151,6 +151,9 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 			break
 		}
 		results := a.runTools(ctx, env, offered, requestKey, turn, toolCalls)
+		if err := a.deps.fail(FailAfterTools); err != nil {
+			return nil, err
+		}
 		calls = append(calls, results...)
 		stored := make([]Message, len(results))
 		for i, r := range results {
