@@ -1,0 +1,349 @@
+package solana
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	solanago "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Failpoint names a dangerous step of sending a transaction. Tests inject
+// a hook through Options.Failpoint.
+type Failpoint string
+
+const (
+	// FailAfterSign: an attempt is signed, nothing is persisted.
+	FailAfterSign Failpoint = "after-sign"
+	// FailBeforeSend: the attempt is persisted, not yet sent.
+	FailBeforeSend Failpoint = "before-send"
+	// FailAfterSend: the node answered; the caller has no answer yet.
+	FailAfterSend Failpoint = "after-send"
+)
+
+// Options are a connector's dependencies.
+type Options struct {
+	// Store holds the intents (solana_intents), the name index
+	// (solana_names) and its cursor (solana_meta). Required.
+	Store persistence.Store
+	// Signer signs transaction messages (the enclave). Required for writes.
+	Signer chains.Signer
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Failpoint, when set, is called at each Failpoint; an error it returns
+	// aborts the operation there, as a crash would. Tests only.
+	Failpoint func(Failpoint) error
+	// Rand is the randomness of ephemeral keys (default crypto/rand).
+	Rand io.Reader
+	// HTTPClient for the RPC connection (default: 30s timeout, keep-alive).
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Tables of the connector.
+const (
+	TableIntents = "solana_intents"
+	TableNames   = "solana_names"
+	TableMeta    = "solana_meta"
+)
+
+// Connector is Solana's chains.Connector.
+type Connector struct {
+	cfg    Config
+	rpc    *rpc.Client
+	store  persistence.Store
+	signer chains.Signer
+	log    *slog.Logger
+	fp     func(Failpoint) error
+	rand   io.Reader
+	now    func() time.Time
+	ann    solanago.PublicKey
+	reg    solanago.PublicKey
+
+	locksMu sync.Mutex
+	locks   map[string]*sourceLock
+
+	rentMu sync.Mutex
+	rent   map[uint64]uint64
+
+	namesMu sync.Mutex
+}
+
+type sourceLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+var _ chains.Connector = (*Connector)(nil)
+
+// New connects to cfg.RPCURL and checks that the node answers.
+func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Store == nil {
+		return nil, errors.New("solana: Options.Store is required")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+		}}
+	}
+	c := &Connector{
+		cfg: cfg, rpc: rpc.NewWithCustomRPCClient(jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})),
+		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "solana"),
+		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
+		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),
+		locks: map[string]*sourceLock{}, rent: map[uint64]uint64{},
+	}
+	if _, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed); err != nil {
+		return nil, c.unavailable("getLatestBlockhash at "+cfg.RPCURL, err)
+	}
+	return c, nil
+}
+
+// Chain is chains.Solana.
+func (c *Connector) Chain() chains.ID { return chains.Solana }
+
+// Config returns the configuration (defaults applied).
+func (c *Connector) Config() Config { return c.cfg }
+
+// Client exposes the RPC client (read-only uses: tests, tools).
+func (c *Connector) Client() *rpc.Client { return c.rpc }
+
+// TxLink is the explorer link of a transaction ("" without a template).
+func (c *Connector) TxLink(txHash string) string {
+	if c.cfg.ExplorerTx == "" || txHash == "" {
+		return ""
+	}
+	return strings.ReplaceAll(c.cfg.ExplorerTx, "{hash}", txHash)
+}
+
+func (c *Connector) result(sig string) chains.TxResult {
+	return chains.TxResult{TxHash: sig, TxLink: c.TxLink(sig)}
+}
+
+func (c *Connector) failpoint(p Failpoint) error {
+	if c.fp == nil {
+		return nil
+	}
+	return c.fp(p)
+}
+
+func (c *Connector) unavailable(what string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: solana %s: %v", chains.ErrUnavailable, what, err)
+}
+
+func (c *Connector) lockSource(addr string) func() {
+	c.locksMu.Lock()
+	l := c.locks[addr]
+	if l == nil {
+		l = &sourceLock{}
+		c.locks[addr] = l
+	}
+	l.refs++
+	c.locksMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		c.locksMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.locks, addr)
+		}
+		c.locksMu.Unlock()
+	}
+}
+
+// asset is what a symbol resolves to.
+type asset struct {
+	symbol   string
+	mint     solanago.PublicKey // zero for SOL
+	decimals int
+}
+
+func (a asset) native() bool { return a.mint.IsZero() }
+
+func (c *Connector) resolveAsset(sym string) (asset, error) {
+	s := strings.ToUpper(strings.TrimSpace(sym))
+	if s == "" || s == "SOL" {
+		return asset{symbol: "SOL", decimals: Decimals}, nil
+	}
+	known := []string{"SOL"}
+	for _, t := range c.cfg.Tokens {
+		if strings.ToUpper(t.Symbol) == s {
+			return asset{symbol: strings.ToUpper(t.Symbol), mint: solanago.MustPublicKeyFromBase58(t.Mint), decimals: t.Decimals}, nil
+		}
+		known = append(known, t.Symbol)
+	}
+	return asset{}, fmt.Errorf("%w %q on solana: use one of %s", chains.ErrUnknownAsset, sym, strings.Join(known, ", "))
+}
+
+func (c *Connector) tokenByMint(m solanago.PublicKey) (Token, bool) {
+	for _, t := range c.cfg.Tokens {
+		if t.Mint == m.String() {
+			return t, true
+		}
+	}
+	return Token{}, false
+}
+
+func parseAddress(s string) (solanago.PublicKey, error) {
+	k, err := solanago.PublicKeyFromBase58(strings.TrimSpace(s))
+	if err != nil {
+		return solanago.PublicKey{}, fmt.Errorf("%w %q: want a base58 Solana address", chains.ErrInvalidAddress, s)
+	}
+	return k, nil
+}
+
+func (c *Connector) rentExempt(ctx context.Context, n uint64) (uint64, error) {
+	c.rentMu.Lock()
+	v, ok := c.rent[n]
+	c.rentMu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := c.rpc.GetMinimumBalanceForRentExemption(ctx, n, rpc.CommitmentConfirmed)
+	if err != nil {
+		return 0, c.unavailable("rent", err)
+	}
+	c.rentMu.Lock()
+	c.rent[n] = v
+	c.rentMu.Unlock()
+	return v, nil
+}
+
+func (c *Connector) lamports(ctx context.Context, k solanago.PublicKey) (uint64, error) {
+	r, err := c.rpc.GetBalance(ctx, k, rpc.CommitmentConfirmed)
+	if err != nil {
+		return 0, c.unavailable("balance", err)
+	}
+	return r.Value, nil
+}
+
+// tokenAmount reads the balance of a token account; exists is false when
+// it does not exist.
+func (c *Connector) tokenAmount(ctx context.Context, acct solanago.PublicKey) (amount uint64, exists bool, err error) {
+	info, err := c.rpc.GetAccountInfoWithOpts(ctx, acct, &rpc.GetAccountInfoOpts{Encoding: solanago.EncodingBase64, Commitment: rpc.CommitmentConfirmed})
+	if errors.Is(err, rpc.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, c.unavailable("account", err)
+	}
+	if info == nil || info.Value == nil {
+		return 0, false, nil
+	}
+	d := info.Value.Data.GetBinary()
+	if len(d) != 165 || !info.Value.Owner.Equals(solanago.TokenProgramID) {
+		return 0, false, fmt.Errorf("%w: %s is not a token account", chains.ErrInvalidAddress, acct)
+	}
+	return binary.LittleEndian.Uint64(d[64:72]), true, nil
+}
+
+func ata(owner, mint solanago.PublicKey) solanago.PublicKey {
+	a, _, err := solanago.FindAssociatedTokenAddress(owner, mint)
+	if err != nil {
+		panic(err) // only when no bump seed works: impossible in practice
+	}
+	return a
+}
+
+// Balance returns the SOL balance and every configured token's balance
+// (its associated token account) of address.
+func (c *Connector) Balance(ctx context.Context, address string) (chains.Balance, error) {
+	k, err := parseAddress(address)
+	if err != nil {
+		return chains.Balance{}, err
+	}
+	l, err := c.lamports(ctx, k)
+	if err != nil {
+		return chains.Balance{}, err
+	}
+	out := chains.Balance{Native: chains.FormatAmount(new(big.Int).SetUint64(l), Decimals), Tokens: map[string]string{}}
+	for _, t := range c.cfg.Tokens {
+		amt, _, err := c.tokenAmount(ctx, ata(k, solanago.MustPublicKeyFromBase58(t.Mint)))
+		if err != nil {
+			return chains.Balance{}, err
+		}
+		out.Tokens[strings.ToUpper(t.Symbol)] = chains.FormatAmount(new(big.Int).SetUint64(amt), t.Decimals)
+	}
+	return out, nil
+}
+
+// Fund asks the faucet: on the embedded devnet veilFund (10 SOL and 10,000
+// USDC in one transaction), elsewhere requestAirdrop of AirdropLamports
+// (public clusters rate-limit it; an error there is chains.ErrUnavailable).
+func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, error) {
+	k, err := parseAddress(address)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if c.cfg.DevnetFaucet {
+		var sig string
+		if err := c.rpc.RPCCallForInto(ctx, &sig, "veilFund", []any{k.String()}); err != nil {
+			return chains.TxResult{}, c.unavailable("faucet", err)
+		}
+		return c.result(sig), nil
+	}
+	sig, err := c.rpc.RequestAirdrop(ctx, k, c.cfg.AirdropLamports, rpc.CommitmentConfirmed)
+	if err != nil {
+		return chains.TxResult{}, c.unavailable("requestAirdrop", err)
+	}
+	return c.result(sig.String()), nil
+}
+
+func fingerprint(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:16])
+}
+
+func (c *Connector) newKey() string {
+	var b [16]byte
+	_, _ = io.ReadFull(c.rand, b[:])
+	return "auto-" + hex.EncodeToString(b[:])
+}
+
+// NormalizeName turns "Alice.veil" or "alice" into "alice" and checks it is
+// 3-32 characters of [a-z0-9-].
+func NormalizeName(name string) (string, error) {
+	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".veil")
+	if len(n) < 3 || len(n) > 32 {
+		return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,379 @@
+package solana
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	solanago "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/programs/system"
+	"github.com/gagliardetto/solana-go/rpc"
+
+	"github.com/veilhq/veil/chains"
+	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/persistence"
+)
+
+// history returns the successful transactions of account after cursor (a
+// signature; "" = from the start), oldest first, at most limit.
+func (c *Connector) history(ctx context.Context, account solanago.PublicKey, cursor string, limit int) ([]*rpc.TransactionSignature, error) {
+	var until solanago.Signature
+	if cursor != "" {
+		s, err := solanago.SignatureFromBase58(cursor)
+		if err != nil {
+			return nil, fmt.Errorf("solana: bad scan cursor %q", cursor)
+		}
+		until = s
+	}
+	var all []*rpc.TransactionSignature
+	var before solanago.Signature
+	for {
+		n := 1000
+		page, err := c.rpc.GetSignaturesForAddressWithOpts(ctx, account, &rpc.GetSignaturesForAddressOpts{
+			Limit: &n, Before: before, Until: until, Commitment: rpc.CommitmentConfirmed,
+		})
+		if err != nil {
+			return nil, c.unavailable("getSignaturesForAddress", err)
+		}
+		all = append(all, page...)
+		if len(page) < n {
+			break
+		}
+		before = page[len(page)-1].Signature
+	}
+	// Oldest first; keep the first `limit` (the rest is read next time).
+	out := make([]*rpc.TransactionSignature, 0, len(all))
+	for i := len(all) - 1; i >= 0; i-- {
+		out = append(out, all[i])
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (c *Connector) fetch(ctx context.Context, sig solanago.Signature) (*solanago.Transaction, *rpc.GetTransactionResult, error) {
+	v := uint64(0)
+	r, err := c.rpc.GetTransaction(ctx, sig, &rpc.GetTransactionOpts{Encoding: solanago.EncodingBase64, Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &v})
+	if err != nil {
+		return nil, nil, c.unavailable("getTransaction", err)
+	}
+	if r == nil || r.Transaction == nil {
+		return nil, nil, fmt.Errorf("%w: transaction %s", chains.ErrNotFound, sig)
+	}
+	tx, err := r.Transaction.GetTransaction()
+	if err != nil {
+		return nil, nil, fmt.Errorf("solana: decode transaction %s: %w", sig, err)
+	}
+	return tx, r, nil
+}
+
+// Scan returns the announcements in the signature history of the
+// announcement account after cursor (a signature; "" = from the start), at
+// most limit (default 1000), and the cursor to resume from.
+func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	sigs, err := c.history(ctx, c.ann, cursor, limit)
+	if err != nil {
+		return nil, cursor, err
+	}
+	var out []chains.Announcement
+	var lastSlot, idx uint64
+	for _, s := range sigs {
+		if s.Err == nil {
+			tx, _, err := c.fetch(ctx, s.Signature)
+			if err != nil {
+				return out, cursor, err
+			}
+			if s.Slot != lastSlot {
+				lastSlot, idx = s.Slot, 0
+			}
+			if a, ok := c.DecodeAnnouncement(tx); ok {
+				a.Position = s.Slot<<20 | idx
+				idx++
+				out = append(out, a)
+			}
+		}
+		cursor = s.Signature.String()
+	}
+	return out, cursor, nil
+}
+
+// DecodeAnnouncement reads a Veil announcement from a transaction: a memo
+// "veil:stealth:1:<66 hex>" and the system transfer that lists the
+// announcement account (its destination is the one-time address), plus,
+// for a token, the TransferChecked into the one-time address's associated
+// token account.
+func (c *Connector) DecodeAnnouncement(tx *solanago.Transaction) (chains.Announcement, bool) {
+	m := &tx.Message
+	keys := m.AccountKeys
+	var payload []byte
+	var dest solanago.PublicKey
+	var lamports uint64
+	var tokAmt uint64
+	var tokMint solanago.PublicKey
+	var tokDest solanago.PublicKey
+	for _, ix := range m.Instructions {
+		if int(ix.ProgramIDIndex) >= len(keys) {
+			return chains.Announcement{}, false
+		}
+		prog := keys[ix.ProgramIDIndex]
+		acct := func(i int) (solanago.PublicKey, bool) {
+			if i >= len(ix.Accounts) || int(ix.Accounts[i]) >= len(keys) {
+				return solanago.PublicKey{}, false
+			}
+			return keys[ix.Accounts[i]], true
+		}
+		switch {
+		case prog.Equals(solanago.MemoProgramID):
+			if s := string(ix.Data); strings.HasPrefix(s, AnnouncementMemo) && payload == nil {
+				b, err := hex.DecodeString(s[len(AnnouncementMemo):])
+				if err == nil && len(b) == edstealth.PayloadSize {
+					payload = b
+				}
+			}
+		case prog.Equals(solanago.SystemProgramID):
+			idx, ok := acct(2)
+			if !ok || !idx.Equals(c.ann) || len(ix.Data) != 12 || binary.LittleEndian.Uint32(ix.Data) != 2 {
+				continue
+			}
+			if to, ok := acct(1); ok && dest.IsZero() {
+				dest, lamports = to, binary.LittleEndian.Uint64(ix.Data[4:])
+			}
+		case prog.Equals(solanago.TokenProgramID):
+			if len(ix.Data) != 10 || ix.Data[0] != 12 {
+				continue
+			}
+			mint, ok1 := acct(1)
+			to, ok2 := acct(2)
+			if ok1 && ok2 {
+				tokAmt, tokMint, tokDest = binary.LittleEndian.Uint64(ix.Data[1:9]), mint, to
+			}
+		}
+	}
+	if payload == nil || dest.IsZero() {
+		return chains.Announcement{}, false
+	}
+	ann, err := edstealth.DecodeAnnouncement(dest[:], payload)
+	if err != nil {
+		return chains.Announcement{}, false
+	}
+	out := chains.Announcement{
+		StealthAddress: dest.String(), EphemeralPubKey: ann.EphemeralPub[:], ViewTag: ann.ViewTag,
+		Asset: "SOL", Amount: format(lamports, Decimals), TxHash: tx.Signatures[0].String(),
+	}
+	if !tokMint.IsZero() && tokDest.Equals(ata(dest, tokMint)) {
+		t, ok := c.tokenByMint(tokMint)
+		if !ok {
+			return chains.Announcement{}, false
+		}
+		out.Asset, out.Amount = strings.ToUpper(t.Symbol), format(tokAmt, t.Decimals)
+	}
+	return out, true
+}
+
+// nameRecord is the name index's entry.
+type nameRecord struct {
+	Owner  string `json:"owner"`
+	Meta   string `json:"meta"` // 128 hex digits
+	TxHash string `json:"txHash"`
+}
+
+const registryCursorKey = "registry_cursor"
+
+// syncNames reads the registry account's history since the stored cursor
+// into the name index. Every registration's signatures are verified here,
+// over the message bytes the RPC returned: a lying node can hide a
+// registration, never forge one.
+func (c *Connector) syncNames(ctx context.Context) error {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
+	cursor := ""
+	var cver uint64
+	if r, err := c.store.Get(ctx, TableMeta, registryCursorKey); err == nil {
+		cursor, cver = string(r.Value), r.Version
+	} else if !errors.Is(err, persistence.ErrNotFound) {
+		return err
+	}
+	for {
+		sigs, err := c.history(ctx, c.reg, cursor, 500)
+		if err != nil {
+			return err
+		}
+		if len(sigs) == 0 {
+			return nil
+		}
+		staged := map[string]nameRecord{}
+		for _, s := range sigs {
+			cursor = s.Signature.String()
+			if s.Err != nil {
+				continue
+			}
+			tx, _, err := c.fetch(ctx, s.Signature)
+			if err != nil {
+				return err
+			}
+			name, rec, ok := c.decodeRegistration(tx)
+			if !ok {
+				continue
+			}
+			cur, found := staged[name]
+			if !found {
+				if r, err := c.store.Get(ctx, TableNames, name); err == nil {
+					_ = json.Unmarshal(r.Value, &cur)
+					found = true
+				}
+			}
+			if found && cur.Owner != rec.Owner {
+				continue
+			}
+			staged[name] = rec
+		}
+		var ops []persistence.Op
+		for name, rec := range staged {
+			val, _ := json.Marshal(rec)
+			ops = append(ops, persistence.Put(TableNames, name, val, persistence.Any()))
+		}
+		exp := persistence.Absent()
+		if cver > 0 {
+			exp = persistence.AtVersion(cver)
+		}
+		ops = append(ops, persistence.Put(TableMeta, registryCursorKey, []byte(cursor), exp))
+		vs, err := c.store.Apply(ctx, ops...)
+		if errors.Is(err, persistence.ErrConflict) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		cver = vs[len(vs)-1]
+		if len(sigs) < 500 {
+			return nil
+		}
+	}
+}
+
+func (c *Connector) decodeRegistration(tx *solanago.Transaction) (string, nameRecord, bool) {
+	if tx.VerifySignatures() != nil || len(tx.Message.AccountKeys) == 0 {
+		return "", nameRecord{}, false
+	}
+	keys := tx.Message.AccountKeys
+	owner := keys[0]
+	for _, ix := range tx.Message.Instructions {
+		if int(ix.ProgramIDIndex) >= len(keys) || !keys[ix.ProgramIDIndex].Equals(solanago.MemoProgramID) {
+			continue
+		}
+		s := string(ix.Data)
+		if !strings.HasPrefix(s, NameMemo) {
+			continue
+		}
+		signedByOwner := false
+		for _, a := range ix.Accounts {
+			signedByOwner = signedByOwner || int(a) < len(keys) && keys[a].Equals(owner)
+		}
+		name, metaHex, ok := strings.Cut(s[len(NameMemo):], ":")
+		if !ok || !signedByOwner {
+			continue
+		}
+		n, err := NormalizeName(name)
+		raw, herr := hex.DecodeString(metaHex)
+		if err != nil || n != name || herr != nil || len(raw) != 64 {
+			continue
+		}
+		m := edstealth.MetaAddress{Chain: edstealth.Solana}
+		copy(m.Spend[:], raw[:32])
+		copy(m.View[:], raw[32:])
+		if m.Validate() != nil {
+			continue
+		}
+		return n, nameRecord{Owner: owner.String(), Meta: hex.EncodeToString(raw), TxHash: tx.Signatures[0].String()}, true
+	}
+	return "", nameRecord{}, false
+}
+
+func (c *Connector) lookupName(ctx context.Context, n string) (nameRecord, bool, error) {
+	if err := c.syncNames(ctx); err != nil {
+		return nameRecord{}, false, err
+	}
+	r, err := c.store.Get(ctx, TableNames, n)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nameRecord{}, false, nil
+	}
+	if err != nil {
+		return nameRecord{}, false, err
+	}
+	var rec nameRecord
+	err = json.Unmarshal(r.Value, &rec)
+	return rec, err == nil, err
+}
+
+// RegisterName publishes name → metaAddress, signed by ownerAddress: one
+// transaction with the memo "veil:name:1:<name>:<128 hex>" signed by the
+// owner and a transfer of 0 lamports to the registry account, so that its
+// history lists the registration. The first registration of a name owns
+// it; the owner may re-register to replace the meta-address; registering
+// the same again returns the original registration.
+func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	src, err := parseAddress(ownerAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	meta, err := parseMeta(metaAddress)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	raw := hex.EncodeToString(append(meta.Spend[:], meta.View[:]...))
+	cur, found, err := c.lookupName(ctx, n)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if found && cur.Owner != src.String() {
+		return chains.TxResult{}, fmt.Errorf("%w: %s.veil on solana", chains.ErrNameTaken, n)
+	}
+	if found && cur.Meta == raw {
+		return c.result(cur.TxHash), nil
+	}
+	key := fmt.Sprintf("register/%s/%s/%s", n, src, fingerprint(raw))
+	it := &intent{Op: "registration", Fingerprint: fingerprint("register", n, src.String(), meta.String()), Source: src.String(), KeyRef: owner,
+		Params: map[string]string{"name": n + ".veil"}}
+	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
+		return []solanago.Instruction{
+			memo(src, NameMemo+n+":"+raw),
+			system.NewTransferInstruction(0, src, c.reg).Build(),
+		}, nil
+	})
+}
+
+// ResolveName returns the meta-address registered for name, or an error
+// matching chains.ErrNotFound.
+func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return "", err
+	}
+	rec, found, err := c.lookupName(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("%w: %s.veil on solana", chains.ErrNotFound, n)
+	}
+	raw, err := hex.DecodeString(rec.Meta)
+	if err != nil || len(raw) != 64 {
+		return "", fmt.Errorf("solana: name index entry of %s is corrupt", n)
+	}
+	m := edstealth.MetaAddress{Chain: edstealth.Solana}
+	copy(m.Spend[:], raw[:32])
+	copy(m.View[:], raw[32:])
+	return m.String(), nil
+}

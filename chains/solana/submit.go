@@ -1,0 +1,381 @@
+package solana
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	solanago "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+const (
+	statePending = "pending"
+	stateDone    = "done"
+)
+
+// attempt is one signed transaction of an intent.
+type attempt struct {
+	Signature string    `json:"signature"`
+	Raw       []byte    `json:"raw"`
+	Blockhash string    `json:"blockhash"`
+	LastValid uint64    `json:"lastValid"`
+	At        time.Time `json:"at"`
+}
+
+// intent is the durable record of one payment, withdrawal or registration.
+type intent struct {
+	Op          string            `json:"op"`
+	Fingerprint string            `json:"fp"`
+	Source      string            `json:"source"`
+	KeyRef      chains.KeyRef     `json:"keyRef"`
+	Params      map[string]string `json:"params,omitempty"`
+	Attempts    []attempt         `json:"attempts"`
+	State       string            `json:"state"`
+	TxHash      string            `json:"txHash"`
+	Created     time.Time         `json:"created"`
+}
+
+// builder returns the instructions of an attempt; it runs again for every
+// rebuilt attempt, with fresh chain state.
+type builder func(ctx context.Context) ([]solanago.Instruction, error)
+
+const maxRebuilds = 5
+
+func (c *Connector) loadIntent(ctx context.Context, key string) (*intent, uint64, error) {
+	rec, err := c.store.Get(ctx, TableIntents, key)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var it intent
+	if err := json.Unmarshal(rec.Value, &it); err != nil {
+		return nil, 0, fmt.Errorf("solana: decode intent %s: %w", key, err)
+	}
+	return &it, rec.Version, nil
+}
+
+func (c *Connector) saveIntent(ctx context.Context, key string, it *intent, ver uint64) (uint64, error) {
+	val, err := json.Marshal(it)
+	if err != nil {
+		return 0, err
+	}
+	exp := persistence.Absent()
+	if ver > 0 {
+		exp = persistence.AtVersion(ver)
+	}
+	vs, err := c.store.Apply(ctx, persistence.Put(TableIntents, key, val, exp))
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
+}
+
+func (c *Connector) dropIntent(ctx context.Context, key string, ver uint64) {
+	if ver == 0 {
+		return
+	}
+	if _, err := c.store.Apply(context.WithoutCancel(ctx), persistence.Delete(TableIntents, key, persistence.AtVersion(ver))); err != nil {
+		c.log.Error("drop intent", "key", key, "err", err)
+	}
+}
+
+// run sends the intent under key exactly once: a recorded key returns its
+// result (or resumes it); a new one is built with a recent blockhash,
+// signed, persisted and only then sent. An attempt whose blockhash expired
+// (BlockhashNotFound at preflight, or not landed by its last valid block
+// height) can never land, so the transaction is rebuilt with a fresh
+// blockhash and re-signed: the payment still happens once.
+func (c *Connector) run(ctx context.Context, key string, it *intent, build builder) (chains.TxResult, error) {
+	unlock := c.lockSource(it.Source)
+	defer unlock()
+	cur, ver, err := c.loadIntent(ctx, key)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if cur != nil {
+		if cur.Fingerprint != it.Fingerprint {
+			return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
+		}
+		if cur.State == stateDone {
+			return c.result(cur.TxHash), nil
+		}
+		it = cur
+		done, err := c.resume(ctx, key, it, ver)
+		if err != nil || done {
+			return c.result(it.TxHash), err
+		}
+		if it, ver, err = c.loadIntent(ctx, key); err != nil {
+			return chains.TxResult{}, err
+		}
+	}
+	src, err := parseAddress(it.Source)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	for try := 0; ; try++ {
+		if try > maxRebuilds {
+			return chains.TxResult{}, fmt.Errorf("%w: solana: blockhashes kept expiring; retry with the same idempotency key", chains.ErrUnavailable)
+		}
+		at, err := c.buildAttempt(ctx, it, src, build)
+		if err != nil {
+			if len(it.Attempts) > 0 {
+				c.dropIntent(ctx, key, ver) // earlier attempts are dead
+			}
+			return chains.TxResult{}, err
+		}
+		if err := c.failpoint(FailAfterSign); err != nil {
+			return chains.TxResult{}, err
+		}
+		it.Attempts = append(it.Attempts, at)
+		it.TxHash, it.State = at.Signature, statePending
+		if it.Created.IsZero() {
+			it.Created = c.now().UTC()
+		}
+		nv, err := c.saveIntent(ctx, key, it, ver)
+		if errors.Is(err, persistence.ErrConflict) {
+			return chains.TxResult{}, fmt.Errorf("%w: solana: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, key)
+		}
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		ver = nv
+		if err := c.failpoint(FailBeforeSend); err != nil {
+			return chains.TxResult{}, err
+		}
+		_, serr := c.rpc.SendRawTransactionWithOpts(ctx, at.Raw, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
+		if err := c.failpoint(FailAfterSend); err != nil {
+			return chains.TxResult{}, err
+		}
+		verdict, txErr := classify(serr)
+		switch verdict {
+		case sentOK:
+			landed, lerr, err := c.confirm(ctx, at)
+			if err != nil {
+				return c.result(at.Signature), err
+			}
+			if !landed {
+				c.log.Info("rebuilding transaction", "source", it.Source, "reason", "blockhash expired before it landed", "key", key)
+				continue
+			}
+			if lerr != nil {
+				c.dropIntent(ctx, key, ver)
+				return chains.TxResult{}, c.rejection(it.Op, lerr)
+			}
+			it.State = stateDone
+			if _, err := c.saveIntent(context.WithoutCancel(ctx), key, it, ver); err != nil {
+				c.log.Error("record confirmed intent", "key", key, "err", err)
+			}
+			return c.result(at.Signature), nil
+		case sentExpired:
+			c.log.Info("rebuilding transaction", "source", it.Source, "reason", "BlockhashNotFound", "key", key)
+			continue
+		case sentUnknown:
+			return c.result(at.Signature), fmt.Errorf("%w: solana: send %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Signature, serr)
+		default:
+			c.dropIntent(ctx, key, ver)
+			if txErr != nil {
+				return chains.TxResult{}, c.rejection(it.Op, txErr)
+			}
+			return chains.TxResult{}, fmt.Errorf("solana rejected the %s: %v", it.Op, serr)
+		}
+	}
+}
+
+// resume settles a pending intent found in the store.
+func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint64) (bool, error) {
+	sigs := make([]solanago.Signature, len(it.Attempts))
+	for i, a := range it.Attempts {
+		sigs[i] = solanago.MustSignatureFromBase58(a.Signature)
+	}
+	st, err := c.rpc.GetSignatureStatuses(ctx, true, sigs...)
+	if err != nil {
+		return false, c.unavailable("signature statuses", err)
+	}
+	for i, s := range st.Value {
+		if s == nil {
+			continue
+		}
+		if s.Err != nil {
+			c.dropIntent(ctx, key, ver)
+			return true, c.rejection(it.Op, s.Err)
+		}
+		it.State, it.TxHash = stateDone, it.Attempts[i].Signature
+		_, err := c.saveIntent(ctx, key, it, ver)
+		return true, err
+	}
+	last := it.Attempts[len(it.Attempts)-1]
+	valid, err := c.rpc.IsBlockhashValid(ctx, solanago.MustHashFromBase58(last.Blockhash), rpc.CommitmentConfirmed)
+	if err != nil {
+		return false, c.unavailable("isBlockhashValid", err)
+	}
+	if !valid.Value {
+		return false, nil // dead: rebuild
+	}
+	_, serr := c.rpc.SendRawTransactionWithOpts(ctx, last.Raw, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
+	verdict, txErr := classify(serr)
+	switch verdict {
+	case sentOK:
+		landed, lerr, err := c.confirm(ctx, last)
+		if err != nil || !landed {
+			return err != nil, err
+		}
+		if lerr != nil {
+			c.dropIntent(ctx, key, ver)
+			return true, c.rejection(it.Op, lerr)
+		}
+		it.State = stateDone
+		_, err = c.saveIntent(ctx, key, it, ver)
+		return true, err
+	case sentExpired:
+		return false, nil
+	case sentUnknown:
+		return true, fmt.Errorf("%w: solana: resend %s: %v", chains.ErrUnavailable, last.Signature, serr)
+	}
+	c.dropIntent(ctx, key, ver)
+	return true, c.rejection(it.Op, txErr)
+}
+
+// buildAttempt takes a recent blockhash, builds the transaction with the
+// source as fee payer, has the Signer sign the message and checks it.
+func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.PublicKey, build builder) (attempt, error) {
+	if c.signer == nil {
+		return attempt{}, errors.New("solana: no Signer configured")
+	}
+	ixs, err := build(ctx)
+	if err != nil {
+		return attempt{}, err
+	}
+	bh, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed)
+	if err != nil {
+		return attempt{}, c.unavailable("getLatestBlockhash", err)
+	}
+	tx, err := solanago.NewTransaction(ixs, bh.Value.Blockhash, solanago.TransactionPayer(src))
+	if err != nil {
+		return attempt{}, fmt.Errorf("solana: build transaction: %w", err)
+	}
+	if int(tx.Message.Header.NumRequiredSignatures) != 1 {
+		return attempt{}, fmt.Errorf("solana: transaction needs %d signers, the connector signs for one", tx.Message.Header.NumRequiredSignatures)
+	}
+	msg, err := tx.Message.MarshalBinary()
+	if err != nil {
+		return attempt{}, err
+	}
+	sig, err := c.signer.Sign(ctx, it.KeyRef, msg)
+	if err != nil {
+		return attempt{}, fmt.Errorf("solana: sign: %w", err)
+	}
+	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(ed25519.PublicKey(src[:]), msg, sig) {
+		return attempt{}, fmt.Errorf("solana: key %s/%s/%d does not sign for %s", it.KeyRef.AgentID, it.KeyRef.Chain, it.KeyRef.Epoch, src)
+	}
+	tx.Signatures = []solanago.Signature{solanago.SignatureFromBytes(sig)}
+	raw, err := tx.MarshalBinary()
+	if err != nil {
+		return attempt{}, err
+	}
+	return attempt{Signature: tx.Signatures[0].String(), Raw: raw, Blockhash: bh.Value.Blockhash.String(),
+		LastValid: bh.Value.LastValidBlockHeight, At: c.now().UTC()}, nil
+}
+
+// confirm polls the signature's status until it lands (its error, if it
+// failed in the ledger) or its blockhash expires (landed = false).
+func (c *Connector) confirm(ctx context.Context, at attempt) (landed bool, txErr any, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConfirmTimeout)
+	defer cancel()
+	sig := solanago.MustSignatureFromBase58(at.Signature)
+	for {
+		st, err := c.rpc.GetSignatureStatuses(ctx, false, sig)
+		if err == nil && len(st.Value) == 1 && st.Value[0] != nil {
+			if s := st.Value[0]; s.ConfirmationStatus != rpc.ConfirmationStatusProcessed {
+				return true, s.Err, nil
+			}
+		}
+		h, herr := c.rpc.GetBlockHeight(ctx, rpc.CommitmentConfirmed)
+		if herr == nil && h > at.LastValid {
+			// One last look: it may have landed in the last valid block.
+			st, err := c.rpc.GetSignatureStatuses(ctx, true, sig)
+			if err == nil && len(st.Value) == 1 && st.Value[0] != nil {
+				return true, st.Value[0].Err, nil
+			}
+			return false, nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil, fmt.Errorf("%w: solana: %s not confirmed yet (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Signature)
+		case <-time.After(c.cfg.PollInterval):
+		}
+	}
+}
+
+type verdict int
+
+const (
+	sentOK       verdict = iota
+	sentExpired          // BlockhashNotFound: the attempt can never land
+	sentRejected         // preflight or sanitize failure: it will never land as is
+	sentUnknown          // no verdict (transport): it may have been forwarded
+)
+
+// classify reads sendTransaction's error; txErr is the TransactionError of
+// a failed simulation.
+func classify(err error) (verdict, any) {
+	if err == nil {
+		return sentOK, nil
+	}
+	var re *jsonrpc.RPCError
+	if !errors.As(err, &re) {
+		return sentUnknown, nil
+	}
+	var txErr any
+	if m, ok := re.Data.(map[string]any); ok {
+		txErr = m["err"]
+	}
+	switch txErr {
+	case "BlockhashNotFound":
+		return sentExpired, txErr
+	case "AlreadyProcessed":
+		return sentOK, nil
+	}
+	if re.Code == -32005 { // node unhealthy / behind
+		return sentUnknown, nil
+	}
+	if txErr == nil {
+		txErr = re.Message
+	}
+	return sentRejected, txErr
+}
+
+// rejection maps a TransactionError (its JSON form) to Veil's errors.
+func (c *Connector) rejection(op string, txErr any) error {
+	b, _ := json.Marshal(txErr)
+	desc := string(b)
+	switch v := txErr.(type) {
+	case string:
+		switch v {
+		case "InsufficientFundsForFee", "AccountNotFound":
+			return fmt.Errorf("%w: solana rejected the %s: %s", chains.ErrInsufficientFunds, op, v)
+		}
+		return fmt.Errorf("solana rejected the %s: %s", op, v)
+	case map[string]any:
+		if _, ok := v["InsufficientFundsForRent"]; ok {
+			return fmt.Errorf("%w: solana rejected the %s: %s (an account would be left below the rent-exempt minimum, 0.00089088 SOL for a plain account)", chains.ErrInvalidAmount, op, desc)
+		}
+		if ie, ok := v["InstructionError"].([]any); ok && len(ie) == 2 {
+			if m, ok := ie[1].(map[string]any); ok {
+				if code, ok := m["Custom"].(float64); ok && code == 1 {
+					return fmt.Errorf("%w: solana rejected the %s: %s", chains.ErrInsufficientFunds, op, desc)
+				}
+			}
+		}
+	}
+	return fmt.Errorf("solana rejected the %s: %s", op, desc)
+}
