@@ -143,3 +143,35 @@ func BenchmarkAgentGetCold(b *testing.B) {
 		return get(c, e.url+"/agent/"+ids[i], e.key)
 	})
 }
+
+// BenchmarkChat drives chat with the builtin planner, 64 clients, the
+// store on disk: a message that runs no tool and one that runs one
+// (get_agent_info, so no chain is involved). Each client chats with its
+// own agent: an agent handles one message at a time, by design.
+func BenchmarkChat(b *testing.B) {
+	for _, bc := range []struct{ name, msg string }{
+		{"NoTool", "hello"},
+		{"OneTool", "show my agent info"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := newEnv(b, envOptions{})
+			ids := agentsFor(b, e, clients)
+			bodies := make([][]byte, clients)
+			for i := range bodies {
+				bodies[i], _ = json.Marshal(map[string]string{"message": bc.msg})
+			}
+			b.ReportAllocs()
+			load(b, b.N, 200, func(c *http.Client, i int) int {
+				req, _ := http.NewRequest("POST", e.url+"/agent/"+ids[i%clients]+"/chat", bytes.NewReader(bodies[i%clients]))
+				req.Header.Set("Authorization", "Bearer "+e.key)
+				resp, err := c.Do(req)
+				if err != nil {
+					return 0
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode
+			})
+		})
+	}
+}
