@@ -314,14 +314,50 @@ func TestLaterEndpointsOnRealServer(t *testing.T) {
 		if missing(err) {
 			t.Skip("POST /agent/{id}/chat is not routed yet")
 		}
-		// Whatever models this bare server has, an unknown conversation is a
-		// 404 before any runs (DESIGN.md).
+		// An unknown conversation is a 404 before the model runs (DESIGN.md).
 		if !client.IsNotFound(err) {
 			t.Fatalf("chat in an unknown conversation: %v", err)
 		}
-		_, err = c.Chat(ctx, a.ID, client.ChatRequest{Message: ""})
-		if !client.IsBadRequest(err) {
+		if _, err := c.Chat(ctx, a.ID, client.ChatRequest{Message: " "}); !client.IsBadRequest(err) {
 			t.Fatalf("empty chat message: %v", err)
+		}
+		if _, err := c.Chat(ctx, a.ID, client.ChatRequest{Message: "hi"}, client.WithProvider("nonsense", "")); !client.IsBadRequest(err) {
+			t.Fatalf("unknown provider: %v", err)
+		}
+		first, err := c.Chat(ctx, a.ID, client.ChatRequest{Message: "what can you do?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Response == "" || !client.IsAgentID(first.ConversationID) {
+			t.Fatalf("first reply %+v", first)
+		}
+		// The same Idempotency-Key twice, then a continuation.
+		key := client.NewIdempotencyKey()
+		second, err := c.Chat(ctx, a.ID, client.ChatRequest{Message: "what's my balance?", ConversationID: first.ConversationID}, client.WithIdempotencyKey(key))
+		if err != nil || second.ConversationID != first.ConversationID || second.Response == "" {
+			t.Fatalf("second reply %+v %v", second, err)
+		}
+		for _, tc := range second.ToolCalls {
+			if tc.Name == "" || (tc.Status != client.ToolSuccess && tc.Status != client.ToolError) {
+				t.Fatalf("tool call %+v", tc)
+			}
+		}
+		msgs, err := c.ListMessages(ctx, a.ID, first.ConversationID)
+		if err != nil || len(msgs) < 4 || msgs[0].Role != client.RoleUser || msgs[0].Text != "what can you do?" {
+			t.Fatalf("messages %+v %v", msgs, err)
+		}
+		tools := 0
+		for _, m := range msgs {
+			if _, ok := m.ToolCall(); ok {
+				tools++
+			}
+		}
+		if tools != len(second.ToolCalls) {
+			t.Fatalf("%d tool messages for %d tool calls", tools, len(second.ToolCalls))
+		}
+		convs, err := c.ListConversations(ctx, a.ID)
+		if err != nil || len(convs) == 0 || convs[0].ID != first.ConversationID || convs[0].Title != "what can you do?" {
+			t.Fatalf("conversations %+v %v", convs, err)
 		}
 	})
 }

@@ -10,19 +10,22 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 )
 
 // server is a real API on a loopback listener, wired like httpapi's own
 // end-to-end tests: bbolt on disk, the actor host, the software enclave,
-// no chain connectors.
+// the builtin model, no chain connectors (tools that need a chain report
+// errors).
 type server struct {
 	t     testing.TB
 	url   string
@@ -44,8 +47,12 @@ func newServer(t testing.TB) *server {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{}}),
-		runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{},
+		// The builtin planner (llm.Config's zero value) answers chat.
+		Models:    func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) },
+		PublicURL: "http://veil.test",
+	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: prov})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())

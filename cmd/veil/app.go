@@ -102,7 +102,7 @@ func (a *app) run(args []string) int {
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errQuiet) && code != exitInterrupted {
 		a.printError(err, code)
 	}
-	if code == exitError && ctx.Err() != nil {
+	if code == exitError && a.ctx.Err() != nil {
 		code = exitInterrupted
 	}
 	return code

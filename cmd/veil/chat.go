@@ -171,8 +171,10 @@ func (s *chatSession) lines() error {
 // interactive is the prompt on a terminal.
 func (s *chatSession) interactive() error {
 	a := s.app
-	// Ctrl-C cancels the running request instead of ending the program.
+	// Ctrl-C cancels the running request instead of ending the program:
+	// the process-wide signal context gives way to the handling below.
 	a.stopSignals()
+	a.ctx = context.Background()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -321,7 +323,7 @@ func linkLabel(kind string) string {
 // members of its result (links are printed apart), or its error.
 func toolLine(tc client.ToolCall) string {
 	if !tc.OK() {
-		return fmt.Sprintf("  ✗ %s: %s", tc.Name, oneLine(tc.ErrorText(), 100))
+		return fmt.Sprintf("  ✗ %s: %s", tc.Name, oneLine(tc.ErrorText(), 140))
 	}
 	var m map[string]any
 	_ = json.Unmarshal([]byte(tc.Detail), &m)
@@ -361,7 +363,7 @@ func toolLine(tc client.ToolCall) string {
 			break
 		}
 	}
-	return oneLine(fmt.Sprintf("  ✓ %s  %s", tc.Name, strings.Join(parts, ", ")), 160)
+	return "  " + oneLine(fmt.Sprintf("✓ %s  %s", tc.Name, strings.Join(parts, ", ")), 160)
 }
 
 func oneLine(s string, max int) string {
