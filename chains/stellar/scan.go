@@ -47,7 +47,8 @@ func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chain
 	}
 	var out []chains.Announcement
 	for len(out) < limit {
-		txs, err := c.page(ctx, c.cfg.AnnouncementAccount, cursor, min(200, limit-len(out)))
+		n := min(200, limit-len(out))
+		txs, err := c.page(ctx, c.cfg.AnnouncementAccount, cursor, n)
 		if err != nil {
 			return out, cursor, err
 		}
@@ -57,7 +58,7 @@ func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chain
 				out = append(out, a)
 			}
 		}
-		if len(txs) < min(200, limit-len(out)+len(txs)) || len(txs) == 0 {
+		if len(txs) < n {
 			break
 		}
 	}
