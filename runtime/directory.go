@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"container/list"
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,13 +19,21 @@ type directory struct {
 	host    *Host
 	entries map[string]*entry
 	byPID   map[string]string // child PID id → agent id
+	// lru orders the active (not stopping) entries, most recently used at
+	// the front, for the MaxActive cap and memory shedding.
+	lru list.List
 }
 
 type entry struct {
+	id       string
 	pid      *actor.PID
 	stopping bool
 	queued   []queuedRequest
+	elem     *list.Element
 }
+
+// shed asks a directory to passivate its least recently used tenth.
+type shed struct{}
 
 type queuedRequest struct {
 	req    *request
@@ -48,10 +59,17 @@ func (d *directory) Receive(c actor.Context) {
 		case e == nil:
 			e = d.activate(c, m.id)
 			c.Forward(e.pid)
+			d.enforceCap(c)
 		case e.stopping:
 			e.queued = append(e.queued, queuedRequest{req: m, sender: c.Sender()})
 		default:
+			d.lru.MoveToFront(e.elem)
 			c.Forward(e.pid)
+		}
+	case shed:
+		n := (d.lru.Len() + 9) / 10
+		for i := 0; i < n; i++ {
+			d.stop(c, d.lru.Back().Value.(*entry).id)
 		}
 	case *passivate:
 		if id, ok := d.byPID[m.pid.Id]; ok {
@@ -78,9 +96,18 @@ func (d *directory) Receive(c actor.Context) {
 	}
 }
 
+// enforceCap passivates least recently used agents beyond the shard's cap.
+func (d *directory) enforceCap(c actor.Context) {
+	limit := d.host.cfg.shardCap()
+	for limit > 0 && d.lru.Len() > limit {
+		d.stop(c, d.lru.Back().Value.(*entry).id)
+	}
+}
+
 func (d *directory) stop(c actor.Context, id string) {
 	if e := d.entries[id]; e != nil && !e.stopping {
 		e.stopping = true
+		d.lru.Remove(e.elem)
 		// Poison, not Stop: requests forwarded before this point are
 		// already in the child's mailbox and are answered first.
 		c.Poison(e.pid)
@@ -96,7 +123,8 @@ func (d *directory) activate(c actor.Context, id string) *entry {
 		return &agentActor{host: h, id: id}
 	})
 	pid := c.SpawnPrefix(props, "a")
-	e := &entry{pid: pid}
+	e := &entry{id: id, pid: pid}
+	e.elem = d.lru.PushFront(e)
 	d.entries[id] = e
 	d.byPID[pid.Id] = id
 	h.active.Add(1)
@@ -159,8 +187,10 @@ func (a *agentActor) handle(c actor.Context, m *request) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	start := time.Now()
 	v, err := a.agent.Receive(ctx, m.msg)
 	c.Respond(&reply{value: v, err: err})
+	a.host.observer.Handled(a.id, kindOf(m.msg), time.Since(start))
 }
 
 func (a *agentActor) askStop(c actor.Context) {
@@ -169,4 +199,13 @@ func (a *agentActor) askStop(c actor.Context) {
 	}
 	a.askedStop = true
 	c.Send(c.Parent(), &passivate{pid: c.Self()})
+}
+
+// kindOf names a message's type without its package, for metrics.
+func kindOf(msg any) string {
+	s := fmt.Sprintf("%T", msg)
+	if i := strings.LastIndexByte(s, '.'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }

@@ -64,6 +64,15 @@ type HostConfig struct {
 	// Defaults 10 in 10s.
 	MaxRestarts   int
 	RestartWindow time.Duration
+	// MaxActive caps the active agent actors of this node (0: no cap).
+	// Beyond it the least recently used agent is passivated, whatever its
+	// idle time. Each directory shard enforces MaxActive/Shards.
+	MaxActive int
+	// MemoryLimit, when > 0, is the Go heap size (bytes) above which the
+	// host sheds load: every shard passivates its least recently used
+	// tenth, checked every MemoryCheckEvery (default 1s).
+	MemoryLimit      uint64
+	MemoryCheckEvery time.Duration
 }
 
 func (c *HostConfig) defaults() {
@@ -85,6 +94,20 @@ func (c *HostConfig) defaults() {
 	if c.RestartWindow <= 0 {
 		c.RestartWindow = 10 * time.Second
 	}
+	if c.MemoryCheckEvery <= 0 {
+		c.MemoryCheckEvery = time.Second
+	}
+}
+
+func (c *HostConfig) shardCap() int {
+	if c.MaxActive <= 0 {
+		return 0
+	}
+	n := c.MaxActive / c.Shards
+	if n < 1 {
+		n = 1
+	}
+	return n
 }
 
 // Observer receives lifecycle events, for metrics. Every method may be
@@ -93,13 +116,20 @@ type Observer interface {
 	Activated(id string, load time.Duration)
 	Passivated(id string)
 	Panicked(id string)
+	// Handled is called after an agent answered a message; kind is the
+	// message's type name.
+	Handled(id, kind string, d time.Duration)
+	// InFlight moves the count of requests queued for or inside agents.
+	InFlight(delta int)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) Activated(string, time.Duration) {}
-func (nopObserver) Passivated(string)               {}
-func (nopObserver) Panicked(string)                 {}
+func (nopObserver) Activated(string, time.Duration)       {}
+func (nopObserver) Passivated(string)                     {}
+func (nopObserver) Panicked(string)                       {}
+func (nopObserver) Handled(string, string, time.Duration) {}
+func (nopObserver) InFlight(int)                          {}
 
 // Host owns the agent actors of one actor system.
 type Host struct {
@@ -112,6 +142,8 @@ type Host struct {
 	active   atomic.Int64
 	stopping atomic.Bool
 	inflight sync.WaitGroup
+
+	monitorStop, monitorDone chan struct{}
 }
 
 // NewHost starts the directory actors on system. obs may be nil.
@@ -135,6 +167,11 @@ func NewHost(system *actor.ActorSystem, load Loader, cfg HostConfig, log *slog.L
 			panic(fmt.Sprintf("runtime: spawn directory %d: %v", i, err))
 		}
 		h.shards = append(h.shards, pid)
+	}
+	if cfg.MemoryLimit > 0 {
+		h.monitorStop = make(chan struct{})
+		h.monitorDone = make(chan struct{})
+		go h.monitorMemory()
 	}
 	return h
 }
@@ -163,6 +200,8 @@ func (h *Host) Request(ctx context.Context, id string, msg any) (any, error) {
 	}
 	h.inflight.Add(1)
 	defer h.inflight.Done()
+	h.observer.InFlight(1)
+	defer h.observer.InFlight(-1)
 	// Re-check: Stop may have begun between the first check and Add.
 	if h.stopping.Load() {
 		return nil, ErrStopping
@@ -207,7 +246,10 @@ func (h *Host) shardOf(id string) *actor.PID {
 // Stop refuses new requests, waits for in-flight ones (bounded by ctx), then
 // stops every agent actor and the directories.
 func (h *Host) Stop(ctx context.Context) error {
-	h.stopping.Store(true)
+	if !h.stopping.Swap(true) && h.monitorStop != nil {
+		close(h.monitorStop)
+		<-h.monitorDone
+	}
 	done := make(chan struct{})
 	go func() { h.inflight.Wait(); close(done) }()
 	var err error

@@ -78,6 +78,8 @@ func newEvents() *events {
 func (e *events) Activated(id string, _ time.Duration) {}
 func (e *events) Passivated(id string)                 { e.passivated <- id }
 func (e *events) Panicked(id string)                   { e.panicked <- id }
+func (e *events) Handled(string, string, time.Duration) {}
+func (e *events) InFlight(int)                          {}
 
 func (e *events) loads(id string) int {
 	e.mu.Lock()
@@ -287,5 +289,49 @@ func TestStopRefusesNewRequests(t *testing.T) {
 	}
 	if _, err := f.ask(t, "s", "get"); !errors.Is(err, runtime.ErrStopping) {
 		t.Fatalf("after stop err = %v, want ErrStopping", err)
+	}
+}
+
+func TestMaxActiveEvictsLeastRecentlyUsed(t *testing.T) {
+	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 1, MaxActive: 2})
+	f.mustAsk(t, "a", "inc")
+	f.mustAsk(t, "b", "inc")
+	f.mustAsk(t, "a", "get") // a is now the most recently used
+	f.mustAsk(t, "c", "inc") // over the cap: b goes, not a
+	select {
+	case id := <-f.ev.passivated:
+		if id != "b" {
+			t.Fatalf("passivated %q, want b (least recently used)", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing passivated over the cap")
+	}
+	if got := f.ev.loads("a"); got != 1 {
+		t.Fatalf("a was reloaded (%d activations)", got)
+	}
+	// b comes back from the store on its next message.
+	if got := f.mustAsk(t, "b", "get"); got != 1 {
+		t.Fatalf("b after eviction = %v", got)
+	}
+}
+
+func TestShedPassivatesATenth(t *testing.T) {
+	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 1})
+	for i := 0; i < 20; i++ {
+		f.mustAsk(t, fmt.Sprintf("s%02d", i), "get")
+	}
+	f.host.Shed()
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case id := <-f.ev.passivated:
+			got[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("shed passivated %v, want 2", got)
+		}
+	}
+	// The oldest two went.
+	if !got["s00"] || !got["s01"] {
+		t.Fatalf("shed passivated %v, want s00 and s01", got)
 	}
 }

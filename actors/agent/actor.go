@@ -55,11 +55,29 @@ type Deps struct {
 	Models Models
 	// Tools overrides the offered tools (tests); nil means tools.All().
 	Tools []tools.Tool
+	// Metrics, when set, records the agent's chats, model and tool calls
+	// and payments.
+	Metrics Metrics
 	// Failpoint, when set, is called at the dangerous steps of a request
 	// (FailAfterTools); an error it returns aborts the request right there,
 	// as a crash would. Tests only.
 	Failpoint func(name string) error
 }
+
+// Metrics is what the agent reports (runtime/metrics implements it).
+type Metrics interface {
+	Chat(agentID string, d time.Duration)
+	Tool(agentID, tool, status string)
+	Model(agentID, provider string, prompt, completion int)
+	Payment(agentID string, chain chains.ID)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Chat(string, time.Duration)     {}
+func (nopMetrics) Tool(string, string, string)    {}
+func (nopMetrics) Model(string, string, int, int) {}
+func (nopMetrics) Payment(string, chains.ID)      {}
 
 // Failpoints of the chat loop.
 const (
@@ -88,6 +106,9 @@ func (d *Deps) now() time.Time {
 func Loader(d Deps) runtime.Loader {
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = nopMetrics{}
 	}
 	return func(ctx context.Context, id string) (runtime.Agent, error) {
 		a := &Actor{deps: d, id: id}

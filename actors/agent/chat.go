@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/llm"
 )
 
@@ -96,6 +98,8 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	if err := validateChat(c.Message); err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	defer func() { a.deps.Metrics.Chat(a.id, time.Since(start)) }()
 	if a.deps.Models == nil {
 		return nil, errors.New("chat is not configured on this node")
 	}
@@ -145,6 +149,8 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		if err != nil {
 			return nil, &ModelError{Err: err}
 		}
+		prompt, completion := llm.Usage(resp)
+		a.deps.Metrics.Model(a.id, c.Provider, prompt, completion)
 		text, toolCalls := llm.Reply(resp)
 		if len(toolCalls) == 0 {
 			answer = text
@@ -223,6 +229,7 @@ func (a *Actor) runTools(ctx context.Context, env tools.Env, offered []tools.Too
 		go func(i int, tc llms.ToolCall) {
 			defer wg.Done()
 			out[i] = a.runTool(ctx, env, offered, requestKey, turn, i, tc)
+			a.deps.Metrics.Tool(a.id, out[i].Name, out[i].Status)
 		}(i, tc)
 	}
 	wg.Wait()
@@ -274,6 +281,14 @@ func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fail(fmt.Errorf("encode result: %w", err))
+	}
+	if tool.Payment {
+		var paid struct {
+			Chain chains.ID `json:"chain"`
+		}
+		if json.Unmarshal(raw, &paid) == nil && paid.Chain != "" {
+			a.deps.Metrics.Payment(a.id, paid.Chain)
+		}
 	}
 	return ToolCall{Name: name, Status: "success", Detail: string(raw)}
 }

@@ -29,7 +29,7 @@ func (s *chainSet) close() {
 	}
 }
 
-func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, log *slog.Logger) (*chainSet, error) {
+func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
 	set := &chainSet{refs: agent.ChainMap{}}
 	ok := false
 	defer func() {
@@ -79,7 +79,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		if err != nil {
 			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
 		}
-		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log})
+		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log, Observer: obs})
 		if err != nil {
 			return nil, err
 		}

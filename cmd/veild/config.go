@@ -13,15 +13,19 @@ import (
 // Every flag has an env twin: --data ↔ VEIL_DATA, --passivate-after ↔
 // VEIL_PASSIVATE_AFTER. A flag given on the command line wins over env.
 type config struct {
-	Data           string
-	Addr           string
-	LogLevel       string
-	LogFormat      string
-	PassivateAfter time.Duration
-	ShutdownGrace  time.Duration
-	PublicURL      string
-	Enclave        string
-	DevnetBasePort int
+	Data            string
+	Addr            string
+	LogLevel        string
+	LogFormat       string
+	PassivateAfter  time.Duration
+	ShutdownGrace   time.Duration
+	PublicURL       string
+	Enclave         string
+	DevnetBasePort  int
+	MetricsAddr     string
+	MetricsLabelCap int
+	MaxActive       int
+	MemoryLimitMiB  int
 }
 
 func envName(flagName string) string {
@@ -38,6 +42,10 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
 	fs.StringVar(&c.Enclave, "enclave", "software", "enclave provider: software (root sealed in the data directory) or dstack")
 	fs.IntVar(&c.DevnetBasePort, "devnet-base-port", 18545, "first loopback port of the EVM devnets (horizen, ethereum, polygon, base on consecutive ports); 0 picks free ports")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "listen address of GET /metrics (unauthenticated; keep it private), or off")
+	fs.IntVar(&c.MetricsLabelCap, "metrics-label-cap", 1000, "active agents that get their own metric series; the rest aggregate as agent=\"_other\"")
+	fs.IntVar(&c.MaxActive, "max-active", 0, "cap on active agent actors (least recently used passivate first); 0: no cap")
+	fs.IntVar(&c.MemoryLimitMiB, "memory-limit-mib", 0, "Go heap size (MiB) above which least recently used agents are passivated; 0: off")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 }
 

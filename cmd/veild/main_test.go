@@ -39,6 +39,8 @@ type proc struct {
 	stdout *bytes.Buffer
 	stderr *syncBuffer
 	addr   string
+	// metrics is the metrics listener's address.
+	metrics string
 }
 
 // syncBuffer is written by the stderr copier and read by the test.
@@ -47,11 +49,15 @@ type syncBuffer struct {
 	all   bytes.Buffer
 }
 
-var servingRE = regexp.MustCompile(`msg="veild serving" addr=(\S+)`)
+var (
+	servingRE = regexp.MustCompile(`msg="veild serving" addr=(\S+)`)
+	metricsRE = regexp.MustCompile(`msg="metrics serving" addr=(\S+)`)
+)
 
-func start(t *testing.T, data string) *proc {
+func start(t *testing.T, data string, extra ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s", "--devnet-base-port", "0")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s", "--devnet-base-port", "0", "--metrics-addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(veildBin, args...)
 	cmd.Env = append(os.Environ(), "VEIL_DATA="+data)
 	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{lines: make(chan string, 1000)}}
 	cmd.Stdout = p.stdout
@@ -78,6 +84,9 @@ func start(t *testing.T, data string) *proc {
 				t.Fatalf("veild exited before serving; stdout: %s", p.stdout)
 			}
 			p.stderr.all.WriteString(line + "\n")
+			if m := metricsRE.FindStringSubmatch(line); m != nil {
+				p.metrics = m[1]
+			}
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				p.addr = m[1]
 				return p

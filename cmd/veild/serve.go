@@ -25,16 +25,17 @@ import (
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/metrics"
 )
 
 const dbFile = "veil.db"
 
 // openStore creates the data directory if needed and opens the bbolt file.
-func openStore(dir string) (*persistence.Bolt, error) {
+func openStore(dir string, observe func(batches int, commit time.Duration)) (*persistence.Bolt, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 	}
-	return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{})
+	return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe})
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,7 +57,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &usageError{err.Error()}
 	}
 
-	store, err := openStore(cfg.Data)
+	mets := metrics.New(cfg.MetricsLabelCap)
+	store, err := openStore(cfg.Data, mets.Commit)
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}))
 	defer system.Shutdown()
 	enclaves := enclaveactor.NewGroup(system, prov)
-	chainSet, err := startChains(ctx, cfg, system, store, enclaves, log)
+	chainSet, err := startChains(ctx, cfg, system, store, enclaves, mets, log)
 	if err != nil {
 		return err
 	}
@@ -112,11 +114,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Chains:    chainSet.refs,
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		Metrics:   mets,
 	}), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
-	}, log, nil)
+		MaxActive:      cfg.MaxActive,
+		MemoryLimit:    uint64(cfg.MemoryLimitMiB) << 20,
+	}, log, mets)
 
-	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves})
+	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves, OnRequest: mets.Request})
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics on %s: %w (choose another --metrics-addr, or off)", cfg.MetricsAddr, err)
+		}
+		msrv := &http.Server{Handler: metricsMux(mets), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		log.Info("metrics serving", slog.String("addr", mln.Addr().String()))
+	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -177,7 +192,7 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *account == "" {
 		return &usageError{"--account NAME is required"}
 	}
-	store, err := openStore(*data)
+	store, err := openStore(*data, nil)
 	if err != nil {
 		return err
 	}
@@ -193,4 +208,11 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stderr, "API key for account %q (shown once; store it now):\n", acc.Name)
 	fmt.Fprintln(stdout, key)
 	return nil
+}
+
+// metricsMux serves GET /metrics (Prometheus text format) and nothing else.
+func metricsMux(m *metrics.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
 }

@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+)
+
+// Messages of invoices, received payments and schedules (issue 8). Those
+// with an AccountID come from the API and are account-scoped like every
+// other message; those without one come only from in-process services (the
+// scanner, the reminder, the public pay page), which is why the HTTP layer
+// never builds them from client input beyond an id.
+
+// Errors of these messages; httpapi maps them to statuses.
+var (
+	// ErrInvoiceNotFound: no such invoice, or another account's (404).
+	ErrInvoiceNotFound = errors.New("invoice not found")
+	// ErrNoPayment: the chain shows no payment that settles the invoice
+	// (400). Its message says what was checked.
+	ErrNoPayment = errors.New("no payment settles this invoice")
+	// ErrScheduleNotFound: no such schedule for this agent (404).
+	ErrScheduleNotFound = errors.New("schedule not found")
+	// ErrScheduleTransition: the action is not allowed in the schedule's
+	// status (409).
+	ErrScheduleTransition = errors.New("schedule action not allowed")
+)
+
+// Incoming is one payment found on chain for this agent: an announced
+// stealth payment or a plain transfer to one of its invoices' addresses.
+type Incoming struct {
+	StealthAddress string
+	// EphemeralPubKey of an announcement; nil for a plain transfer, whose
+	// key is the invoice's.
+	EphemeralPubKey []byte
+	Asset           string
+	Amount          string
+	TxHash          string
+}
+
+// DeliverPayments records payments the chain scanner matched to this agent:
+// each new one once (payment_received), and the invoice it settles paid
+// (invoice_paid). Answers *DeliverReport. Redelivery changes nothing.
+type DeliverPayments struct {
+	Chain    chains.ID
+	Payments []Incoming
+}
+
+// DeliverReport says what a delivery changed.
+type DeliverReport struct {
+	New          int      // payments seen for the first time
+	InvoicesPaid []string // invoices that flipped to paid
+}
+
+// GetInvoice answers the spec's Invoice (tools.Invoice).
+type GetInvoice struct {
+	AccountID string
+	InvoiceID string
+}
+
+// ConfirmInvoicePaid is POST /invoice/:id/paid: with a TxHash the
+// transaction is verified on chain; without one, the payments the scanner
+// recorded at the invoice's address must cover it. Answers the Invoice;
+// ErrNoPayment when nothing settles it. Idempotent.
+type ConfirmInvoicePaid struct {
+	AccountID string
+	InvoiceID string
+	TxHash    string
+}
+
+// PublicInvoice answers *PayView for the unauthenticated pay page.
+type PublicInvoice struct{ InvoiceID string }
+
+// PayView is what a payer may see of an invoice: no agent id, account or
+// keys.
+type PayView struct {
+	ID        string     `json:"id"`
+	Payee     string     `json:"payee"` // alice.veil
+	Amount    string     `json:"amount"`
+	Asset     string     `json:"asset"`
+	Memo      string     `json:"memo"`
+	Chain     chains.ID  `json:"chain"`
+	PayTo     string     `json:"payTo"`
+	Status    string     `json:"status"`
+	TxHash    *string    `json:"txHash"`
+	TxLink    string     `json:"txLink,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	PaidAt    *time.Time `json:"paidAt,omitempty"`
+}
+
+// ListSchedules answers []tools.Schedule, oldest first.
+type ListSchedules struct{ AccountID string }
+
+// ScheduleAction is pause, resume or cancel of one schedule (full id).
+// Answers the tools.Schedule after the change.
+type ScheduleAction struct {
+	AccountID  string
+	ScheduleID string
+	Action     string
+}
+
+// RunSchedule runs the slot Slot of a schedule (the reminder service sends
+// it when the slot is due). Answers *RunReport. Running a slot that already
+// ran, or that is no longer the schedule's next run, does nothing.
+type RunSchedule struct {
+	ScheduleID string
+	Slot       time.Time
+}
+
+// RunReport says what became of a RunSchedule.
+type RunReport struct {
+	// Outcome is one of the Run* constants.
+	Outcome string
+	TxHash  string
+	// RetryAt is when to try again (Outcome RunRetry).
+	RetryAt time.Time
+	// Next is the schedule after the run (zero when it did not change).
+	Next *tools.Schedule
+	Err  string
+}
+
+// Outcomes of a RunSchedule.
+const (
+	RunPaid    = "paid"    // the payment went out (or had already): schedule advanced
+	RunRetry   = "retry"   // failed; try again at RetryAt
+	RunFailed  = "failed"  // retries exhausted: schedule_failed raised, slot skipped
+	RunSkipped = "skipped" // stale slot, paused or cancelled schedule: nothing done
+)

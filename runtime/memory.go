@@ -1,0 +1,39 @@
+package runtime
+
+import (
+	"runtime/metrics"
+	"time"
+)
+
+// heapSample reads the live heap cheaply (no stop-the-world, unlike
+// runtime.ReadMemStats).
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// monitorMemory sheds agents while the heap is above MemoryLimit.
+func (h *Host) monitorMemory() {
+	defer close(h.monitorDone)
+	sample := []metrics.Sample{{Name: heapMetric}}
+	t := time.NewTicker(h.cfg.MemoryCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.monitorStop:
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 || sample[0].Value.Uint64() <= h.cfg.MemoryLimit {
+			continue
+		}
+		h.log.Warn("heap above the memory limit: passivating the least recently used agents",
+			"heap_bytes", sample[0].Value.Uint64(), "limit_bytes", h.cfg.MemoryLimit, "active", h.Active())
+		h.Shed()
+	}
+}
+
+// Shed asks every shard to passivate its least recently used tenth.
+func (h *Host) Shed() {
+	for _, pid := range h.shards {
+		h.system.Root.Send(pid, shed{})
+	}
+}
