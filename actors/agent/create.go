@@ -65,10 +65,16 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 			return c.Fund(ctx, rec.Addresses[string(ch)])
 		})
 	}
+	// Registration is pending until the chain confirms it; stored as such
+	// so that a crash right after the store leaves the truth behind.
+	for _, ch := range c.Chains {
+		rec.Registration[string(ch)] = SetupPending
+	}
 	if err := a.store(ctx, rec, c); err != nil {
 		return nil, err
 	}
 	next := rec.clone()
+	changed := false
 	for _, ch := range c.Chains {
 		owner := chains.KeyRef{AgentID: a.id, Chain: ch}
 		next.Registration[string(ch)] = a.setupStep(ctx, "register name", ch, func() (chains.TxResult, error) {
@@ -78,11 +84,14 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 			}
 			return c.RegisterName(ctx, owner, rec.Addresses[string(ch)], rec.Name, rec.MetaAddresses[string(ch)])
 		})
+		changed = changed || next.Registration[string(ch)] != SetupPending
 	}
 	// The agent exists once stored; a failure to record the registration
 	// outcome leaves it "pending", which the chain issues retry.
-	if err := a.saveRecord(ctx, next); err != nil {
-		a.log(ctx).Warn("agent created but registration status not saved", slog.String("error", err.Error()))
+	if changed {
+		if err := a.saveRecord(ctx, next); err != nil {
+			a.log(ctx).Warn("agent created but registration status not saved", slog.String("error", err.Error()))
+		}
 	}
 	return a.rec, nil
 }

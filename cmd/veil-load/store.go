@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime"
+)
+
+// storeOptions drive the in-process scale run: agents are created through
+// the agent actors (keys derived in the software enclave, the same atomic
+// write as POST /agent/create, no chain steps) straight into a bbolt file,
+// then activated in bulk to measure activation latency and memory per
+// active agent actor.
+type storeOptions struct {
+	data        string
+	n           int
+	concurrency int
+	active      []int
+	samples     int
+}
+
+func parseInts(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v > 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
+	if err := os.MkdirAll(o.data, 0o700); err != nil {
+		return err
+	}
+	path := filepath.Join(o.data, "veil.db")
+	st, err := persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var root [32]byte
+	root[0] = 1
+	prov, err := software.New(root)
+	if err != nil {
+		return err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	defer system.Shutdown()
+	host := runtime.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{}}),
+		runtime.HostConfig{PassivateAfter: time.Hour, Shards: 64}, quiet, nil)
+	defer host.Stop(context.Background())
+
+	ids, err := storeCreate(ctx, host, o, w)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "data file %s: %.1f MiB, %d bytes per agent\n", path, float64(fi.Size())/(1<<20), fi.Size()/int64(max(1, len(ids))))
+
+	// Activation latency: every request activates a passivated agent.
+	passivateAll(host)
+	lat := make([]time.Duration, 0, o.samples)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < o.samples && i < len(ids); i++ {
+		id := ids[r.IntN(len(ids))]
+		t0 := time.Now()
+		if _, err := host.Request(ctx, id, &agent.Get{AccountID: loadAccount}); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		fmt.Fprintf(w, "activation from the store (%d samples, one at a time): p50 %v  p99 %v  max %v\n",
+			len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+	}
+
+	recBytes, err := recordBytes(ctx, st, ids)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "an agent record decoded in memory: %d bytes\n", recBytes)
+	for _, k := range o.active {
+		if k > len(ids) {
+			k = len(ids)
+		}
+		passivateAll(host)
+		before := heap()
+		rssBefore := rss()
+		if err := activate(ctx, host, ids[:k], o.concurrency); err != nil {
+			return err
+		}
+		after := heap()
+		rssAfter := rss()
+		per := (after - before) / uint64(k)
+		fmt.Fprintf(w, "%d active agents: heap +%.1f MiB = %d bytes per active agent actor (%d beyond its record); RSS +%.1f MiB\n",
+			host.Active(), float64(after-before)/(1<<20), per, int64(per)-int64(recBytes), float64(rssAfter-rssBefore)/(1<<20))
+	}
+	return nil
+}
+
+const loadAccount = "load-account"
+
+func storeCreate(ctx context.Context, host *runtime.Host, o storeOptions, w io.Writer) ([]string, error) {
+	fmt.Fprintf(w, "creating %d agents in %s with %d workers\n", o.n, o.data, o.concurrency)
+	s := newStats()
+	stop := make(chan struct{})
+	go progress(w, "create", o.n, s, stop)
+	ids := make([]string, o.n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for wi := 0; wi < o.concurrency; wi++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= o.n {
+					return
+				}
+				id := uuid.NewString()
+				t0 := time.Now()
+				_, err := host.Request(ctx, id, &agent.Create{
+					AccountID: loadAccount, Name: fmt.Sprintf("scale-%d", i), Chain: "ethereum",
+					Chains: []chains.ID{chains.Ethereum}, OwnerWallet: "0x" + strings.Repeat("ab", 20), OwnerScheme: "evm",
+				})
+				s.record(time.Since(t0), err)
+				if err == nil {
+					ids[i] = id
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	elapsed := time.Since(start)
+	s.report(w, "create", elapsed)
+	out := ids[:0]
+	for _, id := range ids {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return out, ctx.Err()
+}
+
+func activate(ctx context.Context, host *runtime.Host, ids []string, workers int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1)) - 1
+				if j >= len(ids) {
+					return
+				}
+				if _, err := host.Request(ctx, ids[j], &agent.Get{AccountID: loadAccount}); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+func passivateAll(host *runtime.Host) {
+	for host.Active() > 0 {
+		host.Shed()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func heap() uint64 {
+	goruntime.GC()
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// rss is the resident set size from /proc (0 where unavailable).
+func rss() int64 {
+	goruntime.GC()
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// recordBytes measures the heap an agent record takes once decoded, the
+// part of an active agent that is its state rather than the actor.
+func recordBytes(ctx context.Context, st persistence.Store, ids []string) (uint64, error) {
+	n := min(len(ids), 10000)
+	if n == 0 {
+		return 0, nil
+	}
+	raws := make([][]byte, n)
+	for i := range raws {
+		rec, err := st.Get(ctx, agent.TableAgents, ids[i])
+		if err != nil {
+			return 0, err
+		}
+		raws[i] = rec.Value
+	}
+	before := heap()
+	keep := make([]*agent.Record, n)
+	for i, raw := range raws {
+		var r agent.Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return 0, err
+		}
+		keep[i] = &r
+	}
+	after := heap()
+	goruntime.KeepAlive(keep)
+	return (after - before) / uint64(n), nil
+}
