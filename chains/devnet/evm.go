@@ -37,6 +37,7 @@ import (
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/eth/filters"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/event"
 	"github.com/ethereum/go-ethereum/node"
 	"github.com/ethereum/go-ethereum/p2p"
 	"github.com/ethereum/go-ethereum/params"
@@ -336,7 +337,10 @@ func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Log
 		return nil, fmt.Errorf("start node on %s: %w", addr, err)
 	}
 	n.client = ethclient.NewClient(stack.Attach())
-	go n.mineLoop()
+	// Subscribe before anything can reach the pool, so no arrival is missed.
+	txs := make(chan core.NewTxsEvent, 256)
+	sub := backend.TxPool().SubscribeTransactions(txs, true)
+	go n.mineLoop(txs, sub)
 	if err := n.deploy(ctx); err != nil {
 		n.close()
 		return nil, err
@@ -369,17 +373,19 @@ func (n *EVMNet) close() error {
 
 // mineLoop seals blocks while the pool holds executable transactions: a
 // block per batch of arrivals, as a network that mines on demand.
-func (n *EVMNet) mineLoop() {
+func (n *EVMNet) mineLoop(txs chan core.NewTxsEvent, sub event.Subscription) {
 	defer close(n.stopped)
-	txs := make(chan core.NewTxsEvent, 256)
-	sub := n.eth.TxPool().SubscribeTransactions(txs, true)
 	defer sub.Unsubscribe()
+	// A slow tick re-checks the pool, in case an arrival raced a seal.
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		select {
 		case <-n.quit:
 			return
 		case <-txs:
 		case <-n.kick:
+		case <-tick.C:
 		}
 		// Drain what is already queued: one block takes them all.
 		for drained := false; !drained; {
