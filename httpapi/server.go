@@ -99,6 +99,11 @@ func (s *Server) routes() chi.Router {
 	r.Get("/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
+	// The API's own description is public, like /health.
+	r.Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(OpenAPI())
+	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)
 		s.agentRoutes(r)
