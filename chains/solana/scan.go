@@ -79,28 +79,34 @@ func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chain
 	if limit <= 0 {
 		limit = 1000
 	}
-	sigs, err := c.history(ctx, c.ann, cursor, limit)
-	if err != nil {
-		return nil, cursor, err
-	}
 	var out []chains.Announcement
 	var lastSlot, idx uint64
-	for _, s := range sigs {
-		if s.Err == nil {
-			tx, _, err := c.fetch(ctx, s.Signature)
-			if err != nil {
-				return out, cursor, err
-			}
-			if s.Slot != lastSlot {
-				lastSlot, idx = s.Slot, 0
-			}
-			if a, ok := c.DecodeAnnouncement(tx); ok {
-				a.Position = s.Slot<<20 | idx
-				idx++
-				out = append(out, a)
-			}
+	for len(out) < limit {
+		n := limit - len(out)
+		sigs, err := c.history(ctx, c.ann, cursor, n)
+		if err != nil {
+			return out, cursor, err
 		}
-		cursor = s.Signature.String()
+		for _, s := range sigs {
+			if s.Err == nil {
+				tx, _, err := c.fetch(ctx, s.Signature)
+				if err != nil {
+					return out, cursor, err
+				}
+				if s.Slot != lastSlot {
+					lastSlot, idx = s.Slot, 0
+				}
+				if a, ok := c.DecodeAnnouncement(tx); ok {
+					a.Position = s.Slot<<20 | idx
+					idx++
+					out = append(out, a)
+				}
+			}
+			cursor = s.Signature.String()
+		}
+		if len(sigs) < n {
+			break
+		}
 	}
 	return out, cursor, nil
 }

@@ -371,11 +371,23 @@ func (c *Connector) rejection(op string, txErr any) error {
 		}
 		if ie, ok := v["InstructionError"].([]any); ok && len(ie) == 2 {
 			if m, ok := ie[1].(map[string]any); ok {
-				if code, ok := m["Custom"].(float64); ok && code == 1 {
+				if code, ok := number(m["Custom"]); ok && code == 1 {
 					return fmt.Errorf("%w: solana rejected the %s: %s", chains.ErrInsufficientFunds, op, desc)
 				}
 			}
 		}
 	}
 	return fmt.Errorf("solana rejected the %s: %s", op, desc)
+}
+
+// number reads a JSON number decoded as float64 or json.Number.
+func number(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }

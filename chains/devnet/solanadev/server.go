@@ -197,23 +197,11 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		if err != nil {
 			return nil, err
 		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		a := d.accounts[k]
-		if a == nil {
-			return nil, &rpcError{Code: -32602, Message: "Invalid param: could not find account"}
+		v, e := d.tokenBalance(k)
+		if e != nil {
+			return nil, e
 		}
-		t, ok := decodeTokenAccount(a.Data)
-		if !a.Owner.Equals(tokenProgram) || !ok {
-			return nil, &rpcError{Code: -32602, Message: "Invalid param: not a Token account"}
-		}
-		dec := 0
-		if m := d.accounts[t.Mint]; m != nil {
-			if ms, ok := decodeMint(m.Data); ok {
-				dec = int(ms.Decimals)
-			}
-		}
-		return d.ctxValue(uiAmount(t.Amount, dec)), nil
+		return d.ctxValue(v), nil
 	case "requestAirdrop":
 		k, err := pubkeyParam(ps, 0)
 		if err != nil {
@@ -315,6 +303,26 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		return d.txJSON(rec, opts.Encoding)
 	}
 	return nil, &rpcError{Code: -32601, Message: "Method not found"}
+}
+
+func (d *Devnet) tokenBalance(k solanago.PublicKey) (any, *rpcError) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.accounts[k]
+	if a == nil {
+		return nil, &rpcError{Code: -32602, Message: "Invalid param: could not find account"}
+	}
+	t, ok := decodeTokenAccount(a.Data)
+	if !a.Owner.Equals(tokenProgram) || !ok {
+		return nil, &rpcError{Code: -32602, Message: "Invalid param: not a Token account"}
+	}
+	dec := 0
+	if m := d.accounts[t.Mint]; m != nil {
+		if ms, ok := decodeMint(m.Data); ok {
+			dec = int(ms.Decimals)
+		}
+	}
+	return uiAmount(t.Amount, dec), nil
 }
 
 func asRPC(err error) *rpcError {
