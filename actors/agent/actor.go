@@ -153,6 +153,9 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 		}
 		return a.notify(ctx, n)
 	}
+	if v, ok, err := a.receiveMoney(ctx, msg); ok {
+		return v, err
+	}
 	if err := a.authorize(msg); err != nil {
 		return nil, err
 	}

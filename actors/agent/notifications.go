@@ -37,7 +37,8 @@ type Inbox struct {
 
 func (a *Actor) noteKey(id int64) string { return fmt.Sprintf("%s/%016x", a.id, id) }
 
-func (a *Actor) notify(ctx context.Context, n *Notify) (*Notification, error) {
+// notify stores a notification, with ops in the same atomic batch.
+func (a *Actor) notify(ctx context.Context, n *Notify, ops ...persistence.Op) (*Notification, error) {
 	next := a.rec.clone()
 	next.LastNotificationID++
 	note := &Notification{ID: next.LastNotificationID, Type: n.Type, Title: n.Title, Body: n.Body, CreatedAt: a.deps.now()}
@@ -45,9 +46,11 @@ func (a *Actor) notify(ctx context.Context, n *Notify) (*Notification, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.saveRecord(ctx, next, persistence.Put(TableNotifications, a.noteKey(note.ID), raw, persistence.Absent())); err != nil {
+	ops = append(ops, persistence.Put(TableNotifications, a.noteKey(note.ID), raw, persistence.Absent()))
+	if err := a.saveRecord(ctx, next, ops...); err != nil {
 		return nil, err
 	}
+	a.capInbox(ctx)
 	return note, nil
 }
 

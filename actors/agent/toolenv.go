@@ -223,25 +223,16 @@ func (o *chainOps) Scan(ctx context.Context, id chains.ID) (int, error) {
 	return found, err
 }
 
-// deliver records one matched announcement; a payment seen before (a page
-// delivered again after a crash) counts 0 and notifies nothing.
+// deliver records one matched announcement (see deliverIncoming); a
+// payment seen before (a page delivered again after a crash, or found by
+// the background scanner first) counts 0 and notifies nothing.
 func (o *chainOps) deliver(ctx context.Context, id chains.ID, ann chains.Announcement) (int, error) {
-	p := tools.Payment{
-		Chain: id, StealthAddress: ann.StealthAddress, EphemeralPubKey: encodeHex(ann.EphemeralPubKey),
-		Asset: ann.Asset, Amount: ann.Amount, Balance: ann.Amount, TxHash: ann.TxHash,
-	}
-	if _, err := o.payments.Record(ctx, p); errors.Is(err, state.ErrAlreadyKnown) {
-		return 0, nil
-	} else if err != nil {
+	isNew, _, err := o.a.deliverIncoming(ctx, id, Incoming{
+		StealthAddress: ann.StealthAddress, EphemeralPubKey: ann.EphemeralPubKey,
+		Asset: ann.Asset, Amount: ann.Amount, TxHash: ann.TxHash,
+	}, o.notifier.notifyOnce)
+	if err != nil || !isNew {
 		return 0, err
-	}
-	_ = o.notifier.Notify(ctx, NotePaymentReceived, fmt.Sprintf("Received %s %s", ann.Amount, ann.Asset),
-		fmt.Sprintf("%s %s arrived at stealth address %s on %s (tx %s).", ann.Amount, ann.Asset, ann.StealthAddress, id, ann.TxHash))
-	if inv, err := state.InvoiceByAddress(ctx, o.a.deps.Store, id, ann.StealthAddress); err == nil && inv.AgentID == o.agent.ID {
-		if _, changed, err := o.invoices.MarkPaid(ctx, inv.ID, ann.TxHash); err == nil && changed {
-			_ = o.notifier.Notify(ctx, NoteInvoicePaid, fmt.Sprintf("Invoice paid: %s %s", inv.Amount, inv.Asset),
-				fmt.Sprintf("Invoice %s (%s) was paid in tx %s.", inv.ID, inv.Memo, ann.TxHash))
-		}
 	}
 	return 1, nil
 }

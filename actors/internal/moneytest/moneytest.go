@@ -1,0 +1,310 @@
+// Package moneytest is the test harness of the scanner and reminder
+// services: a fake chain connector that enforces idempotency keys and
+// serves announcements and transfers the test puts on it, a fake clock, and
+// an agent host over a real bbolt store and the software enclave.
+package moneytest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/actors/agent"
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime"
+)
+
+// Clock is a fake clock.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t.UTC()} }
+
+// Now is the current fake time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t.UTC()
+	c.mu.Unlock()
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Send is one payment the fake chain accepted.
+type Send struct {
+	From, Meta, Amount, Asset, Key, TxHash string
+}
+
+// Chain is a fake chains.Connector (ethereum). SendStealth enforces
+// idempotency keys like the real connectors: a repeated key returns the
+// first transaction. It is safe for concurrent use.
+type Chain struct {
+	ID chains.ID
+
+	mu        sync.Mutex
+	sends     map[string]Send
+	order     []Send
+	fail      error
+	anns      []chains.Announcement
+	transfers []chains.Transfer
+	scanFail  error
+}
+
+// NewChain is an empty fake ethereum.
+func NewChain() *Chain { return &Chain{ID: chains.Ethereum, sends: map[string]Send{}} }
+
+// FailSends makes every new SendStealth fail with err (nil: succeed).
+func (c *Chain) FailSends(err error) {
+	c.mu.Lock()
+	c.fail = err
+	c.mu.Unlock()
+}
+
+// Sends lists the payments made, in order.
+func (c *Chain) Sends() []Send {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Send(nil), c.order...)
+}
+
+// Announce appends announcements to the chain.
+func (c *Chain) Announce(anns ...chains.Announcement) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range anns {
+		a.Position = uint64(len(c.anns))
+		c.anns = append(c.anns, a)
+	}
+}
+
+// Transfer appends plain transfers to the chain.
+func (c *Chain) Transfer(ts ...chains.Transfer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.transfers = append(c.transfers, ts...)
+}
+
+// FailScans makes Scan and ScanTransfers fail with err (nil: succeed).
+func (c *Chain) FailScans(err error) {
+	c.mu.Lock()
+	c.scanFail = err
+	c.mu.Unlock()
+}
+
+func (c *Chain) Chain() chains.ID { return c.ID }
+
+func (c *Chain) Balance(context.Context, string) (chains.Balance, error) {
+	return chains.Balance{Native: "0", Tokens: map[string]string{}}, nil
+}
+
+func (c *Chain) SendStealth(_ context.Context, _ chains.KeyRef, from, meta, amount, asset, key string) (chains.TxResult, error) {
+	if key == "" {
+		return chains.TxResult{}, fmt.Errorf("no idempotency key")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.sends[key]; ok {
+		if s.Meta != meta || s.Amount != amount || s.Asset != asset {
+			return chains.TxResult{}, chains.ErrIdempotencyConflict
+		}
+		return chains.TxResult{TxHash: s.TxHash, TxLink: c.TxLink(s.TxHash)}, nil
+	}
+	if c.fail != nil {
+		return chains.TxResult{}, c.fail
+	}
+	h := sha256.Sum256([]byte(key))
+	s := Send{From: from, Meta: meta, Amount: amount, Asset: asset, Key: key, TxHash: "0x" + hex.EncodeToString(h[:])}
+	c.sends[key] = s
+	c.order = append(c.order, s)
+	return chains.TxResult{TxHash: s.TxHash, TxLink: c.TxLink(s.TxHash)}, nil
+}
+
+func page(cursor string, n, limit int) (int, int, error) {
+	from := 0
+	if cursor != "" {
+		var err error
+		if from, err = strconv.Atoi(cursor); err != nil {
+			return 0, 0, fmt.Errorf("bad cursor %q", cursor)
+		}
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	return from, min(n, from+limit), nil
+}
+
+func (c *Chain) Scan(_ context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scanFail != nil {
+		return nil, cursor, c.scanFail
+	}
+	from, to, err := page(cursor, len(c.anns), limit)
+	if err != nil {
+		return nil, cursor, err
+	}
+	return append([]chains.Announcement(nil), c.anns[from:to]...), strconv.Itoa(to), nil
+}
+
+// ScanTransfers implements chains.TransferScanner (from the first
+// transfer: the fake chain has no history before the test).
+func (c *Chain) ScanTransfers(_ context.Context, cursor string, limit int) ([]chains.Transfer, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scanFail != nil {
+		return nil, cursor, c.scanFail
+	}
+	from, to, err := page(cursor, len(c.transfers), limit)
+	if err != nil {
+		return nil, cursor, err
+	}
+	return append([]chains.Transfer(nil), c.transfers[from:to]...), strconv.Itoa(to), nil
+}
+
+func (c *Chain) Withdraw(context.Context, chains.KeyRef, string, string, string, string, string) (chains.TxResult, error) {
+	return chains.TxResult{TxHash: "0xw"}, nil
+}
+
+func (c *Chain) RegisterName(context.Context, chains.KeyRef, string, string, string) (chains.TxResult, error) {
+	return chains.TxResult{TxHash: "0xname"}, nil
+}
+
+func (c *Chain) ResolveName(context.Context, string) (string, error) { return "", chains.ErrNotFound }
+
+func (c *Chain) Fund(context.Context, string) (chains.TxResult, error) {
+	return chains.TxResult{TxHash: "0xfund"}, nil
+}
+
+func (c *Chain) TxLink(h string) string { return "https://explorer.test/tx/" + h }
+
+// Env is an agent host over a bbolt store, the software enclave and the
+// fake chain.
+type Env struct {
+	T        testing.TB
+	Dir      string
+	Store    *persistence.Bolt
+	System   *actor.ActorSystem
+	Enclave  *software.Provider
+	Chain    *Chain
+	Ref      *chainactor.Ref
+	Host     *runtime.Host
+	Clock    *Clock
+	Log      *slog.Logger
+	Failures func(string) error
+}
+
+// NewEnv starts everything; Restart replaces the host (a node restart).
+func NewEnv(t testing.TB, clock *Clock) *Env {
+	t.Helper()
+	e := &Env{T: t, Dir: t.TempDir(), Chain: NewChain(), Clock: clock, Log: slog.New(slog.DiscardHandler)}
+	var root [32]byte
+	root[0] = 9
+	var err error
+	if e.Enclave, err = software.New(root); err != nil {
+		t.Fatal(err)
+	}
+	if e.Store, err = persistence.OpenBolt(filepath.Join(e.Dir, "veil.db"), persistence.BoltOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quiet := e.Log
+	e.System = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	if e.Ref, err = chainactor.Start(context.Background(), e.System, e.Chain, chainactor.Options{Log: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	e.startHost()
+	t.Cleanup(func() {
+		_ = e.Host.Stop(context.Background())
+		e.Ref.Stop()
+		e.System.Shutdown()
+		_ = e.Store.Close()
+	})
+	return e
+}
+
+func (e *Env) startHost() {
+	e.Host = runtime.NewHost(e.System, agent.Loader(agent.Deps{
+		Store: e.Store, Log: e.Log, Keys: agent.EnclaveKeys(e.Enclave),
+		Chains: agent.ChainMap{chains.Ethereum: e.Ref}, Now: e.Clock.Now, PublicURL: "http://veil.test",
+		Failpoint: func(name string) error {
+			if e.Failures != nil {
+				return e.Failures(name)
+			}
+			return nil
+		},
+	}), runtime.HostConfig{PassivateAfter: time.Hour}, e.Log, nil)
+}
+
+// Restart stops the agent host and starts a new one over the same store:
+// every actor's memory is gone, the store stays.
+func (e *Env) Restart() {
+	e.T.Helper()
+	if err := e.Host.Stop(context.Background()); err != nil {
+		e.T.Fatal(err)
+	}
+	e.startHost()
+}
+
+// Account is the account the env's agents belong to.
+const Account = "acct-1"
+
+// CreateAgent creates an agent on ethereum and returns its record.
+func (e *Env) CreateAgent(name string) *agent.Record {
+	e.T.Helper()
+	id := uuid.NewString()
+	v, err := e.Host.Request(context.Background(), id, &agent.Create{
+		AccountID: Account, Name: name, Chain: string(chains.Ethereum), Chains: []chains.ID{chains.Ethereum},
+		OwnerWallet: "0x000000000000000000000000000000000000dEaD", OwnerScheme: "eip191",
+	})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return v.(*agent.Record)
+}
+
+// Inbox lists an agent's notifications.
+func (e *Env) Inbox(id string) *agent.Inbox {
+	e.T.Helper()
+	v, err := e.Host.Request(context.Background(), id, &agent.ListNotifications{AccountID: Account})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return v.(*agent.Inbox)
+}
+
+// Count counts an inbox's notifications of type typ.
+func Count(in *agent.Inbox, typ string) int {
+	n := 0
+	for _, x := range in.Notifications {
+		if x.Type == typ {
+			n++
+		}
+	}
+	return n
+}
