@@ -44,7 +44,9 @@ func SlotKey(scheduleID string, slot time.Time) string {
 	return "schedule/" + scheduleID + "/" + slot.UTC().Format(time.RFC3339Nano)
 }
 
-func (a *Actor) schedules() *state.Schedules { return state.NewSchedules(a.deps.Store, a.id, a.deps.now) }
+func (a *Actor) schedules() *state.Schedules {
+	return state.NewSchedules(a.deps.Store, a.id, a.deps.now)
+}
 
 func (a *Actor) listSchedules(ctx context.Context) ([]tools.Schedule, error) {
 	out, err := a.schedules().List(ctx)
