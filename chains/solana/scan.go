@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	solanago "github.com/gagliardetto/solana-go"
@@ -59,6 +60,9 @@ func (c *Connector) history(ctx context.Context, account solanago.PublicKey, cur
 func (c *Connector) fetch(ctx context.Context, sig solanago.Signature) (*solanago.Transaction, *rpc.GetTransactionResult, error) {
 	v := uint64(0)
 	r, err := c.rpc.GetTransaction(ctx, sig, &rpc.GetTransactionOpts{Encoding: solanago.EncodingBase64, Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &v})
+	if errors.Is(err, rpc.ErrNotFound) {
+		return nil, nil, fmt.Errorf("%w: transaction %s", chains.ErrNotFound, sig)
+	}
 	if err != nil {
 		return nil, nil, c.unavailable("getTransaction", err)
 	}
@@ -382,4 +386,65 @@ func (c *Connector) ResolveName(ctx context.Context, name string) (string, error
 	copy(m.Spend[:], raw[:32])
 	copy(m.View[:], raw[32:])
 	return m.String(), nil
+}
+
+var _ chains.PaymentVerifier = (*Connector)(nil)
+
+// TransfersIn returns what the successful, confirmed transaction txHash
+// (a base58 signature) delivered, from its balances before and after:
+// every account whose lamports grew (SOL) and every owner whose token
+// balance of a configured mint grew. An unknown or failed transaction
+// matches chains.ErrNotFound.
+func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Transfer, error) {
+	sig, err := solanago.SignatureFromBase58(txHash)
+	if err != nil {
+		return nil, fmt.Errorf("%w: signature %q: want base58", chains.ErrNotFound, txHash)
+	}
+	tx, r, err := c.fetch(ctx, sig)
+	if errors.Is(err, chains.ErrNotFound) {
+		return nil, fmt.Errorf("%w: transaction %s is not confirmed on solana (yet)", chains.ErrNotFound, txHash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Meta == nil {
+		return nil, fmt.Errorf("%w: transaction %s has no status yet", chains.ErrNotFound, txHash)
+	}
+	if r.Meta.Err != nil {
+		return nil, fmt.Errorf("%w: transaction %s failed on solana and moved nothing", chains.ErrNotFound, txHash)
+	}
+	keys := tx.Message.AccountKeys
+	out := []chains.Transfer{}
+	pos := r.Slot << 20
+	for i := range keys {
+		if i < len(r.Meta.PreBalances) && i < len(r.Meta.PostBalances) && r.Meta.PostBalances[i] > r.Meta.PreBalances[i] {
+			out = append(out, chains.Transfer{To: keys[i].String(), Asset: "SOL", Amount: format(r.Meta.PostBalances[i]-r.Meta.PreBalances[i], Decimals), TxHash: txHash, Position: pos})
+		}
+	}
+	pre := map[string]uint64{}
+	for _, b := range r.Meta.PreTokenBalances {
+		if b.Owner != nil && b.UiTokenAmount != nil {
+			pre[b.Owner.String()+"/"+b.Mint.String()] += u64(b.UiTokenAmount.Amount)
+		}
+	}
+	post := map[string]uint64{}
+	for _, b := range r.Meta.PostTokenBalances {
+		if b.Owner != nil && b.UiTokenAmount != nil {
+			post[b.Owner.String()+"/"+b.Mint.String()] += u64(b.UiTokenAmount.Amount)
+		}
+	}
+	ks := make([]string, 0, len(post))
+	for k := range post {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		v := post[k]
+		owner, mint, _ := strings.Cut(k, "/")
+		t, ok := c.tokenByMint(solanago.MustPublicKeyFromBase58(mint))
+		if ok && v > pre[k] {
+			out = append(out, chains.Transfer{To: owner, Asset: strings.ToUpper(t.Symbol), Amount: format(v-pre[k], t.Decimals), TxHash: txHash, Position: pos})
+		}
+	}
+	return out, nil
 }

@@ -183,6 +183,16 @@ func TestSolanaStory(t *testing.T) {
 	if len(mine) != 2 || mine[0].Amount != "1.5" || mine[0].Asset != "SOL" || mine[1].Amount != "12.5" || mine[1].Asset != "USDC" {
 		t.Fatalf("bob's announcements: %+v", mine)
 	}
+	tr, err := e.conn.TransfersIn(bg, mine[1].TxHash)
+	if err != nil || !hasTransfer(tr, mine[1].StealthAddress, "USDC", "12.5") {
+		t.Fatalf("TransfersIn(USDC payment) = %+v, %v", tr, err)
+	}
+	if tr, err := e.conn.TransfersIn(bg, mine[0].TxHash); err != nil || !hasTransfer(tr, mine[0].StealthAddress, "SOL", "1.5") {
+		t.Fatalf("TransfersIn(SOL payment) = %+v, %v", tr, err)
+	}
+	if _, err := e.conn.TransfersIn(bg, "1111111111111111111111111111111111111111111111111111111111111111"); !errors.Is(err, chains.ErrNotFound) {
+		t.Fatalf("TransfersIn(unknown) = %v", err)
+	}
 	if others, _ := e.find(alice, ""); len(others) != 0 {
 		t.Fatalf("alice found %d payments", len(others))
 	}
@@ -236,3 +246,12 @@ func sub(a, b string, dec int) string {
 }
 
 var _ = time.Second
+
+func hasTransfer(tr []chains.Transfer, to, asset, amount string) bool {
+	for _, t := range tr {
+		if t.To == to && t.Asset == asset && t.Amount == amount {
+			return true
+		}
+	}
+	return false
+}

@@ -352,3 +352,75 @@ func (c *Connector) ResolveName(ctx context.Context, name string) (string, error
 	copy(m.View[:], raw[32:])
 	return m.String(), nil
 }
+
+var _ chains.PaymentVerifier = (*Connector)(nil)
+
+// TransfersIn returns what the successful transaction txHash delivered:
+// createAccount and payment operations (XLM and the configured assets),
+// claimable balances with a single claimant (a token stealth payment, to
+// that claimant) and account merges (the merged balance, read from the
+// result). An unknown or failed transaction matches chains.ErrNotFound.
+func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Transfer, error) {
+	if len(txHash) != 64 {
+		return nil, fmt.Errorf("%w: transaction hash %q: want 64 hex digits", chains.ErrNotFound, txHash)
+	}
+	if _, err := hex.DecodeString(txHash); err != nil {
+		return nil, fmt.Errorf("%w: transaction hash %q: want 64 hex digits", chains.ErrNotFound, txHash)
+	}
+	v, err := c.call(ctx, func() (any, error) { return c.hc.TransactionDetail(txHash) })
+	if horizonclient.IsNotFoundError(err) {
+		return nil, fmt.Errorf("%w: transaction %s is not in the stellar ledger", chains.ErrNotFound, txHash)
+	}
+	if err != nil {
+		return nil, c.unavailable("transaction", err)
+	}
+	t := v.(hProtocol.Transaction)
+	if !t.Successful {
+		return nil, fmt.Errorf("%w: transaction %s failed on stellar and moved nothing", chains.ErrNotFound, txHash)
+	}
+	var env xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(t.EnvelopeXdr, &env); err != nil {
+		return nil, fmt.Errorf("stellar: transaction %s: envelope: %w", txHash, err)
+	}
+	var res xdr.TransactionResult
+	_ = xdr.SafeUnmarshalBase64(t.ResultXdr, &res)
+	pos, _ := strconv.ParseUint(t.PT, 10, 64)
+	sym := func(a xdr.Asset) string {
+		if a.Type == xdr.AssetTypeAssetTypeNative {
+			return "XLM"
+		}
+		for _, ca := range c.cfg.Assets {
+			if ca.Code == a.GetCode() && ca.Issuer == a.GetIssuer() {
+				return ca.Code
+			}
+		}
+		return ""
+	}
+	out := []chains.Transfer{}
+	add := func(to, asset string, amt int64) {
+		if asset != "" && amt > 0 {
+			out = append(out, chains.Transfer{To: to, Asset: asset, Amount: amountString(big.NewInt(amt)), TxHash: t.Hash, Position: pos})
+		}
+	}
+	for i, op := range env.Operations() {
+		switch op.Body.Type {
+		case xdr.OperationTypeCreateAccount:
+			o := op.Body.MustCreateAccountOp()
+			add(o.Destination.Address(), "XLM", int64(o.StartingBalance))
+		case xdr.OperationTypePayment:
+			o := op.Body.MustPaymentOp()
+			add(o.Destination.ToAccountId().Address(), sym(o.Asset), int64(o.Amount))
+		case xdr.OperationTypeCreateClaimableBalance:
+			o := op.Body.MustCreateClaimableBalanceOp()
+			if len(o.Claimants) == 1 {
+				add(o.Claimants[0].MustV0().Destination.Address(), sym(o.Asset), int64(o.Amount))
+			}
+		case xdr.OperationTypeAccountMerge:
+			d := op.Body.MustDestination()
+			if rs, ok := res.OperationResults(); ok && i < len(rs) && rs[i].Tr != nil && rs[i].Tr.AccountMergeResult != nil && rs[i].Tr.AccountMergeResult.SourceAccountBalance != nil {
+				add(d.ToAccountId().Address(), "XLM", int64(*rs[i].Tr.AccountMergeResult.SourceAccountBalance))
+			}
+		}
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +186,13 @@ func TestStellarStory(t *testing.T) {
 	if len(mine) != 2 || mine[0].Amount != "25" || mine[0].Asset != "XLM" || mine[1].Amount != "12.5" || mine[1].Asset != "USDC" {
 		t.Fatalf("bob's announcements: %+v", mine)
 	}
+	tr, err := e.conn.TransfersIn(bg, mine[1].TxHash)
+	if err != nil || !hasTransfer(tr, mine[1].StealthAddress, "USDC", "12.5") || !hasTransfer(tr, mine[1].StealthAddress, "XLM", "2") {
+		t.Fatalf("TransfersIn(USDC payment) = %+v, %v", tr, err)
+	}
+	if _, err := e.conn.TransfersIn(bg, strings.Repeat("ab", 32)); !errors.Is(err, chains.ErrNotFound) {
+		t.Fatalf("TransfersIn(unknown) = %v", err)
+	}
 	if others, _ := e.find(alice, ""); len(others) != 0 {
 		t.Fatalf("alice found %d payments", len(others))
 	}
@@ -226,6 +234,9 @@ func TestStellarStory(t *testing.T) {
 	if d := sub(after.Native, before.Native); d != "24.99999" { // 25 less one operation's fee (100 stroops)
 		t.Fatalf("withdrawal brought %s XLM", d)
 	}
+	if b := bal(t, e.conn, xlm.StealthAddress); b.Native != "0" {
+		t.Fatalf("merged one-time account: %+v", b)
+	}
 }
 
 func sub(a, b string) string {
@@ -235,3 +246,12 @@ func sub(a, b string) string {
 }
 
 var _ = time.Second
+
+func hasTransfer(tr []chains.Transfer, to, asset, amount string) bool {
+	for _, t := range tr {
+		if t.To == to && t.Asset == asset && t.Amount == amount {
+			return true
+		}
+	}
+	return false
+}
