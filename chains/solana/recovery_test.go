@@ -4,6 +4,7 @@ package solana_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -143,4 +144,39 @@ func TestSendErrors(t *testing.T) {
 		t.Fatalf("withdrawal leaving dust: %v", err)
 	}
 	_ = solanago.PublicKey{}
+}
+
+// TestMaintainSettles: after a crash past submission, the restart pass of
+// the chain actor marks the intent done without a retry of the caller.
+func TestMaintainSettles(t *testing.T) {
+	e := newEnv(t)
+	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
+	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
+	e.fp = func(p solana.Failpoint) error {
+		if p == solana.FailAfterSend {
+			return errors.New("crash")
+		}
+		return nil
+	}
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.002", "SOL", "m-1"); err == nil {
+		t.Fatal("no crash")
+	}
+	e.fp = nil
+	if !strings.Contains(intentState(t, e, "m-1"), `"state":"pending"`) {
+		t.Fatal("intent not pending after the crash")
+	}
+	if err := e.connect().Maintain(bg, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(intentState(t, e, "m-1"), `"state":"done"`) {
+		t.Fatalf("intent after Maintain: %s", intentState(t, e, "m-1"))
+	}
+}
+
+func intentState(t *testing.T, e *env, key string) string {
+	r, err := e.store.Get(bg, solana.TableIntents, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(r.Value)
 }

@@ -391,3 +391,38 @@ func number(v any) (int64, bool) {
 	}
 	return 0, false
 }
+
+// Maintain is called by the chain actor (actors/chain): with restart, it
+// settles the intents a previous process left pending — an attempt found
+// in the ledger completes its intent, one that may still land is sent
+// again; an intent whose attempts are all dead stays pending until its key
+// is retried, which rebuilds it. Periodic passes do nothing: every call
+// settles its own intent.
+func (c *Connector) Maintain(ctx context.Context, restart bool) error {
+	if !restart {
+		return nil
+	}
+	recs, err := c.store.List(ctx, TableIntents, persistence.Query{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range recs {
+		var it intent
+		if json.Unmarshal(r.Value, &it) != nil || it.State != statePending || len(it.Attempts) == 0 {
+			continue
+		}
+		unlock := c.lockSource(it.Source)
+		cur, ver, err := c.loadIntent(ctx, r.Key)
+		if err == nil && cur != nil && cur.State == statePending {
+			var done bool
+			done, err = c.resume(ctx, r.Key, cur, ver)
+			c.log.Info("settled pending intent", "key", r.Key, "done", done, "err", err)
+			if errors.Is(err, chains.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				errs = append(errs, err)
+			}
+		}
+		unlock()
+	}
+	return errors.Join(errs...)
+}

@@ -4,6 +4,7 @@ package stellar_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -162,4 +163,39 @@ func TestSendErrors(t *testing.T) {
 	if _, err := e.conn.Withdraw(bg, ref, mine[0].StealthAddress, alice.keys.Address, "", "XLM", "steal"); err == nil {
 		t.Fatal("withdrawal with the wrong key succeeded")
 	}
+}
+
+// TestMaintainSettles: after a crash past submission, the restart pass of
+// the chain actor marks the intent done without a retry of the caller.
+func TestMaintainSettles(t *testing.T) {
+	e := newEnv(t)
+	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
+	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
+	e.fp = func(p stellar.Failpoint) error {
+		if p == stellar.FailAfterSubmit {
+			return errors.New("crash")
+		}
+		return nil
+	}
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "2", "XLM", "m-1"); err == nil {
+		t.Fatal("no crash")
+	}
+	e.fp = nil
+	if !strings.Contains(intentState(t, e, "m-1"), `"state":"pending"`) {
+		t.Fatal("intent not pending after the crash")
+	}
+	if err := e.connect().Maintain(bg, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(intentState(t, e, "m-1"), `"state":"done"`) {
+		t.Fatalf("intent after Maintain: %s", intentState(t, e, "m-1"))
+	}
+}
+
+func intentState(t *testing.T, e *env, key string) string {
+	r, err := e.store.Get(bg, stellar.TableIntents, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(r.Value)
 }
