@@ -151,9 +151,10 @@ func init() {
 			if err := writeConfig(c); err != nil {
 				return err
 			}
-			if !a.g.json {
-				fmt.Fprintf(a.stderr, "wrote %s\n", c.path)
+			if a.g.json {
+				return a.printJSON(map[string]string{"path": c.path})
 			}
+			fmt.Fprintf(a.stderr, "wrote %s\n", c.path)
 			return nil
 		},
 	})
