@@ -68,7 +68,7 @@ func (s *syncBuf) String() string {
 
 func startVeild(t *testing.T) *server {
 	t.Helper()
-	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--shutdown-grace", "2s", "--devnet-base-port", "0")
+	cmd := exec.Command(veildBin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--shutdown-grace", "2s", "--devnet-base-port", "0", "--metrics-addr", "127.0.0.1:0")
 	cmd.Env = os.Environ()
 	stdout := &syncBuf{}
 	cmd.Stdout = stdout
