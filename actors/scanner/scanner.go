@@ -1,0 +1,442 @@
+// Package scanner is the background payment scanner of one chain. It reads
+// the chain's stealth announcements from a persisted cursor, matches each
+// page against the viewing keys of every agent deployed on the chain at once
+// (the batch scanners of chains/stealth), and hands each agent its payments
+// through its actor (agent.DeliverPayments), which records them once, raises
+// payment_received and settles invoices. Where the connector can list plain
+// transfers (chains.TransferScanner), it also watches for payments to
+// invoices' one-time addresses that nobody announced (a wallet paying the
+// address shown on the pay page).
+//
+// A cursor is written only after the agents accepted the page, so a crash
+// re-reads the page instead of skipping it, and redelivery is harmless: the
+// agent records a payment once (state.Payments.Record) and notifies once (a
+// marker written with the notification). See docs/scanner.md.
+package scanner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/veilhq/veil/actors/agent"
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/chains"
+	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Consumer names of the scanner's cursors (actors/chain's cursor table,
+// keys "<chain>/<consumer>").
+const (
+	ConsumerAnnouncements = "scanner"
+	ConsumerTransfers     = "scanner-transfers"
+)
+
+// Agents delivers messages to agent actors (runtime.Host).
+type Agents interface {
+	Request(ctx context.Context, id string, msg any) (any, error)
+}
+
+// Keys gives an agent's scanning keys (agent.Keys; the enclave).
+type Keys interface {
+	ScanKeys(ctx context.Context, agentID string, chain chains.ID) (enclave.ScanKeys, error)
+}
+
+// Options configure a Scanner. Store, Chain, Agents and Keys are required.
+type Options struct {
+	Store  persistence.Store
+	Chain  *chainactor.Ref
+	Agents Agents
+	Keys   Keys
+	// Interval between passes of the background loop (default 2s).
+	Interval time.Duration
+	// PageSize: announcements per page (default 256); transfers per page
+	// (about, whole blocks) likewise.
+	PageSize int
+	// Parallel bounds the agents delivered to at once (default 8).
+	Parallel int
+	// DeliverTimeout bounds one agent's delivery (default 30s).
+	DeliverTimeout time.Duration
+	Log            *slog.Logger
+}
+
+// Scanner scans one chain for every agent on it.
+type Scanner struct {
+	opts  Options
+	chain chains.ID
+
+	pass sync.Mutex // one pass at a time
+	keys keySet
+
+	stop chan struct{}
+	kick chan struct{}
+	done sync.WaitGroup
+	once sync.Once
+}
+
+// New builds the scanner of opts.Chain; Start runs it in the background.
+func New(opts Options) *Scanner {
+	if opts.Interval <= 0 {
+		opts.Interval = 2 * time.Second
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 256
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	if opts.DeliverTimeout <= 0 {
+		opts.DeliverTimeout = 30 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	id := opts.Chain.Chain()
+	return &Scanner{opts: opts, chain: id, keys: keySet{chain: id, known: map[string]bool{}},
+		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+}
+
+// Report is what one pass did.
+type Report struct {
+	Agents        int // agents whose keys were checked
+	Announcements int // announcements read
+	Matches       int // (announcement, agent) matches
+	Transfers     int // plain transfers read
+	InvoiceHits   int // transfers to invoice addresses
+	New           int // payments the agents had not seen
+	InvoicesPaid  int
+}
+
+// Start runs a pass every Interval (and on Kick) until Stop.
+func (s *Scanner) Start() {
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		t := time.NewTicker(s.opts.Interval)
+		defer t.Stop()
+		failing := false
+		for {
+			rep, err := s.ScanOnce(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				if !failing {
+					s.opts.Log.Warn("scanner: pass failed; retrying every interval", "chain", s.chain, "error", err)
+				}
+				failing = true
+			case err == nil:
+				if failing {
+					s.opts.Log.Info("scanner: recovered", "chain", s.chain)
+				}
+				failing = false
+				if rep.New > 0 || rep.InvoicesPaid > 0 {
+					s.opts.Log.Info("scanner: payments delivered", "chain", s.chain, "new", rep.New, "invoices_paid", rep.InvoicesPaid)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-s.kick:
+			}
+		}
+	}()
+}
+
+// Kick asks the background loop for a pass now.
+func (s *Scanner) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the background loop (a running pass is cancelled; its page is
+// read again next time) and forgets the viewing keys.
+func (s *Scanner) Stop() {
+	s.once.Do(func() { close(s.stop) })
+	s.done.Wait()
+	s.pass.Lock()
+	s.keys.zero()
+	s.pass.Unlock()
+}
+
+// ScanOnce runs one pass: announcements, then transfers, each until caught
+// up with the chain.
+func (s *Scanner) ScanOnce(ctx context.Context) (Report, error) {
+	s.pass.Lock()
+	defer s.pass.Unlock()
+	var rep Report
+	rep.Agents = len(s.keys.ids)
+	if _, err := s.opts.Chain.ScanInto(ctx, s.opts.Store, ConsumerAnnouncements, s.opts.PageSize, func(ctx context.Context, anns []chains.Announcement) error {
+		// Keys are refreshed only when there is something to match: agents
+		// created since the last page must not miss this one.
+		if err := s.keys.refresh(ctx, s.opts.Store, s.opts.Keys); err != nil {
+			return err
+		}
+		rep.Agents = len(s.keys.ids)
+		rep.Announcements += len(anns)
+		batches := map[string][]agent.Incoming{}
+		for _, m := range s.keys.match(anns) {
+			rep.Matches++
+			a := anns[m.Announcement]
+			id := s.keys.ids[m.Key]
+			batches[id] = append(batches[id], agent.Incoming{
+				StealthAddress: a.StealthAddress, EphemeralPubKey: a.EphemeralPubKey,
+				Asset: a.Asset, Amount: a.Amount, TxHash: a.TxHash,
+			})
+		}
+		return s.deliver(ctx, batches, &rep)
+	}); err != nil {
+		return rep, err
+	}
+	if err := s.scanTransfers(ctx, &rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// scanTransfers watches plain transfers for invoice addresses.
+func (s *Scanner) scanTransfers(ctx context.Context, rep *Report) error {
+	ts, ok := s.opts.Chain.Connector().(chains.TransferScanner)
+	if !ok {
+		return nil
+	}
+	key := string(s.chain) + "/" + ConsumerTransfers
+	cursor, version := "", uint64(0)
+	if rec, err := s.opts.Store.Get(ctx, chainactor.TableScanCursors, key); err == nil {
+		cursor, version = string(rec.Value), rec.Version
+	} else if !errors.Is(err, persistence.ErrNotFound) {
+		return err
+	}
+	for {
+		page, next, err := ts.ScanTransfers(ctx, cursor, s.opts.PageSize)
+		if err != nil {
+			return err
+		}
+		rep.Transfers += len(page)
+		batches := map[string][]agent.Incoming{}
+		for _, t := range page {
+			inv, err := state.InvoiceByAddress(ctx, s.opts.Store, s.chain, t.To)
+			if errors.Is(err, state.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			rep.InvoiceHits++
+			batches[inv.AgentID] = append(batches[inv.AgentID], agent.Incoming{StealthAddress: inv.PayTo, Asset: t.Asset, Amount: t.Amount, TxHash: t.TxHash})
+		}
+		if err := s.deliver(ctx, batches, rep); err != nil {
+			return err
+		}
+		if next == cursor {
+			return nil
+		}
+		expect := persistence.Absent()
+		if version > 0 {
+			expect = persistence.AtVersion(version)
+		}
+		vs, err := s.opts.Store.Apply(ctx, persistence.Put(chainactor.TableScanCursors, key, []byte(next), expect))
+		if err != nil {
+			return err
+		}
+		cursor, version = next, vs[0]
+	}
+}
+
+// deliver hands each agent its payments, Parallel agents at a time, and
+// fails if any agent did not accept them (the page is then read again).
+func (s *Scanner) deliver(ctx context.Context, batches map[string][]agent.Incoming, rep *Report) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, s.opts.Parallel)
+	var wg sync.WaitGroup
+	for id, pays := range batches {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			dctx, cancel := context.WithTimeout(ctx, s.opts.DeliverTimeout)
+			defer cancel()
+			v, err := s.opts.Agents.Request(dctx, id, &agent.DeliverPayments{Chain: s.chain, Payments: pays})
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.Is(err, agent.ErrNotFound) {
+				// Deleted meanwhile: nobody to pay.
+				return
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("agent %s: %w", id, err))
+				return
+			}
+			if r, ok := v.(*agent.DeliverReport); ok {
+				rep.New += r.New
+				rep.InvoicesPaid += len(r.InvoicesPaid)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// keySet is the viewing keys of the agents on one chain, in a batch
+// scanner.
+type keySet struct {
+	chain chains.ID
+	known map[string]bool
+	ids   []string
+	secp  []secpstealth.ViewKeyEntry
+	ed    []edstealth.ViewKeyEntry
+	sc    *secpstealth.Scanner
+	edsc  *edstealth.Scanner
+}
+
+// refresh adds the agents deployed on the chain since the last refresh. It
+// reads the agent table (ids and chains only), one page at a time.
+func (k *keySet) refresh(ctx context.Context, st persistence.Store, keys Keys) error {
+	added := false
+	after := ""
+	for {
+		recs, err := st.List(ctx, agent.TableAgents, persistence.Query{After: after, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if k.known[r.Key] {
+				continue
+			}
+			var a struct {
+				Chains []chains.ID `json:"chains"`
+			}
+			if err := json.Unmarshal(r.Value, &a); err != nil {
+				return fmt.Errorf("scanner: decode agent %s: %w", r.Key, err)
+			}
+			on := false
+			for _, c := range a.Chains {
+				on = on || c == k.chain
+			}
+			if !on {
+				k.known[r.Key] = true
+				continue
+			}
+			sk, err := keys.ScanKeys(ctx, r.Key, k.chain)
+			if err != nil {
+				return fmt.Errorf("scanner: scan keys of agent %s on %s: %w", r.Key, k.chain, err)
+			}
+			if k.chain.Family() == chains.FamilyEVM {
+				e, err := sk.Secp256k1Entry()
+				if err != nil {
+					return err
+				}
+				k.secp = append(k.secp, e)
+			} else {
+				e, err := sk.Ed25519Entry()
+				if err != nil {
+					return err
+				}
+				k.ed = append(k.ed, e)
+			}
+			sk.Zero()
+			k.known[r.Key] = true
+			k.ids = append(k.ids, r.Key)
+			added = true
+		}
+		if len(recs) < 1000 {
+			break
+		}
+		after = recs[len(recs)-1].Key
+	}
+	if !added {
+		return nil
+	}
+	var err error
+	if k.chain.Family() == chains.FamilyEVM {
+		k.sc, err = secpstealth.NewScanner(k.secp)
+	} else {
+		k.edsc, err = edstealth.NewScanner(k.ed)
+	}
+	return err
+}
+
+// match returns the (announcement, key index) pairs of a page. Malformed
+// announcements (anyone can announce anything) match nothing.
+func (k *keySet) match(anns []chains.Announcement) []secpstealth.Match {
+	if len(k.ids) == 0 {
+		return nil
+	}
+	index := make([]int, 0, len(anns))
+	var ms []secpstealth.Match
+	if k.chain.Family() == chains.FamilyEVM {
+		decoded := make([]secpstealth.Announcement, 0, len(anns))
+		for i, a := range anns {
+			if !common.IsHexAddress(a.StealthAddress) {
+				continue
+			}
+			d, err := secpstealth.DecodeAnnouncement(common.HexToAddress(a.StealthAddress).Bytes(), a.EphemeralPubKey, []byte{a.ViewTag})
+			if err != nil {
+				continue
+			}
+			decoded = append(decoded, d)
+			index = append(index, i)
+		}
+		ms = k.sc.Scan(decoded)
+	} else {
+		parse := edstealth.ParseStellarAddress
+		if k.chain == chains.Solana {
+			parse = edstealth.ParseSolanaAddress
+		}
+		decoded := make([]edstealth.Announcement, 0, len(anns))
+		for i, a := range anns {
+			pub, err := parse(a.StealthAddress)
+			if err != nil {
+				continue
+			}
+			payload := append([]byte{a.ViewTag}, a.EphemeralPubKey...)
+			d, err := edstealth.DecodeAnnouncement(pub[:], payload)
+			if err != nil {
+				continue
+			}
+			decoded = append(decoded, d)
+			index = append(index, i)
+		}
+		ms = k.edsc.Scan(decoded)
+	}
+	for i := range ms {
+		ms[i].Announcement = index[ms[i].Announcement]
+	}
+	return ms
+}
+
+func (k *keySet) zero() {
+	for i := range k.secp {
+		clear(k.secp[i].ViewPriv[:])
+	}
+	for i := range k.ed {
+		clear(k.ed[i].ViewPriv[:])
+	}
+	k.secp, k.ed, k.sc, k.edsc, k.ids = nil, nil, nil, nil, nil
+	k.known = map[string]bool{}
+}
