@@ -158,7 +158,7 @@ const (
 // environment (getenv; nil means os.Getenv). ok is false when
 // VEIL_RPC_SOLANA is unset: the chain then runs on the embedded devnet.
 //
-//	VEIL_RPC_SOLANA              RPC URL ("devnet" = Solana's public devnet cluster)
+//	VEIL_RPC_SOLANA              RPC URL ("devnet", "testnet": Solana's public clusters)
 //	VEIL_EXPLORER_SOLANA         tx link template with {hash}
 //	VEIL_SOLANA_TOKENS           SYMBOL=mint:decimals,... (default: Circle's devnet USDC)
 //	VEIL_SOLANA_ANNOUNCEMENTS    announcement index account (default: the well-known one)
@@ -172,8 +172,11 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	if url == "" {
 		return Config{}, false, nil
 	}
-	if url == "devnet" {
+	switch url {
+	case "devnet":
 		url = DevnetRPC
+	case "testnet":
+		url = "https://api.testnet.solana.com"
 	}
 	cfg = Config{RPCURL: url, ExplorerTx: DevnetExplorer, Tokens: []Token{{Symbol: "USDC", Mint: DevnetUSDCMint, Decimals: 6}}}
 	if v := getenv("VEIL_EXPLORER_SOLANA"); v != "" {
