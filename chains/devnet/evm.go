@@ -109,6 +109,15 @@ type EVMNet struct {
 	faucetMu    sync.Mutex
 	faucetNonce uint64 // next nonce of the faucet key (the pool's view lags a sealed block)
 
+	// sealMu: sealing a block holds it exclusively until the pool has
+	// caught up with the new head; every JSON-RPC request holds it shared.
+	// So no client that has seen a block can submit to a pool that has not
+	// (the pool resets asynchronously, and a stale pool double-counts a
+	// just-mined transaction's cost against the new balance).
+	sealMu sync.RWMutex
+	http   *http.Server
+	rpc    *rpc.Server
+
 	mineMu  sync.Mutex
 	paused  bool
 	kick    chan struct{}
@@ -262,11 +271,6 @@ func genesis(chainID uint64) *core.Genesis {
 }
 
 func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Logger) (n *EVMNet, err error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	port, _ := strconv.Atoi(portStr)
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -277,9 +281,8 @@ func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Log
 	nodeCfg.Name = "veil-devnet"
 	nodeCfg.DataDir = dir
 	nodeCfg.IPCPath = ""
-	nodeCfg.HTTPHost = host
-	nodeCfg.HTTPPort = port
-	nodeCfg.HTTPModules = []string{"eth", "net", "web3", "veil"}
+	// JSON-RPC is served by our own HTTP server (serveRPC), not geth's.
+	nodeCfg.HTTPHost = ""
 	nodeCfg.WSHost = ""
 	nodeCfg.AuthPort = 0
 	nodeCfg.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
@@ -323,11 +326,6 @@ func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Log
 		id: id, log: log, stack: stack, eth: backend,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
 	}
-	stack.RegisterAPIs([]rpc.API{
-		{Namespace: "eth", Service: filters.NewFilterAPI(fsys)},
-		{Namespace: "veil", Service: &faucetAPI{n: n}},
-	})
-	stack.RegisterHandler("veil devnet explorer", "/tx/", http.HandlerFunc(n.serveTx))
 	beacon, err := catalyst.NewSimulatedBeacon(0, ethCfg.Miner.PendingFeeRecipient, backend)
 	if err != nil {
 		return nil, err
@@ -345,7 +343,11 @@ func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Log
 		n.close()
 		return nil, err
 	}
-	url := stack.HTTPEndpoint()
+	url, err := n.serveRPC(addr, backend, fsys)
+	if err != nil {
+		n.close()
+		return nil, err
+	}
 	n.cfg = evm.Config{
 		Chain: id, ChainID: chainID, RPCURL: url, ExplorerTx: url + "/tx/{hash}",
 		Announcer: evm.CanonicalAnnouncer, Sender: n.deploys["StealthSender"], Names: n.deploys["VeilNames"],
@@ -364,6 +366,10 @@ func (n *EVMNet) close() error {
 	}
 	close(n.quit)
 	<-n.stopped
+	if n.http != nil {
+		_ = n.http.Close()
+		n.rpc.Stop()
+	}
 	if n.client != nil {
 		n.client.Close()
 	}
@@ -412,7 +418,10 @@ func (n *EVMNet) sealPending() {
 			return
 		}
 		before := n.eth.BlockChain().CurrentBlock().Number.Uint64()
+		n.sealMu.Lock()
 		n.beacon.Commit()
+		_ = n.eth.TxPool().Sync()
+		n.sealMu.Unlock()
 		head := n.eth.BlockChain().CurrentBlock()
 		if head.Number.Uint64() == before {
 			return
@@ -478,7 +487,7 @@ func (n *EVMNet) deploy(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := n.sendFromFaucet(ctx, nil, nil, bin, 5_000_000); err != nil {
+		if _, err := n.sendFromFaucet(ctx, nil, nil, bin, 5_000_000, true); err != nil {
 			return fmt.Errorf("deploy %s: %w", d.name, err)
 		}
 	}
@@ -492,7 +501,7 @@ func (n *EVMNet) deploy(ctx context.Context) error {
 
 // sendFromFaucet signs with the faucet key at its pool nonce, submits and
 // waits for the receipt (a reverted transaction is an error).
-func (n *EVMNet) sendFromFaucet(ctx context.Context, to *common.Address, value *big.Int, data []byte, gas uint64) (common.Hash, error) {
+func (n *EVMNet) sendFromFaucet(ctx context.Context, to *common.Address, value *big.Int, data []byte, gas uint64, wait bool) (common.Hash, error) {
 	from := crypto.PubkeyToAddress(FaucetKey.PublicKey)
 	if gas == 0 {
 		g, err := n.client.EstimateGas(ctx, ethereum.CallMsg{From: from, To: to, Value: value, Data: data})
@@ -522,6 +531,9 @@ func (n *EVMNet) sendFromFaucet(ctx context.Context, to *common.Address, value *
 	n.faucetMu.Unlock()
 	if err != nil {
 		return common.Hash{}, err
+	}
+	if !wait {
+		return tx.Hash(), nil
 	}
 	r, err := n.waitReceipt(ctx, tx.Hash())
 	if err != nil {
@@ -556,6 +568,10 @@ func (n *EVMNet) waitReceipt(ctx context.Context, h common.Hash) (*types.Receipt
 
 // Fund drips the faucet amounts to `to` in one transaction and waits for it.
 func (n *EVMNet) Fund(ctx context.Context, to common.Address) (common.Hash, error) {
+	return n.fund(ctx, to, true)
+}
+
+func (n *EVMNet) fund(ctx context.Context, to common.Address, wait bool) (common.Hash, error) {
 	native, _ := chains.ParseAmount(FaucetNative, evm.NativeDecimals)
 	var tokens []common.Address
 	var amounts []*big.Int
@@ -568,15 +584,51 @@ func (n *EVMNet) Fund(ctx context.Context, to common.Address) (common.Hash, erro
 		tokens, amounts = append(tokens, t.Address), append(amounts, v)
 	}
 	data := bindings.NewVeilFaucet().PackDrip(to, tokens, amounts)
-	return n.sendFromFaucet(ctx, &n.faucet, native, data, 0)
+	return n.sendFromFaucet(ctx, &n.faucet, native, data, 0, wait)
 }
 
-// faucetAPI is the "veil" JSON-RPC namespace: veil_fund(address) → tx hash.
+// faucetAPI is the "veil" JSON-RPC namespace: veil_fund(address) → tx hash
+// (returned once the node accepted it; the caller waits for the receipt).
 type faucetAPI struct{ n *EVMNet }
 
 // Fund is veil_fund.
 func (f *faucetAPI) Fund(ctx context.Context, to common.Address) (common.Hash, error) {
-	return f.n.Fund(ctx, to)
+	return f.n.fund(ctx, to, false)
+}
+
+// serveRPC serves the public JSON-RPC namespaces (eth, net, and veil for the
+// faucet: no admin, debug or personal) and the explorer on addr.
+func (n *EVMNet) serveRPC(addr string, backend *eth.Ethereum, fsys *filters.FilterSystem) (string, error) {
+	srv := rpc.NewServer()
+	srv.SetBatchLimits(1000, 25_000_000)
+	for _, api := range backend.APIs() {
+		if api.Namespace == "eth" || api.Namespace == "net" {
+			if err := srv.RegisterName(api.Namespace, api.Service); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := srv.RegisterName("eth", filters.NewFilterAPI(fsys)); err != nil {
+		return "", err
+	}
+	if err := srv.RegisterName("veil", &faucetAPI{n: n}); err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/tx/", n.serveTx)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.sealMu.RLock()
+		defer n.sealMu.RUnlock()
+		srv.ServeHTTP(w, r)
+	}))
+	n.rpc = srv
+	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() { _ = n.http.Serve(ln) }()
+	return "http://" + ln.Addr().String(), nil
 }
 
 // serveTx is the devnet's minimal explorer: GET /tx/<hash> answers the

@@ -227,12 +227,13 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustMined(t, c, w3.TxHash)
+	// No wait: the native sweep waits for the token withdrawal itself.
 	w4, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", native, "w-usdc-3-"+string(id))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustMined(t, c, w4.TxHash)
+	mustMined(t, c, w3.TxHash)
 	sb, _ = c.Balance(ctx, mine[1].StealthAddress)
 	if sb.Tokens["USDC"] != "0" || sb.Native != "0" {
 		t.Fatalf("stealth address after withdrawing everything %+v", sb)

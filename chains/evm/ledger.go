@@ -118,8 +118,12 @@ func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult
 	if fp != "" && it.Fingerprint != fp {
 		return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, rec.Key)
 	}
-	if it.State == stateVoid {
+	switch it.State {
+	case stateVoid:
 		return chains.TxResult{}, fmt.Errorf("%w: the earlier attempt with this key was rejected by the node and is being cancelled; retry shortly", chains.ErrUnavailable)
+	case stateReverted:
+		return c.result(it.TxHash.Hex()), fmt.Errorf("evm: %s: transaction %s of key %q reverted on chain: nothing was transferred (the fee was spent); pay again under a new idempotency key",
+			c.cfg.Chain, it.TxHash.Hex(), strings.TrimPrefix(rec.Key, string(c.cfg.Chain)+"/"))
 	}
 	return c.result(it.TxHash.Hex()), nil
 }
@@ -361,7 +365,11 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		if err := c.failpoint(FailBeforeBroadcast); err != nil {
 			return chains.TxResult{}, err
 		}
-		berr := c.sendRaw(ctx, at.Raw)
+		// Persisted: broadcast even if the caller gives up now, so that a
+		// recorded transaction does not wait for a fee bump to reach the node.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		berr := c.sendRaw(bctx, at.Raw)
+		cancel()
 		if err := c.failpoint(FailAfterBroadcast); err != nil {
 			return chains.TxResult{}, err
 		}

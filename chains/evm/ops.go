@@ -3,11 +3,14 @@ package evm
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/persistence"
 )
 
 // ERC-5564 metadata markers (bytes 1-4 and 5-24 of an announcement's metadata).
@@ -226,6 +230,11 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 			}
 		}
 		if all {
+			// A sweep must see the final balance: wait for the address's
+			// earlier transactions (a token withdrawal spending gas) first.
+			if native, err = c.settledBalance(ctx, src); err != nil {
+				return chains.TxResult{}, err
+			}
 			spec.sweep, spec.sweepBalance = true, native
 			if _, err := sweepValue(native, spec.gas, feeCap); err != nil {
 				return chains.TxResult{}, err
@@ -261,6 +270,55 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 		}
 	}
 	return c.submit(ctx, key, spec)
+}
+
+// settledBalance waits until every transaction the ledger sent from a is
+// in a block, then returns a's balance. (The node's pending nonce is no
+// guide: a pool promotes new transactions asynchronously.)
+func (c *Connector) settledBalance(ctx context.Context, a common.Address) (*big.Int, error) {
+	recs, err := c.store.List(ctx, TablePending, persistence.Query{Prefix: c.addrKey(a) + "/"})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range recs {
+		rec, err := c.store.Get(ctx, TableIntents, string(p.Value))
+		if errors.Is(err, persistence.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var it intent
+		if err := json.Unmarshal(rec.Value, &it); err != nil {
+			return nil, err
+		}
+		if err := c.waitAnyMined(ctx, it.Attempts); err != nil {
+			return nil, fmt.Errorf("%w: %s has unconfirmed transactions; withdraw everything once they are mined (%v)", chains.ErrUnavailable, a.Hex(), err)
+		}
+	}
+	bal, err := c.eth.BalanceAt(ctx, a, nil)
+	if err != nil {
+		return nil, c.unavailable("balance", err)
+	}
+	return bal, nil
+}
+
+// waitAnyMined polls until one of the attempts has a receipt.
+func (c *Connector) waitAnyMined(ctx context.Context, attempts []attempt) error {
+	t := time.NewTicker(c.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		for _, at := range attempts {
+			if _, err := c.eth.TransactionReceipt(ctx, at.Hash); err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // NormalizeName turns "Alice.veil" or "alice" into "alice" and checks it is
@@ -411,6 +469,13 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	var h common.Hash
 	if err := c.rpc.CallContext(ctx, &h, "veil_fund", a); err != nil {
 		return chains.TxResult{}, c.unavailable("faucet", err)
+	}
+	r, err := c.WaitMined(ctx, h.Hex())
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	if r.Status != types.ReceiptStatusSuccessful {
+		return chains.TxResult{}, fmt.Errorf("evm: %s: faucet transaction %s reverted", c.cfg.Chain, h.Hex())
 	}
 	return c.result(h.Hex()), nil
 }
