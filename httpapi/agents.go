@@ -75,6 +75,12 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Method(http.MethodPost, "/agent/{id}/notifications/read", handler(s.markNotificationsRead))
 	r.Method(http.MethodDelete, "/agent/{id}/notifications", handler(s.deleteNotifications))
 	r.Method(http.MethodPost, "/agent/{id}/chat", handler(s.chat))
+	r.Method(http.MethodGet, "/invoice/{invoiceId}", handler(s.getInvoice))
+	r.Method(http.MethodPost, "/invoice/{invoiceId}/paid", handler(s.invoicePaid))
+	r.Method(http.MethodGet, "/agent/{id}/schedules", handler(s.listSchedules))
+	r.Method(http.MethodPost, "/agent/{id}/schedules/{scheduleId}/pause", handler(s.scheduleAction("pause")))
+	r.Method(http.MethodPost, "/agent/{id}/schedules/{scheduleId}/resume", handler(s.scheduleAction("resume")))
+	r.Method(http.MethodPost, "/agent/{id}/schedules/{scheduleId}/cancel", handler(s.scheduleAction("cancel")))
 	r.Method(http.MethodGet, "/tee/info", handler(s.teeInfo))
 	r.Method(http.MethodGet, "/tee/attest/{agentId}", handler(s.teeAttest))
 }

@@ -104,6 +104,7 @@ func (s *Server) routes() chi.Router {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI())
 	})
+	s.payRoutes(r) // the pay page: public, no API key
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)
 		s.agentRoutes(r)

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/agent/state"
+)
+
+// InvoicePaidRequest is the optional body of POST /invoice/:id/paid.
+type InvoicePaidRequest struct {
+	TxHash string `json:"txHash"`
+}
+
+// maxTxHash bounds a transaction hash (EVM 66, Stellar 64, Solana ≤ 88).
+const maxTxHash = 128
+
+// moneyError maps the agent's invoice and schedule errors, then the rest
+// as apiError does.
+func moneyError(err error) error {
+	switch {
+	case errors.Is(err, agent.ErrInvoiceNotFound):
+		return &Error{Status: http.StatusNotFound, Message: "invoice not found", Err: err}
+	case errors.Is(err, agent.ErrNoPayment):
+		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), agent.ErrNoPayment.Error()+": "), Err: err}
+	case errors.Is(err, agent.ErrScheduleNotFound):
+		return &Error{Status: http.StatusNotFound, Message: "schedule not found", Err: err}
+	case errors.Is(err, agent.ErrScheduleTransition):
+		return &Error{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), agent.ErrScheduleTransition.Error()+": "), Err: err}
+	}
+	return apiError(err)
+}
+
+// invoiceOwner finds the agent of the {invoiceId} path parameter. A
+// malformed or unknown id is a 404 without touching an actor.
+func (s *Server) invoiceOwner(r *http.Request) (state.InvoiceRecord, error) {
+	id := chi.URLParam(r, "invoiceId")
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		return state.InvoiceRecord{}, Errorf(http.StatusNotFound, "invoice not found")
+	}
+	rec, err := state.GetInvoice(r.Context(), s.store, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return rec, Errorf(http.StatusNotFound, "invoice not found")
+	}
+	return rec, err
+}
+
+// getInvoice is GET /invoice/:id: the spec's Invoice, for the owning
+// account only (404 for anyone else's).
+func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.invoiceOwner(r)
+	if err != nil {
+		return err
+	}
+	v, err := s.agents.Request(r.Context(), rec.AgentID, &agent.GetInvoice{AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID})
+	if err != nil {
+		return moneyError(err)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// invoicePaid is POST /invoice/:id/paid with an optional {txHash}: the
+// payment is verified on chain before the invoice flips; repeating it
+// answers the same invoice and raises no second notification.
+func (s *Server) invoicePaid(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.invoiceOwner(r)
+	if err != nil {
+		return err
+	}
+	var req InvoicePaidRequest
+	raw, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return Errorf(http.StatusRequestEntityTooLarge, "%s", tooLargeMessage(mbe.Limit))
+	}
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&req); err != nil {
+			return Errorf(http.StatusBadRequest, "request body is not valid JSON for this endpoint: %s (send {\"txHash\": \"0x…\"} or no body)", jsonErrorText(err))
+		}
+		if dec.More() {
+			return Errorf(http.StatusBadRequest, "request body has data after the JSON object")
+		}
+	}
+	req.TxHash = strings.TrimSpace(req.TxHash)
+	if len(req.TxHash) > maxTxHash || strings.ContainsAny(req.TxHash, " /\t\n") {
+		return Errorf(http.StatusBadRequest, "txHash is not a transaction hash")
+	}
+	v, err := s.agents.Request(r.Context(), rec.AgentID, &agent.ConfirmInvoicePaid{
+		AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID, TxHash: req.TxHash,
+	})
+	if err != nil {
+		return moneyError(err)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}

@@ -1,0 +1,234 @@
+//go:build !nodevnet
+
+package httpapi_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/veilhq/veil/actors/agent"
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/actors/scanner"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet"
+	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/httpapi"
+	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/llm"
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime"
+)
+
+// moneyEnv is env with an ethereum devnet whose connector and chain actor
+// the test can reach (payers, the scanner), and payment links that point
+// at the test server itself.
+type moneyEnv struct {
+	*env
+	conn    *evm.Connector
+	ref     *chainactor.Ref
+	enclave *software.Provider
+	eth     *ethclient.Client
+	chainID *big.Int
+}
+
+func newMoneyEnv(t *testing.T) *moneyEnv {
+	t.Helper()
+	ctx := context.Background()
+	var root [32]byte
+	root[0] = 11
+	prov, err := software.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "veil.db"), persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	d, err := devnet.StartEVM(ctx, devnet.EVMOptions{Chains: []chains.ID{chains.Ethereum}, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := d.Config(chains.Ethereum)
+	conn, err := evm.New(ctx, cfg, evm.Options{Store: st, Signer: prov, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handler http.Handler = http.NotFoundHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	var models llm.Config
+	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},
+		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
+		PublicURL: srv.URL,
+	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: prov})
+	handler = api
+	key, err := apikey.Bootstrap(ctx, st, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eth, err := ethclient.Dial(cfg.RPCURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		_ = host.Stop(context.Background())
+		ref.Stop()
+		eth.Close()
+		conn.Close()
+		system.Shutdown()
+		_ = d.Close()
+		_ = st.Close()
+	})
+	return &moneyEnv{
+		env:  &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: cfg.RPCURL},
+		conn: conn, ref: ref, enclave: prov, eth: eth, chainID: new(big.Int).SetUint64(cfg.ChainID),
+	}
+}
+
+// startScanner runs the chain's background scanner for the test.
+func (e *moneyEnv) startScanner(t *testing.T) *scanner.Scanner {
+	t.Helper()
+	s := scanner.New(scanner.Options{Store: e.store, Chain: e.ref, Agents: e.host, Keys: agent.EnclaveKeys(e.enclave),
+		Interval: 100 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// payer is an outside wallet with devnet funds.
+type payer struct {
+	key  *ecdsa.PrivateKey
+	addr common.Address
+}
+
+func (e *moneyEnv) newPayer(t *testing.T) payer {
+	t.Helper()
+	k, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := payer{key: k, addr: crypto.PubkeyToAddress(k.PublicKey)}
+	res, err := e.conn.Fund(context.Background(), p.addr.Hex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitMined(t, res.TxHash)
+	return p
+}
+
+// pay sends amount (decimal ETH) from p to the plain address to, as any
+// wallet would, and waits until it is mined.
+func (e *moneyEnv) pay(t *testing.T, p payer, to, amount string) string {
+	t.Helper()
+	ctx := context.Background()
+	wei, err := chains.ParseAmount(amount, 18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, err := e.eth.PendingNonceAt(ctx, p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip, err := e.eth.SuggestGasTipCap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := e.eth.HeaderByNumber(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fee := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	dst := common.HexToAddress(to)
+	tx, err := types.SignNewTx(p.key, types.LatestSignerForChainID(e.chainID), &types.DynamicFeeTx{
+		ChainID: e.chainID, Nonce: nonce, GasTipCap: tip, GasFeeCap: fee, Gas: 21000, To: &dst, Value: wei,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eth.SendTransaction(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	e.waitMined(t, tx.Hash().Hex())
+	return tx.Hash().Hex()
+}
+
+// invoiceJSON is the spec's Invoice as the API answers it.
+type invoiceJSON struct {
+	ID          string  `json:"id"`
+	AgentName   string  `json:"agentName"`
+	Amount      string  `json:"amount"`
+	Asset       string  `json:"asset"`
+	Memo        string  `json:"memo"`
+	Status      string  `json:"status"`
+	TxHash      *string `json:"txHash"`
+	PaymentLink string  `json:"paymentLink"`
+	CreatedAt   string  `json:"createdAt"`
+	Chain       string  `json:"chain"`
+	PayTo       string  `json:"payTo"`
+}
+
+// createInvoice asks the agent in chat for an invoice and returns it.
+func (e *moneyEnv) createInvoice(t *testing.T, agentID, message string) invoiceJSON {
+	t.Helper()
+	r, out := e.chat(t, agentID, e.key, map[string]string{"message": message})
+	if r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Name != "create_invoice" || out.ToolCalls[0].Status != "success" {
+		t.Fatalf("chat %q = %d %s", message, r.status, r.body)
+	}
+	var inv invoiceJSON
+	if err := jsonUnmarshal([]byte(out.ToolCalls[0].Detail), &inv); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Response, inv.ID) {
+		t.Fatalf("answer %q does not name invoice %s", out.Response, inv.ID)
+	}
+	return inv
+}
+
+// notes lists an agent's notifications.
+func (e *moneyEnv) notes(t *testing.T, agentID string) agent.Inbox {
+	t.Helper()
+	r := e.do("GET", "/agent/"+agentID+"/notifications", e.key, nil)
+	if r.status != 200 {
+		t.Fatalf("notifications = %d %s", r.status, r.body)
+	}
+	var in agent.Inbox
+	r.decode(t, &in)
+	return in
+}
+
+func countType(in agent.Inbox, typ string) int {
+	n := 0
+	for _, x := range in.Notifications {
+		if x.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func sleep50ms() { time.Sleep(50 * time.Millisecond) }
