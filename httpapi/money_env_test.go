@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,25 @@ type moneyEnv struct {
 	enclave *software.Provider
 	eth     *ethclient.Client
 	chainID *big.Int
+	clock   *testClock
+}
+
+// testClock is the agents' clock: real time plus an offset the test moves.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
 }
 
 func newMoneyEnv(t *testing.T) *moneyEnv {
@@ -79,10 +99,11 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	var handler http.Handler = http.NotFoundHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	var models llm.Config
+	clock := &testClock{}
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
-		PublicURL: srv.URL,
+		PublicURL: srv.URL, Now: clock.Now,
 	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: prov})
 	handler = api
@@ -106,7 +127,7 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	})
 	return &moneyEnv{
 		env:  &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: cfg.RPCURL},
-		conn: conn, ref: ref, enclave: prov, eth: eth, chainID: new(big.Int).SetUint64(cfg.ChainID),
+		conn: conn, ref: ref, enclave: prov, eth: eth, chainID: new(big.Int).SetUint64(cfg.ChainID), clock: clock,
 	}
 }
 
