@@ -10,7 +10,7 @@ ABIGEN="go run github.com/ethereum/go-ethereum/cmd/abigen@v1.17.10"
 OUT=../chains/evm/bindings
 
 npm ci --no-audit --no-fund --silent 2>/dev/null || npm install --no-audit --no-fund --silent
-rm -rf build
+rm -f build/*.abi build/*.bin build/*.bin-runtime build/solc-version.txt
 node compile.mjs
 
 mkdir -p "$OUT"
