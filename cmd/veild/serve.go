@@ -121,6 +121,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MemoryLimit:    uint64(cfg.MemoryLimitMiB) << 20,
 	}, log, mets)
 
+	stopMoney := startMoneyServices(store, host, agent.EnclaveKeys(enclaves), chainSet.refs, log)
+	defer stopMoney()
 	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves, OnRequest: mets.Request})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
@@ -152,6 +154,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := srv.Shutdown(graceCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("http shutdown incomplete", slog.String("error", err.Error()))
 	}
+	stopMoney() // the scanners and the reminder deliver to agents: stop them first
 	if err := host.Stop(graceCtx); err != nil {
 		log.Error("actor shutdown incomplete", slog.String("error", err.Error()))
 	}
