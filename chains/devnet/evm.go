@@ -114,9 +114,10 @@ type EVMNet struct {
 	// So no client that has seen a block can submit to a pool that has not
 	// (the pool resets asynchronously, and a stale pool double-counts a
 	// just-mined transaction's cost against the new balance).
-	sealMu sync.RWMutex
-	http   *http.Server
-	rpc    *rpc.Server
+	sealMu     sync.RWMutex
+	persistent bool
+	http       *http.Server
+	rpc        *rpc.Server
 
 	mineMu  sync.Mutex
 	paused  bool
@@ -323,7 +324,7 @@ func startNet(ctx context.Context, id chains.ID, dir, addr string, log *slog.Log
 	}
 	fsys := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
 	n = &EVMNet{
-		id: id, log: log, stack: stack, eth: backend,
+		id: id, log: log, stack: stack, eth: backend, persistent: dir != "",
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	beacon, err := catalyst.NewSimulatedBeacon(0, ethCfg.Miner.PendingFeeRecipient, backend)
@@ -421,6 +422,13 @@ func (n *EVMNet) sealPending() {
 		n.sealMu.Lock()
 		n.beacon.Commit()
 		_ = n.eth.TxPool().Sync()
+		if n.persistent {
+			// geth writes without fsync; a sealed block must survive a
+			// killed process before any client can see it.
+			if err := n.eth.ChainDb().SyncKeyValue(); err != nil {
+				n.log.Error("devnet: sync chain database", "err", err)
+			}
+		}
 		n.sealMu.Unlock()
 		head := n.eth.BlockChain().CurrentBlock()
 		if head.Number.Uint64() == before {
@@ -549,7 +557,11 @@ func (n *EVMNet) waitReceipt(ctx context.Context, h common.Hash) (*types.Receipt
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
+		// Under the seal lock, like every JSON-RPC request: a receipt is
+		// seen only once its block is durable and the pool caught up.
+		n.sealMu.RLock()
 		r, err := n.client.TransactionReceipt(ctx, h)
+		n.sealMu.RUnlock()
 		if err == nil {
 			return r, nil
 		}

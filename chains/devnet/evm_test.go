@@ -3,8 +3,14 @@
 package devnet
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"log/slog"
 	"math/big"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +125,76 @@ func TestEVMDevnetPersistsAcrossRestart(t *testing.T) {
 	bal2, _ := c.BalanceAt(ctx, who, nil)
 	if bal2.Cmp(new(big.Int).Mul(bal, big.NewInt(2))) != 0 {
 		t.Fatalf("second drip: %v then %v", bal, bal2)
+	}
+}
+
+const killDirEnv = "VEIL_DEVNET_KILL_DIR"
+
+// TestKillChild runs a persistent devnet, funds addresses and reports each
+// mined drip on stdout until the parent kills it.
+func TestKillChild(t *testing.T) {
+	dir := os.Getenv(killDirEnv)
+	if dir == "" {
+		t.Skip("child of TestEVMDevnetSurvivesSIGKILL")
+	}
+	ctx := context.Background()
+	d, err := StartEVM(ctx, EVMOptions{Dir: dir, Chains: []chains.ID{chains.Ethereum}, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		h, err := d.Net(chains.Ethereum).Fund(ctx, common.BigToAddress(big.NewInt(int64(1000+i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("mined %s\n", h.Hex())
+	}
+}
+
+// A killed process loses no block a client saw: every drip the child
+// reported as mined is on the chain after a restart on its directory.
+func TestEVMDevnetSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killDirEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen []common.Hash
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && len(seen) < 25 {
+		if h, ok := strings.CutPrefix(sc.Text(), "mined "); ok {
+			seen = append(seen, common.HexToHash(h))
+		}
+	}
+	_ = cmd.Process.Kill() // SIGKILL
+	_ = cmd.Wait()
+	if len(seen) < 25 {
+		t.Fatalf("child reported %d drips", len(seen))
+	}
+	ctx := context.Background()
+	d, err := StartEVM(ctx, EVMOptions{Dir: dir, Chains: []chains.ID{chains.Ethereum}, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg, _ := d.Config(chains.Ethereum)
+	c, err := ethclient.DialContext(ctx, cfg.RPCURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, h := range seen {
+		if r, err := c.TransactionReceipt(ctx, h); err != nil || r.Status != 1 {
+			t.Fatalf("drip %s reported mined before the kill is gone: %v", h.Hex(), err)
+		}
+	}
+	// And the chain goes on from there.
+	if _, err := d.Net(chains.Ethereum).Fund(ctx, common.HexToAddress("0x01")); err != nil {
+		t.Fatal(err)
 	}
 }
