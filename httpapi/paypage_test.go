@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,8 @@ func TestPayPageInChromium(t *testing.T) {
 		t.Fatalf("copy button: %q %v", copied, err)
 	}
 
+	shot(t, bctx, "pending")
+
 	// The payer pays the address shown; the page turns paid on its own.
 	tx := e.pay(t, e.newPayer(t), pending.Address, "0.04")
 	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("paid"))); err != nil {
@@ -83,12 +86,31 @@ func TestPayPageInChromium(t *testing.T) {
 		t.Fatalf("paid page (tx %s): %+v", tx, paid)
 	}
 
+	shot(t, bctx, "paid")
+
 	// A reload renders the paid state on the server.
 	if err := chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("paid"))); err != nil {
 		t.Fatal(err)
 	}
 	if again := snapshot(t, bctx); again.Status != "paid" || !strings.EqualFold(again.TxHash, tx) {
 		t.Fatalf("after reload: %+v", again)
+	}
+}
+
+// shot saves a screenshot to $VEIL_PAYPAGE_SHOTS/<name>.png when that is
+// set (for a person to look at; the test asserts on the DOM only).
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("VEIL_PAYPAGE_SHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
