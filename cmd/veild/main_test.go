@@ -81,7 +81,7 @@ func start(t *testing.T, data string, extra ...string) *proc {
 		select {
 		case line, ok := <-p.stderr.lines:
 			if !ok {
-				t.Fatalf("veild exited before serving; stdout: %s", p.stdout)
+				t.Fatalf("veild exited before serving; stdout: %s\nstderr: %s", p.stdout, p.stderr.all.String())
 			}
 			p.stderr.all.WriteString(line + "\n")
 			if m := metricsRE.FindStringSubmatch(line); m != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -63,6 +64,18 @@ func TestAgentSurvivesRestartWithSameKeys(t *testing.T) {
 	_ = json.Unmarshal(body, &st)
 	if status != 200 || st.Chain != "horizen" || st.Address != created.Address || st.Balance == "" || st.Balance == "0" {
 		t.Fatalf("status = %d %s", status, body)
+	}
+	// Every chain is live on its devnet: the agent's balance on each.
+	for _, chain := range []string{"ethereum", "stellar", "solana"} {
+		status, body = call(t, "POST", "http://"+p.addr+"/agent/"+created.ID+"/chat", key, map[string]string{"message": "what's my balance on " + chain})
+		var reply struct {
+			ToolCalls []struct{ Name, Status, Detail string }
+		}
+		_ = json.Unmarshal(body, &reply)
+		t.Logf("%s: %s", chain, reply.ToolCalls[0].Detail)
+		if status != 200 || len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Status != "success" || strings.Contains(reply.ToolCalls[0].Detail, `"native":"0"`) {
+			t.Fatalf("balance on %s = %d %s", chain, status, body)
+		}
 	}
 	p.stop(t, syscall.SIGTERM)
 
