@@ -68,6 +68,7 @@ const (
 type Connector struct {
 	cfg    Config
 	rpc    *rpc.Client
+	jrpc   jsonrpc.RPCClient
 	store  persistence.Store
 	signer chains.Signer
 	log    *slog.Logger
@@ -116,8 +117,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
 		}}
 	}
+	jc := jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})
 	c := &Connector{
-		cfg: cfg, rpc: rpc.NewWithCustomRPCClient(jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})),
+		cfg: cfg, rpc: rpc.NewWithCustomRPCClient(jc), jrpc: jc,
 		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "solana"),
 		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
 		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),

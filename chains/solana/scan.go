@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	solanago "github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/programs/system"
 	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/veilhq/veil/chains"
 	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
@@ -76,6 +78,56 @@ func (c *Connector) fetch(ctx context.Context, sig solanago.Signature) (*solanag
 	return tx, r, nil
 }
 
+// batchSize is the number of getTransaction calls per JSON-RPC batch.
+const batchSize = 100
+
+// fetchBatch reads transactions in JSON-RPC batches of batchSize; a node
+// that refuses batches is asked one transaction at a time.
+func (c *Connector) fetchBatch(ctx context.Context, sigs []solanago.Signature) (map[solanago.Signature]*solanago.Transaction, error) {
+	out := make(map[solanago.Signature]*solanago.Transaction, len(sigs))
+	opts := map[string]any{"encoding": "base64", "commitment": "confirmed", "maxSupportedTransactionVersion": 0}
+	for start := 0; start < len(sigs); start += batchSize {
+		part := sigs[start:min(start+batchSize, len(sigs))]
+		reqs := make(jsonrpc.RPCRequests, len(part))
+		for i, s := range part {
+			reqs[i] = jsonrpc.NewRequest("getTransaction", s.String(), opts)
+		}
+		resps, err := c.jrpc.CallBatch(ctx, reqs)
+		if err != nil || len(resps) != len(part) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			for _, s := range part {
+				tx, _, err := c.fetch(ctx, s)
+				if err != nil {
+					return nil, err
+				}
+				out[s] = tx
+			}
+			continue
+		}
+		for _, r := range resps {
+			i, err := strconv.Atoi(fmt.Sprint(r.ID))
+			if err != nil || i < 0 || i >= len(part) {
+				return nil, fmt.Errorf("%w: solana: batch answer with id %v", chains.ErrUnavailable, r.ID)
+			}
+			if r.Error != nil {
+				return nil, c.unavailable("getTransaction", r.Error)
+			}
+			var res rpc.GetTransactionResult
+			if err := json.Unmarshal(r.Result, &res); err != nil || res.Transaction == nil {
+				return nil, fmt.Errorf("%w: solana: transaction %s: %v", chains.ErrNotFound, part[i], err)
+			}
+			tx, err := res.Transaction.GetTransaction()
+			if err != nil {
+				return nil, fmt.Errorf("solana: decode transaction %s: %w", part[i], err)
+			}
+			out[part[i]] = tx
+		}
+	}
+	return out, nil
+}
+
 // Scan returns the announcements in the signature history of the
 // announcement account after cursor (a signature; "" = from the start), at
 // most limit (default 1000), and the cursor to resume from.
@@ -91,12 +143,19 @@ func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chain
 		if err != nil {
 			return out, cursor, err
 		}
+		var ok []solanago.Signature
 		for _, s := range sigs {
 			if s.Err == nil {
-				tx, _, err := c.fetch(ctx, s.Signature)
-				if err != nil {
-					return out, cursor, err
-				}
+				ok = append(ok, s.Signature)
+			}
+		}
+		txs, err := c.fetchBatch(ctx, ok)
+		if err != nil {
+			return out, cursor, err
+		}
+		for _, s := range sigs {
+			if s.Err == nil {
+				tx := txs[s.Signature]
 				if s.Slot != lastSlot {
 					lastSlot, idx = s.Slot, 0
 				}

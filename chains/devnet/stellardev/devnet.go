@@ -310,13 +310,13 @@ func (d *Devnet) submitSigned(ctx context.Context, source string, ops []txnbuild
 // rejection) or the rejection of one that did not. A transaction already
 // in the ledger is answered from its record.
 func (d *Devnet) Submit(ctx context.Context, envB64 string) (*txRecord, *rejection, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if h, err := envelopeHash(envB64); err == nil {
 		if rec, err := d.txByHash(ctx, h); err == nil {
 			return rec, rejectionOf(rec), nil
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	// Apply on a copy of the account and claimable maps so that a failed
 	// commit to the store leaves the ledger as it was.
 	work := &state{accounts: make(map[string]*account, len(d.st.accounts)), claimables: make(map[string]*claimable, len(d.st.claimables)), ledger: d.st.ledger}
