@@ -52,6 +52,11 @@ type envOptions struct {
 	evm bool
 	// failpoint is the agent actors' failpoint hook.
 	failpoint func(string) error
+	// rates is the per-key rate limit (zero: off in tests, so that load
+	// tests measure the server, not the limiter).
+	rates httpapi.RateLimit
+	// now is the API's clock (nil: time.Now).
+	now func() time.Time
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -86,7 +91,10 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		PublicURL: "http://veil.test",
 		Failpoint: opts.failpoint,
 	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
-	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: opts.tee})
+	if opts.rates == (httpapi.RateLimit{}) {
+		opts.rates = httpapi.RateLimit{PerSecond: -1}
+	}
+	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())
 	if err != nil || key == "" {

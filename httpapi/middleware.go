@@ -26,6 +26,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyLogger
 	keyAccount
+	keyKeyHash
 )
 
 // HeaderRequestID carries the request id in both directions.
@@ -50,6 +51,11 @@ func loggerFrom(ctx context.Context) *slog.Logger {
 func accountFrom(ctx context.Context) apikey.Account {
 	acc, _ := ctx.Value(keyAccount).(apikey.Account)
 	return acc
+}
+
+func keyHashFrom(ctx context.Context) string {
+	h, _ := ctx.Value(keyKeyHash).(string)
+	return h
 }
 
 func newRequestID() string {
@@ -191,7 +197,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusInternalServerError, "internal server error (request id "+requestIDFrom(r.Context())+")")
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyAccount, acc)))
+		ctx := context.WithValue(r.Context(), keyAccount, acc)
+		ctx = context.WithValue(ctx, keyKeyHash, apikey.Hash(strings.TrimSpace(key)))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -35,6 +35,9 @@ type Config struct {
 	MaxBody int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// RateLimit is the per-key limit of accounts that set none; the zero
+	// value means the default (50/s, burst 100). Negative PerSecond: off.
+	RateLimit RateLimit
 	// OnRequest, when set, is called after every request (for metrics).
 	OnRequest func(method, route string, status int, d time.Duration)
 }
@@ -55,6 +58,8 @@ type Server struct {
 	onRequest func(method, route string, status int, d time.Duration)
 	draining  atomic.Bool
 	router    chi.Router
+	rates     RateLimit
+	limits    *limiter
 }
 
 // New builds the API's router.
@@ -77,6 +82,11 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.rates = cfg.RateLimit
+	if s.rates == (RateLimit{}) {
+		s.rates = defaultRateLimit
+	}
+	s.limits = newLimiter(s.now)
 	s.router = s.routes()
 	return s
 }
@@ -106,7 +116,7 @@ func (s *Server) routes() chi.Router {
 	})
 	s.payRoutes(r) // the pay page: public, no API key
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate)
+		r.Use(s.authenticate, s.rateLimit)
 		s.agentRoutes(r)
 	})
 	return r

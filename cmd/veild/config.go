@@ -26,6 +26,8 @@ type config struct {
 	MetricsLabelCap int
 	MaxActive       int
 	MemoryLimitMiB  int
+	RatePerSecond   float64
+	RateBurst       int
 }
 
 func envName(flagName string) string {
@@ -46,6 +48,8 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MetricsLabelCap, "metrics-label-cap", 1000, "active agents that get their own metric series; the rest aggregate as agent=\"_other\"")
 	fs.IntVar(&c.MaxActive, "max-active", 0, "cap on active agent actors (least recently used passivate first); 0: no cap")
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit-mib", 0, "Go heap size (MiB) above which least recently used agents are passivated; 0: off")
+	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
+	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 }
 

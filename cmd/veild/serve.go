@@ -123,7 +123,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	stopMoney := startMoneyServices(store, host, agent.EnclaveKeys(enclaves), chainSet.refs, log)
 	defer stopMoney()
-	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves, OnRequest: mets.Request})
+	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg)})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -186,6 +186,8 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	data := fs.String("data", "./data", "data directory")
 	account := fs.String("account", "", "account name (created if new)")
 	test := fs.Bool("test", false, "issue a veil_test_ key")
+	rate := fs.Float64("rate-limit", 0, "set this account's per-key rate limit (requests/s); 0 keeps the server default")
+	burst := fs.Int("rate-burst", 0, "with --rate-limit: the account's burst")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -204,6 +206,14 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if *rate > 0 {
+		if *burst <= 0 {
+			*burst = int(2 * *rate)
+		}
+		if acc, err = apikey.SetRateLimit(ctx, store, acc.ID, &apikey.Limit{PerSecond: *rate, Burst: *burst}); err != nil {
+			return err
+		}
+	}
 	key, err := apikey.Create(ctx, store, acc, *test, time.Now())
 	if err != nil {
 		return err
@@ -218,4 +228,11 @@ func metricsMux(m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	return mux
+}
+
+func rateLimit(cfg config) httpapi.RateLimit {
+	if cfg.RatePerSecond <= 0 || cfg.RateBurst <= 0 {
+		return httpapi.RateLimit{PerSecond: -1} // off
+	}
+	return httpapi.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst}
 }

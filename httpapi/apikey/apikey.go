@@ -50,6 +50,15 @@ type Account struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"createdAt"`
+	// RateLimit overrides the server's per-key limit for this account's
+	// keys; nil means the server default.
+	RateLimit *Limit `json:"rateLimit,omitempty"`
+}
+
+// Limit is a token bucket: Burst requests at once, refilled at PerSecond.
+type Limit struct {
+	PerSecond float64 `json:"perSecond"`
+	Burst     int     `json:"burst"`
 }
 
 // Key is the stored half of an API key.
@@ -230,4 +239,31 @@ func Bootstrap(ctx context.Context, st persistence.Store, now time.Time) (string
 		return "", fmt.Errorf("apikey: bootstrap account: %w", err)
 	}
 	return key, nil
+}
+
+// SetRateLimit sets (nil: clears) an account's per-key rate limit.
+func SetRateLimit(ctx context.Context, st persistence.Store, accountID string, lim *Limit) (Account, error) {
+	for {
+		rec, err := st.Get(ctx, TableAccounts, accountID)
+		if err != nil {
+			return Account{}, fmt.Errorf("apikey: read account %s: %w", accountID, err)
+		}
+		var acc Account
+		if err := json.Unmarshal(rec.Value, &acc); err != nil {
+			return Account{}, fmt.Errorf("apikey: decode account %s: %w", accountID, err)
+		}
+		acc.RateLimit = lim
+		raw, err := json.Marshal(acc)
+		if err != nil {
+			return Account{}, err
+		}
+		_, err = st.Apply(ctx, persistence.Put(TableAccounts, accountID, raw, persistence.AtVersion(rec.Version)))
+		if errors.Is(err, persistence.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return Account{}, fmt.Errorf("apikey: save account %s: %w", accountID, err)
+		}
+		return acc, nil
+	}
 }

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// RateLimit is a token bucket: Burst requests at once, refilled at
+// PerSecond. The zero value means no limit.
+type RateLimit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// DefaultRateLimit applies to a key whose account sets none.
+var defaultRateLimit = RateLimit{PerSecond: 50, Burst: 100}
+
+// limiter keeps one bucket per API key (by its hash). Buckets of keys idle
+// long enough to be full again are dropped, so memory follows the keys in
+// use, not every key ever seen.
+type limiter struct {
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	now     func() time.Time
+	lastGC  time.Time
+}
+
+type bucket struct {
+	limit  RateLimit
+	tokens float64
+	at     time.Time
+}
+
+func newLimiter(now func() time.Time) *limiter {
+	return &limiter{buckets: map[string]*bucket{}, now: now}
+}
+
+// take spends one token of key's bucket. It answers whether the request
+// may go on, the tokens left, and when the bucket is full again and when
+// the next token arrives.
+func (l *limiter) take(key string, lim RateLimit) (ok bool, remaining int, full, next time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastGC) > time.Minute {
+		l.gc(now)
+	}
+	b := l.buckets[key]
+	if b == nil || b.limit != lim {
+		b = &bucket{limit: lim, tokens: float64(lim.Burst), at: now}
+		l.buckets[key] = b
+	}
+	if dt := now.Sub(b.at).Seconds(); dt > 0 {
+		b.tokens = math.Min(float64(lim.Burst), b.tokens+dt*lim.PerSecond)
+	}
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		ok = true
+	} else {
+		next = time.Duration((1 - b.tokens) / lim.PerSecond * float64(time.Second))
+	}
+	full = time.Duration((float64(lim.Burst) - b.tokens) / lim.PerSecond * float64(time.Second))
+	return ok, int(b.tokens), full, next
+}
+
+func (l *limiter) gc(now time.Time) {
+	l.lastGC = now
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.at).Seconds()*b.limit.PerSecond >= float64(b.limit.Burst) {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// rateLimit enforces the per-key bucket and sets X-RateLimit-Limit,
+// -Remaining and -Reset (Unix seconds when the bucket is full again) on
+// every response; a request over the limit is a 429 with Retry-After.
+func (s *Server) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		acc := accountFrom(r.Context())
+		lim := s.rates
+		if acc.RateLimit != nil {
+			lim = RateLimit{PerSecond: acc.RateLimit.PerSecond, Burst: acc.RateLimit.Burst}
+		}
+		if lim.PerSecond <= 0 || lim.Burst <= 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ok, remaining, full, wait := s.limits.take(keyHashFrom(r.Context()), lim)
+		h := w.Header()
+		h.Set("X-RateLimit-Limit", strconv.Itoa(lim.Burst))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(full).Unix(), 10))
+		if !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			if secs < 1 {
+				secs = 1
+			}
+			h.Set("Retry-After", strconv.Itoa(secs))
+			writeError(w, http.StatusTooManyRequests, "rate limit exceeded for this API key: retry after "+strconv.Itoa(secs)+" s (limit "+strconv.Itoa(lim.Burst)+" requests, refilled at "+strconv.FormatFloat(lim.PerSecond, 'f', -1, 64)+"/s)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
