@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/veilhq/veil/chains"
+	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
 )
 
 // BenchmarkSendStealth: stealth payments per second on the devnet, each a
@@ -84,13 +87,39 @@ func BenchmarkScan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		anns, _, err := e.conn.Scan(bg, "", total)
-		if err != nil || len(anns) != total {
-			b.Fatalf("scan: %d, %v", len(anns), err)
-		}
+	sk, err := e.enc.ScanKeys(bg, bob.id, chains.Stellar, 0)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(total*b.N)/time.Since(start).Seconds(), "anns/s")
+	var spend [32]byte
+	copy(spend[:], sk.SpendingPublicKey)
+	for _, check := range []bool{false, true} {
+		name := "rpc"
+		if check {
+			name = "rpc+check"
+		}
+		b.Run(name, func(b *testing.B) {
+			start := time.Now()
+			for range b.N {
+				anns, _, err := e.conn.Scan(bg, "", total)
+				if err != nil || len(anns) != total {
+					b.Fatalf("scan: %d, %v", len(anns), err)
+				}
+				if !check {
+					continue
+				}
+				for _, an := range anns {
+					pub, _ := edstealth.ParseStellarAddress(an.StealthAddress)
+					d, err := edstealth.DecodeAnnouncement(pub[:], append([]byte{an.ViewTag}, an.EphemeralPubKey...))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if ok, _ := edstealth.Check(sk.ViewingPrivateKey, spend, d); !ok {
+						b.Fatal("a payment to bob was not found")
+					}
+				}
+			}
+			b.ReportMetric(float64(total*b.N)/time.Since(start).Seconds(), "anns/s")
+		})
+	}
 }

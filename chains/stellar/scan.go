@@ -378,9 +378,14 @@ func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Tr
 	if !t.Successful {
 		return nil, fmt.Errorf("%w: transaction %s failed on stellar and moved nothing", chains.ErrNotFound, txHash)
 	}
+	return c.transfersOf(t)
+}
+
+// transfersOf decodes what a successful transaction delivered.
+func (c *Connector) transfersOf(t hProtocol.Transaction) ([]chains.Transfer, error) {
 	var env xdr.TransactionEnvelope
 	if err := xdr.SafeUnmarshalBase64(t.EnvelopeXdr, &env); err != nil {
-		return nil, fmt.Errorf("stellar: transaction %s: envelope: %w", txHash, err)
+		return nil, fmt.Errorf("stellar: transaction %s: envelope: %w", t.Hash, err)
 	}
 	var res xdr.TransactionResult
 	_ = xdr.SafeUnmarshalBase64(t.ResultXdr, &res)
@@ -423,4 +428,57 @@ func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Tr
 		}
 	}
 	return out, nil
+}
+
+var _ chains.TransferScanner = (*Connector)(nil)
+
+// ScanTransfers returns the transfers (as TransfersIn reads them) of every
+// successful transaction after cursor (a Horizon paging token), at least
+// limit when there are that many, ending on a transaction boundary, and
+// the cursor to resume from. The empty cursor starts at the latest
+// transaction: nothing older is returned.
+func (c *Connector) ScanTransfers(ctx context.Context, cursor string, limit int) ([]chains.Transfer, string, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	if cursor == "" {
+		v, err := c.call(ctx, func() (any, error) {
+			return c.hc.Transactions(horizonclient.TransactionRequest{Order: horizonclient.OrderDesc, Limit: 1})
+		})
+		if err != nil {
+			return nil, "", c.unavailable("transactions", err)
+		}
+		recs := v.(hProtocol.TransactionsPage).Embedded.Records
+		if len(recs) == 0 {
+			return nil, "0", nil
+		}
+		return nil, recs[0].PT, nil
+	}
+	out := []chains.Transfer{}
+	for len(out) < limit {
+		v, err := c.call(ctx, func() (any, error) {
+			return c.hc.Transactions(horizonclient.TransactionRequest{Cursor: cursor, Order: horizonclient.OrderAsc, Limit: 200})
+		})
+		if err != nil {
+			return out, cursor, c.unavailable("transactions", err)
+		}
+		recs := v.(hProtocol.TransactionsPage).Embedded.Records
+		for _, t := range recs {
+			if t.Successful {
+				tr, err := c.transfersOf(t)
+				if err != nil {
+					return out, cursor, err
+				}
+				out = append(out, tr...)
+			}
+			cursor = t.PT
+			if len(out) >= limit {
+				break
+			}
+		}
+		if len(recs) < 200 {
+			break
+		}
+	}
+	return out, cursor, nil
 }

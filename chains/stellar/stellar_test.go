@@ -152,6 +152,10 @@ func TestStellarStory(t *testing.T) {
 	if b := bal(t, e.conn, alice.keys.Address); b.Native != "10000" || b.Tokens["USDC"] != "10000" {
 		t.Fatalf("funded balance %+v", b)
 	}
+	_, head, err := e.conn.ScanTransfers(bg, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Names.
 	if _, err := e.conn.RegisterName(bg, bob.ref, bob.keys.Address, "bob.veil", bob.keys.MetaAddress); err != nil {
 		t.Fatal(err)
@@ -236,6 +240,13 @@ func TestStellarStory(t *testing.T) {
 	}
 	if b := bal(t, e.conn, xlm.StealthAddress); b.Native != "0" {
 		t.Fatalf("merged one-time account: %+v", b)
+	}
+	// Every transfer since the head: the payments, the merges into bob's
+	// account, nothing from before.
+	tr, _, err = e.conn.ScanTransfers(bg, head, 0)
+	if err != nil || !hasTransfer(tr, xlm.StealthAddress, "XLM", "25") || !hasTransfer(tr, bob.keys.Address, "XLM", "24.99999") ||
+		hasTransfer(tr, alice.keys.Address, "XLM", "10000") {
+		t.Fatalf("ScanTransfers = %+v, %v", tr, err)
 	}
 }
 
