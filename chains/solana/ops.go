@@ -200,6 +200,15 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 		if a.native() {
 			move := amt
 			if all {
+				for _, t := range c.cfg.Tokens {
+					held, exists, err := c.tokenAmount(ctx, ata(src, solanago.MustPublicKeyFromBase58(t.Mint)))
+					if err != nil {
+						return nil, err
+					}
+					if exists {
+						return nil, fmt.Errorf("%w: %s still has a %s account (%s); withdraw the %s first, which closes it", chains.ErrInvalidAmount, src, t.Symbol, format(held, t.Decimals), t.Symbol)
+					}
+				}
 				move = bal - LamportsPerSignature
 			} else if bal < amt+LamportsPerSignature {
 				return nil, fmt.Errorf("%w: %s holds %s SOL, needs %s with the fee", chains.ErrInsufficientFunds, src, format(bal, Decimals), format(amt+LamportsPerSignature, Decimals))

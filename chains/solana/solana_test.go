@@ -205,6 +205,9 @@ func TestSolanaStory(t *testing.T) {
 	usdc := mine[1]
 	ref := bob.ref
 	ref.EphemeralPub = usdc.EphemeralPubKey
+	if _, err := e.conn.Withdraw(bg, ref, usdc.StealthAddress, bob.keys.Address, "", "SOL", "w-0"); !errors.Is(err, chains.ErrInvalidAmount) {
+		t.Fatalf("closing a one-time account that still holds USDC: %v", err)
+	}
 	if b := bal(t, e.conn, usdc.StealthAddress); b.Tokens["USDC"] != "12.5" {
 		t.Fatalf("one-time balance %+v", b)
 	}

@@ -232,6 +232,15 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 			if !toFound {
 				return nil, nil, fmt.Errorf("%w: %s does not exist; withdraw an amount to create it, or fund it first", chains.ErrInvalidAddress, dst)
 			}
+			for _, ca := range c.cfg.Assets {
+				cbs, err := c.claimableOf(ctx, src, asset{code: ca.Code, issuer: ca.Issuer})
+				if err != nil {
+					return nil, nil, err
+				}
+				if len(cbs) > 0 {
+					return nil, nil, fmt.Errorf("%w: %s still has %s to claim; withdraw the %s first (closing the account would strand it)", chains.ErrInvalidAmount, src, ca.Code, ca.Code)
+				}
+			}
 			for _, b := range acc.Balances {
 				if b.Type == "native" {
 					continue
