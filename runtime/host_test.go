@@ -75,9 +75,9 @@ func newEvents() *events {
 	return &events{activations: map[string]int{}, passivated: make(chan string, 1024), panicked: make(chan string, 1024)}
 }
 
-func (e *events) Activated(id string, _ time.Duration) {}
-func (e *events) Passivated(id string)                 { e.passivated <- id }
-func (e *events) Panicked(id string)                   { e.panicked <- id }
+func (e *events) Activated(id string, _ time.Duration)  {}
+func (e *events) Passivated(id string)                  { e.passivated <- id }
+func (e *events) Panicked(id string)                    { e.panicked <- id }
 func (e *events) Handled(string, string, time.Duration) {}
 func (e *events) InFlight(int)                          {}
 
