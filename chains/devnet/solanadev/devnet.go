@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -133,6 +134,9 @@ func Start(ctx context.Context, opts Options) (*Devnet, error) {
 	if d.store == nil {
 		if opts.Dir == "" {
 			return nil, errors.New("solanadev: Options.Store or Options.Dir is required")
+		}
+		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("solanadev: %w", err)
 		}
 		s, err := persistence.OpenBolt(filepath.Join(opts.Dir, "solana-devnet.db"), persistence.BoltOptions{})
 		if err != nil {

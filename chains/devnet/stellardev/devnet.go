@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -123,6 +124,9 @@ func Start(ctx context.Context, opts Options) (*Devnet, error) {
 	if d.store == nil {
 		if opts.Dir == "" {
 			return nil, errors.New("stellardev: Options.Store or Options.Dir is required")
+		}
+		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("stellardev: %w", err)
 		}
 		s, err := persistence.OpenBolt(filepath.Join(opts.Dir, "stellar-devnet.db"), persistence.BoltOptions{})
 		if err != nil {
