@@ -375,12 +375,12 @@ func (d *Devnet) tokenBalances(keys []solanago.PublicKey, get func(solanago.Publ
 	return out
 }
 
-// Process applies one wire transaction. With preflight (the RPC default)
+// process applies one wire transaction. With preflight (the RPC default)
 // a transaction that fails is answered with the simulation error and
 // changes nothing; with skipPreflight a transaction that passes the
 // signature, age and fee checks but fails in execution enters the ledger
 // as failed, fee charged.
-func (d *Devnet) Process(ctx context.Context, raw []byte, skipPreflight bool) (solanago.Signature, *rpcError) {
+func (d *Devnet) process(ctx context.Context, raw []byte, skipPreflight bool) (solanago.Signature, *rpcError) {
 	tx, rerr := decodeTx(raw)
 	if rerr != nil {
 		return solanago.Signature{}, rerr
@@ -519,7 +519,7 @@ func (d *Devnet) sendFromFaucet(ctx context.Context, ixs []solanago.Instruction,
 	if err != nil {
 		return solanago.Signature{}, err
 	}
-	sig, rerr := d.Process(ctx, raw, false)
+	sig, rerr := d.process(ctx, raw, false)
 	if rerr != nil {
 		return sig, rerr
 	}

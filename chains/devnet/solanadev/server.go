@@ -248,7 +248,7 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		if derr != nil {
 			return nil, invalidParams("failed to decode the transaction: " + derr.Error())
 		}
-		sig, e := d.Process(ctx, raw, opts.SkipPreflight)
+		sig, e := d.process(ctx, raw, opts.SkipPreflight)
 		if e != nil {
 			return nil, e
 		}

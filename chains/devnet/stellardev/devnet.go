@@ -306,14 +306,14 @@ func (d *Devnet) submitSigned(ctx context.Context, source string, ops []txnbuild
 	if err != nil {
 		return nil, nil, err
 	}
-	return d.Submit(ctx, env)
+	return d.submit(ctx, env)
 }
 
-// Submit applies one base64 transaction envelope: it returns the record of
+// submit applies one base64 transaction envelope: it returns the record of
 // a transaction that entered the ledger (also a failed one, with its
 // rejection) or the rejection of one that did not. A transaction already
 // in the ledger is answered from its record.
-func (d *Devnet) Submit(ctx context.Context, envB64 string) (*txRecord, *rejection, error) {
+func (d *Devnet) submit(ctx context.Context, envB64 string) (*txRecord, *rejection, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if h, err := envelopeHash(envB64); err == nil {
@@ -388,10 +388,10 @@ func (d *Devnet) txByHash(ctx context.Context, hash string) (*txRecord, error) {
 	return &rec, nil
 }
 
-// Fund is friendbot: it creates addr with FaucetXLM (or pays that to an
+// fund is friendbot: it creates addr with FaucetXLM (or pays that to an
 // existing account) and gives it FaucetUSDC as a claimable balance (a
 // trustline needs the account's own signature; the connector claims it).
-func (d *Devnet) Fund(ctx context.Context, addr string) (*txRecord, error) {
+func (d *Devnet) fund(ctx context.Context, addr string) (*txRecord, error) {
 	if _, err := keypair.ParseAddress(addr); err != nil {
 		return nil, fmt.Errorf("%w: %q is not an account id", chains.ErrInvalidAddress, addr)
 	}

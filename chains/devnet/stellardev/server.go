@@ -269,7 +269,7 @@ func (d *Devnet) postTx(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "tx: a base64 XDR transaction envelope is required")
 		return
 	}
-	rec, rej, err := d.Submit(r.Context(), env)
+	rec, rej, err := d.submit(r.Context(), env)
 	if err != nil {
 		d.log.Error("submit", "err", err)
 		writeProblem(w, problem.P{Type: "https://stellar.org/horizon-errors/timeout", Title: "Timeout", Status: 504, Detail: err.Error()})
@@ -335,7 +335,7 @@ func (d *Devnet) claimables(w http.ResponseWriter, r *http.Request) {
 
 func (d *Devnet) friendbot(w http.ResponseWriter, r *http.Request) {
 	addr := r.URL.Query().Get("addr")
-	rec, err := d.Fund(r.Context(), addr)
+	rec, err := d.fund(r.Context(), addr)
 	if err != nil {
 		status := 400
 		if errors.Is(err, context.Canceled) {
