@@ -75,7 +75,8 @@ func BenchmarkDue100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		env.Clock.Set(start.Add(24 * time.Hour))
-		rem := reminder.New(reminder.Options{Store: env.Store, Agents: env.Host, Now: env.Clock.Now, Log: env.Log})
+		par, _ := strconv.Atoi(os.Getenv("VEIL_BENCH_PARALLEL")) // 0: the default
+		rem := reminder.New(reminder.Options{Store: env.Store, Agents: env.Host, Now: env.Clock.Now, Log: env.Log, Parallel: par})
 		b.StartTimer()
 		t0 := time.Now()
 		rep, err := rem.RunDue(ctx)

@@ -41,7 +41,7 @@ type Options struct {
 	// Poll is the background loop's period (default 1s): a schedule runs
 	// at most this late.
 	Poll time.Duration
-	// Parallel bounds the agents woken at once (default 128): more agents
+	// Parallel bounds the agents woken at once (default 512): more agents
 	// share each group commit of the store.
 	Parallel int
 	// Page is how many due entries are read at a time (default 4096).
@@ -77,7 +77,7 @@ func New(opts Options) *Reminder {
 		opts.Poll = time.Second
 	}
 	if opts.Parallel <= 0 {
-		opts.Parallel = 128
+		opts.Parallel = 512
 	}
 	if opts.Page <= 0 {
 		opts.Page = 4096
