@@ -24,6 +24,16 @@ const (
 	softwareStatementHead = "Veil software enclave attestation v1"
 )
 
+// dstack attestation constants (docs/enclave.md, "dstack provider"): the
+// quote is an Intel TDX DCAP quote (lower-case hex) whose report data is
+// the 32 bytes of ReportData followed by 32 zero bytes; its signing key
+// is certified by Intel (PCK chain), so Info names no attestation key.
+const (
+	ProviderDstack = "dstack"
+	QuoteTDX       = "tdx"
+	KeyTypeTDXDCAP = "tdx-dcap"
+)
+
 // ReportDataInput is the canonical encoding that ReportData hashes: lines
 // ending in "\n",
 //
@@ -212,4 +222,42 @@ func checkAttestedKeys(c chains.ID, k AttestedKeys) error {
 		}
 	}
 	return nil
+}
+
+// VerifyReportData checks the provider-independent part of an attestation
+// using public data only: the agent id and the nonce are well-formed,
+// there is at least one chain, every chain's address is the address of its
+// account public key and its meta-address is canonical, and att.ReportData
+// is the report data of these keys and the nonce. It returns the 32 report
+// data bytes a quote must carry. Failures wrap ErrAttestation.
+func VerifyReportData(att Attestation) ([32]byte, error) {
+	var out [32]byte
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrAttestation, fmt.Sprintf(format, args...))
+	}
+	if err := CheckAgentID(att.AgentID); err != nil {
+		return out, fail("agent id: %v", err)
+	}
+	if err := CheckNonce([]byte(att.Nonce)); err != nil {
+		return out, fail("nonce: %v", err)
+	}
+	if len(att.PublicKeys) == 0 {
+		return out, fail("no public keys")
+	}
+	for c, k := range att.PublicKeys {
+		if err := checkAttestedKeys(c, k); err != nil {
+			return out, fail("%s: %v", c, err)
+		}
+	}
+	rd, err := ReportData(att.AgentID, att.PublicKeys, []byte(att.Nonce))
+	if err != nil {
+		return out, fail("report data: %v", err)
+	}
+	if rd != att.ReportData {
+		return out, fail("report data does not match the agent id, public keys and nonce")
+	}
+	if _, err := hex.Decode(out[:], []byte(rd)); err != nil {
+		return out, fail("report data is not hex")
+	}
+	return out, nil
 }

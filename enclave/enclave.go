@@ -9,7 +9,8 @@
 //
 //   - enclave/software: a 32-byte root sealed in the data directory (the
 //     default) or given in the configuration (cluster members).
-//   - dstack (later): the dstack guest agent's derived keys and TDX quotes.
+//   - enclave/dstack: keys from the dstack guest agent's derived key, TDX
+//     quotes from the guest agent.
 //
 // The derivation, the attestation formats and the export format are written
 // down in docs/enclave.md.
@@ -140,14 +141,17 @@ type Info struct {
 	// Provider is "software" or "dstack".
 	Provider string `json:"provider"`
 	// Measurement identifies the running code: for software,
-	// "sha256:<hex>" of the executable file, computed once per process.
+	// "sha256:<hex>" of the executable file, computed once per process;
+	// for dstack, "compose-hash:<hex>" of the app's compose file.
 	Measurement string `json:"measurement"`
-	// InstanceID identifies this process (random per start for software).
+	// InstanceID identifies this process (random per start for software;
+	// the CVM's instance id for dstack).
 	InstanceID string `json:"instanceId"`
-	// AttestationKeyType is "ed25519" for software.
+	// AttestationKeyType is "ed25519" for software, "tdx-dcap" for dstack.
 	AttestationKeyType string `json:"attestationKeyType"`
 	// AttestationPublicKey is the key that signs statements: 64 lower-case
-	// hex digits (32 bytes), no prefix.
+	// hex digits (32 bytes), no prefix; empty for dstack (Intel certifies
+	// the quote's key).
 	AttestationPublicKey string `json:"attestationPublicKey"`
 	// Note says what the attestation proves.
 	Note string `json:"note"`
@@ -177,12 +181,18 @@ type Attestation struct {
 	Measurement string `json:"measurement"`
 	InstanceID  string `json:"instanceId"`
 	// QuoteType is "software-ed25519" (Quote is the base64 ed25519
-	// signature over Statement) or, for dstack, "tdx".
+	// signature over Statement) or, for dstack, "tdx" (Quote is the hex
+	// TDX quote).
 	QuoteType string `json:"quoteType"`
 	Quote     string `json:"quote"`
 	// Statement is the exact signed text (software only); a verifier
 	// rebuilds it from the other fields and never trusts it as given.
 	Statement string `json:"statement,omitempty"`
+	// EventLog (dstack only) is the guest agent's event log as it returned
+	// it with the quote (a JSON array); replayed, it must give the quote's
+	// RTMRs, and its RTMR3 events name the compose hash, app id, instance
+	// id and key provider.
+	EventLog string `json:"eventLog,omitempty"`
 	// Nonce is the caller's nonce as given (UTF-8 text).
 	Nonce string `json:"nonce"`
 	// IssuedAt is RFC 3339 UTC with second precision.

@@ -64,6 +64,9 @@ type Config struct {
 	// quote carry a TD 1.5 body.
 	QuoteVersion  int
 	QuoteBodyTD15 bool
+	// NoInstanceID deploys the app without instance ids (Info's
+	// instance_id and the instance-id event are empty).
+	NoInstanceID bool
 	// Debug sets the TD's DEBUG attribute in quotes.
 	Debug bool
 	// Tappd serves the tappd paths (/prpc/Tappd.*) instead of dstack's.
@@ -142,7 +145,7 @@ func Start(socketPath string, cfg Config) (*Server, error) {
 	if cfg.AppID == "" {
 		cfg.AppID = DefaultAppID
 	}
-	if cfg.InstanceID == "" {
+	if cfg.InstanceID == "" && !cfg.NoInstanceID {
 		cfg.InstanceID = DefaultInstanceID
 	}
 	if cfg.ComposeHash == "" {
