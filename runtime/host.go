@@ -217,7 +217,10 @@ func (h *Host) Request(ctx context.Context, id string, msg any) (any, error) {
 	res, err := fut.Result()
 	if err != nil {
 		if errors.Is(err, actor.ErrTimeout) {
-			if ctx.Err() != nil {
+			if _, ok := ctx.Deadline(); ok {
+				// The future's timeout is the deadline's remaining time: it
+				// can fire a hair before the context's own timer.
+				<-ctx.Done()
 				return nil, ctx.Err()
 			}
 			return nil, ErrTimeout

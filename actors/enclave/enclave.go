@@ -174,7 +174,10 @@ func request[T any](ctx context.Context, r *Ref, msg any) (T, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, actor.ErrTimeout):
-			if ctx.Err() != nil {
+			if _, ok := ctx.Deadline(); ok {
+				// The future's timeout is the deadline's remaining time: it
+				// can fire a hair before the context's own timer.
+				<-ctx.Done()
 				return zero, ctx.Err()
 			}
 			return zero, fmt.Errorf("%w (%s)", ErrTimeout, r.chain)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,9 +35,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// lockedBuffer is a bytes.Buffer that the child's stdout copier writes
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 type proc struct {
 	cmd    *exec.Cmd
-	stdout *bytes.Buffer
+	stdout *lockedBuffer
 	stderr *syncBuffer
 	addr   string
 	// metrics is the metrics listener's address.
@@ -59,7 +79,7 @@ func start(t *testing.T, data string, extra ...string) *proc {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s", "--devnet-base-port", "0", "--metrics-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(veildBin, args...)
 	cmd.Env = append(os.Environ(), "VEIL_DATA="+data)
-	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{lines: make(chan string, 1000)}}
+	p := &proc{cmd: cmd, stdout: &lockedBuffer{}, stderr: &syncBuffer{lines: make(chan string, 1000)}}
 	cmd.Stdout = p.stdout
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
