@@ -597,3 +597,38 @@ func TestClosedAndConcurrent(t *testing.T) {
 		t.Fatalf("closed attest: %v", err)
 	}
 }
+
+// TestDocumentedVector checks the dstack vector of docs/enclave.md: the
+// root for a known app key (HKDF-SHA256 with salt "RATLS", cross-checked
+// with Python's hmac/hashlib) and the account addresses it gives (the
+// software derivation from that root).
+func TestDocumentedVector(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "enclave.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, "<!-- dstack-vector:begin -->"), strings.Index(doc, "<!-- dstack-vector:end -->")
+	if i < 0 || j < i {
+		t.Fatal("docs/enclave.md has no dstack vector")
+	}
+	v := map[string]string{}
+	for _, line := range strings.Split(doc[i:j], "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			v[f[0]] = f[1]
+		}
+	}
+	if v["appKey"] != hex.EncodeToString(appKey[:]) || v["rootKeyPath"] != dstack.RootKeyPath || v["agentId"] != agent1 {
+		t.Fatalf("vector header: %v", v)
+	}
+	root := dstacktest.DeriveKey(appKey[:], dstack.RootKeyPath)
+	if v["root"] != hex.EncodeToString(root[:]) {
+		t.Fatalf("root %x, documented %s", root, v["root"])
+	}
+	p := open(t, dstacktest.New(t, dstacktest.Config{AppKey: appKey}), dstack.Options{})
+	for _, c := range chains.Order() {
+		if got := derive(t, p, agent1, c, 0).Address; v[string(c)] != got {
+			t.Fatalf("%s: %s, documented %q", c, got, v[string(c)])
+		}
+	}
+}
