@@ -151,6 +151,7 @@ func (c *client) call(ctx context.Context, method string, req, resp any) error {
 	if err != nil {
 		return fmt.Errorf("dstack: encode %s request: %w", method, err)
 	}
+	parent := ctx
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -164,12 +165,12 @@ func (c *client) call(ctx context.Context, method string, req, resp any) error {
 	hr.Header.Set("User-Agent", "veil-enclave")
 	res, err := c.http.Do(hr)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			// The caller's own cancellation is not the agent's fault, but a
-			// deadline of ours is.
-			if errors.Is(ctxErr, context.Canceled) {
-				return ctxErr
-			}
+		// The caller's cancellation or deadline is the caller's; our own
+		// timeout is the guest agent's fault.
+		if perr := parent.Err(); perr != nil {
+			return perr
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
 			return &Error{Kind: ErrUnreachable, Socket: c.socket, Method: method, Detail: fmt.Sprintf("no answer within %s", c.timeout), Err: ctxErr}
 		}
 		return &Error{Kind: ErrUnreachable, Socket: c.socket, Method: method, Detail: ioDetail(err), Err: err}
@@ -177,6 +178,10 @@ func (c *client) call(ctx context.Context, method string, req, resp any) error {
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxReply+1))
 	if err != nil {
+		clear(data)
+		if perr := parent.Err(); perr != nil {
+			return perr
+		}
 		return &Error{Kind: ErrUnreachable, Socket: c.socket, Method: method, Detail: "reading the reply: " + ioDetail(err), Err: err}
 	}
 	if len(data) > maxReply {

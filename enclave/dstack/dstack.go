@@ -326,7 +326,6 @@ func (c *client) rootKey(ctx context.Context) ([32]byte, error) {
 	if c.api.name == APITappd {
 		k = r.K256Key
 	}
-	defer func() { r = keyReply{} }()
 	bad := func(detail string) error {
 		return &Error{Kind: ErrBadResponse, Socket: c.socket, Method: c.api.getKey, Detail: detail}
 	}

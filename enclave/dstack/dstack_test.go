@@ -380,6 +380,13 @@ func TestSocketMissingOrUnreachable(t *testing.T) {
 		t.Fatal("timeout not honoured")
 	}
 
+	// The caller's own deadline is the caller's error.
+	dctx, dcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer dcancel()
+	if _, err := dstack.Open(dctx, srv.Socket(), dstack.Options{Timeout: time.Minute}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, dstack.ErrUnreachable) {
+		t.Fatalf("caller deadline: %v", err)
+	}
+
 	// The default path is named when it is missing.
 	if _, statErr := os.Stat(dstack.DefaultSocket); errors.Is(statErr, os.ErrNotExist) {
 		_, err = dstack.Open(ctx, "", dstack.Options{})
