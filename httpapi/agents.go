@@ -110,6 +110,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusBadRequest, Message: "this signature was already used: sign a new message (with a new Issued At)", Err: err}
 	case errors.Is(err, enclave.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), "enclave: "), Err: err}
+	case errors.Is(err, enclave.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Message: "the enclave is not reachable right now; retry later", Err: err}
 	case errors.Is(err, chains.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the chain is not reachable right now; retry later", Err: err}
 	}

@@ -21,6 +21,7 @@ type config struct {
 	ShutdownGrace   time.Duration
 	PublicURL       string
 	Enclave         string
+	DstackSocket    string
 	DevnetBasePort  int
 	MetricsAddr     string
 	MetricsLabelCap int
@@ -43,6 +44,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PassivateAfter, "passivate-after", 5*time.Minute, "idle time after which an agent actor is passivated")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
 	fs.StringVar(&c.Enclave, "enclave", "software", "enclave provider: software (root sealed in the data directory) or dstack")
+	fs.StringVar(&c.DstackSocket, "dstack-socket", "", "with --enclave dstack: the guest agent's Unix socket (default /var/run/dstack.sock)")
 	fs.IntVar(&c.DevnetBasePort, "devnet-base-port", 18545, "first loopback port of the EVM devnets (horizen, ethereum, polygon, base on consecutive ports); 0 picks free ports")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "listen address of GET /metrics (unauthenticated; keep it private), or off")
 	fs.IntVar(&c.MetricsLabelCap, "metrics-label-cap", 1000, "active agents that get their own metric series; the rest aggregate as agent=\"_other\"")

@@ -19,6 +19,8 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	enclaveactor "github.com/veilhq/veil/actors/enclave"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/enclave/dstack"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
@@ -86,10 +88,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
 
-	prov, err := openEnclave(cfg)
+	prov, err := openEnclave(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	defer prov.Close()
 
 	models, err := llm.FromEnv(os.Getenv)
 	if err != nil {
@@ -162,16 +165,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// enclaveProvider is a provider that releases its resources at shutdown.
+type enclaveProvider interface {
+	enclave.Provider
+	Close() error
+}
+
 // openEnclave starts the configured enclave provider. The software root
 // comes from VEIL_ENCLAVE_ROOT when set (cluster members must share it; env
 // only, never a flag, so it does not show in process listings), else from
-// the seal file in the data directory.
-func openEnclave(cfg config) (*software.Provider, error) {
+// the seal file in the data directory. dstack derives it from the guest
+// agent on its Unix socket.
+func openEnclave(ctx context.Context, cfg config, log *slog.Logger) (enclaveProvider, error) {
 	switch cfg.Enclave {
 	case "software":
 		return software.Open(cfg.Data, os.Getenv("VEIL_ENCLAVE_ROOT"))
 	case "dstack":
-		return nil, &usageError{"--enclave dstack is not available in this build yet; use --enclave software"}
+		return dstack.Open(ctx, cfg.DstackSocket, dstack.Options{Logger: log})
 	default:
 		return nil, &usageError{fmt.Sprintf("--enclave %q: want software or dstack", cfg.Enclave)}
 	}
