@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,8 @@ type moneyEnv struct {
 	eth     *ethclient.Client
 	chainID *big.Int
 	clock   *testClock
+	// fail is the agents' failpoint hook (nil: none).
+	fail atomic.Pointer[func(string) error]
 }
 
 // testClock is the agents' clock: real time plus an offset the test moves.
@@ -100,10 +103,17 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	var models llm.Config
 	clock := &testClock{}
+	me := &moneyEnv{}
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: srv.URL, Now: clock.Now,
+		Failpoint: func(name string) error {
+			if f := me.fail.Load(); f != nil {
+				return (*f)(name)
+			}
+			return nil
+		},
 	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: prov})
 	handler = api
@@ -125,10 +135,9 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 		_ = d.Close()
 		_ = st.Close()
 	})
-	return &moneyEnv{
-		env:  &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: cfg.RPCURL},
-		conn: conn, ref: ref, enclave: prov, eth: eth, chainID: new(big.Int).SetUint64(cfg.ChainID), clock: clock,
-	}
+	me.env = &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: cfg.RPCURL}
+	me.conn, me.ref, me.enclave, me.eth, me.chainID, me.clock = conn, ref, prov, eth, new(big.Int).SetUint64(cfg.ChainID), clock
+	return me
 }
 
 // startScanner runs the chain's background scanner for the test.

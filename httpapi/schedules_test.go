@@ -4,12 +4,15 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/reminder"
+	"github.com/veilhq/veil/actors/scanner"
 )
 
 type scheduleJSON struct {
@@ -76,7 +79,7 @@ func TestSchedulesEndpoints(t *testing.T) {
 	// A week later the slot is due: the reminder wakes alice, who pays.
 	e.startScanner(t)
 	e.clock.Advance(7*24*time.Hour + time.Minute)
-	rem := reminder.New(reminder.Options{Store: e.store, Agents: e.host, Now: e.clock.Now})
+	rem := reminder.New(reminder.Options{Store: e.store, Agents: e.host, Now: e.clock.Now, Log: quietLog()})
 	rep, err := rem.RunDue(context.Background())
 	if err != nil || rep.Paid != 1 {
 		t.Fatalf("run: %+v %v", rep, err)
@@ -98,3 +101,49 @@ func TestSchedulesEndpoints(t *testing.T) {
 	step("resume", 409, "cancelled, which is final")
 	step("cancel", 409, "cancelled, which is final")
 }
+
+// TestScheduleCrashAfterBroadcastOnDevnet: the agent dies right after the
+// scheduled payment was broadcast by the real EVM connector. The slot runs
+// again with the same idempotency key: the connector's ledger answers the
+// first transaction, bob is paid once, alice is told once.
+func TestScheduleCrashAfterBroadcastOnDevnet(t *testing.T) {
+	e := newMoneyEnv(t)
+	a := e.create(t, newEVMOwner(t), "alice", "ethereum")
+	b := e.create(t, newEVMOwner(t), "bob", "ethereum")
+	if r, out := e.chat(t, a.ID, e.key, map[string]string{"message": "schedule 0.003 ETH to bob daily"}); r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "success" {
+		t.Fatalf("chat = %d %s", r.status, r.body)
+	}
+	crash := func(name string) error {
+		if name == agent.FailAfterScheduleSend {
+			return errors.New("crash after broadcast")
+		}
+		return nil
+	}
+	e.fail.Store(&crash)
+	e.clock.Advance(24*time.Hour + time.Minute)
+	rep, err := reminder.New(reminder.Options{Store: e.store, Agents: e.host, Now: e.clock.Now, Log: quietLog()}).RunDue(context.Background())
+	if err != nil || rep.Errors != 1 || rep.Paid != 0 {
+		t.Fatalf("crashing run: %+v %v", rep, err)
+	}
+	e.fail.Store(nil)
+	e.host.Passivate(a.ID) // the next run starts from the store
+	rep, err = reminder.New(reminder.Options{Store: e.store, Agents: e.host, Now: e.clock.Now, Log: quietLog()}).RunDue(context.Background())
+	if err != nil || rep.Paid != 1 {
+		t.Fatalf("run after the crash: %+v %v", rep, err)
+	}
+	// Two scanner passes over the chain: one payment for bob.
+	sc := scanner.New(scanner.Options{Store: e.store, Chain: e.ref, Agents: e.host, Keys: agent.EnclaveKeys(e.enclave), Log: quietLog()})
+	for range 2 {
+		if _, err := sc.ScanOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countType(e.notes(t, b.ID), agent.NotePaymentReceived); n != 1 {
+		t.Fatalf("bob was paid %d times", n)
+	}
+	if n := countType(e.notes(t, a.ID), agent.NoteScheduleExecuted); n != 1 {
+		t.Fatalf("%d schedule_executed", n)
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
