@@ -191,6 +191,7 @@ func (r *Reminder) RunDue(ctx context.Context) (Report, error) {
 		}
 		r.run(ctx, page, now, &rep)
 		if last || len(recs) < r.opts.Page {
+			r.prune(now)
 			return rep, ctx.Err()
 		}
 		after = recs[len(recs)-1].Key
@@ -206,6 +207,18 @@ func (r *Reminder) waiting(key string, now time.Time) bool {
 		return false
 	}
 	return ok
+}
+
+// prune forgets waits that ended without their slot being due any more
+// (the schedule was paused, cancelled or advanced meanwhile).
+func (r *Reminder) prune(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, t := range r.wait {
+		if !now.Before(t) {
+			delete(r.wait, k)
+		}
+	}
 }
 
 func (r *Reminder) setWait(key string, t time.Time) {
