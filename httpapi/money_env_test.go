@@ -150,6 +150,15 @@ func (e *moneyEnv) startScanner(t *testing.T) *scanner.Scanner {
 	return s
 }
 
+// newScannerOnce is the chain's scanner without its background loop: the
+// test runs its passes.
+func (e *moneyEnv) newScannerOnce(t *testing.T) *scanner.Scanner {
+	t.Helper()
+	s := scanner.New(scanner.Options{Store: e.store, Chain: e.ref, Agents: e.host, Keys: agent.EnclaveKeys(e.enclave), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // payer is an outside wallet with devnet funds.
 type payer struct {
 	key  *ecdsa.PrivateKey
