@@ -245,8 +245,8 @@ func (s *Store) tryGroup(ctx context.Context, group []*request) ([]outcome, erro
 	// back) is destroyed by the pool on release rather than reused.
 	defer pc.Release()
 	g := &groupTx{conn: pc.Conn(), group: group, res: make([]outcome, len(group))}
-	err = g.run(ctx, false)
-	if err != nil && pgCode(err) == guardFailed {
+	err = g.run(ctx, s.hooks.savepoints)
+	if err != nil && !s.hooks.savepoints && pgCode(err) == guardFailed {
 		if err = g.exec(ctx, stRollback); err == nil {
 			clear(g.res)
 			err = g.run(ctx, true)

@@ -23,12 +23,12 @@ import (
 // migration's checksum differs from the embedded file, and one that holds a
 // migration this binary does not know (a newer veild migrated it).
 //
-// Several members may start at once. Each migration's transaction first
-// inserts its row into schema_migrations (ON CONFLICT DO NOTHING) and only
-// then runs the DDL: a second member's insert waits on the first one's
-// uncommitted row, then finds it committed and skips the migration. DDL is
-// transactional in PostgreSQL, so a member that dies half way leaves neither
-// the row nor the schema change.
+// Several members may start at once. Each migration runs in one
+// transaction with the insert of its schema_migrations row, whose primary
+// key lets only one such transaction commit; the others fail, roll back
+// whole, and find the row when they look again. DDL is transactional in
+// PostgreSQL, so a member that dies half way leaves neither the row nor the
+// schema change. No advisory lock: CockroachDB has none to rely on.
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -78,10 +78,9 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 )`
 
-// migrateAttempts bounds the retries of one step on a serialization failure
-// or a deadlock (CockroachDB reports contention that way), and, for the
-// creation of schema_migrations, on PostgreSQL's catalog race between two
-// concurrent CREATE TABLE IF NOT EXISTS.
+// migrateAttempts bounds the retries of one step after a serialization
+// failure or a deadlock (CockroachDB reports contention that way), or after
+// losing the race to create an object to a concurrent member.
 const migrateAttempts = 8
 
 // migrate brings the schema up to date and returns how many migrations it
@@ -95,11 +94,7 @@ func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) (int, error) {
 		// existence test; the loser fails on the catalog (unique_violation,
 		// duplicate_table, or duplicate_object for the table's row type).
 		// Its retry sees the table.
-		switch pgCode(err) {
-		case "23505", "42P07", "42710":
-			return true
-		}
-		return retriable(err)
+		return catalogRace(err) || retriable(err)
 	}); err != nil {
 		return 0, fmt.Errorf("create schema_migrations: %w", err)
 	}
@@ -126,7 +121,10 @@ func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) (int, error) {
 		err := retry(ctx, func() (err error) {
 			ran, err = applyMigration(ctx, conn, m)
 			return err
-		}, retriable)
+		}, func(err error) bool {
+			// Contention, or a concurrent run that committed first.
+			return catalogRace(err) || retriable(err)
+		})
 		if err != nil {
 			return applied, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 		}
@@ -158,42 +156,62 @@ func appliedMigrations(ctx context.Context, conn *pgx.Conn) (map[int]string, err
 }
 
 // applyMigration runs m unless another member applied it first, and reports
-// whether it ran it.
+// whether it ran it. The DDL runs first and the schema_migrations row is
+// inserted last (CockroachDB refuses DDL after a write in the same
+// transaction), so the unique row is what lets exactly one of several
+// concurrent runs commit: a second run fails, on the catalog (two CREATE
+// TABLE of one name) or on the row's primary key, rolls back whole, and on
+// its next attempt finds the row.
 func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) (ran bool, err error) {
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Whatever failed, if the row is there now another member applied
+		// the migration while this one tried.
+		if sum, ok, lookErr := migrationRow(ctx, conn, m.version); lookErr == nil && ok {
+			ran, err = false, checkSum(m, sum)
+		}
+	}()
+	if sum, ok, err := migrationRow(ctx, conn, m.version); err != nil || ok {
+		if err == nil {
+			err = checkSum(m, sum)
+		}
+		return false, err
+	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return false, err
 	}
-	defer func() {
-		if !ran || err != nil {
-			tx.Rollback(ctx)
-		}
-	}()
-	// The row first: it is the lock that serializes concurrent starts.
-	tag, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3) ON CONFLICT (version) DO NOTHING`,
-		m.version, m.name, m.checksum)
-	if err != nil {
-		return false, err
-	}
-	if tag.RowsAffected() == 0 {
-		var sum string
-		if err := tx.QueryRow(ctx, `SELECT checksum FROM schema_migrations WHERE version = $1`, m.version).Scan(&sum); err != nil {
-			return false, err
-		}
-		if sum != m.checksum {
-			return false, fmt.Errorf("applied concurrently with checksum %s, this binary embeds %s", sum, m.checksum)
-		}
-		return false, nil
-	}
+	defer tx.Rollback(ctx) // a no-op after Commit
 	// No arguments: pgx sends it with the simple protocol, so a migration
 	// may hold several statements.
 	if _, err := tx.Exec(ctx, m.sql); err != nil {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)`,
+		m.version, m.name, m.checksum); err != nil {
 		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+func migrationRow(ctx context.Context, conn *pgx.Conn, version int) (sum string, ok bool, err error) {
+	err = conn.QueryRow(ctx, `SELECT checksum FROM schema_migrations WHERE version = $1`, version).Scan(&sum)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return sum, err == nil, err
+}
+
+func checkSum(m migration, sum string) error {
+	if sum != m.checksum {
+		return fmt.Errorf("applied with checksum %s, but this binary embeds %s: a released migration was edited", sum, m.checksum)
+	}
+	return nil
 }
 
 // retry runs fn until it succeeds, fails with an error again does not
@@ -209,6 +227,17 @@ func retry(ctx context.Context, fn func() error, again func(error) bool) error {
 		}
 	}
 	return err
+}
+
+// catalogRace reports the errors of a statement that lost a race to create
+// the same object (or row) as a concurrent transaction: unique_violation,
+// duplicate_table, duplicate_object.
+func catalogRace(err error) bool {
+	switch pgCode(err) {
+	case "23505", "42P07", "42710":
+		return true
+	}
+	return false
 }
 
 // pgCode returns err's SQLSTATE, or "" when err is not from the server.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -163,6 +165,67 @@ func TestConcurrentStartsMigrateOnce(t *testing.T) {
 		stores[i].Close()
 	}
 	ms, _ := loadMigrations(migrationFiles)
+	if n := countMigrations(t, dsn); n != len(ms) {
+		t.Fatalf("schema_migrations has %d rows, want %d", n, len(ms))
+	}
+}
+
+// Members racing on a migration that also writes data: the data is written
+// once, whichever member wins, and every member ends up at the last version.
+func TestConcurrentMigrationsRunOnce(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshDB(t)
+	embedded, err := fs.ReadFile(migrationFiles, "migrations/0001_records.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations(fstest.MapFS{
+		"migrations/0001_records.sql": {Data: embedded},
+		"migrations/0002_probe.sql": {Data: []byte(`CREATE TABLE probe (n INTEGER NOT NULL);
+INSERT INTO probe (n) VALUES (1);
+INSERT INTO veil_records (tbl, rkey, rvalue, version) VALUES ('t', 'k', 'v', 1);`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const members = 8
+	var wg sync.WaitGroup
+	applied := make([]int, members)
+	errs := make([]error, members)
+	start := make(chan struct{})
+	for i := range members {
+		wg.Go(func() {
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer conn.Close(ctx)
+			<-start
+			applied[i], errs[i] = migrate(ctx, conn, ms)
+		})
+	}
+	close(start)
+	wg.Wait()
+	total := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("member %d: %v", i, err)
+		}
+		total += applied[i]
+	}
+	if total != len(ms) {
+		t.Fatalf("members applied %v migrations in all, want %d", applied, len(ms))
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var probes int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM probe`).Scan(&probes); err != nil || probes != 1 {
+		t.Fatalf("probe rows = %d, %v; want 1", probes, err)
+	}
 	if n := countMigrations(t, dsn); n != len(ms) {
 		t.Fatalf("schema_migrations has %d rows, want %d", n, len(ms))
 	}
@@ -703,4 +766,12 @@ func TestGroupBytesCap(t *testing.T) {
 			t.Fatalf("group sizes %v: batches over the byte cap must commit alone", sizes)
 		}
 	}
+}
+
+// The savepoint path, which groups otherwise take only after a conflict,
+// on every group.
+func TestConformanceAlwaysSavepoints(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openHooked(t, freshDB(t), Options{}, testHooks{savepoints: true})
+	})
 }

@@ -88,6 +88,9 @@ var _ persistence.Store = (*Store)(nil)
 type testHooks struct {
 	taken   func(group int)          // the committer took a group, before its transaction
 	observe func(int, time.Duration) // called like Observe
+	// savepoints makes every group use a savepoint per batch from the
+	// start, to measure what the pipeline without them saves.
+	savepoints bool
 }
 
 // Open connects to the database at dsn (a PostgreSQL URL or key=value
