@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
 	"github.com/veilhq/veil/enclave"
@@ -75,6 +76,8 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Method(http.MethodPost, "/agent/{id}/notifications/read", handler(s.markNotificationsRead))
 	r.Method(http.MethodDelete, "/agent/{id}/notifications", handler(s.deleteNotifications))
 	r.Method(http.MethodPost, "/agent/{id}/chat", handler(s.chat))
+	r.Method(http.MethodGet, "/agent/{id}/policy", handler(s.getPolicy))
+	r.Method(http.MethodPut, "/agent/{id}/policy", handler(s.setPolicy))
 	r.Method(http.MethodGet, "/invoice/{invoiceId}", handler(s.getInvoice))
 	r.Method(http.MethodPost, "/invoice/{invoiceId}/paid", handler(s.invoicePaid))
 	r.Method(http.MethodGet, "/agent/{id}/schedules", handler(s.listSchedules))
@@ -108,6 +111,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusConflict, Message: "agent name is already taken: choose another name", Err: err}
 	case errors.Is(err, agent.ErrReplayed):
 		return &Error{Status: http.StatusBadRequest, Message: "this signature was already used: sign a new message (with a new Issued At)", Err: err}
+	case errors.Is(err, policy.ErrInvalid):
+		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, enclave.ErrInvalidInput):
 		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), "enclave: "), Err: err}
 	case errors.Is(err, enclave.ErrUnavailable):
@@ -388,6 +393,37 @@ func (s *Server) teeAttest(w http.ResponseWriter, r *http.Request) error {
 		nonce = hex.EncodeToString(b[:])
 	}
 	v, err := s.ask(r.Context(), id, &agent.Attest{AccountID: accountFrom(r.Context()).ID, Nonce: nonce})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// SetPolicyRequest is the body of PUT /agent/:id/policy.
+type SetPolicyRequest struct {
+	Policy    *policy.Policy `json:"policy"`
+	Signature string         `json:"signature"`
+	Message   string         `json:"message"`
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
+	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.GetPolicy{AccountID: acc} })
+}
+
+func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	var req SetPolicyRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Policy == nil {
+		return Errorf(http.StatusBadRequest, "policy is required: send {\"policy\": {...}, \"signature\", \"message\"} (an empty policy {} removes every limit)")
+	}
+	v, err := s.ask(r.Context(), id, &agent.SetPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy, Signature: req.Signature, Message: req.Message})
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,11 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
@@ -61,6 +63,11 @@ type envOptions struct {
 
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
+	dir := t.TempDir()
+	st, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var signer chains.Signer
 	if opts.keys == nil {
 		var root [32]byte
@@ -69,15 +76,13 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.keys = agent.EnclaveKeys(prov)
+		// As in veild: payment signatures pass the spending policy first.
+		guarded := enclave.WithPolicy(prov, policy.NewStore(st, nil))
+		opts.keys = agent.EnclaveKeys(guarded)
 		opts.tee = prov
-		signer = prov
+		signer = guarded
 	}
-	dir := t.TempDir()
-	st, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	var chainSet agent.ChainSet = agent.NoChains{}

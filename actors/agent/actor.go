@@ -162,6 +162,10 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 	switch m := msg.(type) {
 	case *Chat:
 		return a.chat(ctx, m)
+	case *SetPolicy:
+		return a.setPolicy(ctx, m)
+	case *GetPolicy:
+		return a.getPolicy(ctx)
 	case *Get:
 		return a.rec, nil
 	case *GetStatus:
@@ -198,6 +202,10 @@ func (a *Actor) authorize(msg any) error {
 	var account string
 	switch m := msg.(type) {
 	case *Chat:
+		account = m.AccountID
+	case *SetPolicy:
+		account = m.AccountID
+	case *GetPolicy:
 		account = m.AccountID
 	case *Get:
 		account = m.AccountID

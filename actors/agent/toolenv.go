@@ -12,6 +12,7 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -140,6 +141,9 @@ func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, 
 	if err != nil {
 		return chains.TxResult{}, err
 	}
+	// The enclave checks the payment against the agent's spending policy
+	// before it signs.
+	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: o.agent.ID, Chain: id, Asset: asset, Amount: amount, Recipient: meta})
 	return c.SendStealth(ctx, o.key(id), o.agent.Addresses[id], meta, amount, asset, key)
 }
 
@@ -156,6 +160,7 @@ func (o *chainOps) Withdraw(ctx context.Context, id chains.ID, stealthAddress, t
 	if ref.EphemeralPub, err = decodeHex(p.EphemeralPubKey); err != nil {
 		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", stealthAddress, err)
 	}
+	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: o.agent.ID, Chain: id, Asset: asset, Amount: amount, Recipient: to})
 	return c.Withdraw(ctx, ref, stealthAddress, to, amount, asset, key)
 }
 

@@ -10,6 +10,8 @@ const (
 	createPrefix = "Veil wants you to create agent "
 	createInfix  = ".veil on "
 	exportPrefix = "Veil wants you to export the private key of agent "
+	policyPrefix = "Veil wants you to set spending policy "
+	policyInfix  = " for agent "
 	walletPrefix = "Wallet: "
 	issuedPrefix = "Issued At: "
 
@@ -25,6 +27,7 @@ type Action string
 const (
 	ActionCreate Action = "create"
 	ActionExport Action = "export"
+	ActionPolicy Action = "policy"
 )
 
 // TimestampLayout is how CreateMessage and ExportMessage write Issued At:
@@ -52,11 +55,19 @@ func ExportMessage(agentID, wallet string, issuedAt time.Time) string {
 	return exportPrefix + agentID + ".\n" + walletPrefix + wallet + "\n" + issuedPrefix + issuedAt.UTC().Format(TimestampLayout)
 }
 
+// PolicyMessage returns the message an owner signs to set the spending
+// policy of agent agentID to the policy whose canonical hash is policyHash
+// (three lines, no trailing newline).
+func PolicyMessage(policyHash, agentID, wallet string, issuedAt time.Time) string {
+	return policyPrefix + policyHash + policyInfix + agentID + ".\n" + walletPrefix + wallet + "\n" + issuedPrefix + issuedAt.UTC().Format(TimestampLayout)
+}
+
 // message is a parsed signed message.
 type message struct {
 	action   Action
 	subject  string // create: the agent name; export: the agent id
 	chain    string // create only
+	policy   string // policy only: the policy's hash
 	wallet   string // as written
 	issuedAt string // as written; "" when the message has no timestamp
 	when     time.Time
@@ -66,9 +77,12 @@ type message struct {
 // parseMessage accepts, render(parseMessage(s)) == s.
 func (m message) render() string {
 	var s string
-	if m.action == ActionCreate {
+	switch m.action {
+	case ActionCreate:
 		s = createPrefix + m.subject + createInfix + m.chain + ".\n"
-	} else {
+	case ActionPolicy:
+		s = policyPrefix + m.policy + policyInfix + m.subject + ".\n"
+	default:
 		s = exportPrefix + m.subject + ".\n"
 	}
 	s += walletPrefix + m.wallet
@@ -123,13 +137,23 @@ func parseMessage(s string) (message, error) {
 		if !token(m.subject) || !token(m.chain) {
 			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to create agent <name>.veil on <chain>.\" with no extra spaces")
 		}
+	case strings.HasPrefix(l, policyPrefix) && strings.HasSuffix(l, "."):
+		rest := strings.TrimSuffix(strings.TrimPrefix(l, policyPrefix), ".")
+		i := strings.Index(rest, policyInfix)
+		if i < 0 {
+			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to set spending policy <policyHash> for agent <agentId>.\"")
+		}
+		m.action, m.policy, m.subject = ActionPolicy, rest[:i], rest[i+len(policyInfix):]
+		if !token(m.policy) || !token(m.subject) {
+			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to set spending policy <policyHash> for agent <agentId>.\" with no extra spaces")
+		}
 	case strings.HasPrefix(l, exportPrefix) && strings.HasSuffix(l, "."):
 		m.action, m.subject = ActionExport, strings.TrimSuffix(strings.TrimPrefix(l, exportPrefix), ".")
 		if !token(m.subject) {
 			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to export the private key of agent <agentId>.\" with no extra spaces")
 		}
 	default:
-		return m, fail(ErrBadMessage, "line 1 of the signed message must start \"Veil wants you to create agent \" or \"Veil wants you to export the private key of agent \" and end with \".\"")
+		return m, fail(ErrBadMessage, "line 1 of the signed message must start \"Veil wants you to create agent \", \"Veil wants you to export the private key of agent \" or \"Veil wants you to set spending policy \" and end with \".\"")
 	}
 
 	m.wallet = strings.TrimPrefix(lines[1], walletPrefix)

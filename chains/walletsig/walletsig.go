@@ -163,6 +163,55 @@ func VerifyExport(req ExportRequest, now time.Time) (Proof, error) {
 	return finish(ActionExport, w, m, req.Message, req.Signature, now)
 }
 
+// PolicyRequest is the proof part of PUT /agent/:id/policy.
+type PolicyRequest struct {
+	AgentID string
+	// Wallet is the agent's stored owner wallet (not taken from the client).
+	Wallet string
+	// PolicyHash is the canonical hash of the policy the request sets.
+	PolicyHash string
+	Signature  string
+	Message    string // required, with an Issued At
+}
+
+// VerifyPolicy checks a policy change's signature at time now: a fresh
+// message naming this policy (by hash) and this agent, signed by the owner.
+func VerifyPolicy(req PolicyRequest, now time.Time) (Proof, error) {
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"signature", req.Signature}, {"message", req.Message}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; setting a spending policy needs a fresh owner signature and the signed message", strings.Join(missing, ", "))
+	}
+	if req.AgentID == "" || req.Wallet == "" || req.PolicyHash == "" {
+		return Proof{}, fail(ErrMissingField, "the agent's id, owner wallet or policy is unknown: the policy cannot be set")
+	}
+	w, err := parseWallet(req.Wallet)
+	if err != nil {
+		return Proof{}, err
+	}
+	m, err := parseMessage(req.Message)
+	if err != nil {
+		return Proof{}, err
+	}
+	switch {
+	case m.action != ActionPolicy:
+		return Proof{}, fail(ErrBadMessage, "signed message authorizes another action: sign \"Veil wants you to set spending policy %s for agent %s.\"", req.PolicyHash, req.AgentID)
+	case m.subject != req.AgentID:
+		return Proof{}, fail(ErrBadMessage, "signed message names agent %s but this is agent %s: sign a message for this agent id", quote(m.subject), quote(req.AgentID))
+	case m.policy != req.PolicyHash:
+		return Proof{}, fail(ErrBadMessage, "signed message names policy %s but the policy sent hashes to %s: sign the hash of the exact policy (docs/signatures.md)", quote(m.policy), req.PolicyHash)
+	case !w.same(m.wallet):
+		return Proof{}, fail(ErrBadMessage, "signed message names wallet %s but the agent's owner wallet is %s: sign with the owner wallet", quote(m.wallet), w.text)
+	case m.issuedAt == "":
+		return Proof{}, fail(ErrBadMessage, "setting a spending policy needs a fresh signature: add the line \"Issued At: <current UTC time>\" to the message and sign it")
+	}
+	return finish(ActionPolicy, w, m, req.Message, req.Signature, now)
+}
+
 // finish checks the time window and the signature and builds the Proof.
 func finish(a Action, w wallet, m message, text, sig string, now time.Time) (Proof, error) {
 	p := Proof{Action: a, Scheme: w.scheme, Wallet: w.norm, WalletChecksum: w.norm, Message: text}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	enclaveactor "github.com/veilhq/veil/actors/enclave"
+	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/dstack"
 	"github.com/veilhq/veil/enclave/software"
@@ -104,7 +105,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return log.With(slog.String("component", "protoactor"))
 	}))
 	defer system.Shutdown()
-	enclaves := enclaveactor.NewGroup(system, prov)
+	// Every payment signature passes the agent's spending policy inside
+	// the enclave actor, counted durably before it signs.
+	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(store, nil)))
 	chainSet, err := startChains(ctx, cfg, system, store, enclaves, mets, log)
 	if err != nil {
 		return err

@@ -1,0 +1,82 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/persistence"
+)
+
+// SetPolicy replaces the agent's spending policy. The owner's fresh
+// signature over the policy's hash is required: an API key alone can
+// neither loosen nor tighten it. The answer is *PolicyView.
+type SetPolicy struct {
+	AccountID string
+	Policy    policy.Policy
+	Signature string
+	Message   string
+}
+
+// GetPolicy answers *PolicyView.
+type GetPolicy struct{ AccountID string }
+
+// PolicyView is the policy as the API shows it, with the hash the owner
+// signed; Policy is nil when the agent has none.
+type PolicyView struct {
+	Policy *policy.Policy `json:"policy"`
+	Hash   string         `json:"hash,omitempty"`
+}
+
+func (a *Actor) setPolicy(ctx context.Context, m *SetPolicy) (*PolicyView, error) {
+	norm, err := policy.Normalize(m.Policy)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := policy.Hash(norm)
+	if err != nil {
+		return nil, err
+	}
+	proof, err := walletsig.VerifyPolicy(walletsig.PolicyRequest{
+		AgentID: a.id, Wallet: a.rec.OwnerWallet, PolicyHash: hash, Signature: m.Signature, Message: m.Message,
+	}, a.deps.now())
+	if err != nil {
+		return nil, err
+	}
+	// Payments go to meta-addresses: resolve the Veil names now, so the
+	// enclave can match a payment against the allowlist.
+	norm.Resolved = nil
+	dir := directory{st: a.deps.Store}
+	for _, e := range norm.Allowlist {
+		if ag, err := dir.LookupAgent(ctx, e); err == nil {
+			for _, meta := range ag.MetaAddresses {
+				norm.Resolved = append(norm.Resolved, meta)
+			}
+		}
+	}
+	op, err := policy.SetOp(a.id, norm)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.deps.Store.Apply(ctx, op, usedSignature(proof.ReplayKey, proof.KeepUntil)); err != nil {
+		if errors.Is(err, persistence.ErrConflict) {
+			return nil, ErrReplayed
+		}
+		return nil, fmt.Errorf("agent %s: save policy: %w", a.id, err)
+	}
+	return a.getPolicy(ctx)
+}
+
+func (a *Actor) getPolicy(ctx context.Context) (*PolicyView, error) {
+	p, ok, err := policy.NewStore(a.deps.Store, a.deps.Now).Get(ctx, a.id)
+	if err != nil || !ok {
+		return &PolicyView{}, err
+	}
+	hash, err := policy.Hash(p)
+	if err != nil {
+		return nil, err
+	}
+	return &PolicyView{Policy: &p, Hash: hash}, nil
+}

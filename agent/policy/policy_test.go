@@ -1,0 +1,142 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/persistence"
+)
+
+const agentID = "11111111-2222-4333-8444-555555555555"
+
+func open(t *testing.T, path string) persistence.Store {
+	t.Helper()
+	st, err := persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func set(t *testing.T, st persistence.Store, p policy.Policy) {
+	t.Helper()
+	op, err := policy.SetOp(agentID, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Apply(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func spend(key, asset, amount, to string) enclave.Spend {
+	return enclave.Spend{Key: key, AgentID: agentID, Chain: chains.Ethereum, Asset: asset, Amount: amount, Recipient: to}
+}
+
+func TestPolicyRules(t *testing.T) {
+	st := open(t, filepath.Join(t.TempDir(), "p.db"))
+	defer st.Close()
+	day := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	now := day
+	ps := policy.NewStore(st, func() time.Time { return now })
+	ctx := context.Background()
+	if err := ps.Authorize(ctx, spend("k0", "ETH", "1000", "anyone")); err != nil {
+		t.Fatalf("no policy: %v", err)
+	}
+	set(t, st, policy.Policy{
+		PerTransaction: map[string]string{"usdc": "100"},
+		Daily:          map[string]string{"USDC": "150"},
+		Allowlist:      []string{"bob.veil", "0xABCDEF0000000000000000000000000000000001"},
+	})
+	cases := []struct {
+		name string
+		s    enclave.Spend
+		ok   bool
+	}{
+		{"allowed name", spend("k1", "USDC", "100", "bob"), true},
+		{"same payment signed again", spend("k1", "USDC", "100", "bob"), true},
+		{"address, any case", spend("k2", "usdc", "40", "0xabcdef0000000000000000000000000000000001"), true},
+		{"over the daily budget", spend("k3", "USDC", "20", "bob"), false},
+		{"over the per-payment cap", spend("k4", "USDC", "100.000001", "bob"), false},
+		{"not on the allowlist", spend("k5", "ETH", "0.1", "mallory"), false},
+		{"uncapped asset to an allowed recipient", spend("k6", "ETH", "5", "bob"), true},
+		{"withdraw all of a capped asset", spend("k7", "USDC", "", "bob"), false},
+	}
+	for _, tc := range cases {
+		err := ps.Authorize(ctx, tc.s)
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, enclave.ErrPolicy)) {
+			t.Fatalf("%s: err = %v", tc.name, err)
+		}
+	}
+	// The next UTC day has a fresh budget.
+	now = day.Add(24 * time.Hour)
+	if err := ps.Authorize(ctx, spend("k8", "USDC", "100", "bob")); err != nil {
+		t.Fatalf("next day: %v", err)
+	}
+}
+
+// What was counted survives a restart: a reopened store refuses what
+// would exceed the day's budget, and concurrent payments never overspend.
+func TestDailyBudgetAcrossRestartAndConcurrency(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
+	st := open(t, path)
+	set(t, st, policy.Policy{Daily: map[string]string{"ETH": "1"}})
+	ps := policy.NewStore(st, now)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if ps.Authorize(context.Background(), spend(fmt.Sprint("c", i), "ETH", "0.1", "x")) == nil {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			}
+		}(i)
+	}
+	wg.Wait()
+	if allowed != 10 {
+		t.Fatalf("allowed %d payments of 0.1 under a budget of 1, want exactly 10", allowed)
+	}
+	st.Close()
+
+	st = open(t, path)
+	defer st.Close()
+	ps = policy.NewStore(st, now)
+	if err := ps.Authorize(context.Background(), spend("after", "ETH", "0.1", "x")); !errors.Is(err, enclave.ErrPolicy) {
+		t.Fatalf("after restart: %v, want a refusal (the budget is spent)", err)
+	}
+}
+
+func TestNormalizeAndHash(t *testing.T) {
+	a, err := policy.Hash(policy.Policy{PerTransaction: map[string]string{"usdc": "5"}, Allowlist: []string{" bob.veil", "alice", "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := policy.Hash(policy.Policy{PerTransaction: map[string]string{"USDC": "5"}, Allowlist: []string{"alice", "bob"}})
+	if a != b || len(a) != 64 {
+		t.Fatalf("equivalent policies hash differently: %s %s", a, b)
+	}
+	for _, bad := range []policy.Policy{
+		{PerTransaction: map[string]string{"USDC": "-1"}},
+		{Daily: map[string]string{"USDC": "1e9"}},
+		{Daily: map[string]string{"U$": "1"}},
+		{PerTransaction: map[string]string{"USDC": "0"}},
+		{Allowlist: []string{"   "}},
+	} {
+		if _, err := policy.Normalize(bad); !errors.Is(err, policy.ErrInvalid) {
+			t.Fatalf("%+v: err = %v", bad, err)
+		}
+	}
+}
