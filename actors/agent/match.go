@@ -12,10 +12,54 @@ import (
 	"github.com/veilhq/veil/enclave"
 )
 
+// DecodeSecp256k1 turns EVM announcements into the secp256k1 scanner's
+// form; index[i] is the position in anns of decoded[i]. Malformed
+// announcements (anyone can announce anything) are skipped, never fatal.
+func DecodeSecp256k1(anns []chains.Announcement) (decoded []secpstealth.Announcement, index []int) {
+	decoded = make([]secpstealth.Announcement, 0, len(anns))
+	index = make([]int, 0, len(anns))
+	for i, a := range anns {
+		if !common.IsHexAddress(a.StealthAddress) {
+			continue
+		}
+		d, err := secpstealth.DecodeAnnouncement(common.HexToAddress(a.StealthAddress).Bytes(), a.EphemeralPubKey, []byte{a.ViewTag})
+		if err != nil {
+			continue
+		}
+		decoded = append(decoded, d)
+		index = append(index, i)
+	}
+	return decoded, index
+}
+
+// DecodeEd25519 is DecodeSecp256k1 for Stellar and Solana announcements.
+func DecodeEd25519(id chains.ID, anns []chains.Announcement) (decoded []edstealth.Announcement, index []int) {
+	parse := edstealth.ParseStellarAddress
+	if id == chains.Solana {
+		parse = edstealth.ParseSolanaAddress
+	}
+	decoded = make([]edstealth.Announcement, 0, len(anns))
+	index = make([]int, 0, len(anns))
+	for i, a := range anns {
+		pub, err := parse(a.StealthAddress)
+		if err != nil {
+			continue
+		}
+		payload := append([]byte{a.ViewTag}, a.EphemeralPubKey...)
+		d, err := edstealth.DecodeAnnouncement(pub[:], payload)
+		if err != nil {
+			continue
+		}
+		decoded = append(decoded, d)
+		index = append(index, i)
+	}
+	return decoded, index
+}
+
 // matcherFor returns a function that picks, from a page of announcements,
-// the indexes addressed to the holder of keys. Malformed announcements
-// (anyone can announce anything) are skipped, never fatal.
+// the indexes addressed to the holder of keys.
 func matcherFor(id chains.ID, keys enclave.ScanKeys) (func([]chains.Announcement) []int, error) {
+	var scan func([]chains.Announcement) ([]secpstealth.Match, []int)
 	if id.Family() == chains.FamilyEVM {
 		entry, err := keys.Secp256k1Entry()
 		if err != nil {
@@ -25,57 +69,28 @@ func matcherFor(id chains.ID, keys enclave.ScanKeys) (func([]chains.Announcement
 		if err != nil {
 			return nil, err
 		}
-		return func(anns []chains.Announcement) []int {
-			decoded := make([]secpstealth.Announcement, 0, len(anns))
-			index := make([]int, 0, len(anns))
-			for i, a := range anns {
-				if !common.IsHexAddress(a.StealthAddress) {
-					continue
-				}
-				d, err := secpstealth.DecodeAnnouncement(common.HexToAddress(a.StealthAddress).Bytes(), a.EphemeralPubKey, []byte{a.ViewTag})
-				if err != nil {
-					continue
-				}
-				decoded = append(decoded, d)
-				index = append(index, i)
-			}
-			var out []int
-			for _, m := range sc.Scan(decoded) {
-				out = append(out, index[m.Announcement])
-			}
-			return out
-		}, nil
-	}
-	entry, err := keys.Ed25519Entry()
-	if err != nil {
-		return nil, err
-	}
-	sc, err := edstealth.NewScanner([]edstealth.ViewKeyEntry{entry})
-	if err != nil {
-		return nil, err
-	}
-	parse := edstealth.ParseStellarAddress
-	if id == chains.Solana {
-		parse = edstealth.ParseSolanaAddress
+		scan = func(anns []chains.Announcement) ([]secpstealth.Match, []int) {
+			decoded, index := DecodeSecp256k1(anns)
+			return sc.Scan(decoded), index
+		}
+	} else {
+		entry, err := keys.Ed25519Entry()
+		if err != nil {
+			return nil, err
+		}
+		sc, err := edstealth.NewScanner([]edstealth.ViewKeyEntry{entry})
+		if err != nil {
+			return nil, err
+		}
+		scan = func(anns []chains.Announcement) ([]secpstealth.Match, []int) {
+			decoded, index := DecodeEd25519(id, anns)
+			return sc.Scan(decoded), index
+		}
 	}
 	return func(anns []chains.Announcement) []int {
-		decoded := make([]edstealth.Announcement, 0, len(anns))
-		index := make([]int, 0, len(anns))
-		for i, a := range anns {
-			pub, err := parse(a.StealthAddress)
-			if err != nil {
-				continue
-			}
-			payload := append([]byte{a.ViewTag}, a.EphemeralPubKey...)
-			d, err := edstealth.DecodeAnnouncement(pub[:], payload)
-			if err != nil {
-				continue
-			}
-			decoded = append(decoded, d)
-			index = append(index, i)
-		}
-		var out []int
-		for _, m := range sc.Scan(decoded) {
+		ms, index := scan(anns)
+		out := make([]int, 0, len(ms))
+		for _, m := range ms {
 			out = append(out, index[m.Announcement])
 		}
 		return out

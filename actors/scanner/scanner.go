@@ -23,8 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/agent/state"
@@ -387,41 +385,15 @@ func (k *keySet) match(anns []chains.Announcement) []secpstealth.Match {
 	if len(k.ids) == 0 {
 		return nil
 	}
-	index := make([]int, 0, len(anns))
 	var ms []secpstealth.Match
+	var index []int
 	if k.chain.Family() == chains.FamilyEVM {
-		decoded := make([]secpstealth.Announcement, 0, len(anns))
-		for i, a := range anns {
-			if !common.IsHexAddress(a.StealthAddress) {
-				continue
-			}
-			d, err := secpstealth.DecodeAnnouncement(common.HexToAddress(a.StealthAddress).Bytes(), a.EphemeralPubKey, []byte{a.ViewTag})
-			if err != nil {
-				continue
-			}
-			decoded = append(decoded, d)
-			index = append(index, i)
-		}
+		var decoded []secpstealth.Announcement
+		decoded, index = agent.DecodeSecp256k1(anns)
 		ms = k.sc.Scan(decoded)
 	} else {
-		parse := edstealth.ParseStellarAddress
-		if k.chain == chains.Solana {
-			parse = edstealth.ParseSolanaAddress
-		}
-		decoded := make([]edstealth.Announcement, 0, len(anns))
-		for i, a := range anns {
-			pub, err := parse(a.StealthAddress)
-			if err != nil {
-				continue
-			}
-			payload := append([]byte{a.ViewTag}, a.EphemeralPubKey...)
-			d, err := edstealth.DecodeAnnouncement(pub[:], payload)
-			if err != nil {
-				continue
-			}
-			decoded = append(decoded, d)
-			index = append(index, i)
-		}
+		var decoded []edstealth.Announcement
+		decoded, index = agent.DecodeEd25519(k.chain, anns)
 		ms = k.edsc.Scan(decoded)
 	}
 	for i := range ms {
