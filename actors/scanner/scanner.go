@@ -66,6 +66,8 @@ type Options struct {
 	// DeliverTimeout bounds one agent's delivery (default 30s).
 	DeliverTimeout time.Duration
 	Log            *slog.Logger
+	// OnPass, when set, is told each background pass's report (metrics).
+	OnPass func(chain chains.ID, rep Report, took time.Duration, err error)
 }
 
 // Scanner scans one chain for every agent on it.
@@ -133,7 +135,11 @@ func (s *Scanner) Start() {
 		defer t.Stop()
 		failing := false
 		for {
+			start := time.Now()
 			rep, err := s.ScanOnce(ctx)
+			if s.opts.OnPass != nil && ctx.Err() == nil {
+				s.opts.OnPass(s.chain, rep, time.Since(start), err)
+			}
 			switch {
 			case err != nil && ctx.Err() == nil:
 				if !failing {

@@ -91,5 +91,12 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The background scanners report their passes.
+	for scrape(t, p.metrics)["veil_chain_scan_pass_seconds"] == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no scanner pass reported")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	p.stop(t, syscall.SIGTERM)
 }

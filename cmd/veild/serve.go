@@ -127,7 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MemoryLimit:    uint64(cfg.MemoryLimitMiB) << 20,
 	}, log, mets)
 
-	stopMoney := startMoneyServices(store, host, agent.EnclaveKeys(enclaves), chainSet.refs, log)
+	stopMoney := startMoneyServices(store, host, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log)
 	defer stopMoney()
 	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg)})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {

@@ -62,6 +62,8 @@ type Metrics struct {
 	chainMaintenance *prometheus.HistogramVec
 	scanned          *prometheus.CounterVec
 	scanLag          *prometheus.GaugeVec
+	scanPairs        *prometheus.CounterVec
+	scanPass         *prometheus.HistogramVec
 }
 
 // latency buckets from 100µs to ~100s.
@@ -103,6 +105,10 @@ func New(labelCap int) *Metrics {
 	m.chainMaintenance = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_maintenance_seconds", Help: "Chain actor maintenance passes (rebroadcast, fee bumps).", Buckets: latencyBuckets}, []string{"chain"})
 	m.scanned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_announcements_scanned_total", Help: "Stealth announcements scanned, by chain."}, []string{"chain"})
 	m.scanLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "veil_chain_scan_lag_seconds", Help: "Age of the newest announcement a scanner has processed, by chain."}, []string{"chain"})
+	m.scanPairs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_scan_pairs_total", Help: "(announcement, agent) pairs the background scanner checked, by chain."}, []string{"chain"})
+	m.scanPass = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_scan_pass_seconds", Help: "Background scanner pass duration, by chain.", Buckets: latencyBuckets}, []string{"chain"})
+	f(m.scanPairs)
+	f(m.scanPass)
 	for _, c := range []prometheus.Collector{m.activeActors, m.activations, m.activationDur, m.passivations, m.panics, m.inflight,
 		m.commitLatency, m.commitBatch, m.httpRequests, m.httpLatency, m.chainCalls, m.chainErrors, m.chainMaintenance, m.scanned, m.scanLag} {
 		f(c)
@@ -219,6 +225,14 @@ func (m *Metrics) Call(chain chains.ID, op string, took time.Duration, err error
 // Maintained implements the chain actor's observer.
 func (m *Metrics) Maintained(chain chains.ID, took time.Duration, _ error) {
 	m.chainMaintenance.WithLabelValues(string(chain)).Observe(took.Seconds())
+}
+
+// ScanPass records one background scanner pass: announcements read and
+// (announcement, agent) pairs checked.
+func (m *Metrics) ScanPass(chain chains.ID, announcements, pairs int, took time.Duration) {
+	m.scanned.WithLabelValues(string(chain)).Add(float64(announcements))
+	m.scanPairs.WithLabelValues(string(chain)).Add(float64(pairs))
+	m.scanPass.WithLabelValues(string(chain)).Observe(took.Seconds())
 }
 
 // Scanned records announcements a scanner processed, and the time of the
