@@ -303,7 +303,7 @@ func (g *groupTx) run(ctx context.Context, savepoints bool) error {
 		if err == nil {
 			return nil
 		}
-		if !savepoints || pgCode(err) != guardFailed {
+		if !savepoints || pgCode(err) != guardFailed || failed < 0 || items[failed].req < 0 {
 			return err
 		}
 		begun = true
