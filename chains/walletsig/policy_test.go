@@ -26,10 +26,15 @@ func TestVerifyPolicy(t *testing.T) {
 		req  PolicyRequest
 		kind error
 	}{
-		"another policy":    {func() PolicyRequest { r := good; r.PolicyHash = strings.Repeat("0", 64); return r }(), ErrBadMessage},
-		"another agent":     {func() PolicyRequest { r := good; r.AgentID = "x"; return r }(), ErrBadMessage},
-		"not the owner":     {func() PolicyRequest { r := good; r.Signature = SignEVM(other, msg); return r }(), ErrSignatureMismatch},
-		"export message":    {func() PolicyRequest { r := good; r.Message = ExportMessage(agent, wallet, now); r.Signature = SignEVM(key, r.Message); return r }(), ErrBadMessage},
+		"another policy": {func() PolicyRequest { r := good; r.PolicyHash = strings.Repeat("0", 64); return r }(), ErrBadMessage},
+		"another agent":  {func() PolicyRequest { r := good; r.AgentID = "x"; return r }(), ErrBadMessage},
+		"not the owner":  {func() PolicyRequest { r := good; r.Signature = SignEVM(other, msg); return r }(), ErrSignatureMismatch},
+		"export message": {func() PolicyRequest {
+			r := good
+			r.Message = ExportMessage(agent, wallet, now)
+			r.Signature = SignEVM(key, r.Message)
+			return r
+		}(), ErrBadMessage},
 		"expired":           {func() PolicyRequest { r := good; r.Message = stale; r.Signature = SignEVM(key, stale); return r }(), ErrExpired},
 		"missing signature": {func() PolicyRequest { r := good; r.Signature = ""; return r }(), ErrMissingField},
 	}
