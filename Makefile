@@ -7,13 +7,18 @@ LDFLAGS := -X main.version=$(VERSION)
 # Packages whose tests run without -race, each with the reason in .ci/run.
 NORACE_PKGS :=
 
-.PHONY: run build test test-race test-norace lint fmt bench clean
+.PHONY: run build release test test-race test-norace lint fmt bench clean
 
 run: build
 	$(BIN)/veild serve
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/veild ./cmd/veild
+
+# release: a lean production binary without the embedded devnets (set
+# VEIL_RPC_<CHAIN> for every chain): ~40 MB instead of ~66 MB.
+release:
+	$(GO) build -tags nodevnet -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/veild ./cmd/veild
 
 # test = lint + every test, with the race detector on every package that has
 # concurrency (all of ours but NORACE_PKGS).
@@ -27,6 +32,7 @@ test-norace:
 
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags nodevnet ./cmd/veild ./chains/...
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
