@@ -21,6 +21,7 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/keylock"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -78,18 +79,12 @@ type Connector struct {
 	ann    solanago.PublicKey
 	reg    solanago.PublicKey
 
-	locksMu sync.Mutex
-	locks   map[string]*sourceLock
+	locks keylock.Locks
 
 	rentMu sync.Mutex
 	rent   map[uint64]uint64
 
 	namesMu sync.Mutex
-}
-
-type sourceLock struct {
-	mu   sync.Mutex
-	refs int
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -123,7 +118,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "solana"),
 		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
 		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),
-		locks: map[string]*sourceLock{}, rent: map[uint64]uint64{},
+		rent: map[uint64]uint64{},
 	}
 	if _, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed); err != nil {
 		return nil, c.unavailable("getLatestBlockhash at "+cfg.RPCURL, err)
@@ -167,23 +162,7 @@ func (c *Connector) unavailable(what string, err error) error {
 }
 
 func (c *Connector) lockSource(addr string) func() {
-	c.locksMu.Lock()
-	l := c.locks[addr]
-	if l == nil {
-		l = &sourceLock{}
-		c.locks[addr] = l
-	}
-	l.refs++
-	c.locksMu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		c.locksMu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(c.locks, addr)
-		}
-		c.locksMu.Unlock()
-	}
+	return c.locks.Lock(addr)
 }
 
 // asset is what a symbol resolves to.

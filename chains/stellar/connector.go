@@ -23,6 +23,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/keylock"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -77,18 +78,12 @@ type Connector struct {
 	rand   io.Reader
 	now    func() time.Time
 
-	locksMu sync.Mutex
-	locks   map[string]*sourceLock
+	locks keylock.Locks
 
 	indexMu     sync.Mutex
 	indexExists map[string]bool
 
 	namesMu sync.Mutex
-}
-
-type sourceLock struct {
-	mu   sync.Mutex
-	refs int
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -124,7 +119,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},
 		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "stellar"),
 		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
-		locks: map[string]*sourceLock{}, indexExists: map[string]bool{},
+		indexExists: map[string]bool{},
 	}
 	root, err := c.call(ctx, func() (any, error) { return c.hc.Root() })
 	if err != nil {
@@ -197,23 +192,7 @@ func (c *Connector) unavailable(what string, err error) error {
 // lockSource serialises the writes of one source account in this process
 // (one sequence number at a time); other processes are caught by tx_bad_seq.
 func (c *Connector) lockSource(addr string) func() {
-	c.locksMu.Lock()
-	l := c.locks[addr]
-	if l == nil {
-		l = &sourceLock{}
-		c.locks[addr] = l
-	}
-	l.refs++
-	c.locksMu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		c.locksMu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(c.locks, addr)
-		}
-		c.locksMu.Unlock()
-	}
+	return c.locks.Lock(addr)
 }
 
 // asset is what a symbol resolves to.
