@@ -59,25 +59,29 @@ var (
 	ErrMemoryFull = errors.New("state: memory is full")
 )
 
-// maxAttempts bounds the re-read-and-retry loop of an update that lost a
-// race with a concurrent writer.
-const maxAttempts = 32
+// retryBudget bounds the re-read-and-retry loop of an update that keeps
+// losing races with concurrent writers: by time, not by a count, so that a
+// loaded machine (slow rounds) does not turn contention into failures.
+const retryBudget = 5 * time.Second
 
 // retry runs fn until it does not fail with a version conflict, backing
-// off a random, growing while between attempts so that racing writers
-// spread out.
+// off a random, growing while (up to 10 ms) between attempts so that
+// racing writers spread out.
 func retry(ctx context.Context, fn func() error) error {
+	start := time.Now()
 	var err error
-	for i := range maxAttempts {
+	for i := 0; ; i++ {
 		if err = fn(); !errors.Is(err, persistence.ErrConflict) {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		time.Sleep(time.Duration(rand.Int64N(int64(min(i+1, 20)))) * 250 * time.Microsecond)
+		if time.Since(start) > retryBudget {
+			return fmt.Errorf("gave up after %d concurrent updates in %v: %w", i+1, retryBudget, err)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(min(i+1, 40)))) * 250 * time.Microsecond)
 	}
-	return fmt.Errorf("gave up after %d concurrent updates: %w", maxAttempts, err)
 }
 
 func clock(now func() time.Time) func() time.Time {
