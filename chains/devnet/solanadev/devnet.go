@@ -92,13 +92,15 @@ type Options struct {
 
 // Devnet is a running Solana devnet.
 type Devnet struct {
-	store    persistence.Store
-	ownStore bool
-	now      func() time.Time
-	log      *slog.Logger
-	srv      *http.Server
-	url      string
-	genesis  solanago.Hash
+	store persistence.Store
+	// faucetSeq numbers faucet transactions (see sendFromFaucet).
+	faucetSeq uint64
+	ownStore  bool
+	now       func() time.Time
+	log       *slog.Logger
+	srv       *http.Server
+	url       string
+	genesis   solanago.Hash
 
 	mu         sync.Mutex
 	accounts   map[solanago.PublicKey]*account
@@ -498,7 +500,15 @@ func memoOf(tx *solanago.Transaction) string {
 func (d *Devnet) sendFromFaucet(ctx context.Context, ixs []solanago.Instruction, extra ...solanago.PrivateKey) (solanago.Signature, error) {
 	d.mu.Lock()
 	bh := d.blockhash(d.slotLocked())
+	d.faucetSeq++
+	seq := d.faucetSeq
 	d.mu.Unlock()
+	// A memo with a sequence number makes every faucet transaction unique:
+	// funding the same address twice within one blockhash would otherwise
+	// build the identical transaction, which the network refuses as
+	// already processed.
+	ixs = append(ixs, solanago.NewInstruction(memoProgram, solanago.AccountMetaSlice{},
+		[]byte(fmt.Sprintf("veil devnet faucet %d %d", d.now().UnixNano(), seq))))
 	tx, err := solanago.NewTransaction(ixs, bh, solanago.TransactionPayer(FaucetKey.PublicKey()))
 	if err != nil {
 		return solanago.Signature{}, err
