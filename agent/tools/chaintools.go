@@ -58,16 +58,9 @@ func scanPayments() Tool {
 			"and the unwithdrawn payments (stealth addresses to use with withdraw).",
 		Parameters: scanSpec.schema(),
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := scanSpec.decode(raw)
+			a, cs, err := targetChains(env, scanSpec, raw)
 			if err != nil {
 				return nil, err
-			}
-			cs, err := agentChains(env, a.str("chain"))
-			if err != nil {
-				return nil, err
-			}
-			if env.Chains == nil {
-				return nil, fmt.Errorf("%w: no chain access", ErrNotConfigured)
 			}
 			res := &ScanResult{Chains: []ChainCount{}}
 			if a.has("chain") {
@@ -147,16 +140,9 @@ func getBalance() Tool {
 			"not yet withdrawn, per chain.",
 		Parameters: balanceSpec.schema(),
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := balanceSpec.decode(raw)
+			_, cs, err := targetChains(env, balanceSpec, raw)
 			if err != nil {
 				return nil, err
-			}
-			cs, err := agentChains(env, a.str("chain"))
-			if err != nil {
-				return nil, err
-			}
-			if env.Chains == nil {
-				return nil, fmt.Errorf("%w: no chain access", ErrNotConfigured)
 			}
 			res := &BalanceResult{Balances: []ChainBalance{}}
 			for _, c := range cs {
@@ -249,16 +235,9 @@ func registerName() Tool {
 		Description: "Register this agent's name (name.veil → its stealth meta-address) in the chain's on-chain name registry, so others can pay it by name there.",
 		Parameters:  registerSpec.schema(),
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := registerSpec.decode(raw)
+			c, err := targetChain(env, registerSpec, raw)
 			if err != nil {
 				return nil, err
-			}
-			c, err := agentChain(env, a.str("chain"))
-			if err != nil {
-				return nil, err
-			}
-			if env.Chains == nil {
-				return nil, fmt.Errorf("%w: no chain access", ErrNotConfigured)
 			}
 			tx, err := env.Chains.RegisterName(ctx, c)
 			if err != nil {
@@ -347,16 +326,9 @@ func fundWallet() Tool {
 		Description: "Ask the test network's faucet to fund this agent's public address (test networks only).",
 		Parameters:  fundSpec.schema(),
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := fundSpec.decode(raw)
+			c, err := targetChain(env, fundSpec, raw)
 			if err != nil {
 				return nil, err
-			}
-			c, err := agentChain(env, a.str("chain"))
-			if err != nil {
-				return nil, err
-			}
-			if env.Chains == nil {
-				return nil, fmt.Errorf("%w: no chain access", ErrNotConfigured)
 			}
 			tx, err := env.Chains.Fund(ctx, c)
 			if err != nil {
@@ -565,4 +537,39 @@ func errChains(es []ChainError) []chains.ID {
 		out[i] = e.Chain
 	}
 	return out
+}
+
+// targetChains decodes the arguments of a tool whose argument is its
+// optional chain, resolves the agent's chains it runs on, and checks that
+// the tool can reach chains at all.
+func targetChains(env *Env, s spec, raw json.RawMessage) (*args, []chains.ID, error) {
+	a, err := s.decode(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := agentChains(env, a.str("chain"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if env.Chains == nil {
+		return nil, nil, fmt.Errorf("%w: no chain access", ErrNotConfigured)
+	}
+	return a, cs, nil
+}
+
+// targetChain is targetChains for a tool that runs on one chain (the
+// agent's default when none is named).
+func targetChain(env *Env, s spec, raw json.RawMessage) (chains.ID, error) {
+	a, err := s.decode(raw)
+	if err != nil {
+		return "", err
+	}
+	c, err := agentChain(env, a.str("chain"))
+	if err != nil {
+		return "", err
+	}
+	if env.Chains == nil {
+		return "", fmt.Errorf("%w: no chain access", ErrNotConfigured)
+	}
+	return c, nil
 }
