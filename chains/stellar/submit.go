@@ -15,6 +15,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/jsonrec"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -55,34 +56,11 @@ type builder func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, err
 const maxRebuilds = 5
 
 func (c *Connector) loadIntent(ctx context.Context, key string) (*intent, uint64, error) {
-	rec, err := c.store.Get(ctx, TableIntents, key)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	var it intent
-	if err := json.Unmarshal(rec.Value, &it); err != nil {
-		return nil, 0, fmt.Errorf("stellar: decode intent %s: %w", key, err)
-	}
-	return &it, rec.Version, nil
+	return jsonrec.Load[intent](ctx, c.store, TableIntents, key)
 }
 
 func (c *Connector) saveIntent(ctx context.Context, key string, it *intent, ver uint64) (uint64, error) {
-	val, err := json.Marshal(it)
-	if err != nil {
-		return 0, err
-	}
-	exp := persistence.Absent()
-	if ver > 0 {
-		exp = persistence.AtVersion(ver)
-	}
-	vs, err := c.store.Apply(ctx, persistence.Put(TableIntents, key, val, exp))
-	if err != nil {
-		return 0, err
-	}
-	return vs[0], nil
+	return jsonrec.Save(ctx, c.store, TableIntents, key, it, ver)
 }
 
 // run submits the intent under key exactly once: a recorded key returns

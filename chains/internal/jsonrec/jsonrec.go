@@ -1,0 +1,49 @@
+// Package jsonrec reads and writes one JSON value per store key under the
+// store's version check: the connectors' payment intents, which must be
+// written once (Absent) and then only by whoever read the latest version.
+package jsonrec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/veilhq/veil/persistence"
+)
+
+// Load decodes the record at key into a new T; it answers (nil, 0, nil)
+// when there is none, and the record's version otherwise.
+func Load[T any](ctx context.Context, st persistence.Store, table, key string) (*T, uint64, error) {
+	rec, err := st.Get(ctx, table, key)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(rec.Value, v); err != nil {
+		return nil, 0, fmt.Errorf("decode %s/%s: %w", table, key, err)
+	}
+	return v, rec.Version, nil
+}
+
+// Save writes v at key if the record is still at version ver (0: absent)
+// and answers the new version; a concurrent writer makes it fail with
+// persistence.ErrConflict.
+func Save(ctx context.Context, st persistence.Store, table, key string, v any, ver uint64) (uint64, error) {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	exp := persistence.Absent()
+	if ver > 0 {
+		exp = persistence.AtVersion(ver)
+	}
+	vs, err := st.Apply(ctx, persistence.Put(table, key, val, exp))
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
+}
