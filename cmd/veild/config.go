@@ -29,6 +29,19 @@ type config struct {
 	MemoryLimitMiB  int
 	RatePerSecond   float64
 	RateBurst       int
+
+	// Store selects the backend: bolt (one node) or postgres (cluster).
+	Store       string
+	PostgresDSN string
+
+	// Cluster mode (docs/cluster.md).
+	Cluster         bool
+	ClusterName     string
+	ClusterAddr     string
+	ClusterProvider string
+	ClusterSeeds    string
+	ClusterHealth   string
+	ChainsConfig    string
 }
 
 func envName(flagName string) string {
@@ -53,6 +66,15 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
 	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
+	fs.StringVar(&c.Store, "store", "bolt", "state store: bolt (the file in --data) or postgres (--postgres-dsn; required with --cluster)")
+	fs.StringVar(&c.PostgresDSN, "postgres-dsn", "", "with --store postgres: the connection string, e.g. postgres://veil@db:5432/veil")
+	fs.BoolVar(&c.Cluster, "cluster", false, "join a protoactor cluster: agents are placed on members by id (docs/cluster.md)")
+	fs.StringVar(&c.ClusterName, "cluster-name", "veil", "with --cluster: the cluster's name; members with another name are ignored")
+	fs.StringVar(&c.ClusterAddr, "cluster-addr", "127.0.0.1:0", "with --cluster: host:port of this member's actor remoting (gRPC), reachable by the other members")
+	fs.StringVar(&c.ClusterProvider, "cluster-provider", "automanaged", "with --cluster: membership provider: automanaged (--cluster-seeds) or k8s")
+	fs.StringVar(&c.ClusterSeeds, "cluster-seeds", "", "with --cluster-provider automanaged: comma-separated host:port health addresses of all members")
+	fs.StringVar(&c.ClusterHealth, "cluster-health-addr", "", "with --cluster-provider automanaged: host:port this member's health endpoint binds (must appear in --cluster-seeds)")
+	fs.StringVar(&c.ChainsConfig, "chains-config", "", "JSON file of chain connector settings written by `veild devnet` (shared devnets for a cluster); default: start embedded devnets")
 }
 
 // applyEnv sets every flag not given on the command line from its VEIL_*
