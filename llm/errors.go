@@ -194,3 +194,15 @@ func sharesRun(a, b string, n int) bool {
 	}
 	return false
 }
+
+// RebuildRequestError recreates a RequestError that another cluster member
+// reported (actors/msg); kind is ErrUnknownProvider or ErrMissingKey.
+func RebuildRequestError(msg string, kind error) *RequestError {
+	return &RequestError{msg: msg, err: kind}
+}
+
+// RebuildProviderError recreates a ProviderError that another cluster
+// member reported, with its already-redacted text.
+func RebuildProviderError(p Provider, status int, timeout bool, msg string) *ProviderError {
+	return &ProviderError{Provider: p, Status: status, Timeout: timeout, msg: msg}
+}

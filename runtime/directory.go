@@ -51,6 +51,12 @@ type passivateID struct {
 	id string
 }
 
+// passivateWhere asks a directory to passivate every agent for which drop
+// answers true (cluster rebalancing: agents this member no longer owns).
+type passivateWhere struct {
+	drop func(id string) bool
+}
+
 func (d *directory) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *request:
@@ -77,6 +83,12 @@ func (d *directory) Receive(c actor.Context) {
 		}
 	case *passivateID:
 		d.stop(c, m.id)
+	case *passivateWhere:
+		for id := range d.entries {
+			if m.drop(id) {
+				d.stop(c, id)
+			}
+		}
 	case *actor.Terminated:
 		id, ok := d.byPID[m.Who.Id]
 		if !ok {

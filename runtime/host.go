@@ -240,6 +240,15 @@ func (h *Host) Passivate(id string) {
 	h.system.Root.Send(h.shardOf(id), &passivateID{id: id})
 }
 
+// PassivateWhere passivates every active agent for which drop answers true,
+// as Passivate does for one. drop runs on the directories' goroutines and
+// must be safe for concurrent use.
+func (h *Host) PassivateWhere(drop func(id string) bool) {
+	for _, pid := range h.shards {
+		h.system.Root.Send(pid, &passivateWhere{drop: drop})
+	}
+}
+
 func (h *Host) shardOf(id string) *actor.PID {
 	f := fnv.New32a()
 	_, _ = f.Write([]byte(id))

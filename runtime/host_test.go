@@ -335,3 +335,29 @@ func TestShedPassivatesATenth(t *testing.T) {
 		t.Fatalf("shed passivated %v, want s00 and s01", got)
 	}
 }
+
+func TestPassivateWherePassivatesOnlyTheChosen(t *testing.T) {
+	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 4})
+	for i := 0; i < 10; i++ {
+		f.mustAsk(t, fmt.Sprintf("p%02d", i), "get")
+	}
+	// Odd ids move to another member.
+	f.host.PassivateWhere(func(id string) bool { return (id[2]-'0')%2 == 1 })
+	got := map[string]bool{}
+	for len(got) < 5 {
+		select {
+		case id := <-f.ev.passivated:
+			got[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("passivated %v, want the five odd ids", got)
+		}
+	}
+	for id := range got {
+		if (id[2]-'0')%2 != 1 {
+			t.Fatalf("passivated %s, which was to stay", id)
+		}
+	}
+	if n := f.host.Active(); n != 5 {
+		t.Fatalf("active = %d after passivating 5 of 10, want 5", n)
+	}
+}

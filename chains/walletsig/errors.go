@@ -76,3 +76,26 @@ func quote(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// Kinds names every error kind, for carrying a verification failure across
+// cluster members (actors/msg) and rebuilding it with Rebuild.
+func Kinds() map[string]*Error {
+	return map[string]*Error{
+		"missing-field":      ErrMissingField,
+		"unknown-chain":      ErrUnknownChain,
+		"bad-wallet":         ErrBadWallet,
+		"scheme-mismatch":    ErrSchemeMismatch,
+		"bad-message":        ErrBadMessage,
+		"expired":            ErrExpired,
+		"not-yet-valid":      ErrNotYetValid,
+		"bad-signature":      ErrBadSignature,
+		"signature-mismatch": ErrSignatureMismatch,
+		"replayed":           ErrReplayed,
+	}
+}
+
+// Rebuild recreates an error of kind with its specific message, as another
+// member reported it.
+func Rebuild(kind *Error, msg string) *Error {
+	return &Error{kind: kind.Kind(), msg: msg}
+}

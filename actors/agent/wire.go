@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/veilhq/veil/actors/msg"
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/llm"
+)
+
+// RegisterWire teaches c every message the agent actor answers, every
+// answer it gives and every error a caller matches, so that a request to an
+// agent on another cluster member behaves as a local one. A type missing
+// here fails loudly (msg.ErrUnregistered), never silently.
+func RegisterWire(c *msg.Codec) {
+	c.RegisterTypes(
+		// Requests.
+		&Create{}, &Get{}, &GetStatus{}, &Export{}, &Attest{},
+		&ListConversations{}, &CreateConversation{}, &ListMessages{}, &DeleteConversation{},
+		&ListNotifications{}, &MarkNotificationsRead{}, &DeleteNotifications{}, &Notify{},
+		&Chat{}, &SetPolicy{}, &GetPolicy{},
+		&DeliverPayments{}, &GetInvoice{}, &ConfirmInvoicePaid{}, &PublicInvoice{},
+		&ListSchedules{}, &ScheduleAction{}, &RunSchedule{},
+		// Answers.
+		&Record{}, &Status{}, "", enclave.Attestation{}, []Conversation{}, &Conversation{},
+		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &PolicyView{},
+		&DeliverReport{}, &tools.Invoice{}, &PayView{}, []tools.Schedule{}, &tools.Schedule{}, &RunReport{},
+	)
+
+	// Typed errors first: a ProviderError also matches context errors.
+	c.RegisterKind("llm.provider", func(err error) (string, bool) {
+		var pe *llm.ProviderError
+		if !errors.As(err, &pe) {
+			return "", false
+		}
+		b, _ := json.Marshal(providerWire{Provider: pe.Provider, Status: pe.Status, Timeout: pe.Timeout, Message: pe.Error()})
+		return string(b), true
+	}, func(m string) error {
+		var w providerWire
+		if err := json.Unmarshal([]byte(m), &w); err != nil {
+			return errors.New(m)
+		}
+		return llm.RebuildProviderError(w.Provider, w.Status, w.Timeout, w.Message)
+	})
+	for code, kind := range map[string]error{"llm.unknown-provider": llm.ErrUnknownProvider, "llm.missing-key": llm.ErrMissingKey} {
+		c.RegisterKind(code, func(err error) (string, bool) {
+			var re *llm.RequestError
+			if errors.As(err, &re) && errors.Is(re, kind) {
+				return re.Error(), true
+			}
+			return "", false
+		}, func(m string) error { return llm.RebuildRequestError(m, kind) })
+	}
+	c.RegisterKind("agent.model", func(err error) (string, bool) {
+		var me *ModelError
+		if !errors.As(err, &me) {
+			return "", false
+		}
+		return me.Err.Error(), true
+	}, func(m string) error { return &ModelError{Err: errors.New(m)} })
+	for name, kind := range walletsig.Kinds() {
+		c.RegisterKind("walletsig."+name, func(err error) (string, bool) {
+			var we *walletsig.Error
+			if errors.As(err, &we) && we.Kind() == kind {
+				return we.Error(), true
+			}
+			return "", false
+		}, func(m string) error { return walletsig.Rebuild(kind, m) })
+	}
+
+	// A slice, not a map: the first match wins, so the order is fixed.
+	for _, s := range []struct {
+		code string
+		err  error
+	}{
+		{"agent.not-found", ErrNotFound},
+		{"agent.name-taken", ErrNameTaken},
+		{"agent.replayed", ErrReplayed},
+		{"agent.conversation-not-found", ErrConversationNotFound},
+		{"agent.bad-chat", ErrBadChat},
+		{"agent.invoice-not-found", ErrInvoiceNotFound},
+		{"agent.no-payment", ErrNoPayment},
+		{"agent.schedule-not-found", ErrScheduleNotFound},
+		{"agent.schedule-transition", ErrScheduleTransition},
+		{"policy.invalid", policy.ErrInvalid},
+		{"enclave.invalid-input", enclave.ErrInvalidInput},
+		{"enclave.unavailable", enclave.ErrUnavailable},
+		{"enclave.policy", enclave.ErrPolicy},
+		{"chains.unavailable", chains.ErrUnavailable},
+		{"chains.insufficient-funds", chains.ErrInsufficientFunds},
+		{"chains.not-found", chains.ErrNotFound},
+	} {
+		c.RegisterSentinel(s.code, s.err)
+	}
+}
+
+// providerWire carries an llm.ProviderError's fields.
+type providerWire struct {
+	Provider llm.Provider `json:"provider"`
+	Status   int          `json:"status"`
+	Timeout  bool         `json:"timeout"`
+	Message  string       `json:"message"`
+}
