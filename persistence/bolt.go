@@ -44,7 +44,25 @@ type BoltOptions struct {
 	// concurrently. It is the hook for store metrics, so that this package
 	// does not import Prometheus.
 	Observe func(batchSize int, commit time.Duration)
+	// Failpoint, when set, is called by the committer at FailBeforeCommit
+	// and FailAfterCommit. It is the fault-injection hook of the
+	// robustness test (internal/failpoint), which ends the process there;
+	// whatever it does, it must not return an error to the store, since a
+	// crash does not either. nil in production.
+	Failpoint func(name string)
 }
+
+// Failpoints of the group commit, passed to BoltOptions.Failpoint.
+const (
+	// FailBeforeCommit: every batch of a group is written into the shared
+	// transaction, nothing is on disk and no caller has an answer. A crash
+	// here must lose the whole group and nothing acknowledged.
+	FailBeforeCommit = "commit/before-commit"
+	// FailAfterCommit: the group is committed and fsynced, no caller has
+	// its answer yet. A crash here leaves durable writes that nobody
+	// acknowledged, which a caller's retry must cope with.
+	FailAfterCommit = "commit/after-commit"
+)
 
 const (
 	defaultMaxGroup    = 1024

@@ -186,9 +186,13 @@ func (s *Bolt) commitGroup(group []*request) {
 		if s.hooks.txErr != nil {
 			return s.hooks.txErr()
 		}
+		s.failpoint(FailBeforeCommit)
 		return nil
 	})
 	elapsed := time.Since(start)
+	if err == nil {
+		s.failpoint(FailAfterCommit)
+	}
 	if err != nil {
 		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
 		for _, r := range group {
@@ -203,6 +207,12 @@ func (s *Bolt) commitGroup(group []*request) {
 	}
 	if s.hooks.observe != nil {
 		s.hooks.observe(len(group), elapsed)
+	}
+}
+
+func (s *Bolt) failpoint(name string) {
+	if s.opts.Failpoint != nil {
+		s.opts.Failpoint(name)
 	}
 }
 

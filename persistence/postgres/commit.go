@@ -194,9 +194,15 @@ func (s *Store) commitGroup(group []*request) {
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CommitTimeout)
+	// The pipeline sends BEGIN to COMMIT at once, so "before commit" is
+	// before the transaction leaves this process.
+	s.failpoint(persistence.FailBeforeCommit)
 	res, err := s.runGroup(ctx, group)
 	cancel()
 	elapsed := time.Since(start)
+	if err == nil {
+		s.failpoint(persistence.FailAfterCommit)
+	}
 	for i, r := range group {
 		if err != nil {
 			r.versions, r.err = nil, err
@@ -210,6 +216,12 @@ func (s *Store) commitGroup(group []*request) {
 	}
 	if s.hooks.observe != nil {
 		s.hooks.observe(len(group), elapsed)
+	}
+}
+
+func (s *Store) failpoint(name string) {
+	if s.opts.Failpoint != nil {
+		s.opts.Failpoint(name)
 	}
 }
 

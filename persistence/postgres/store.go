@@ -57,6 +57,11 @@ type Options struct {
 	// answered, but the next group waits for it: keep it cheap. With
 	// NoGroupCommit it runs on each caller's goroutine, concurrently.
 	Observe func(batchSize int, commit time.Duration)
+	// Failpoint, when set, is called by the committer at
+	// persistence.FailBeforeCommit (before the group's transaction is
+	// sent) and persistence.FailAfterCommit (committed, nobody answered),
+	// like persistence.BoltOptions.Failpoint. Fault injection only.
+	Failpoint func(name string)
 }
 
 const (
