@@ -83,7 +83,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		if !has {
 			continue
 		}
-		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Log: log.With(slog.String("chain", string(id)))})
+		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: evmFailpoint(), Log: log.With(slog.String("chain", string(id)))})
 		if err != nil {
 			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
 		}
@@ -136,7 +136,7 @@ func startEd25519Chains(ctx context.Context, cfg config, system *actor.ActorSyst
 		set.closers = append(set.closers, func() { _ = d.Close() })
 		scfg = d.Config()
 	}
-	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Log: log.With(slog.String("chain", "stellar"))})
+	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: stellarFailpoint(), Log: log.With(slog.String("chain", "stellar"))})
 	if err != nil {
 		return fmt.Errorf("connect stellar: %w", err)
 	}
@@ -159,7 +159,7 @@ func startEd25519Chains(ctx context.Context, cfg config, system *actor.ActorSyst
 		set.closers = append(set.closers, func() { _ = d.Close() })
 		lcfg = d.Config()
 	}
-	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Log: log.With(slog.String("chain", "solana"))})
+	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: solanaFailpoint(), Log: log.With(slog.String("chain", "solana"))})
 	if err != nil {
 		return fmt.Errorf("connect solana: %w", err)
 	}

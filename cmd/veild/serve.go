@@ -38,7 +38,7 @@ func openStore(dir string, observe func(batches int, commit time.Duration)) (*pe
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 	}
-	return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe})
+	return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe, Failpoint: commitFailpoint()})
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,6 +58,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log, err := cfg.logger()
 	if err != nil {
 		return &usageError{err.Error()}
+	}
+	if err := armFailpoints(log); err != nil {
+		return err
 	}
 
 	mets := metrics.New(cfg.MetricsLabelCap)
@@ -121,6 +124,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		Metrics:   mets,
+		Failpoint: agentFailpoint(),
 	}), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 		MaxActive:      cfg.MaxActive,
