@@ -99,7 +99,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
-	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now})
+	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())
 	if err != nil || key == "" {

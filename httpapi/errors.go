@@ -63,6 +63,8 @@ func classify(err error) (int, string) {
 		return he.Status, he.Message
 	case errors.Is(err, runtime.ErrStopping):
 		return http.StatusServiceUnavailable, "the server is shutting down; retry on another instance or in a moment"
+	case errors.Is(err, runtime.ErrMemberLost):
+		return http.StatusServiceUnavailable, "the cluster member hosting this agent failed during the request; retry it (chat: with the same Idempotency-Key, so that nothing is done twice)"
 	case errors.Is(err, runtime.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "the agent did not answer in time; retry the request"
 	case errors.Is(err, context.Canceled):

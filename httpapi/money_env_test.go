@@ -115,7 +115,7 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 			return nil
 		},
 	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
-	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: prov})
+	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: prov})
 	handler = api
 	key, err := apikey.Bootstrap(ctx, st, time.Now())
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
 )
 
 // DefaultMaxBody is the request body cap DESIGN.md sets.
@@ -27,7 +26,7 @@ const DefaultMaxBody = 64 << 10
 // Config is what the API needs from the rest of the process.
 type Config struct {
 	Store  persistence.Store
-	Agents *runtime.Host
+	Agents Agents
 	// TEE answers /tee/info; nil makes it a 503.
 	TEE    TEE
 	Logger *slog.Logger
@@ -42,6 +41,12 @@ type Config struct {
 	OnRequest func(method, route string, status int, d time.Duration)
 }
 
+// Agents delivers a message to an agent actor and returns its answer:
+// runtime.Host on one node, runtime/cluster.Member in a cluster.
+type Agents interface {
+	Request(ctx context.Context, id string, msg any) (any, error)
+}
+
 // TEE is what /tee/info needs of the enclave.
 type TEE interface {
 	Info(ctx context.Context) (enclave.Info, error)
@@ -50,7 +55,7 @@ type TEE interface {
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
 	store     persistence.Store
-	agents    *runtime.Host
+	agents    Agents
 	tee       TEE
 	log       *slog.Logger
 	maxBody   int64

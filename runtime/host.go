@@ -26,6 +26,10 @@ var (
 	ErrStopping = errors.New("runtime: shutting down")
 	// ErrTimeout reports that the actor did not answer in time.
 	ErrTimeout = errors.New("runtime: agent actor did not answer in time")
+	// ErrMemberLost reports that the cluster member hosting the agent left
+	// (died) while the request was in flight: it may or may not have been
+	// processed, so the client retries (idempotently).
+	ErrMemberLost = errors.New("runtime: the member hosting the agent left the cluster")
 )
 
 // Agent is the behaviour of one activated agent. Receive runs on the actor's

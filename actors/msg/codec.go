@@ -64,6 +64,12 @@ func (c *Codec) RegisterSentinel(code string, sentinel error) {
 	}, func(m string) error { return &remoteError{msg: m, kind: sentinel} })
 }
 
+// Known reports whether an error code is registered.
+func (c *Codec) Known(code string) bool {
+	_, ok := c.byCode[code]
+	return ok
+}
+
 // RegisterKind registers an error kind for typed errors that callers match
 // with errors.As: encode recognises one and says what to carry (its text,
 // or its fields as JSON), rebuild recreates it from that. Kinds are tried in

@@ -1,0 +1,356 @@
+// Package cluster runs Veil as a protoactor-go cluster: members find each
+// other through a cluster provider (automanaged seed list or Kubernetes),
+// talk over protoactor's gRPC remoting, and every agent lives on exactly one
+// member, chosen by rendezvous hashing of its id over the live members. Any
+// member accepts any request and forwards it, as a protobuf envelope
+// (actors/msg), to the agent's member, whose runtime.Host activates the
+// agent as usual: a virtual actor, placed by the cluster.
+//
+// Why not protoactor's own identity lookup and cluster.Request: disthash
+// reads its hash ring while topology updates write it (a data race the race
+// detector reports), and cluster.Request resends a request that timed out,
+// which for a chat that pays could pay twice. Here a request is sent once;
+// only a request that provably was not processed (dead letter, or refused by
+// a member that does not own the agent) is sent again. docs/cluster.md.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/k8s"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/labstack/echo"
+
+	"github.com/veilhq/veil/actors/msg"
+	"github.com/veilhq/veil/runtime"
+)
+
+// routerName is the well-known actor of every member that receives agent
+// requests from the others.
+const routerName = "veil-agents"
+
+// codeNotOwner marks a request refused, unprocessed, by a member that does
+// not own the agent in its view of the topology.
+const codeNotOwner = "cluster.not-owner"
+
+// errNotOwner is what a member answers for an agent it does not own.
+var errNotOwner = errors.New("cluster: this member does not own the agent")
+
+// Config configures a member. Zero values take the defaults.
+type Config struct {
+	// Name is the cluster's name; members of other clusters are ignored.
+	Name string
+	// Addr is host:port of this member's remoting (gRPC) listener; port 0
+	// picks a free one. Other members must reach it at this host.
+	Addr string
+	// Provider is "automanaged" (Seeds, HealthAddr) or "k8s".
+	Provider string
+	// Seeds are the health addresses of every member (automanaged).
+	Seeds []string
+	// HealthAddr is where this member's health endpoint listens
+	// (automanaged); it must be one of Seeds.
+	HealthAddr string
+	// RefreshEvery is how often the automanaged provider polls the seeds;
+	// a killed member leaves the topology within about twice this.
+	// Default 1s.
+	RefreshEvery time.Duration
+	// DefaultTimeout bounds a forwarded request whose context has no
+	// deadline. Default 60s.
+	DefaultTimeout time.Duration
+
+	Host  *runtime.Host
+	Codec *msg.Codec
+	Log   *slog.Logger
+	// Observe, when set, is called after every request with whether it
+	// crossed to another member, for metrics.
+	Observe func(remote bool, d time.Duration, err error)
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = "veil"
+	}
+	if c.Provider == "" {
+		c.Provider = "automanaged"
+	}
+	if c.RefreshEvery <= 0 {
+		c.RefreshEvery = time.Second
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 60 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+}
+
+// Member is this process's membership in the cluster. It implements the
+// Request method the HTTP layer, the scanners and the reminder use to reach
+// agents.
+type Member struct {
+	cfg    Config
+	system *actor.ActorSystem
+	cl     *cluster.Cluster
+	self   string // this member's remoting address
+	health *http.Server
+
+	mu       sync.RWMutex
+	members  []string                      // live members' addresses, sorted
+	inflight map[string]map[*call]struct{} // forwarded requests by member
+	changed  chan struct{}                 // closed and replaced on every topology change
+
+	stopping atomic.Bool
+	stopOnce sync.Once
+}
+
+// call is one forwarded request waiting for its answer.
+type call struct {
+	lost chan struct{} // closed when its member leaves the topology
+}
+
+// Start joins the cluster with system (whose remoting it starts) and
+// returns once this member sees itself in the topology, bounded by ctx.
+func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Member, err error) {
+	cfg.defaults()
+	if cfg.Host == nil || cfg.Codec == nil {
+		return nil, errors.New("cluster: Host and Codec are required")
+	}
+	registerErrors(cfg.Codec)
+	host, portStr, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster address %q: %w (want host:port)", cfg.Addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster address %q: bad port: %w", cfg.Addr, err)
+	}
+	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{})}
+
+	provider, err := m.provider()
+	if err != nil {
+		return nil, err
+	}
+	ccfg := cluster.Configure(cfg.Name, provider, noLookup{}, remote.Configure(host, port),
+		// A member that stops answering gossip for this long is blocked.
+		cluster.WithHeartbeatExpiration(10*time.Second))
+	m.cl = cluster.New(system, ccfg)
+	system.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
+			m.onTopology(t)
+		}
+	})
+	if _, err := system.Root.SpawnNamed(actor.PropsFromFunc(m.receive), routerName); err != nil {
+		return nil, fmt.Errorf("cluster: spawn the request router: %w", err)
+	}
+	// StartMember panics where it could return errors (a port in use).
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("cluster: start member on %s: %v (is the port free? choose another --cluster-addr)", cfg.Addr, r)
+			}
+		}()
+		m.cl.StartMember()
+	}()
+	if err != nil {
+		m.closeHealth()
+		return nil, err
+	}
+	m.self = system.Address()
+	cfg.Log.Info("cluster member started", slog.String("address", m.self), slog.String("provider", cfg.Provider), slog.String("cluster", cfg.Name))
+
+	for {
+		m.mu.RLock()
+		in := slices.Contains(m.members, m.self)
+		ch := m.changed
+		m.mu.RUnlock()
+		if in {
+			return m, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			m.Stop()
+			return nil, fmt.Errorf("cluster: this member (%s) did not appear in the topology: %w (check that --cluster-seeds lists this member's --cluster-health-addr)", m.self, ctx.Err())
+		}
+	}
+}
+
+// provider builds the membership provider.
+func (m *Member) provider() (cluster.ClusterProvider, error) {
+	switch m.cfg.Provider {
+	case "automanaged":
+		if len(m.cfg.Seeds) == 0 || m.cfg.HealthAddr == "" {
+			return nil, errors.New("cluster: the automanaged provider needs --cluster-seeds and --cluster-health-addr")
+		}
+		if !slices.Contains(m.cfg.Seeds, m.cfg.HealthAddr) {
+			return nil, fmt.Errorf("cluster: --cluster-health-addr %s is not in --cluster-seeds %v: the member would not see itself", m.cfg.HealthAddr, m.cfg.Seeds)
+		}
+		// Our own health server on our own address: the provider's would
+		// bind every interface.
+		ln, err := net.Listen("tcp", m.cfg.HealthAddr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: health endpoint on %s: %w (choose another --cluster-health-addr)", m.cfg.HealthAddr, err)
+		}
+		_, hp, _ := net.SplitHostPort(ln.Addr().String())
+		healthPort, _ := strconv.Atoi(hp)
+		e := echo.New()
+		e.HideBanner = true
+		e.HidePort = true
+		e.Listener = ln
+		e.GET("/_health", func(c echo.Context) error {
+			if m.stopping.Load() || m.self == "" {
+				return c.NoContent(http.StatusServiceUnavailable)
+			}
+			h, p, err := m.system.GetHostPort()
+			if err != nil {
+				return c.NoContent(http.StatusServiceUnavailable)
+			}
+			return c.JSON(http.StatusOK, automanaged.NewNode(m.cfg.Name, m.system.ID, h, p, healthPort, m.cl.GetClusterKinds()))
+		})
+		m.health = e.Server
+		return automanaged.NewWithTesting(m.cfg.RefreshEvery, healthPort, e, m.cfg.Seeds...), nil
+	case "k8s":
+		p, err := k8s.New()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: the k8s provider needs to run in a pod with a service account that may list and patch pods (docs/cluster.md): %w", err)
+		}
+		return p, nil
+	default:
+		return nil, fmt.Errorf("cluster: unknown provider %q: want automanaged or k8s", m.cfg.Provider)
+	}
+}
+
+// Self is this member's remoting address.
+func (m *Member) Self() string { return m.self }
+
+// Members lists the live members' addresses as this member sees them.
+func (m *Member) Members() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.members)
+}
+
+// Owner is the member that hosts the agent with this id.
+func (m *Member) Owner(id string) string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return owner(m.members, id, m.self)
+}
+
+// owner picks by rendezvous (highest random weight) hashing: every member
+// computes the same owner from the same member list, and a change moves only
+// the agents of the members that came or went.
+func owner(members []string, id, self string) string {
+	if len(members) == 0 {
+		return self
+	}
+	var best string
+	var bestScore uint64
+	for _, addr := range members {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(addr))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(id))
+		if s := mix(h.Sum64()); best == "" || s > bestScore {
+			best, bestScore = addr, s
+		}
+	}
+	return best
+}
+
+// mix finalizes an FNV hash (splitmix64) so that similar inputs spread.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// onTopology takes a new member list: requests in flight to members that
+// left fail at once (retriable), and agents that now belong elsewhere are
+// passivated so that each agent is active on one member.
+func (m *Member) onTopology(t *cluster.ClusterTopology) {
+	next := make([]string, 0, len(t.Members))
+	for _, mem := range t.Members {
+		next = append(next, mem.Address())
+	}
+	slices.Sort(next)
+	m.mu.Lock()
+	if slices.Equal(next, m.members) {
+		m.mu.Unlock()
+		return
+	}
+	prev := m.members
+	m.members = next
+	var lost []*call
+	for addr, calls := range m.inflight {
+		if !slices.Contains(next, addr) {
+			for c := range calls {
+				lost = append(lost, c)
+			}
+			delete(m.inflight, addr)
+		}
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
+
+	for _, c := range lost {
+		close(c.lost)
+	}
+	m.cfg.Log.Info("cluster topology changed", slog.Int("members", len(next)), slog.Any("addresses", next), slog.Int("before", len(prev)), slog.Int("requests_failed_over", len(lost)))
+	if m.self != "" {
+		self := m.self
+		m.cfg.Host.PassivateWhere(func(id string) bool { return m.Owner(id) != self })
+	}
+}
+
+// closeHealth stops the automanaged health endpoint.
+func (m *Member) closeHealth() {
+	if m.health != nil {
+		_ = m.health.Close()
+	}
+}
+
+// Leave takes this member out of the topology: its health endpoint stops
+// answering, so the others stop routing to it. Call it before draining.
+func (m *Member) Leave() {
+	m.stopping.Store(true)
+}
+
+// Stop leaves the cluster and stops remoting. It does not stop the actor
+// system's other actors' host; stop the runtime.Host first.
+func (m *Member) Stop() {
+	m.stopOnce.Do(func() {
+		m.stopping.Store(true)
+		m.closeHealth()
+		if m.cl.Remote != nil {
+			m.cl.Shutdown(false)
+		}
+	})
+}
+
+// noLookup satisfies protoactor's IdentityLookup: placement is ours
+// (owner), so no grain kind is ever looked up through it.
+type noLookup struct{}
+
+func (noLookup) Get(*cluster.ClusterIdentity) *actor.PID        { return nil }
+func (noLookup) RemovePid(*cluster.ClusterIdentity, *actor.PID) {}
+func (noLookup) Setup(*cluster.Cluster, []string, bool)         {}
+func (noLookup) Shutdown()                                      {}

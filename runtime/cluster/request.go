@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/veilhq/veil/actors/msg"
+	"github.com/veilhq/veil/runtime"
+)
+
+// Request sends message to the agent with this id wherever it lives and
+// waits for its answer, bounded by ctx. A request is delivered at most once:
+// it is sent again only when it provably was not processed. If the agent's
+// member dies with the request in flight, the answer is runtime.ErrMemberLost
+// (the client retries; chat's Idempotency-Key makes that safe).
+func (m *Member) Request(ctx context.Context, id string, message any) (v any, err error) {
+	start := time.Now()
+	remote := false
+	defer func() {
+		if m.cfg.Observe != nil {
+			m.cfg.Observe(remote, time.Since(start), err)
+		}
+	}()
+	if m.stopping.Load() {
+		return nil, runtime.ErrStopping
+	}
+	for attempt := 0; ; attempt++ {
+		m.mu.RLock()
+		to := owner(m.members, id, m.self)
+		changed := m.changed
+		m.mu.RUnlock()
+		if to == m.self {
+			return m.cfg.Host.Request(ctx, id, message)
+		}
+		remote = true
+		v, err, again := m.forward(ctx, to, id, message)
+		if !again {
+			return v, err
+		}
+		// Not delivered: wait for the topology to move on (or a little,
+		// in case this member's view is the stale one), then route again.
+		wait := time.Duration(attempt+1) * 50 * time.Millisecond
+		if wait > time.Second {
+			wait = time.Second
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("cluster: agent %s: its member %s did not take the request: %w", id, to, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// forward sends one request to the member at addr. again reports that it
+// was certainly not processed and may be sent again.
+func (m *Member) forward(ctx context.Context, addr, id string, message any) (v any, err error, again bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(m.cfg.DefaultTimeout)
+	}
+	req, err := m.cfg.Codec.EncodeRequest(id, message, deadline, "")
+	if err != nil {
+		return nil, err, false
+	}
+	c := &call{lost: make(chan struct{})}
+	m.mu.Lock()
+	if m.inflight[addr] == nil {
+		m.inflight[addr] = map[*call]struct{}{}
+	}
+	m.inflight[addr][c] = struct{}{}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.inflight[addr], c)
+		m.mu.Unlock()
+	}()
+
+	// The future outlives the deadline a little so that the host's own
+	// timeout answer, not ours, reaches the caller.
+	fut := m.system.Root.RequestFuture(actor.NewPID(addr, routerName), req, time.Until(deadline)+time.Second)
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := fut.Result()
+		done <- result{r, err}
+	}()
+	select {
+	case r := <-done:
+		switch {
+		case errors.Is(r.err, actor.ErrDeadLetter):
+			return nil, nil, true
+		case errors.Is(r.err, actor.ErrTimeout):
+			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, runtime.ErrTimeout), false
+		case r.err != nil:
+			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, r.err), false
+		}
+		reply, ok := r.v.(*msg.AgentReply)
+		if !ok {
+			// Remoting answers an unknown target with a dead letter.
+			if _, dl := r.v.(*actor.DeadLetterResponse); dl {
+				return nil, nil, true
+			}
+			return nil, fmt.Errorf("agent %s on member %s answered %T", id, addr, r.v), false
+		}
+		if reply.GetError().GetCode() == codeNotOwner {
+			return nil, nil, true
+		}
+		v, err := m.cfg.Codec.DecodeReply(reply)
+		return v, err, false
+	case <-c.lost:
+		return nil, fmt.Errorf("agent %s: member %s left the cluster with the request in flight: %w", id, addr, runtime.ErrMemberLost), false
+	case <-ctx.Done():
+		return nil, ctx.Err(), false
+	}
+}
+
+// receive is the router actor: it takes requests from other members and
+// runs each on its own goroutine, so one slow agent never holds up another.
+func (m *Member) receive(c actor.Context) {
+	req, ok := c.Message().(*msg.AgentRequest)
+	if !ok {
+		return
+	}
+	sender := c.Sender()
+	if sender == nil {
+		return
+	}
+	go func() {
+		m.system.Root.Send(sender, m.serve(req))
+	}()
+}
+
+// serve runs one forwarded request on the local host.
+func (m *Member) serve(req *msg.AgentRequest) *msg.AgentReply {
+	id := req.GetAgentId()
+	if m.stopping.Load() {
+		return m.cfg.Codec.EncodeReply(nil, runtime.ErrStopping)
+	}
+	if o := m.Owner(id); o != m.self {
+		// Refused unprocessed: the sender routes again once the views agree,
+		// and the agent is never active on two members meanwhile.
+		return &msg.AgentReply{Error: &msg.Error{Code: codeNotOwner, Message: fmt.Sprintf("member %s does not own agent %s (its owner is %s)", m.self, id, o)}}
+	}
+	message, err := m.cfg.Codec.DecodeRequest(req)
+	if err != nil {
+		m.cfg.Log.Error("undecodable request from another member", slog.String("agent", id), slog.String("type", req.GetType()), slog.String("error", err.Error()))
+		return m.cfg.Codec.EncodeReply(nil, err)
+	}
+	ctx := context.Background()
+	if d := req.GetDeadlineUnixNano(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, d))
+		defer cancel()
+	}
+	v, err := m.cfg.Host.Request(ctx, id, message)
+	return m.cfg.Codec.EncodeReply(v, err)
+}
+
+// registerErrors adds the runtime's errors to the codec, after the agent's
+// own kinds (which are more specific).
+func registerErrors(c *msg.Codec) {
+	for _, s := range []struct {
+		code string
+		err  error
+	}{
+		{"runtime.panic", runtime.ErrActorPanic},
+		{"runtime.stopping", runtime.ErrStopping},
+		{"runtime.timeout", runtime.ErrTimeout},
+		{"runtime.member-lost", runtime.ErrMemberLost},
+		{"context.deadline", context.DeadlineExceeded},
+		{"context.canceled", context.Canceled},
+		{codeNotOwner + ".local", errNotOwner},
+	} {
+		if !c.Known(s.code) { // several members may share one codec (tests)
+			c.RegisterSentinel(s.code, s.err)
+		}
+	}
+}
