@@ -71,7 +71,8 @@ type Options struct {
 	// failed renewal already stops the work, so the period is not there
 	// for retries: it leaves a slow store the rest of the TTL to answer.
 	Renew time.Duration
-	// Retry is how often a contender reads the lease (default TTL/3).
+	// Retry is how often a contender reads the lease (default TTL/3,
+	// rounded up).
 	Retry time.Duration
 	// Clock is the time source (default the wall clock).
 	Clock Clock
@@ -121,7 +122,10 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("lease: renewal period %s must be shorter than the TTL %s", opts.Renew, opts.TTL)
 	}
 	if opts.Retry <= 0 {
-		opts.Retry = opts.TTL / 3
+		// Rounded up, so that three reads span a whole TTL: TTL/3
+		// rounded down would need a fourth to see the record unchanged
+		// for a TTL.
+		opts.Retry = (opts.TTL + 2) / 3
 	}
 	if opts.Clock == nil {
 		opts.Clock = SystemClock{}
