@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,41 +11,67 @@ import (
 	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/lease"
 	"github.com/veilhq/veil/runtime/metrics"
 )
 
 // startMoneyServices starts the background payment scanner of every chain
 // that has a chain actor and the schedule reminder (docs/scanner.md,
-// docs/schedules.md). The returned stop ends them; call it before the agent
-// host stops, since both deliver to agents.
+// docs/schedules.md), each under its lease in the store ("scanner/<chain>",
+// "reminder"; docs/cluster.md), so that the members of a cluster run one
+// copy of each between them. A single node takes every lease at once. The
+// returned stop ends them and releases the leases; call it before the
+// agent host stops, since both deliver to agents.
 func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *metrics.Metrics, log *slog.Logger) (stop func()) {
-	var stops []func()
+	holder := lease.NewHolderID()
+	leases, err := lease.New(lease.Options{Store: store, Holder: holder, Log: log.With(slog.String("component", "lease"))})
+	if err != nil {
+		// Only a programming error (nil store, empty holder) gets here.
+		panic(err)
+	}
+	log.Info("money services contend for their leases", slog.String("holder", holder))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	// run keeps one service under its lease until stop. The service is
+	// built anew for every hold: a stopped scanner or reminder does not
+	// start again.
+	run := func(name string, start func() (stop func())) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = leases.Run(ctx, name, func(ctx context.Context) {
+				stop := start()
+				<-ctx.Done()
+				stop()
+			})
+		}()
+	}
 	for _, id := range chains.Order() {
 		ref, ok := refs[id]
 		if !ok || ref == nil {
 			continue
 		}
-		s := scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys,
-			Log: log.With(slog.String("component", "scanner"), slog.String("chain", string(id))),
-			OnPass: func(chain chains.ID, rep scanner.Report, took time.Duration, err error) {
-				if err == nil {
-					mets.ScanPass(chain, rep.Announcements, rep.Announcements*rep.Agents, took)
-				}
-			}})
-		s.Start()
-		stops = append(stops, s.Stop)
+		run("scanner/"+string(id), func() func() {
+			s := scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys,
+				Log: log.With(slog.String("component", "scanner"), slog.String("chain", string(id))),
+				OnPass: func(chain chains.ID, rep scanner.Report, took time.Duration, err error) {
+					if err == nil {
+						mets.ScanPass(chain, rep.Announcements, rep.Announcements*rep.Agents, took)
+					}
+				}})
+			s.Start()
+			return s.Stop
+		})
 	}
-	rem := reminder.New(reminder.Options{Store: store, Agents: agents, Log: log.With(slog.String("component", "reminder"))})
-	rem.Start()
-	stops = append(stops, rem.Stop)
+	run("reminder", func() func() {
+		rem := reminder.New(reminder.Options{Store: store, Agents: agents, Log: log.With(slog.String("component", "reminder"))})
+		rem.Start()
+		return rem.Stop
+	})
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			var wg sync.WaitGroup
-			for _, f := range stops {
-				wg.Add(1)
-				go func() { defer wg.Done(); f() }()
-			}
+			cancel()
 			wg.Wait()
 		})
 	}

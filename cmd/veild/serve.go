@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,20 +25,9 @@ import (
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/llm"
-	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/metrics"
 )
-
-const dbFile = "veil.db"
-
-// openStore creates the data directory if needed and opens the bbolt file.
-func openStore(dir string, observe func(batches int, commit time.Duration)) (*persistence.Bolt, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory %s: %w", dir, err)
-	}
-	return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe, Failpoint: commitFailpoint()})
-}
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
@@ -64,7 +52,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	mets := metrics.New(cfg.MetricsLabelCap)
-	store, err := openStore(cfg.Data, mets.Commit)
+	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, mets.Commit)
 	if err != nil {
 		return err
 	}
@@ -196,11 +184,13 @@ func openEnclave(ctx context.Context, cfg config, log *slog.Logger) (enclaveProv
 
 func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return &usageError{"usage: veild apikey create --account NAME [--test] [--data DIR]"}
+		return &usageError{"usage: veild apikey create --account NAME [--test] [--data DIR | --store postgres --postgres-dsn DSN]"}
 	}
 	fs := flag.NewFlagSet("veild apikey create", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "./data", "data directory")
+	storeKind := fs.String("store", "bolt", "state store: bolt (the file in --data) or postgres (--postgres-dsn)")
+	dsn := fs.String("postgres-dsn", "", "with --store postgres: the connection string")
 	account := fs.String("account", "", "account name (created if new)")
 	test := fs.Bool("test", false, "issue a veil_test_ key")
 	rate := fs.Float64("rate-limit", 0, "set this account's per-key rate limit (requests/s); 0 keeps the server default")
@@ -214,7 +204,7 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *account == "" {
 		return &usageError{"--account NAME is required"}
 	}
-	store, err := openStore(*data, nil)
+	store, err := openStore(ctx, *storeKind, *data, *dsn, nil)
 	if err != nil {
 		return err
 	}

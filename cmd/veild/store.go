@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/postgres"
+)
+
+const dbFile = "veil.db"
+
+// storeOpenTimeout bounds connecting to PostgreSQL and applying its
+// migrations at start, so that a wrong DSN is an error, not a hang.
+const storeOpenTimeout = 60 * time.Second
+
+// openStore opens the configured store: the bbolt file in dir (created if
+// needed), or the PostgreSQL database at dsn. observe receives every group
+// commit of either, so the commit metrics mean the same on both.
+func openStore(ctx context.Context, kind, dir, dsn string, observe func(batches int, commit time.Duration)) (persistence.Store, error) {
+	switch kind {
+	case "bolt", "":
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
+		}
+		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe, Failpoint: commitFailpoint()})
+	case "postgres":
+		if dsn == "" {
+			return nil, &usageError{"--store postgres needs --postgres-dsn (or VEIL_POSTGRES_DSN)"}
+		}
+		octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+		defer cancel()
+		s, err := postgres.Open(octx, dsn, postgres.Options{Observe: observe, Failpoint: commitFailpoint()})
+		if err != nil {
+			return nil, fmt.Errorf("open the PostgreSQL store: %w", err)
+		}
+		return s, nil
+	default:
+		return nil, &usageError{fmt.Sprintf("--store %q: want bolt or postgres", kind)}
+	}
+}
