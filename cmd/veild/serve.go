@@ -26,6 +26,7 @@ import (
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/cluster"
 	"github.com/veilhq/veil/runtime/metrics"
 )
 
@@ -46,6 +47,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log, err := cfg.logger()
 	if err != nil {
 		return &usageError{err.Error()}
+	}
+	if err := checkCluster(cfg); err != nil {
+		return err
 	}
 	if err := armFailpoints(log); err != nil {
 		return err
@@ -95,7 +99,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// protoactor logs every supervision step at info; ours are enough.
 		return log.With(slog.String("component", "protoactor"))
 	}))
-	defer system.Shutdown()
+	// A cluster member shuts the system down itself (protoactor's cluster
+	// closes it); closing it twice panics.
+	stopSystem := system.Shutdown
+	defer func() { stopSystem() }()
 	// Every payment signature passes the agent's spending policy inside
 	// the enclave actor, counted durably before it signs.
 	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(store, nil)))
@@ -119,9 +126,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MemoryLimit:    uint64(cfg.MemoryLimitMiB) << 20,
 	}, log, mets)
 
-	stopMoney := startMoneyServices(store, host, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log)
+	var agents httpapi.Agents = host
+	var member *cluster.Member
+	if cfg.Cluster {
+		if member, err = joinCluster(ctx, cfg, system, host, mets, log); err != nil {
+			return err
+		}
+		stopSystem = member.Stop
+		agents = member
+	}
+	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log)
 	defer stopMoney()
-	api := httpapi.New(httpapi.Config{Store: store, Agents: host, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg)})
+	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg)})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -147,6 +163,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// stop, and only then (deferred) does the store close.
 	log.Info("shutting down: draining in-flight requests", slog.Duration("grace", cfg.ShutdownGrace))
 	api.BeginShutdown()
+	if member != nil {
+		// Out of the topology first: the others stop routing here while
+		// the requests already here finish.
+		member.Leave()
+	}
 	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(graceCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

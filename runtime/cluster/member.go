@@ -169,12 +169,14 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 		m.closeHealth()
 		return nil, err
 	}
+	m.mu.Lock()
 	m.self = system.Address()
+	m.mu.Unlock()
 	cfg.Log.Info("cluster member started", slog.String("address", m.self), slog.String("provider", cfg.Provider), slog.String("cluster", cfg.Name))
 
 	for {
 		m.mu.RLock()
-		in := slices.Contains(m.members, m.self)
+		in := m.self != "" && slices.Contains(m.members, m.self)
 		ch := m.changed
 		m.mu.RUnlock()
 		if in {
@@ -184,7 +186,7 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 		case <-ch:
 		case <-ctx.Done():
 			m.Stop()
-			return nil, fmt.Errorf("cluster: this member (%s) did not appear in the topology: %w (check that --cluster-seeds lists this member's --cluster-health-addr)", m.self, ctx.Err())
+			return nil, fmt.Errorf("cluster: this member (%s) did not appear in the topology: %w (check that --cluster-seeds lists this member's --cluster-health-addr)", m.Self(), ctx.Err())
 		}
 	}
 }
@@ -212,7 +214,7 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 		e.HidePort = true
 		e.Listener = ln
 		e.GET("/_health", func(c echo.Context) error {
-			if m.stopping.Load() || m.self == "" {
+			if m.stopping.Load() || m.Self() == "" {
 				return c.NoContent(http.StatusServiceUnavailable)
 			}
 			h, p, err := m.system.GetHostPort()
@@ -234,8 +236,12 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 	}
 }
 
-// Self is this member's remoting address.
-func (m *Member) Self() string { return m.self }
+// Self is this member's remoting address ("" until it has started).
+func (m *Member) Self() string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.self
+}
 
 // Members lists the live members' addresses as this member sees them.
 func (m *Member) Members() []string {
@@ -298,6 +304,7 @@ func (m *Member) onTopology(t *cluster.ClusterTopology) {
 	}
 	prev := m.members
 	m.members = next
+	self := m.self
 	var lost []*call
 	for addr, calls := range m.inflight {
 		if !slices.Contains(next, addr) {
@@ -315,8 +322,7 @@ func (m *Member) onTopology(t *cluster.ClusterTopology) {
 		close(c.lost)
 	}
 	m.cfg.Log.Info("cluster topology changed", slog.Int("members", len(next)), slog.Any("addresses", next), slog.Int("before", len(prev)), slog.Int("requests_failed_over", len(lost)))
-	if m.self != "" {
-		self := m.self
+	if self != "" {
 		m.cfg.Host.PassivateWhere(func(id string) bool { return m.Owner(id) != self })
 	}
 }

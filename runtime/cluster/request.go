@@ -31,10 +31,11 @@ func (m *Member) Request(ctx context.Context, id string, message any) (v any, er
 	}
 	for attempt := 0; ; attempt++ {
 		m.mu.RLock()
-		to := owner(m.members, id, m.self)
+		self := m.self
+		to := owner(m.members, id, self)
 		changed := m.changed
 		m.mu.RUnlock()
-		if to == m.self {
+		if to == self {
 			return m.cfg.Host.Request(ctx, id, message)
 		}
 		remote = true
@@ -148,10 +149,10 @@ func (m *Member) serve(req *msg.AgentRequest) *msg.AgentReply {
 	if m.stopping.Load() {
 		return m.cfg.Codec.EncodeReply(nil, runtime.ErrStopping)
 	}
-	if o := m.Owner(id); o != m.self {
+	if o, self := m.Owner(id), m.Self(); o != self {
 		// Refused unprocessed: the sender routes again once the views agree,
 		// and the agent is never active on two members meanwhile.
-		return &msg.AgentReply{Error: &msg.Error{Code: codeNotOwner, Message: fmt.Sprintf("member %s does not own agent %s (its owner is %s)", m.self, id, o)}}
+		return &msg.AgentReply{Error: &msg.Error{Code: codeNotOwner, Message: fmt.Sprintf("member %s does not own agent %s (its owner is %s)", self, id, o)}}
 	}
 	message, err := m.cfg.Codec.DecodeRequest(req)
 	if err != nil {

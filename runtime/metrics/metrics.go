@@ -64,6 +64,9 @@ type Metrics struct {
 	scanLag          *prometheus.GaugeVec
 	scanPairs        *prometheus.CounterVec
 	scanPass         *prometheus.HistogramVec
+
+	clusterRequests *prometheus.HistogramVec
+	clusterErrors   *prometheus.CounterVec
 }
 
 // latency buckets from 100µs to ~100s.
@@ -109,6 +112,10 @@ func New(labelCap int) *Metrics {
 	m.scanPass = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_scan_pass_seconds", Help: "Background scanner pass duration, by chain.", Buckets: latencyBuckets}, []string{"chain"})
 	f(m.scanPairs)
 	f(m.scanPass)
+	m.clusterRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_cluster_request_seconds", Help: "Agent requests by where the agent lived: local (this member) or remote (forwarded to its member).", Buckets: latencyBuckets}, []string{"placement"})
+	m.clusterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_cluster_request_errors_total", Help: "Agent requests that failed, by placement (local or remote)."}, []string{"placement"})
+	f(m.clusterRequests)
+	f(m.clusterErrors)
 	for _, c := range []prometheus.Collector{m.activeActors, m.activations, m.activationDur, m.passivations, m.panics, m.inflight,
 		m.commitLatency, m.commitBatch, m.httpRequests, m.httpLatency, m.chainCalls, m.chainErrors, m.chainMaintenance, m.scanned, m.scanLag} {
 		f(c)
@@ -212,6 +219,18 @@ func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpLatency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// ClusterRequest observes one agent request routed by a cluster member.
+func (m *Metrics) ClusterRequest(remote bool, d time.Duration, err error) {
+	placement := "local"
+	if remote {
+		placement = "remote"
+	}
+	m.clusterRequests.WithLabelValues(placement).Observe(d.Seconds())
+	if err != nil {
+		m.clusterErrors.WithLabelValues(placement).Inc()
+	}
 }
 
 // Call implements the chain actor's observer.
