@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/devnet"
-	"github.com/veilhq/veil/chains/devnet/solanadev"
-	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stellar"
@@ -34,6 +31,9 @@ func (s *chainSet) close() {
 	}
 }
 
+// startChains connects every chain: to the network its VEIL_RPC_<CHAIN>
+// names, else to the one --chains-config names (devnets another process
+// runs, docs/cluster.md), else to an embedded devnet started here.
 func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
 	set := &chainSet{refs: agent.ChainMap{}}
 	ok := false
@@ -42,75 +42,83 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 			set.close()
 		}
 	}()
+	var shared *chainsConfig
+	if cfg.ChainsConfig != "" {
+		c, err := loadChainsConfig(cfg.ChainsConfig)
+		if err != nil {
+			return nil, err
+		}
+		shared = c
+		log.Info("chains from the chains config; no devnet started here", slog.String("file", cfg.ChainsConfig))
+	}
+	// missing reports a chain with neither a real network nor a shared
+	// one: it gets a devnet, except with --chains-config, where the
+	// members must all see one chain and a private devnet would split them.
+	missing := func(id chains.ID) error {
+		if shared == nil {
+			return nil
+		}
+		return &usageError{fmt.Sprintf("chain %s: not in --chains-config %s, and VEIL_RPC_%s is not set", id, cfg.ChainsConfig, envChain(id))}
+	}
+
 	configs := map[chains.ID]evm.Config{}
 	var onDevnet []chains.ID
-	for _, id := range chains.Order() {
-		if id.Family() != chains.FamilyEVM {
-			continue
-		}
+	for _, id := range evmChains() {
 		c, real, err := evm.ConfigFromEnv(id, nil)
 		if err != nil {
 			return nil, &usageError{err.Error()}
 		}
-		if real {
+		switch {
+		case real:
 			configs[id] = c
-		} else {
+		case shared != nil:
+			sc, has := shared.EVM[id]
+			if !has {
+				return nil, missing(id)
+			}
+			configs[id] = sc
+		default:
 			onDevnet = append(onDevnet, id)
 		}
 	}
-	if len(onDevnet) > 0 {
-		log.Info("starting EVM devnets", slog.Any("chains", onDevnet))
-		d, err := devnet.StartEVM(ctx, devnet.EVMOptions{
-			Dir:      filepath.Join(cfg.Data, "devnet", "evm"),
-			Chains:   onDevnet,
-			BasePort: cfg.DevnetBasePort,
-			Log:      log.With(slog.String("component", "devnet")),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("start EVM devnets (set VEIL_RPC_<CHAIN> to use a real network, or --devnet-base-port 0 if the ports are taken): %w", err)
-		}
-		set.closers = append(set.closers, func() { _ = d.Close() })
-		for _, id := range onDevnet {
-			c, _ := d.Config(id)
-			configs[id] = c
-		}
+	scfg, stellarReal, err := stellar.ConfigFromEnv(nil)
+	if err != nil {
+		return nil, &usageError{err.Error()}
 	}
-	if err := startEd25519Chains(ctx, cfg, system, store, signer, obs, log, set); err != nil {
-		return nil, err
+	if !stellarReal && shared != nil {
+		if shared.Stellar == nil {
+			return nil, missing(chains.Stellar)
+		}
+		scfg = *shared.Stellar
 	}
-	for _, id := range chains.Order() {
-		c, has := configs[id]
-		if !has {
-			continue
+	lcfg, solanaReal, err := solana.ConfigFromEnv(nil)
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	if !solanaReal && shared != nil {
+		if shared.Solana == nil {
+			return nil, missing(chains.Solana)
 		}
-		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: evmFailpoint(), Log: log.With(slog.String("chain", string(id)))})
-		if err != nil {
-			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
-		}
-		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log, Observer: obs})
+		lcfg = *shared.Solana
+	}
+
+	if shared == nil {
+		d, err := startDevnets(ctx, filepath.Join(cfg.Data, "devnet"), cfg.DevnetBasePort, onDevnet, !stellarReal, !solanaReal, log)
 		if err != nil {
 			return nil, err
 		}
-		set.closers = append(set.closers, ref.Stop)
-		set.refs[id] = ref
+		set.closers = append(set.closers, d.close)
+		for id, c := range d.cfg.EVM {
+			configs[id] = c
+		}
+		if d.cfg.Stellar != nil {
+			scfg = *d.cfg.Stellar
+		}
+		if d.cfg.Solana != nil {
+			lcfg = *d.cfg.Solana
+		}
 	}
-	ok = true
-	return set, nil
-}
 
-// devnetAddr is the loopback address of the devnet at offset from the
-// base port (free port when the base is 0).
-func devnetAddr(base, offset int) string {
-	if base <= 0 {
-		return "127.0.0.1:0"
-	}
-	return fmt.Sprintf("127.0.0.1:%d", base+offset)
-}
-
-// startEd25519Chains starts Stellar and Solana: a connector to the
-// configured network, or to the embedded devnet when none is configured.
-func startEd25519Chains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger, set *chainSet) error {
-	devLog := log.With(slog.String("component", "devnet"))
 	start := func(id chains.ID, conn chains.Connector) error {
 		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log, Observer: obs})
 		if err != nil {
@@ -120,48 +128,45 @@ func startEd25519Chains(ctx context.Context, cfg config, system *actor.ActorSyst
 		set.refs[id] = ref
 		return nil
 	}
-
-	scfg, real, err := stellar.ConfigFromEnv(nil)
-	if err != nil {
-		return &usageError{err.Error()}
-	}
-	if !real {
-		if err := os.MkdirAll(filepath.Join(cfg.Data, "devnet", "stellar"), 0o700); err != nil {
-			return err
-		}
-		d, err := stellardev.Start(ctx, stellardev.Options{Dir: filepath.Join(cfg.Data, "devnet", "stellar"), Addr: devnetAddr(cfg.DevnetBasePort, 4), Log: devLog})
-		if err != nil {
-			return fmt.Errorf("start the Stellar devnet (set VEIL_RPC_STELLAR to use a real network): %w", err)
-		}
-		set.closers = append(set.closers, func() { _ = d.Close() })
-		scfg = d.Config()
-	}
 	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: stellarFailpoint(), Log: log.With(slog.String("chain", "stellar"))})
 	if err != nil {
-		return fmt.Errorf("connect stellar: %w", err)
+		return nil, fmt.Errorf("connect stellar: %w", err)
 	}
 	if err := start(chains.Stellar, sconn); err != nil {
-		return err
-	}
-
-	lcfg, real, err := solana.ConfigFromEnv(nil)
-	if err != nil {
-		return &usageError{err.Error()}
-	}
-	if !real {
-		if err := os.MkdirAll(filepath.Join(cfg.Data, "devnet", "solana"), 0o700); err != nil {
-			return err
-		}
-		d, err := solanadev.Start(ctx, solanadev.Options{Dir: filepath.Join(cfg.Data, "devnet", "solana"), Addr: devnetAddr(cfg.DevnetBasePort, 5), Log: devLog})
-		if err != nil {
-			return fmt.Errorf("start the Solana devnet (set VEIL_RPC_SOLANA to use a real network): %w", err)
-		}
-		set.closers = append(set.closers, func() { _ = d.Close() })
-		lcfg = d.Config()
+		return nil, err
 	}
 	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: solanaFailpoint(), Log: log.With(slog.String("chain", "solana"))})
 	if err != nil {
-		return fmt.Errorf("connect solana: %w", err)
+		return nil, fmt.Errorf("connect solana: %w", err)
 	}
-	return start(chains.Solana, lconn)
+	if err := start(chains.Solana, lconn); err != nil {
+		return nil, err
+	}
+	for _, id := range evmChains() {
+		c, has := configs[id]
+		if !has {
+			continue
+		}
+		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: evmFailpoint(), Log: log.With(slog.String("chain", string(id)))})
+		if err != nil {
+			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
+		}
+		if err := start(id, conn); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return set, nil
+}
+
+// envChain is a chain's suffix in VEIL_RPC_<CHAIN>.
+func envChain(id chains.ID) string { return strings.ToUpper(string(id)) }
+
+// devnetAddr is the loopback address of the devnet at offset from the
+// base port (free port when the base is 0).
+func devnetAddr(base, offset int) string {
+	if base <= 0 {
+		return "127.0.0.1:0"
+	}
+	return fmt.Sprintf("127.0.0.1:%d", base+offset)
 }

@@ -1,5 +1,5 @@
 // Command veild is the Veil server: `veild serve`, `veild apikey create`,
-// `veild version`.
+// `veild devnet`, `veild version`.
 package main
 
 import (
@@ -21,6 +21,8 @@ const usage = `veild — the Veil agent platform server
 Usage:
   veild serve [flags]                    serve the API (see veild serve -h)
   veild apikey create --account NAME     create an API key for an account (printed once)
+  veild devnet [--out FILE]              run the six devnets for a local cluster; members use
+                                         veild serve --chains-config FILE
   veild version                          print the version
 
 Every flag has an env twin: --data is VEIL_DATA, --addr is VEIL_ADDR, ...
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "apikey":
 		return apikeyCmd(ctx, args[1:], stdout, stderr)
+	case "devnet":
+		return devnetCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "veild", version)
 		return nil
