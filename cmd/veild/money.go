@@ -24,7 +24,10 @@ import (
 // agent host stops, since both deliver to agents.
 func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *metrics.Metrics, log *slog.Logger) (stop func()) {
 	holder := lease.NewHolderID()
-	leases, err := lease.New(lease.Options{Store: store, Holder: holder, Log: log.With(slog.String("component", "lease"))})
+	// bbolt is opened by one process at a time: a lease record another
+	// holder left there is a crashed predecessor's, not a live member's.
+	_, exclusive := store.(*persistence.Bolt)
+	leases, err := lease.New(lease.Options{Store: store, Holder: holder, Exclusive: exclusive, Log: log.With(slog.String("component", "lease"))})
 	if err != nil {
 		// Only a programming error (nil store, empty holder) gets here.
 		panic(err)

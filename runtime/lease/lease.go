@@ -74,6 +74,12 @@ type Options struct {
 	// Retry is how often a contender reads the lease (default TTL/3,
 	// rounded up).
 	Retry time.Duration
+	// Exclusive says that no other process can use the store (bbolt
+	// locks its file): a record naming another holder was left by a
+	// process that died, and is taken at once instead of after a TTL, so
+	// a single node restarted after a crash does not wait for its own
+	// predecessor's leases.
+	Exclusive bool
 	// Clock is the time source (default the wall clock).
 	Clock Clock
 	Log   *slog.Logger
@@ -245,7 +251,7 @@ func (m *Manager) tryAcquire(ctx context.Context, name string, seen *observed) (
 		if ttl <= 0 {
 			ttl = m.opts.TTL
 		}
-		abandoned := !now.Before(seen.at.Add(ttl)) ||
+		abandoned := m.opts.Exclusive || !now.Before(seen.at.Add(ttl)) ||
 			(!cur.Expires.IsZero() && !now.Before(cur.Expires.Add(ttl)))
 		if cur.Holder != m.opts.Holder && !abandoned {
 			return holding{}, false

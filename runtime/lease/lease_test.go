@@ -323,6 +323,15 @@ func TestLease(t *testing.T) {
 				t.Fatal("b did not take an hour-old lease at once")
 			}
 		}},
+		{"on an exclusive store a crashed predecessor's lease is taken at once", func(t *testing.T, w *world, sa, sb persistence.Store) {
+			putRecord(t, sa, record{Holder: "crashed", Renewed: epoch, Expires: epoch.Add(ttl), TTL: ttl})
+			b := newHolder(t, w, "b", sb)
+			b.mgr.opts.Exclusive = true
+			b.start()
+			if !b.held.Load() {
+				t.Fatal("b did not take its dead predecessor's lease at once")
+			}
+		}},
 		{"work that returns releases the lease and ends Run", func(t *testing.T, w *world, sa, sb persistence.Store) {
 			a := newHolder(t, w, "a", sa)
 			err := a.mgr.Run(context.Background(), leaseName, func(context.Context) {})
