@@ -209,10 +209,13 @@ func (m *Manager) Run(ctx context.Context, name string, fn func(ctx context.Cont
 	}
 }
 
-// observed is a contender's view of the record: the version it last saw
-// and when (on its own clock) it first saw that version.
+// observed is a contender's view of the record: the record it last saw
+// and when (on its own clock) it first saw it. The value is compared too,
+// not only the version: a released (deleted) lease taken again starts
+// again at version 1.
 type observed struct {
 	version uint64
+	value   string
 	at      time.Time
 }
 
@@ -244,8 +247,8 @@ func (m *Manager) tryAcquire(ctx context.Context, name string, seen *observed) (
 			// Unreadable: wait it out like a record of an unknown holder.
 			cur = record{Holder: "?"}
 		}
-		if rec.Version != seen.version {
-			seen.version, seen.at = rec.Version, now
+		if rec.Version != seen.version || string(rec.Value) != seen.value {
+			seen.version, seen.value, seen.at = rec.Version, string(rec.Value), now
 		}
 		ttl := cur.TTL
 		if ttl <= 0 {

@@ -301,6 +301,31 @@ func TestLease(t *testing.T) {
 				t.Fatalf("a held %v started %d, b held %v started %d", a.held.Load(), a.starts.Load(), b.held.Load(), b.starts.Load())
 			}
 		}},
+		{"a lease released and taken again is not mistaken for the one seen before", func(t *testing.T, w *world, sa, sb persistence.Store) {
+			a, b := newHolder(t, w, "a", sa), newHolder(t, w, "b", sb)
+			a.start()
+			b.start()
+			for range 3 {
+				stepAll(a, b) // b last saw a's record at version 4
+			}
+			if err := a.stop(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("a's Run = %v", err)
+			}
+			// c takes the released lease and renews it to version 4
+			// again while b does not look; b then looks once, a TTL after
+			// it saw a's version 4: another record, not an abandoned one.
+			c := newHolder(t, w, "c", sa)
+			c.clock.Advance(3 * step)
+			c.start()
+			for range 3 {
+				c.step()
+			}
+			b.clock.Advance(3 * step)
+			b.settle()
+			if b.held.Load() || !c.held.Load() || w.overlaps.Load() != 0 {
+				t.Fatalf("b held %v, c held %v, overlaps %d: b took c's live lease", b.held.Load(), c.held.Load(), w.overlaps.Load())
+			}
+		}},
 		{"a lease left by a crashed process is taken after one TTL", func(t *testing.T, w *world, sa, sb persistence.Store) {
 			putRecord(t, sa, record{Holder: "crashed", Renewed: epoch, Expires: epoch.Add(ttl), TTL: ttl})
 			b := newHolder(t, w, "b", sb)
