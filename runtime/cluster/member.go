@@ -257,6 +257,11 @@ func (m *Member) Owner(id string) string {
 	return owner(m.members, id, m.self)
 }
 
+// Place is the member (of members, by address) that owns the agent with
+// this id: what every member computes. Tools and tests use it to know
+// where an agent lives.
+func Place(members []string, id string) string { return owner(members, id, "") }
+
 // owner picks by rendezvous (highest random weight) hashing: every member
 // computes the same owner from the same member list, and a change moves only
 // the agents of the members that came or went.
