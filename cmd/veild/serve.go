@@ -95,10 +95,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &usageError{err.Error()}
 	}
 
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		// protoactor logs every supervision step at info; ours are enough.
-		return log.With(slog.String("component", "protoactor"))
-	}))
+	// protoactor repeats its cluster provider's errors every second while
+	// a member is down: one line per message per 30 s is enough.
+	paLog := slog.New(newThrottled(log.Handler(), 30*time.Second, time.Now)).With(slog.String("component", "protoactor"))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return paLog }))
 	// A cluster member shuts the system down itself (protoactor's cluster
 	// closes it); closing it twice panics.
 	stopSystem := system.Shutdown
