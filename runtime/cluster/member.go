@@ -31,7 +31,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/k8s"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
 
@@ -226,11 +225,7 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 		m.health = e.Server
 		return automanaged.NewWithTesting(m.cfg.RefreshEvery, healthPort, e, m.cfg.Seeds...), nil
 	case "k8s":
-		p, err := k8s.New()
-		if err != nil {
-			return nil, fmt.Errorf("cluster: the k8s provider needs to run in a pod with a service account that may list and patch pods (docs/cluster.md): %w", err)
-		}
-		return p, nil
+		return k8sProvider()
 	default:
 		return nil, fmt.Errorf("cluster: unknown provider %q: want automanaged or k8s", m.cfg.Provider)
 	}
