@@ -89,6 +89,11 @@ type Connector struct {
 	feeAt   time.Time
 	feeBase *big.Int
 	feeTip  *big.Int
+
+	// taken is when Maintain first saw each intent's nonce mined without a
+	// receipt of its own (see DropAfter).
+	takenMu sync.Mutex
+	taken   map[string]time.Time
 }
 
 var _ chains.Connector = (*Connector)(nil)

@@ -380,8 +380,16 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: broadcast %s: %v (the signed transaction is recorded and will be rebroadcast; retry with the same idempotency key)",
 				chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
 		case sentNonceUsed:
-			if r, err := c.eth.TransactionReceipt(ctx, at.Hash); err == nil && r != nil {
+			r, rerr := c.eth.TransactionReceipt(ctx, at.Hash)
+			if rerr == nil && r != nil {
 				return c.result(at.Hash.Hex()), nil
+			}
+			if rerr != nil && !errors.Is(rerr, ethereum.NotFound) {
+				// The node cannot say whether ours is the transaction at
+				// this nonce (it may still be indexing it): dropping it
+				// could pay twice. Maintain decides later (DropAfter).
+				return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (retry with the same idempotency key)",
+					chains.ErrUnavailable, c.cfg.Chain, next, at.Hash.Hex(), rerr)
 			}
 			// Another transaction holds this nonce (sent from the same key
 			// outside Veil): ours can never be mined. Drop it and move the

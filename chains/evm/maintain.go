@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -28,6 +29,17 @@ type MaintainReport struct {
 
 // maxAttempts bounds the fee bumps of one transaction.
 const maxAttempts = 16
+
+// DropAfter is how long Maintain must keep seeing an intent's nonce mined
+// with no receipt for any of its attempts before it concludes that another
+// transaction took the nonce and drops the intent. One sighting is not
+// proof: a node answers no receipt for a transaction it mined while it is
+// still indexing (geth after a restart, a lagging node behind a load
+// balancer), and dropping a payment that was in fact mined frees its
+// idempotency key, so that the caller's retry pays a second time (the
+// robustness test of cmd/veild found exactly that). A real replacement
+// only waits DropAfter longer to be reported.
+const DropAfter = 2 * time.Minute
 
 // Maintain runs one maintenance pass (see MaintainOnce). The chain actor
 // calls it at start with restart=true and then every PollInterval.
@@ -118,8 +130,14 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 		return fmt.Errorf("evm: nonce %q: %w", nonceHex, err)
 	}
 	found := make([]*types.Receipt, len(items))
+	unknown := make([]bool, len(items)) // the node could not say
 	for k, r := range refs {
-		if batch[k+1].Error == nil && receipts[k] != nil {
+		switch {
+		case batch[k+1].Error != nil:
+			// geth answers "transaction indexing is in progress": that is
+			// not a no.
+			unknown[r.item] = true
+		case receipts[k] != nil:
 			found[r.item] = receipts[k]
 		}
 	}
@@ -127,13 +145,21 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 	for i := range items {
 		x := &items[i]
 		var err error
+		if found[i] != nil || x.it.Nonce >= mined {
+			c.forgetNonceTaken(x.ikey)
+		}
 		switch {
 		case found[i] != nil:
 			err = c.confirm(ctx, x.pkey, x.ikey, x.rec.Version, &x.it, found[i])
 			if err == nil {
 				rep.Confirmed++
 			}
+		case x.it.Nonce < mined && (unknown[i] || !c.nonceTakenFor(x.ikey, DropAfter)):
+			// Mined nonce, no receipt of ours yet: wait for the node to
+			// find one, or for DropAfter to pass.
+			rep.Pending++
 		case x.it.Nonce < mined:
+			c.forgetNonceTaken(x.ikey)
 			// Mined nonce, but none of our attempts: another transaction took it.
 			if x.it.State == stateVoid {
 				err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version)
@@ -152,6 +178,31 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// nonceTakenFor records the first pass that saw ikey's nonce mined without
+// a receipt of its own, and reports whether that was at least d ago. The
+// record lives in memory: a restart starts the wait again, which only
+// delays a drop.
+func (c *Connector) nonceTakenFor(ikey string, d time.Duration) bool {
+	c.takenMu.Lock()
+	defer c.takenMu.Unlock()
+	now := c.now()
+	first, ok := c.taken[ikey]
+	if !ok {
+		if c.taken == nil {
+			c.taken = map[string]time.Time{}
+		}
+		c.taken[ikey] = now
+		return false
+	}
+	return now.Sub(first) >= d
+}
+
+func (c *Connector) forgetNonceTaken(ikey string) {
+	c.takenMu.Lock()
+	delete(c.taken, ikey)
+	c.takenMu.Unlock()
 }
 
 func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint64, it *intent, r *types.Receipt) error {
