@@ -111,12 +111,19 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 	batch := []rpc.BatchElem{{Method: "eth_getTransactionCount", Args: []any{from, "latest"}, Result: &nonceHex}}
 	type ref struct{ item, attempt int }
 	var refs []ref
-	receipts := []*types.Receipt{}
+	n := 0
+	for _, x := range items {
+		n += len(x.it.Attempts)
+	}
+	// Allocated once: the batch keeps pointers into it, which an append
+	// that grows it would leave pointing at the old array (every receipt
+	// but the last few then read as missing, and their mined payments as
+	// replaced: the robustness test of cmd/veild caught them paid twice).
+	receipts := make([]*types.Receipt, n)
 	for i, x := range items {
 		for j, a := range x.it.Attempts {
-			receipts = append(receipts, nil)
 			refs = append(refs, ref{i, j})
-			batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{a.Hash}, Result: &receipts[len(receipts)-1]})
+			batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{a.Hash}, Result: &receipts[len(refs)-1]})
 		}
 	}
 	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
