@@ -106,6 +106,9 @@ type Member struct {
 	cl     *cluster.Cluster
 	self   string // this member's remoting address
 	health *http.Server
+	// auto is the automanaged provider, stopped with the member: the
+	// cluster's non-graceful Shutdown leaves its polling loop running.
+	auto *automanaged.AutoManagedProvider
 
 	mu       sync.RWMutex
 	members  []string                      // live members' addresses, sorted
@@ -143,6 +146,7 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 	if err != nil {
 		return nil, err
 	}
+	m.auto, _ = provider.(*automanaged.AutoManagedProvider)
 	ccfg := cluster.Configure(cfg.Name, provider, noLookup{}, remote.Configure(host, port),
 		// A member that stops answering gossip for this long is blocked.
 		cluster.WithHeartbeatExpiration(10*time.Second))
@@ -346,6 +350,13 @@ func (m *Member) Stop() {
 	m.stopOnce.Do(func() {
 		m.stopping.Store(true)
 		m.closeHealth()
+		if m.auto != nil {
+			// Ends its poll loop (after its current sleep), which would
+			// otherwise poll the seeds for the life of the process: in a
+			// process that hosts several members (tests, benchmarks) it
+			// also holds the package-level lock every member's poll takes.
+			_ = m.auto.Shutdown(false)
+		}
 		if m.cl.Remote != nil {
 			m.cl.Shutdown(false)
 		}
