@@ -4,6 +4,11 @@
 // throughput, latency percentiles and errors at the end.
 //
 //	veil-load -url http://127.0.0.1:8080 -key veil_live_… -agents 1000 -concurrency 64 -duration 30s -chat 0.2
+//
+// Against a cluster, -url takes every member's URL, comma-separated; the
+// requests (creates and the mixed load alike) go to them round-robin:
+//
+//	veil-load -url http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 -key … -chat 1
 package main
 
 import (
@@ -18,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +47,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.url, "url", envOr("VEIL_URL", "http://127.0.0.1:8080"), "veild base URL (VEIL_URL)")
+	flag.StringVar(&o.url, "url", envOr("VEIL_URL", "http://127.0.0.1:8080"), "veild base URL (VEIL_URL); comma-separated URLs of cluster members spread the requests over them round-robin")
 	flag.StringVar(&o.key, "key", os.Getenv("VEIL_API_KEY"), "API key (VEIL_API_KEY)")
 	flag.IntVar(&o.agents, "agents", 1000, "distinct agents the load spreads over")
 	flag.IntVar(&o.create, "create", -1, "agents to create first (default: -agents); 0 reuses the account's existing agents")
@@ -159,16 +165,52 @@ func progress(w io.Writer, what string, total int, s *stats, stop <-chan struct{
 	}
 }
 
-func run(ctx context.Context, o options, w io.Writer) error {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency, MaxConnsPerHost: o.concurrency}, Timeout: 2 * time.Minute}
-	c, err := client.New(o.url, o.key, client.WithHTTPClient(hc), client.WithRetry(client.RetryPolicy{}))
-	if err != nil {
-		return err
+// members is one client per URL of -url; next picks them round-robin.
+type members struct {
+	cs []*client.Client
+	n  atomic.Uint64
+}
+
+func (m *members) next() *client.Client {
+	if len(m.cs) == 1 {
+		return m.cs[0]
 	}
-	if _, err := c.Health(ctx); err != nil {
-		return fmt.Errorf("veild at %s is not answering /health: %w (is it running?)", o.url, err)
+	return m.cs[(m.n.Add(1)-1)%uint64(len(m.cs))]
+}
+
+// splitURLs parses -url: one URL or several, comma-separated.
+func splitURLs(s string) []string {
+	var out []string
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, o options, w io.Writer) error {
+	urls := splitURLs(o.url)
+	if len(urls) == 0 {
+		return errors.New("-url is empty")
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency, MaxConnsPerHost: o.concurrency}, Timeout: 2 * time.Minute}
+	c := &members{}
+	for _, u := range urls {
+		mc, err := client.New(u, o.key, client.WithHTTPClient(hc), client.WithRetry(client.RetryPolicy{}))
+		if err != nil {
+			return err
+		}
+		if _, err := mc.Health(ctx); err != nil {
+			return fmt.Errorf("veild at %s is not answering /health: %w (is it running?)", u, err)
+		}
+		c.cs = append(c.cs, mc)
+	}
+	if len(urls) > 1 {
+		fmt.Fprintf(w, "spreading requests round-robin over %d members\n", len(urls))
 	}
 	var ids []string
+	var err error
 	if o.create > 0 {
 		ids, err = createAgents(ctx, c, o, w)
 		if err != nil {
@@ -176,7 +218,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 	}
 	if len(ids) < o.agents {
-		existing, err := c.ListAgents(ctx)
+		existing, err := c.next().ListAgents(ctx)
 		if err != nil {
 			return err
 		}
@@ -193,7 +235,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	return mixed(ctx, c, o, ids, w)
 }
 
-func createAgents(ctx context.Context, c *client.Client, o options, w io.Writer) ([]string, error) {
+func createAgents(ctx context.Context, c *members, o options, w io.Writer) ([]string, error) {
 	fmt.Fprintf(w, "creating %d agents on %s with %d clients\n", o.create, o.chain, o.concurrency)
 	owners := make([]*ecdsa.PrivateKey, o.concurrency)
 	for i := range owners {
@@ -216,7 +258,7 @@ func createAgents(ctx context.Context, c *client.Client, o options, w io.Writer)
 					return
 				}
 				t0 := time.Now()
-				a, err := c.CreateAgentSigned(ctx, fmt.Sprintf("%s-%d", o.prefix, i), o.chain, signer)
+				a, err := c.next().CreateAgentSigned(ctx, fmt.Sprintf("%s-%d", o.prefix, i), o.chain, signer)
 				s.record(time.Since(t0), err)
 				if err == nil {
 					ids[i] = a.ID
@@ -236,7 +278,7 @@ func createAgents(ctx context.Context, c *client.Client, o options, w io.Writer)
 	return out, ctx.Err()
 }
 
-func mixed(ctx context.Context, c *client.Client, o options, ids []string, w io.Writer) error {
+func mixed(ctx context.Context, c *members, o options, ids []string, w io.Writer) error {
 	fmt.Fprintf(w, "mixed load on %d agents for %v: %.0f%% chat, %d clients\n", len(ids), o.duration, o.chatRatio*100, o.concurrency)
 	reads, chats, all := newStats(), newStats(), newStats()
 	stop := make(chan struct{})
@@ -256,9 +298,9 @@ func mixed(ctx context.Context, c *client.Client, o options, ids []string, w io.
 				var err error
 				chat := r.Float64() < o.chatRatio
 				if chat {
-					_, err = c.Chat(ctx, id, client.ChatRequest{Message: o.message})
+					_, err = c.next().Chat(ctx, id, client.ChatRequest{Message: o.message})
 				} else {
-					_, err = c.GetAgent(ctx, id)
+					_, err = c.next().GetAgent(ctx, id)
 				}
 				if ctx.Err() != nil {
 					return // the run ended mid-request: not an error of the server
