@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -384,6 +386,12 @@ func (s *Server) teeAttest(w http.ResponseWriter, r *http.Request) error {
 	nonce := r.URL.Query().Get("nonce")
 	if len(nonce) > maxNonce {
 		return Errorf(http.StatusBadRequest, "nonce is too long: at most %d characters", maxNonce)
+	}
+	// docs/enclave.md: UTF-8 text without control characters. Other bytes
+	// would be bound into the statement and then mangled by its JSON, so
+	// the client's check would fail (found by FuzzAttestQuery).
+	if !utf8.ValidString(nonce) || strings.IndexFunc(nonce, unicode.IsControl) >= 0 {
+		return Errorf(http.StatusBadRequest, "nonce must be UTF-8 text without control characters")
 	}
 	if nonce == "" {
 		// Without a caller nonce the statement is not fresh for the caller;
