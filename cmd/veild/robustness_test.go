@@ -608,6 +608,9 @@ func (h *history) count() int {
 
 var payMessages = []struct{ chain, msg string }{
 	{"ethereum", "send 0.001 ETH to " + robustPayee + " on ethereum"},
+	// A token: the first payment also approves the StealthSender, in a
+	// transaction of its own on the same nonce ledger.
+	{"ethereum", "send 1 USDC to " + robustPayee + " on ethereum"},
 	{"stellar", "send 1 XLM to " + robustPayee},
 	{"solana", "send 0.01 SOL to " + robustPayee},
 }
@@ -1027,7 +1030,9 @@ func verifyHistory(t *testing.T, c *robustClient, h *history) checkReport {
 		t.Fatal(err)
 	}
 	intentOf := map[string]string{}
-	registration := map[string]bool{} // tx hash -> an intent of op register
+	// tx hash -> an intent that is no payment: the name registration, the
+	// token approval
+	housekeeping := map[string]bool{}
 	for _, r := range intents {
 		var it struct {
 			Op, State string
@@ -1035,8 +1040,8 @@ func verifyHistory(t *testing.T, c *robustClient, h *history) checkReport {
 			Created   time.Time
 		}
 		_ = json.Unmarshal(r.Value, &it)
-		if it.Op == "register" {
-			registration[it.TxHash.Hex()] = true
+		if it.Op == "register" || it.Op == "approve" {
+			housekeeping[it.TxHash.Hex()] = true
 		}
 		intentOf[it.TxHash.Hex()] = fmt.Sprintf("intent %s (op %s, state %s, created %s)", r.Key, it.Op, it.State, it.Created.Format(time.RFC3339Nano))
 	}
@@ -1044,9 +1049,10 @@ func verifyHistory(t *testing.T, c *robustClient, h *history) checkReport {
 		if tx.Nonce() != uint64(i) {
 			t.Errorf("payer's transaction %d on ethereum has nonce %d", i, tx.Nonce())
 		}
-		// Besides its payments, the agent sends its name registration.
-		if _, ok := expected["ethereum/"+tx.Hash().Hex()]; !ok && !registration[tx.Hash().Hex()] {
-			t.Errorf("payer transaction %s (nonce %d, to %v) is neither an acknowledged payment nor the registration: %s", tx.Hash().Hex(), tx.Nonce(), tx.To(), intentOf[tx.Hash().Hex()])
+		// Besides its payments, the agent sends its name registration and
+		// the USDC approval.
+		if _, ok := expected["ethereum/"+tx.Hash().Hex()]; !ok && !housekeeping[tx.Hash().Hex()] {
+			t.Errorf("payer transaction %s (nonce %d, to %v) is neither an acknowledged payment nor housekeeping: %s", tx.Hash().Hex(), tx.Nonce(), tx.To(), intentOf[tx.Hash().Hex()])
 		}
 	}
 	nonceRec, err := st.Get(ctx, evm.TableNonces, "ethereum/"+strings.ToLower(payerEth.Hex()))
