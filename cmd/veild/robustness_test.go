@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"net/http"
@@ -176,7 +177,7 @@ func TestRobustnessUnderFailpoints(t *testing.T) {
 	<-supDone
 
 	sup.mu.Lock()
-	kills, exits, starts, testStops := maps(sup.kills), sup.exits, sup.starts, sup.testStops
+	kills, exits, starts, testStops := maps.Clone(sup.kills), sup.exits, sup.starts, sup.testStops
 	sup.mu.Unlock()
 	total := 0
 	names := make([]string, 0, len(kills))
@@ -194,14 +195,6 @@ func TestRobustnessUnderFailpoints(t *testing.T) {
 	t.Logf("%d exits at failpoints (%s), %d stops by the test, %d other exits, %d starts; work phase %v, total %v",
 		total, strings.Join(per, " "), testStops, exits-total-testStops, starts, workTook.Round(time.Second), time.Since(began).Round(time.Second))
 	t.Logf("payer on ethereum: %d transactions, ledger's next nonce %d; its name registration: %v", check.ethTxs, check.ledgerNonce, check.registration)
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // supervisor keeps one veild running on data, restarting it whenever it
