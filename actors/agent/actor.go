@@ -135,6 +135,9 @@ type Actor struct {
 	id      string
 	rec     *Record
 	version uint64
+	// resumed: this activation has retried the setup steps a crash left
+	// pending (resume.go).
+	resumed bool
 }
 
 // log is the request's logger (with its request id) when there is one.
@@ -147,6 +150,7 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 	if c, ok := msg.(*Create); ok {
 		return a.create(ctx, c)
 	}
+	a.resumeSetup(ctx)
 	if n, ok := msg.(*Notify); ok {
 		if a.rec == nil {
 			return nil, ErrNotFound

@@ -75,6 +75,7 @@ type Chain struct {
 	anns      []chains.Announcement
 	transfers []chains.Transfer
 	scanFail  error
+	names     []string // RegisterName calls, by name
 }
 
 // NewChain is an empty fake ethereum.
@@ -192,8 +193,18 @@ func (c *Chain) Withdraw(context.Context, chains.KeyRef, string, string, string,
 	return chains.TxResult{TxHash: "0xw"}, nil
 }
 
-func (c *Chain) RegisterName(context.Context, chains.KeyRef, string, string, string) (chains.TxResult, error) {
+func (c *Chain) RegisterName(_ context.Context, _ chains.KeyRef, _, name, _ string) (chains.TxResult, error) {
+	c.mu.Lock()
+	c.names = append(c.names, name)
+	c.mu.Unlock()
 	return chains.TxResult{TxHash: "0xname"}, nil
+}
+
+// Registrations lists the names RegisterName was called with, in order.
+func (c *Chain) Registrations() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.names...)
 }
 
 func (c *Chain) ResolveName(context.Context, string) (string, error) { return "", chains.ErrNotFound }

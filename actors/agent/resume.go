@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// resumeSetup finishes the name registrations that create left pending:
+// the process died between storing the agent and recording the
+// registration, or the chain was unavailable then. It runs once per
+// activation, on the activation's first request. Registration is
+// idempotent in every connector (an intent key per owner and name, and a
+// name already registered to this owner is found, not registered again),
+// so a registration that did reach the chain before the crash is recorded,
+// not sent twice.
+func (a *Actor) resumeSetup(ctx context.Context) {
+	if a.resumed || a.rec == nil {
+		return
+	}
+	a.resumed = true
+	var pending []string
+	for ch, st := range a.rec.Registration {
+		if st == SetupPending {
+			pending = append(pending, ch)
+		}
+	}
+	if len(pending) == 0 {
+		return
+	}
+	slices.Sort(pending)
+	next := a.rec.clone()
+	changed := false
+	for _, name := range pending {
+		ch := chains.ID(name)
+		owner := chains.KeyRef{AgentID: a.id, Chain: ch}
+		st := a.setupStep(ctx, "register name", ch, func() (chains.TxResult, error) {
+			c, err := a.deps.Chains.Chain(ch)
+			if err != nil {
+				return chains.TxResult{}, err
+			}
+			return c.RegisterName(ctx, owner, a.rec.Addresses[name], a.rec.Name, a.rec.MetaAddresses[name])
+		})
+		if ctx.Err() != nil {
+			// The request ran out of time, not the registration: pending.
+			break
+		}
+		next.Registration[name] = st
+		changed = changed || next.Registration[name] != SetupPending
+	}
+	if !changed {
+		return
+	}
+	if err := a.saveRecord(ctx, next); err != nil {
+		// Left pending: the next activation tries again.
+		a.log(ctx).Warn("pending name registration resumed but not saved", slog.String("error", err.Error()))
+		return
+	}
+	a.log(ctx).Info("pending name registration resumed", slog.Any("chains", pending))
+}
