@@ -1057,6 +1057,13 @@ func verifyHistory(t *testing.T, c *robustClient, h *history) checkReport {
 		var a struct{ Registration map[string]string }
 		_ = json.Unmarshal(rec.Value, &a)
 		rep.registration = a.Registration
+		for chain, st := range a.Registration {
+			// A crash during create leaves it pending; the agent's next
+			// activation (the settle phase uses it) must have finished it.
+			if st == "pending" {
+				t.Errorf("the payer's name registration on %s is still pending", chain)
+			}
+		}
 	}
 	if rep.ledgerNonce != uint64(len(ethTxs)) {
 		t.Errorf("ledger's next nonce %d, chain's %d (reserved and never mined: a skipped nonce)", rep.ledgerNonce, len(ethTxs))
