@@ -2,105 +2,24 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/veilhq/veil/persistence/postgres/pgtest"
 )
 
-// PostgreSQL: the same arrangement as persistence/postgres's tests. Each
-// test gets a database of its own; without a server the tests skip, except
-// under CI=true, where a skip would hide that nothing was tested.
-const (
-	pgDSNEnv     = "VEIL_TEST_POSTGRES"
-	pgDefaultDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&connect_timeout=5"
-)
-
-func pgBaseDSN() string {
-	if dsn := os.Getenv(pgDSNEnv); dsn != "" {
-		return dsn
-	}
-	return pgDefaultDSN
-}
-
-var (
-	pgReachOnce sync.Once
-	pgReachErr  error
-)
-
-func needPostgres(t testing.TB) {
-	t.Helper()
-	pgReachOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, pgBaseDSN())
-		if err != nil {
-			pgReachErr = err
-			return
-		}
-		pgReachErr = conn.Ping(ctx)
-		conn.Close(ctx)
-	})
-	if pgReachErr == nil {
-		return
-	}
-	u := "(unparsable " + pgDSNEnv + ")"
-	if p, err := url.Parse(pgBaseDSN()); err == nil {
-		u = p.Redacted()
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("PostgreSQL not reachable at %s: %v\n(CI=true: these tests must run, not skip; .ci/run starts the server with pg_ctlcluster)", u, pgReachErr)
-	}
-	t.Skipf("PostgreSQL not reachable at %s (%v): start it, or point %s at a server where the user may CREATE DATABASE", u, pgReachErr, pgDSNEnv)
-}
-
-// freshDB creates an empty database for t alone and returns its DSN.
+// freshDB is an empty PostgreSQL database for t alone (pgtest).
 func freshDB(t testing.TB) string {
 	t.Helper()
-	needPostgres(t)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "veil_test_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pgBaseDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		admin, err := pgx.Connect(ctx, pgBaseDSN())
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer admin.Close(ctx)
-		// FORCE: a veild a failed test left running must not keep it.
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(pgBaseDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.FreshDB(t)
 }
 
 // leaseRows lists the lease records in the database at dsn.
