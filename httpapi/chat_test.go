@@ -316,3 +316,30 @@ func TestChatRetryAfterCrashDoesNotPayTwice(t *testing.T) {
 		t.Fatalf("second intent: payee found %d new payments, want 1", scanned.Count)
 	}
 }
+
+// A conversation created empty takes its title from its first chat
+// message (60 runes, cut on a word boundary with …); later messages keep it.
+func TestChatNamesAnEmptyConversationByItsFirstMessage(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	a := e.create(t, newEVMOwner(t), "titled", "ethereum")
+	base := "/agent/" + a.ID + "/conversations"
+	var conv agent.Conversation
+	if r := e.do("POST", base, e.key, nil); r.status != 201 {
+		t.Fatalf("create conversation = %d %s", r.status, r.body)
+	} else {
+		r.decode(t, &conv)
+	}
+	first := "please tell me   what you can do with my wallet and how private my payments are"
+	if r, _ := e.chat(t, a.ID, e.key, map[string]string{"message": first, "conversationId": conv.ID}); r.status != 200 {
+		t.Fatalf("chat = %d %s", r.status, r.body)
+	}
+	if r, _ := e.chat(t, a.ID, e.key, map[string]string{"message": "thanks", "conversationId": conv.ID}); r.status != 200 {
+		t.Fatalf("chat = %d %s", r.status, r.body)
+	}
+	var convs []agent.Conversation
+	e.do("GET", base, e.key, nil).decode(t, &convs)
+	want := "please tell me what you can do with my wallet and how…"
+	if len(convs) != 1 || convs[0].ID != conv.ID || convs[0].Title != want {
+		t.Fatalf("conversations = %+v, want one titled %q", convs, want)
+	}
+}

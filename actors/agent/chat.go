@@ -123,6 +123,10 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	if conv == nil {
 		now := a.deps.now()
 		conv = &Conversation{ID: newID(), Title: Title(c.Message), CreatedAt: now, UpdatedAt: now}
+	} else if conv.Title == "" {
+		// A conversation created empty (POST …/conversations) is named by
+		// its first message, like one the chat creates (DESIGN.md).
+		conv.Title = Title(c.Message)
 	}
 	// The user's message is durable before any tool runs.
 	if err := a.AppendMessages(ctx, conv, convVersion, Message{Role: "user", Text: c.Message}); err != nil {
