@@ -212,6 +212,26 @@ func VerifyPolicy(req PolicyRequest, now time.Time) (Proof, error) {
 	return finish(ActionPolicy, w, m, req.Message, req.Signature, now)
 }
 
+// CheckIssuedAt is the time window of every signed message (create,
+// export, policy and any later one): it accepts when only if
+//
+//	now − MaxAge ≤ when ≤ now + MaxSkew
+//
+// (both bounds inclusive). text is the timestamp as written, for the error
+// message. It compares instants and never subtracts them: now.Sub(when)
+// saturates for a when centuries away (year 1, year 9999) and negating the
+// saturated minimum overflows back to a negative duration, which once let a
+// far-future Issued At pass as "not ahead".
+func CheckIssuedAt(text string, when, now time.Time) error {
+	switch {
+	case when.Before(now.Add(-MaxAge)):
+		return fail(ErrExpired, "signature has expired: Issued At %s is more than 10 minutes before the server time %s; sign a new message with the current time", text, now.UTC().Format(TimestampLayout))
+	case when.After(now.Add(MaxSkew)):
+		return fail(ErrNotYetValid, "Issued At %s is ahead of the server time %s by more than a minute: check the signing device's clock, then sign a new message", text, now.UTC().Format(TimestampLayout))
+	}
+	return nil
+}
+
 // finish checks the time window and the signature and builds the Proof.
 func finish(a Action, w wallet, m message, text, sig string, now time.Time) (Proof, error) {
 	p := Proof{Action: a, Scheme: w.scheme, Wallet: w.norm, WalletChecksum: w.norm, Message: text}
@@ -219,10 +239,8 @@ func finish(a Action, w wallet, m message, text, sig string, now time.Time) (Pro
 		p.WalletChecksum = w.evm.Hex()
 	}
 	if m.issuedAt != "" {
-		if age := now.Sub(m.when); age > MaxAge {
-			return Proof{}, fail(ErrExpired, "signature has expired: Issued At %s is more than 10 minutes before the server time %s; sign a new message with the current time", m.issuedAt, now.UTC().Format(TimestampLayout))
-		} else if -age > MaxSkew {
-			return Proof{}, fail(ErrNotYetValid, "Issued At %s is ahead of the server time %s by more than a minute: check the signing device's clock, then sign a new message", m.issuedAt, now.UTC().Format(TimestampLayout))
+		if err := CheckIssuedAt(m.issuedAt, m.when, now); err != nil {
+			return Proof{}, err
 		}
 		p.IssuedAt = m.when
 		p.KeepUntil = m.when.Add(MaxAge)
