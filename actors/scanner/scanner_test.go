@@ -191,7 +191,7 @@ func TestInvoicePaidByTransfer(t *testing.T) {
 	alice := env.CreateAgent("alice")
 	gen := state.StealthAddresses(map[chains.ID]string{chains.Ethereum: alice.MetaAddresses["ethereum"]}, rand.Reader)
 	invs := state.NewInvoices(env.Store, alice.ID, nil, "alice", "http://veil.test", gen)
-	inv, err := invs.Create(ctx, tools.Invoice{Chain: chains.Ethereum, Amount: "1", Asset: "ETH", Memo: "consulting"})
+	inv, err := invs.Create(ctx, tools.Invoice{Chain: chains.Ethereum, Amount: "1", Asset: "ETH", Memo: "consulting"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestConfirmWithoutPayment(t *testing.T) {
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
 	alice := env.CreateAgent("alice")
 	gen := state.StealthAddresses(map[chains.ID]string{chains.Ethereum: alice.MetaAddresses["ethereum"]}, rand.Reader)
-	inv, err := state.NewInvoices(env.Store, alice.ID, nil, "alice", "http://veil.test", gen).Create(ctx, tools.Invoice{Chain: chains.Ethereum, Amount: "1", Asset: "ETH", Memo: "x"})
+	inv, err := state.NewInvoices(env.Store, alice.ID, nil, "alice", "http://veil.test", gen).Create(ctx, tools.Invoice{Chain: chains.Ethereum, Amount: "1", Asset: "ETH", Memo: "x"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

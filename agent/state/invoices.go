@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
@@ -66,12 +69,26 @@ func addressKey(c chains.ID, addr string) string {
 	return string(c) + "/" + addr
 }
 
+// MaxIdempotencyKeyLen bounds an invoice's idempotency key.
+const MaxIdempotencyKeyLen = 200
+
 // Create stores a pending invoice with a fresh one-time address on
-// inv.Chain. With a preset inv.ID, creating it again returns the stored
-// invoice (ErrIDReused if that id holds a different invoice).
-func (s *Invoices) Create(ctx context.Context, inv tools.Invoice) (tools.Invoice, error) {
+// inv.Chain under a new random id (a UUIDv4: 122 random bits from
+// crypto/rand). The id is public — the pay page is /pay/<id> — so nothing
+// about it follows from the agent, the message or the arguments; inv.ID
+// must be empty. With a non-empty key, the first create stores
+// <agentID>/<key> → id in the same atomic batch as the invoice, and a
+// later create with that key returns the stored invoice (ErrIDReused when
+// it asks for a different one).
+func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (tools.Invoice, error) {
 	if err := checkAgentID(s.agentID); err != nil {
 		return tools.Invoice{}, err
+	}
+	if inv.ID != "" {
+		return tools.Invoice{}, fmt.Errorf("%w: an invoice's id is chosen by the store (random); pass an idempotency key to make a retry return the same invoice", ErrInvalid)
+	}
+	if len(key) > MaxIdempotencyKeyLen {
+		return tools.Invoice{}, fmt.Errorf("%w: idempotency key longer than %d bytes", ErrInvalid, MaxIdempotencyKeyLen)
 	}
 	c, err := chains.Parse(string(inv.Chain))
 	if err != nil {
@@ -89,14 +106,10 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice) (tools.Invoice
 	if memo == "" || len([]rune(memo)) > tools.MaxMemoLen {
 		return tools.Invoice{}, fmt.Errorf("%w: memo must be 1 to %d characters", ErrInvalid, tools.MaxMemoLen)
 	}
-	id, preset, err := newID(inv.ID)
-	if err != nil {
-		return tools.Invoice{}, err
-	}
-	want := tools.Invoice{ID: id, Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
-	if preset {
-		if got, err := s.Get(ctx, id); err == nil {
-			return sameInvoice(got, want)
+	want := tools.Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
+	if key != "" {
+		if got, err := s.byKey(ctx, key); err == nil {
+			return sameInvoice(got, want, key)
 		} else if !errors.Is(err, ErrNotFound) {
 			return tools.Invoice{}, err
 		}
@@ -111,6 +124,10 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice) (tools.Invoice
 	if addr == "" || strings.Contains(addr, "/") {
 		return tools.Invoice{}, fmt.Errorf("%w: generator returned address %q", ErrInvalid, addr)
 	}
+	id, err := randomID()
+	if err != nil {
+		return tools.Invoice{}, err
+	}
 	rec := InvoiceRecord{
 		Invoice: tools.Invoice{
 			ID: id, AgentID: s.agentID, AgentName: s.agentName, Amount: amount, Asset: asset.Symbol, Memo: memo,
@@ -119,15 +136,20 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice) (tools.Invoice
 		AgentID:         s.agentID,
 		EphemeralPubKey: hex.EncodeToString(eph),
 	}
-	_, err = s.store.Apply(ctx,
+	ops := []persistence.Op{
 		persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.Absent()),
 		persistence.Put(TableInvoiceIndex, id, []byte(s.agentID), persistence.Absent()),
 		persistence.Put(TableInvoiceAddress, addressKey(c, addr), []byte(s.key(id)), persistence.Absent()),
-	)
-	if errors.Is(err, persistence.ErrConflict) && preset {
-		// A concurrent create of the same id won.
-		if got, gerr := s.Get(ctx, id); gerr == nil {
-			return sameInvoice(got, want)
+	}
+	if key != "" {
+		ops = append(ops, persistence.Put(TableInvoiceKeys, s.key(key), []byte(id), persistence.Absent()))
+	}
+	_, err = s.store.Apply(ctx, ops...)
+	var ce *persistence.ConflictError
+	if key != "" && errors.As(err, &ce) && ce.Table == TableInvoiceKeys {
+		// A concurrent create with the same key won.
+		if got, gerr := s.byKey(ctx, key); gerr == nil {
+			return sameInvoice(got, want, key)
 		}
 	}
 	if err != nil {
@@ -136,9 +158,30 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice) (tools.Invoice
 	return rec.Invoice, nil
 }
 
-func sameInvoice(got, want tools.Invoice) (tools.Invoice, error) {
+// byKey returns the invoice first created with idempotency key key.
+func (s *Invoices) byKey(ctx context.Context, key string) (tools.Invoice, error) {
+	rec, err := s.store.Get(ctx, TableInvoiceKeys, s.key(key))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return tools.Invoice{}, ErrNotFound
+	}
+	if err != nil {
+		return tools.Invoice{}, err
+	}
+	return s.Get(ctx, string(rec.Value))
+}
+
+// randomID is a UUIDv4 read from crypto/rand.
+func randomID() (string, error) {
+	u, err := uuid.NewRandomFromReader(rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("random invoice id: %w", err)
+	}
+	return u.String(), nil
+}
+
+func sameInvoice(got, want tools.Invoice, key string) (tools.Invoice, error) {
 	if got.Chain != want.Chain || got.Amount != want.Amount || got.Asset != want.Asset || got.Memo != want.Memo {
-		return tools.Invoice{}, fmt.Errorf("%w: invoice %s", ErrIDReused, want.ID)
+		return tools.Invoice{}, fmt.Errorf("%w: idempotency key %q already created invoice %s for other terms", ErrIDReused, key, got.ID)
 	}
 	return got, nil
 }

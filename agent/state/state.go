@@ -29,6 +29,7 @@ const (
 	TableInvoices       = "invoices"        // <agentID>/<invoiceID> → InvoiceRecord
 	TableInvoiceIndex   = "invoice_index"   // <invoiceID> → <agentID>
 	TableInvoiceAddress = "invoice_address" // <chain>/<address> → <agentID>/<invoiceID> (EVM addresses lower-case)
+	TableInvoiceKeys    = "invoice_keys"    // <agentID>/<idempotency key> → <invoiceID> (since random ids; older invoices have none)
 	TableSchedules      = "schedules"       // <agentID>/<scheduleID> → tools.Schedule
 	TableScheduleDue    = "schedule_due"    // <nextRun, fixed width UTC>/<agentID>/<scheduleID> → <agentID>/<scheduleID>
 	TableMemories       = "memories"        // <agentID>/<memoryID> → tools.Memory

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/ed25519"
@@ -155,7 +157,7 @@ func TestInvoices(t *testing.T) {
 		{chains.Solana, "0.000000001", "SOL", "0.000000001", "SOL"},
 	} {
 		clk.Set(clk.Now().Add(time.Minute))
-		got, err := inv.Create(ctx, tools.Invoice{Chain: c.chain, Amount: c.amount, Asset: c.asset, Memo: fmt.Sprintf(" job %d ", i)})
+		got, err := inv.Create(ctx, tools.Invoice{Chain: c.chain, Amount: c.amount, Asset: c.asset, Memo: fmt.Sprintf(" job %d ", i)}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,9 +268,11 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 		{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "  "},
 		{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: strings.Repeat("m", tools.MaxMemoLen+1)},
 		{ID: "not-a-uuid", Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"},
+		// The store chooses ids: a preset one (even a valid UUID) is refused.
+		{ID: "3f2a0000-0000-4000-8000-000000000001", Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"},
 	}
 	for _, b := range bad {
-		if _, err := inv.Create(ctx, b); !errors.Is(err, ErrInvalid) {
+		if _, err := inv.Create(ctx, b, "k"); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Create(%+v) = %v; want ErrInvalid", b, err)
 		}
 	}
@@ -278,14 +282,13 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 	failing := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", func(context.Context, chains.ID) (string, []byte, error) {
 		return "", nil, errors.New("enclave down")
 	})
-	if _, err := failing.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"}); err == nil || !strings.Contains(err.Error(), "enclave down") {
+	if _, err := failing.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"}, ""); err == nil || !strings.Contains(err.Error(), "enclave down") {
 		t.Errorf("generator failure: %v", err)
 	}
 
-	// A preset id: the same create returns the stored invoice, also under
-	// concurrency; the id with other content is refused.
-	id := "3f2a0000-0000-4000-8000-000000000001"
-	want := tools.Invoice{ID: id, Chain: chains.Base, Amount: "5", Asset: "USDC", Memo: "logo"}
+	// An idempotency key: the same create returns the stored invoice, also
+	// under concurrency; the key with other terms is refused.
+	want := tools.Invoice{Chain: chains.Base, Amount: "5", Asset: "USDC", Memo: "logo"}
 	var wg sync.WaitGroup
 	results := make([]tools.Invoice, 8)
 	errs := make([]error, 8)
@@ -293,39 +296,96 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			results[i], errs[i] = inv.Create(ctx, want)
+			results[i], errs[i] = inv.Create(ctx, want, "create_invoice/k1")
 		}(i)
 	}
 	wg.Wait()
 	for i := range results {
-		if errs[i] != nil || results[i].ID != id || results[i].PayTo != results[0].PayTo {
+		if errs[i] != nil || results[i].ID != results[0].ID || results[i].PayTo != results[0].PayTo {
 			t.Errorf("concurrent create %d: %+v %v", i, results[i], errs[i])
 		}
 	}
 	if n := len(keys(t, s, TableInvoices)); n != 1 {
 		t.Errorf("%d invoices stored", n)
 	}
-	if n := len(keys(t, s, TableInvoiceAddress)); n != 1 {
-		t.Errorf("%d address index entries", n)
+	if n := len(keys(t, s, TableInvoiceKeys)); n != 1 {
+		t.Errorf("%d idempotency records", n)
 	}
-	if _, err := inv.Create(ctx, tools.Invoice{ID: strings.ToUpper(id), Chain: chains.Base, Amount: "6", Asset: "USDC", Memo: "logo"}); !errors.Is(err, ErrIDReused) {
-		t.Errorf("reused id: %v", err)
+	if _, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "6", Asset: "USDC", Memo: "logo"}, "create_invoice/k1"); !errors.Is(err, ErrIDReused) {
+		t.Errorf("reused key: %v", err)
+	}
+	// The key is per agent: another agent's same key is another invoice.
+	other := NewInvoices(s, "agent-b", clk.Now, "bob", "https://veil.test", gen)
+	if o, err := other.Create(ctx, want, "create_invoice/k1"); err != nil || o.ID == results[0].ID {
+		t.Errorf("other agent, same key: %+v %v", o, err)
 	}
 
-	// Atomicity: when one index entry of the batch cannot be written, none
-	// of the invoice is.
-	id2 := "3f2a0000-0000-4000-8000-000000000002"
-	if _, err := s.Apply(ctx, persistence.Put(TableInvoiceIndex, id2, []byte("agent-x"), persistence.Absent())); err != nil {
+	// Atomicity: when one entry of the batch cannot be written (the
+	// generated address is already indexed), none of the invoice is, the
+	// key record included.
+	taken := fmt.Sprintf("0x%040x", gens.Load()+1)
+	if _, err := s.Apply(ctx, persistence.Put(TableInvoiceAddress, addressKey(chains.Base, taken), []byte("agent-x/x"), persistence.Absent())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inv.Create(ctx, tools.Invoice{ID: id2, Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"}); !errors.Is(err, persistence.ErrConflict) {
+	before := len(keys(t, s, TableInvoices))
+	if _, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"}, "create_invoice/k2"); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("conflicting index: %v", err)
 	}
-	if _, err := inv.Get(ctx, id2); !errors.Is(err, ErrNotFound) {
-		t.Errorf("invoice written without its index: %v", err)
+	if n := len(keys(t, s, TableInvoices)); n != before {
+		t.Errorf("invoice written without its index: %d → %d", before, n)
 	}
-	if n := len(keys(t, s, TableInvoiceAddress)); n != 1 {
-		t.Errorf("address index written without its invoice: %d", n)
+	if n := len(keys(t, s, TableInvoiceKeys)); n != 2 {
+		t.Errorf("idempotency record written without its invoice: %d", n)
+	}
+}
+
+// Invoice ids are public (pay links): they are random UUIDv4s, not
+// derivable from the agent, the message, the arguments or the idempotency
+// key. The same agent id, terms and key in two fresh stores give two
+// different ids; older ids (UUIDv5) stay readable.
+func TestInvoiceIDsAreRandom(t *testing.T) {
+	gen := func(ctx context.Context, c chains.ID) (string, []byte, error) {
+		return "0x00000000000000000000000000000000000000aa", []byte{1}, nil
+	}
+	req := tools.Invoice{Chain: chains.Base, Amount: "5", Asset: "USDC", Memo: "logo"}
+	seen := map[string]bool{}
+	for range 4 {
+		s := openStore(t)
+		clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+		got, err := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", gen).Create(ctx, req, "create_invoice/same-key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := uuid.Parse(got.ID)
+		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("id %q is not a random UUIDv4", got.ID)
+		}
+		if seen[got.ID] {
+			t.Fatalf("id %s repeated for the same agent, terms and key in a fresh store", got.ID)
+		}
+		seen[got.ID] = true
+		// The old derivation (UUIDv5 of tool, agent and key) is not it.
+		if old := uuid.NewSHA1(uuid.NameSpaceOID, []byte("veil/tools/create_invoice/agent-a/same-key")).String(); got.ID == old {
+			t.Fatal("id is the old derivable UUIDv5")
+		}
+	}
+
+	// An invoice stored under an old derived id is still found by it.
+	s := openStore(t)
+	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	old := uuid.NewSHA1(uuid.NameSpaceOID, []byte("veil/tools/create_invoice/agent-a/k")).String()
+	rec := InvoiceRecord{Invoice: tools.Invoice{ID: old, AgentID: "agent-a", Amount: "5", Asset: "USDC", Memo: "logo", Status: InvoicePending, Chain: chains.Base, PayTo: "0x01"}, AgentID: "agent-a"}
+	if _, err := s.Apply(ctx,
+		persistence.Put(TableInvoices, "agent-a/"+old, mustJSON(rec), persistence.Absent()),
+		persistence.Put(TableInvoiceIndex, old, []byte("agent-a"), persistence.Absent()),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", gen).Get(ctx, old); err != nil || got.ID != old {
+		t.Fatalf("old id: %+v %v", got, err)
+	}
+	if got, err := GetInvoice(ctx, s, old); err != nil || got.ID != old {
+		t.Fatalf("GetInvoice(old id): %+v %v", got, err)
 	}
 }
 

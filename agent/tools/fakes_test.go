@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/ed25519"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
@@ -304,20 +306,29 @@ func (p *fakePayments) MarkWithdrawn(ctx context.Context, w Withdrawal) error {
 }
 
 type fakeInvoices struct {
-	mu  sync.Mutex
-	all map[string]Invoice
+	mu   sync.Mutex
+	all  map[string]Invoice
+	keys map[string]string // idempotency key → id
 	now func() time.Time
 }
 
-func (s *fakeInvoices) Create(ctx context.Context, inv Invoice) (Invoice, error) {
+func (s *fakeInvoices) Create(ctx context.Context, inv Invoice, key string) (Invoice, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if inv.ID == "" {
-		return Invoice{}, fmt.Errorf("fake invoices: tools must preset the id")
+	if key == "" {
+		return Invoice{}, fmt.Errorf("fake invoices: tools must pass an idempotency key")
 	}
-	if old, ok := s.all[inv.ID]; ok {
-		return old, nil
+	if inv.ID != "" {
+		return Invoice{}, fmt.Errorf("fake invoices: tools must not choose the id")
 	}
+	if s.keys == nil {
+		s.keys = map[string]string{}
+	}
+	if id, ok := s.keys[key]; ok {
+		return s.all[id], nil
+	}
+	inv.ID = uuid.NewString()
+	s.keys[key] = inv.ID
 	inv.AgentName = "alice"
 	inv.Status = "pending"
 	inv.PaymentLink = "https://veil.test/pay/" + inv.ID

@@ -21,6 +21,15 @@ func callID(env *Env, tool string) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("veil/tools/"+tool+"/"+env.Agent.ID+"/"+env.IdempotencyKey)).String()
 }
 
+// callKey is the idempotency key of a call for a store that keeps its own
+// key → id record ("" when the call has no key).
+func callKey(env *Env, tool string) string {
+	if env.IdempotencyKey == "" {
+		return ""
+	}
+	return tool + "/" + env.IdempotencyKey
+}
+
 // MaxMemoLen caps an invoice memo (characters).
 const MaxMemoLen = 280
 
@@ -57,7 +66,10 @@ func createInvoice() Tool {
 			if memo == "" {
 				return nil, argErr("memo is empty: say what the invoice is for")
 			}
-			inv, err := env.Invoices.Create(ctx, Invoice{ID: callID(env, "create_invoice"), Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo})
+			// The key, not the id, carries idempotency: invoice ids are
+			// public (pay links) and must not be derivable from the agent,
+			// the message or the arguments.
+			inv, err := env.Invoices.Create(ctx, Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}, callKey(env, "create_invoice"))
 			if err != nil {
 				return nil, fmt.Errorf("creating the invoice: %w", err)
 			}

@@ -163,9 +163,12 @@ type Invoice struct {
 // Invoices creates and lists the agent's invoices.
 type Invoices interface {
 	// Create stores a pending invoice for inv's Chain, Amount, Asset and
-	// Memo and fills in the rest. A non-empty inv.ID (a UUID) makes the
-	// call idempotent: creating an existing id returns the stored invoice.
-	Create(ctx context.Context, inv Invoice) (Invoice, error)
+	// Memo and fills in the rest, under a fresh random id (the id is
+	// public: the pay page is /pay/<id>). A non-empty idempotencyKey makes
+	// the call idempotent: creating again with the same key returns the
+	// invoice first created with it. The key is never the id, and the id
+	// cannot be derived from it.
+	Create(ctx context.Context, inv Invoice, idempotencyKey string) (Invoice, error)
 	// List returns the agent's invoices, newest first.
 	List(ctx context.Context) ([]Invoice, error)
 }
