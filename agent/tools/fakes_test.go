@@ -309,7 +309,7 @@ type fakeInvoices struct {
 	mu   sync.Mutex
 	all  map[string]Invoice
 	keys map[string]string // idempotency key → id
-	now func() time.Time
+	now  func() time.Time
 }
 
 func (s *fakeInvoices) Create(ctx context.Context, inv Invoice, key string) (Invoice, error) {
