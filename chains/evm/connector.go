@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -63,6 +64,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	skipCheck bool // tests: see NewUnchecked
 }
 
 // Connector is one EVM chain's chains.Connector.
@@ -94,6 +97,10 @@ type Connector struct {
 	// receipt of its own (see DropAfter).
 	takenMu sync.Mutex
 	taken   map[string]time.Time
+
+	// noBlockReceipts: the node answered that it does not serve
+	// eth_getBlockReceipts (see blockReceipts).
+	noBlockReceipts atomic.Bool
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -147,7 +154,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	}
 	if got.Cmp(c.chainID) != 0 {
 		rc.Close()
-		return nil, fmt.Errorf("evm: %s: %s serves chain id %s, configured %d", cfg.Chain, cfg.RPCURL, got, cfg.ChainID)
+		return nil, fmt.Errorf("evm: %s: %s serves chain id %s, configured %d (%s)", cfg.Chain, cfg.RPCURL, got, cfg.ChainID, envVar(cfg.Chain, "CHAIN_ID"))
+	}
+	// Refuse to run with a contract address that holds the wrong thing:
+	// a payment to it would move value with no announcement.
+	if err := c.Check(ctx); err != nil && !opts.skipCheck {
+		rc.Close()
+		return nil, err
 	}
 	return c, nil
 }

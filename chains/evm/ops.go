@@ -92,6 +92,14 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	if err != nil {
 		return chains.TxResult{}, fmt.Errorf("evm: derive stealth address: %w", err)
 	}
+	// Value goes to the StealthSender (and pulls from the token): refuse
+	// before signing if either is not a contract.
+	if err := c.requireCode(ctx, c.cfg.Sender, "SENDER"); err != nil {
+		return chains.TxResult{}, err
+	}
+	if err := c.requireToken(ctx, a); err != nil {
+		return chains.TxResult{}, err
+	}
 	stealthAddr := common.Address(ann.StealthAddress)
 	spec := txSpec{
 		op: "send", fingerprint: fp, from: src, ref: from, to: c.cfg.Sender,
@@ -248,6 +256,9 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 			spec.value = amt
 		}
 	} else {
+		if err := c.requireToken(ctx, a); err != nil {
+			return chains.TxResult{}, err
+		}
 		bal, err := c.balanceOf(ctx, a, src)
 		if err != nil {
 			return chains.TxResult{}, c.callError("balance", err)
@@ -361,6 +372,9 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	fp := fingerprint("register", n, src.Hex(), meta.String())
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
+	}
+	if err := c.requireCode(ctx, c.cfg.Names, "NAMES"); err != nil {
+		return chains.TxResult{}, err
 	}
 	curOwner, curMeta, err := c.resolve(ctx, n)
 	if err != nil {

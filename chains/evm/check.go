@@ -1,0 +1,171 @@
+package evm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// ErrMisconfigured reports a configured address that does not hold what the
+// configuration says: no code (an ordinary account, a typo, another
+// network's address), a StealthSender wired to another announcer, a token
+// with other decimals. New refuses to connect with it, and a payment whose
+// contract fails the check at run time is refused before anything is
+// signed: value sent to an address without the expected code would be lost
+// without an announcement.
+var ErrMisconfigured = errors.New("evm: contract configuration does not match the chain")
+
+// envVar is the name of the variable that configures what of chain.
+func envVar(chain chains.ID, what string) string {
+	return "VEIL_EVM_" + strings.ToUpper(string(chain)) + "_" + what
+}
+
+func (c *Connector) misconfigured(what string, addr common.Address, format string, args ...any) error {
+	return fmt.Errorf("%w: %s=%s on %s (chain id %d): %s", ErrMisconfigured, envVar(c.cfg.Chain, what), addr.Hex(), c.cfg.Chain,
+		c.cfg.ChainID, fmt.Sprintf(format, args...))
+}
+
+// Check verifies every configured contract against the chain: code exists
+// at the announcer (when a StealthSender is configured), the StealthSender,
+// the name registry and every token; the StealthSender announces through
+// the configured announcer; each token's decimals() is the configured
+// precision. The error names the VEIL_EVM_<CHAIN>_* variable to fix and
+// matches ErrMisconfigured (or chains.ErrUnavailable when the node could not
+// answer).
+func (c *Connector) Check(ctx context.Context) error {
+	var errs []error
+	if c.cfg.Sender != (common.Address{}) {
+		if err := c.requireCode(ctx, c.cfg.Announcer, "ANNOUNCER"); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.requireCode(ctx, c.cfg.Sender, "SENDER"); err != nil {
+			errs = append(errs, err)
+		} else {
+			out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Sender, Data: c.sender.PackAnnouncer()}, nil)
+			var ann common.Address
+			if err == nil {
+				ann, err = c.sender.UnpackAnnouncer(out)
+			}
+			switch {
+			case err != nil && !isRPCAnswer(err):
+				errs = append(errs, c.unavailable("check sender", err))
+			case err != nil:
+				errs = append(errs, c.misconfigured("SENDER", c.cfg.Sender, "not a StealthSender (announcer() failed: %v); deploy one with `veild contracts deploy`", err))
+			case ann != c.cfg.Announcer:
+				errs = append(errs, c.misconfigured("SENDER", c.cfg.Sender, "this StealthSender announces through %s, but %s is %s; set the variable to the sender's announcer or deploy a sender for this one",
+					ann.Hex(), envVar(c.cfg.Chain, "ANNOUNCER"), c.cfg.Announcer.Hex()))
+			}
+		}
+	}
+	if c.cfg.Names != (common.Address{}) {
+		if err := c.requireCode(ctx, c.cfg.Names, "NAMES"); err != nil {
+			errs = append(errs, err)
+		} else {
+			out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Names, Data: c.names.PackNameOf(common.Address{})}, nil)
+			if err == nil {
+				_, err = c.names.UnpackNameOf(out)
+			}
+			switch {
+			case err != nil && !isRPCAnswer(err):
+				errs = append(errs, c.unavailable("check names", err))
+			case err != nil:
+				errs = append(errs, c.misconfigured("NAMES", c.cfg.Names, "not a VeilNames registry (nameOf() failed: %v)", err))
+			}
+		}
+	}
+	for _, t := range c.cfg.Tokens {
+		if err := c.checkToken(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Connector) checkToken(ctx context.Context, t Token) error {
+	if err := c.requireCode(ctx, t.Address, "TOKENS"); err != nil {
+		return fmt.Errorf("%w (token %s)", err, t.Symbol)
+	}
+	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &t.Address, Data: c.token.PackDecimals()}, nil)
+	var dec uint8
+	if err == nil {
+		dec, err = c.token.UnpackDecimals(out)
+	}
+	switch {
+	case err != nil && !isRPCAnswer(err):
+		return c.unavailable("check token "+t.Symbol, err)
+	case err != nil:
+		return c.misconfigured("TOKENS", t.Address, "token %s: not an ERC-20 with decimals() (%v)", t.Symbol, err)
+	case int(dec) != t.Decimals:
+		return c.misconfigured("TOKENS", t.Address, "token %s has %d decimals on chain, configured %d: amounts would be off by 10^%d; write %s=%s:%d",
+			t.Symbol, dec, t.Decimals, absDiff(int(dec), t.Decimals), t.Symbol, t.Address.Hex(), dec)
+	}
+	return nil
+}
+
+func absDiff(a, b int) int {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// requireCode fails unless addr holds contract code at the latest block.
+// what is the variable suffix that configures addr (SENDER, NAMES, …).
+func (c *Connector) requireCode(ctx context.Context, addr common.Address, what string) error {
+	code, err := c.eth.CodeAt(ctx, addr, nil)
+	if err != nil {
+		return c.unavailable("code of "+addr.Hex(), err)
+	}
+	if len(code) == 0 {
+		return c.misconfigured(what, addr, "no contract code at this address (an ordinary account, a typo, or another network's address); nothing is sent there. Deploy with `veild contracts deploy --chain %s` and use the addresses it prints", c.cfg.Chain)
+	}
+	return nil
+}
+
+// requireToken is requireCode for the token of a, when a is a token.
+func (c *Connector) requireToken(ctx context.Context, a asset) error {
+	if a.native {
+		return nil
+	}
+	if err := c.requireCode(ctx, a.token, "TOKENS"); err != nil {
+		return fmt.Errorf("%w (token %s)", err, a.symbol)
+	}
+	return nil
+}
+
+// isRPCAnswer reports whether err is the node's answer (a revert, an
+// undecodable result) rather than a failure to reach it.
+func isRPCAnswer(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re interface{ ErrorCode() int }
+	if errors.As(err, &re) {
+		return true
+	}
+	// An ABI decoding error of a result the node did return.
+	return !isTransport(err)
+}
+
+func isTransport(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var he interface{ Timeout() bool } // net.Error
+	if errors.As(err, &he) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"connection refused", "connection reset", "no such host", "eof", "broken pipe", "http status", "dial tcp"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
