@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/veilhq/veil/chains"
 )
@@ -110,8 +112,9 @@ func (c *Connector) transfersOf(tx *types.Transaction, r *types.Receipt) []chain
 // after the current confirmed head), at most 200 per call and stopping
 // after the block where limit transfers were reached, and returns their
 // transfers (see TransfersIn) with the next block as the cursor. It costs
-// two RPC calls per block (the block with its transactions, and
-// eth_getBlockReceipts).
+// two RPC calls per block with transactions (the block, and
+// eth_getBlockReceipts or, where the node lacks it, one batch of
+// eth_getTransactionReceipt).
 func (c *Connector) ScanTransfers(ctx context.Context, cursor string, limit int) ([]chains.Transfer, string, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -151,9 +154,9 @@ func (c *Connector) blockTransfers(ctx context.Context, n uint64) ([]chains.Tran
 	if len(blk.Transactions()) == 0 {
 		return nil, nil
 	}
-	var receipts []*types.Receipt
-	if err := c.rpc.CallContext(ctx, &receipts, "eth_getBlockReceipts", hexutil.EncodeUint64(n)); err != nil {
-		return nil, c.unavailable("block receipts", err)
+	receipts, err := c.blockReceipts(ctx, n, blk.Transactions())
+	if err != nil {
+		return nil, err
 	}
 	byHash := make(map[common.Hash]*types.Receipt, len(receipts))
 	for _, r := range receipts {
@@ -176,4 +179,64 @@ func (c *Connector) blockTransfers(ctx context.Context, n uint64) ([]chains.Tran
 		out = append(out, c.transfersOf(tx, r)...)
 	}
 	return out, nil
+}
+
+// receiptBatch bounds the receipts asked for in one JSON-RPC batch
+// (providers cap batches; 100 is below every common cap).
+const receiptBatch = 100
+
+// blockReceipts reads the receipts of block n: eth_getBlockReceipts where
+// the node serves it (one call), else eth_getTransactionReceipt per
+// transaction in batches. Not every node serves eth_getBlockReceipts
+// (Hardhat 2 answers "Method eth_getBlockReceipts is not supported", as do
+// some providers); the first such answer switches this connector to the
+// per-transaction path for good.
+func (c *Connector) blockReceipts(ctx context.Context, n uint64, txs types.Transactions) ([]*types.Receipt, error) {
+	if !c.noBlockReceipts.Load() {
+		var receipts []*types.Receipt
+		err := c.rpc.CallContext(ctx, &receipts, "eth_getBlockReceipts", hexutil.EncodeUint64(n))
+		if err == nil {
+			return receipts, nil
+		}
+		if !methodMissing(err) {
+			return nil, c.unavailable("block receipts", err)
+		}
+		if !c.noBlockReceipts.Swap(true) {
+			c.log.Info("the node does not serve eth_getBlockReceipts; reading receipts per transaction", "err", err)
+		}
+	}
+	receipts := make([]*types.Receipt, len(txs))
+	for lo := 0; lo < len(txs); lo += receiptBatch {
+		hi := min(lo+receiptBatch, len(txs))
+		batch := make([]rpc.BatchElem, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{txs[i].Hash()}, Result: &receipts[i]})
+		}
+		if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
+			return nil, c.unavailable("receipts", err)
+		}
+		for _, b := range batch {
+			if b.Error != nil {
+				return nil, c.unavailable("receipt", b.Error)
+			}
+		}
+	}
+	return receipts, nil
+}
+
+// methodMissing reports whether err says the node does not serve the
+// method: JSON-RPC -32601 (method not found) or -32004 (method not
+// supported, EIP-1474), or the wordings nodes and providers use for it.
+func methodMissing(err error) bool {
+	var re rpc.Error
+	if errors.As(err, &re) && (re.ErrorCode() == -32601 || re.ErrorCode() == -32004) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"method not found", "not supported", "does not exist", "not available", "unsupported method", "method not allowed", "unknown method"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }

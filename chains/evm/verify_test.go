@@ -16,9 +16,26 @@ import (
 // TestTransfersInAndScanTransfers: what a transaction paid (native value,
 // token Transfer events, native stealth payments forwarded by the
 // StealthSender) is read back by hash and by scanning blocks.
+// The same holds behind a node that does not serve eth_getBlockReceipts
+// (Hardhat 2, some providers): the scan reads receipts per transaction.
 func TestTransfersInAndScanTransfers(t *testing.T) {
+	for _, lacking := range []bool{false, true} {
+		name := "node with eth_getBlockReceipts"
+		if lacking {
+			name = "node without eth_getBlockReceipts"
+		}
+		t.Run(name, func(t *testing.T) { transfersInAndScan(t, lacking) })
+	}
+}
+
+func transfersInAndScan(t *testing.T, lacking bool) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
+	var node *lackingNode
+	if lacking {
+		node = newLackingNode(t, cfg.RPCURL, "eth_getBlockReceipts")
+		cfg.RPCURL = node.srv.URL
+	}
 	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
 	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -116,6 +133,9 @@ func TestTransfersInAndScanTransfers(t *testing.T) {
 		}
 	}
 
+	if lacking && node.calls.Load() != 1 {
+		t.Fatalf("eth_getBlockReceipts asked %d times, want once (then per-transaction receipts)", node.calls.Load())
+	}
 	for _, h := range []string{"0x" + strings.Repeat("12", 32), "nothex", "0x12"} {
 		if _, err := c.TransfersIn(ctx, h); !errors.Is(err, chains.ErrNotFound) {
 			t.Fatalf("TransfersIn(%s): %v", h, err)
