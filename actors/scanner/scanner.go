@@ -66,8 +66,18 @@ type Options struct {
 	// DeliverTimeout bounds one agent's delivery (default 30s).
 	DeliverTimeout time.Duration
 	Log            *slog.Logger
-	// OnPass, when set, is told each background pass's report (metrics).
+	// OnPass, when set, is told each background pass's report (metrics),
+	// after Health has recorded the pass.
 	OnPass func(chain chains.ID, rep Report, took time.Duration, err error)
+	// MaxBackoff caps the wait before retrying a failed pass (default
+	// 1 min, at least Interval): failed passes are retried after
+	// Interval, 2·Interval, 4·… (Kick retries at once).
+	MaxBackoff time.Duration
+	// Board, when set, is told the scanner's health after every pass
+	// (what /readyz reads; one Board for the process's scanners).
+	Board *Board
+	// Now is the clock of Health's times (default time.Now).
+	Now func() time.Time
 }
 
 // Scanner scans one chain for every agent on it.
@@ -77,6 +87,9 @@ type Scanner struct {
 
 	pass sync.Mutex // one pass at a time
 	keys keySet
+
+	healthMu sync.Mutex
+	health   Health
 
 	stop chan struct{}
 	kick chan struct{}
@@ -101,9 +114,16 @@ func New(opts Options) *Scanner {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = time.Minute
+	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.Interval)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	id := opts.Chain.Chain()
 	return &Scanner{opts: opts, chain: id, keys: keySet{chain: id, known: map[string]bool{}},
-		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+		stop: make(chan struct{}), kick: make(chan struct{}, 1), health: Health{Chain: id}}
 }
 
 // Report is what one pass did.
@@ -131,30 +151,23 @@ func (s *Scanner) Start() {
 			case <-ctx.Done():
 			}
 		}()
-		t := time.NewTicker(s.opts.Interval)
+		// Go ≥ 1.23 timers: Reset needs no draining.
+		t := time.NewTimer(s.opts.Interval)
 		defer t.Stop()
-		failing := false
 		for {
 			start := time.Now()
 			rep, err := s.ScanOnce(ctx)
-			if s.opts.OnPass != nil && ctx.Err() == nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait := s.record(err)
+			if s.opts.OnPass != nil {
 				s.opts.OnPass(s.chain, rep, time.Since(start), err)
 			}
-			switch {
-			case err != nil && ctx.Err() == nil:
-				if !failing {
-					s.opts.Log.Warn("scanner: pass failed; retrying every interval", "chain", s.chain, "error", err)
-				}
-				failing = true
-			case err == nil:
-				if failing {
-					s.opts.Log.Info("scanner: recovered", "chain", s.chain)
-				}
-				failing = false
-				if rep.New > 0 || rep.InvoicesPaid > 0 {
-					s.opts.Log.Info("scanner: payments delivered", "chain", s.chain, "new", rep.New, "invoices_paid", rep.InvoicesPaid)
-				}
+			if err == nil && (rep.New > 0 || rep.InvoicesPaid > 0) {
+				s.opts.Log.Info("scanner: payments delivered", "chain", s.chain, "new", rep.New, "invoices_paid", rep.InvoicesPaid)
 			}
+			t.Reset(wait)
 			select {
 			case <-ctx.Done():
 				return
@@ -163,6 +176,112 @@ func (s *Scanner) Start() {
 			}
 		}
 	}()
+}
+
+// record notes a pass's outcome in the scanner's health (and its Board),
+// logs every failed pass (retries back off, so this is not a flood) and a
+// recovery, and returns how long to wait before the next pass.
+func (s *Scanner) record(err error) time.Duration {
+	s.healthMu.Lock()
+	h := &s.health
+	now := s.opts.Now()
+	h.LastAttempt = now
+	var wait time.Duration
+	if err == nil {
+		if h.Failures > 0 {
+			s.opts.Log.Info("scanner: recovered", "chain", s.chain, "failed_passes", h.Failures)
+		}
+		h.Failures, h.LastError, h.RetryIn, h.LastSuccess = 0, "", 0, now
+		wait = s.opts.Interval
+	} else {
+		h.Failures++
+		h.LastError = err.Error()
+		wait = Backoff(s.opts.Interval, s.opts.MaxBackoff, h.Failures)
+		h.RetryIn = wait
+		s.opts.Log.Warn("scanner: pass failed; payments on this chain are not being found until it succeeds",
+			"chain", s.chain, "failed_passes", h.Failures, "retry_in", wait, "err", err)
+	}
+	snap := *h
+	s.healthMu.Unlock()
+	if s.opts.Board != nil {
+		s.opts.Board.set(snap)
+	}
+	return wait
+}
+
+// Backoff is the wait after the n-th consecutive failed pass (n ≥ 1):
+// interval·2^(n−1), at most max.
+func Backoff(interval, max time.Duration, n int) time.Duration {
+	d := interval
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// Health is a scanner's state as /readyz and operators see it.
+type Health struct {
+	Chain chains.ID `json:"chain"`
+	// Failures counts consecutive failed passes (0: the last pass
+	// succeeded, or none ran yet).
+	Failures    int           `json:"failures"`
+	LastError   string        `json:"lastError,omitempty"`
+	LastSuccess time.Time     `json:"lastSuccess,omitzero"`
+	LastAttempt time.Time     `json:"lastAttempt,omitzero"`
+	RetryIn     time.Duration `json:"retryIn,omitempty"`
+}
+
+// OK reports whether the scanner is finding payments: its last pass
+// succeeded (or none has run yet).
+func (h Health) OK() bool { return h.Failures == 0 }
+
+// Health returns the scanner's current health.
+func (s *Scanner) Health() Health {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	return s.health
+}
+
+// Board collects the health of a process's scanners (one per chain; a
+// scanner restarted under a new lease replaces its chain's entry). Its
+// zero value is not usable; see NewBoard.
+type Board struct {
+	mu sync.Mutex
+	m  map[chains.ID]Health
+}
+
+// NewBoard returns an empty Board.
+func NewBoard() *Board { return &Board{m: map[chains.ID]Health{}} }
+
+func (b *Board) set(h Health) {
+	b.mu.Lock()
+	b.m[h.Chain] = h
+	b.mu.Unlock()
+}
+
+// Snapshot lists every chain's scanner health in canonical chain order.
+func (b *Board) Snapshot() []Health {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []Health
+	for _, id := range chains.Order() {
+		if h, ok := b.m[id]; ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Err is nil when every scanner that reported is finding payments, else
+// an error naming each failing chain, its failed passes and last error.
+func (b *Board) Err() error {
+	var errs []error
+	for _, h := range b.Snapshot() {
+		if !h.OK() {
+			errs = append(errs, fmt.Errorf("scanner %s: %d failed passes, retrying in %s: %s", h.Chain, h.Failures, h.RetryIn, h.LastError))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Kick asks the background loop for a pass now.

@@ -278,3 +278,81 @@ func TestBackgroundLoop(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want time.Duration
+	}{{1, 2 * time.Second}, {2, 4 * time.Second}, {3, 8 * time.Second}, {5, 32 * time.Second}, {6, time.Minute}, {60, time.Minute}} {
+		if got := scanner.Backoff(2*time.Second, time.Minute, tc.n); got != tc.want {
+			t.Errorf("Backoff after %d failures = %s, want %s", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestFailingPassIsVisible: a pass that fails is reported (OnPass with the
+// error, the scanner's Health and its Board) and retried; once the chain
+// answers again the health recovers and the payment is found.
+func TestFailingPassIsVisible(t *testing.T) {
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	alice := env.CreateAgent("alice")
+	board := scanner.NewBoard()
+	var mu sync.Mutex
+	var passErrs []error
+	s := scanner.New(scanner.Options{Store: env.Store, Chain: env.Ref, Agents: env.Host, Keys: agent.EnclaveKeys(env.Enclave), Log: env.Log,
+		Interval: time.Hour, Board: board, OnPass: func(_ chains.ID, _ scanner.Report, _ time.Duration, err error) {
+			mu.Lock()
+			passErrs = append(passErrs, err)
+			mu.Unlock()
+		}})
+	env.Chain.FailScans(errors.New("node does not answer"))
+	env.Chain.Announce(pay(t, alice.MetaAddresses["ethereum"], "1", "0x1"))
+	s.Start()
+	defer s.Stop()
+	waitFor(t, "two failed passes", func() bool {
+		if h := s.Health(); h.Failures < 2 {
+			s.Kick()
+			return false
+		}
+		return true
+	})
+	h := s.Health()
+	if h.OK() || !strings.Contains(h.LastError, "node does not answer") || h.RetryIn < time.Hour || !h.LastSuccess.IsZero() {
+		t.Fatalf("health while failing: %+v", h)
+	}
+	if err := board.Err(); err == nil || !strings.Contains(err.Error(), "scanner ethereum") || !strings.Contains(err.Error(), "node does not answer") {
+		t.Fatalf("board while failing: %v", err)
+	}
+	mu.Lock()
+	if len(passErrs) < 2 || passErrs[0] == nil {
+		t.Fatalf("OnPass errors %v", passErrs)
+	}
+	mu.Unlock()
+
+	env.Chain.FailScans(nil)
+	waitFor(t, "recovery", func() bool {
+		if !s.Health().OK() {
+			s.Kick()
+			return false
+		}
+		return true
+	})
+	if err := board.Err(); err != nil {
+		t.Fatalf("board after recovery: %v", err)
+	}
+	if snap := board.Snapshot(); len(snap) != 1 || snap[0].Chain != chains.Ethereum || snap[0].LastSuccess.IsZero() {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	waitFor(t, "the payment", func() bool { return moneytest.Count(env.Inbox(alice.ID), agent.NotePaymentReceived) == 1 })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -15,6 +15,11 @@ import (
 	"github.com/veilhq/veil/runtime/metrics"
 )
 
+// scanHealth is the health of this process's payment scanners, one entry
+// per chain whose scanner ran here: /readyz reports scanHealth.Err() (a
+// chain whose scans keep failing finds no payments) and scanHealth.Snapshot().
+var scanHealth = scanner.NewBoard()
+
 // startMoneyServices starts the background payment scanner of every chain
 // that has a chain actor and the schedule reminder (docs/scanner.md,
 // docs/schedules.md), each under its lease in the store ("scanner/<chain>",
@@ -55,11 +60,15 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 			continue
 		}
 		run("scanner/"+string(id), func() func() {
-			s := scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys,
+			var s *scanner.Scanner
+			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: scanHealth,
 				Log: log.With(slog.String("component", "scanner"), slog.String("chain", string(id))),
 				OnPass: func(chain chains.ID, rep scanner.Report, took time.Duration, err error) {
 					if err == nil {
 						mets.ScanPass(chain, rep.Announcements, rep.Announcements*rep.Agents, took)
+						mets.ScanOK(chain)
+					} else {
+						mets.ScanFailed(chain, s.Health().Failures)
 					}
 				}})
 			s.Start()

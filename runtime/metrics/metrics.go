@@ -64,6 +64,8 @@ type Metrics struct {
 	scanLag          *prometheus.GaugeVec
 	scanPairs        *prometheus.CounterVec
 	scanPass         *prometheus.HistogramVec
+	scanFailures     *prometheus.CounterVec
+	scanFailing      *prometheus.GaugeVec
 
 	clusterRequests *prometheus.HistogramVec
 	clusterErrors   *prometheus.CounterVec
@@ -112,6 +114,10 @@ func New(labelCap int) *Metrics {
 	m.scanPass = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_scan_pass_seconds", Help: "Background scanner pass duration, by chain.", Buckets: latencyBuckets}, []string{"chain"})
 	f(m.scanPairs)
 	f(m.scanPass)
+	m.scanFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_scan_failures_total", Help: "Background scanner passes that failed (and are retried with backoff), by chain."}, []string{"chain"})
+	m.scanFailing = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "veil_chain_scan_failing_passes", Help: "Consecutive failed background scanner passes, by chain (0: the last pass succeeded)."}, []string{"chain"})
+	f(m.scanFailures)
+	f(m.scanFailing)
 	m.clusterRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_cluster_request_seconds", Help: "Agent requests by where the agent lived: local (this member) or remote (forwarded to its member).", Buckets: latencyBuckets}, []string{"placement"})
 	m.clusterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_cluster_request_errors_total", Help: "Agent requests that failed, by placement (local or remote)."}, []string{"placement"})
 	f(m.clusterRequests)
@@ -252,6 +258,17 @@ func (m *Metrics) ScanPass(chain chains.ID, announcements, pairs int, took time.
 	m.scanned.WithLabelValues(string(chain)).Add(float64(announcements))
 	m.scanPairs.WithLabelValues(string(chain)).Add(float64(pairs))
 	m.scanPass.WithLabelValues(string(chain)).Observe(took.Seconds())
+}
+
+// ScanFailed records a failed background scanner pass, the n-th in a row.
+func (m *Metrics) ScanFailed(chain chains.ID, n int) {
+	m.scanFailures.WithLabelValues(string(chain)).Inc()
+	m.scanFailing.WithLabelValues(string(chain)).Set(float64(n))
+}
+
+// ScanOK records that a chain's scanner pass succeeded.
+func (m *Metrics) ScanOK(chain chains.ID) {
+	m.scanFailing.WithLabelValues(string(chain)).Set(0)
 }
 
 // Scanned records announcements a scanner processed, and the time of the
