@@ -278,7 +278,7 @@ func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool
 	// position, same call.
 	h := sha256.Sum256([]byte(strings.Join([]string{a.id, requestKey, fmt.Sprint(turn), fmt.Sprint(index), name, args}, "\x00")))
 	callEnv.IdempotencyKey = hex.EncodeToString(h[:16])
-	v, err := tool.Run(ctx, &callEnv, json.RawMessage(args))
+	v, err := tool.Call(ctx, &callEnv, json.RawMessage(args))
 	if err != nil {
 		return fail(err)
 	}

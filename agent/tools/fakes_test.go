@@ -485,5 +485,5 @@ func (f *fixture) run(t testing.TB, tool, userText, args string) (any, error) {
 	}
 	env := *f.env
 	env.UserText = userText
-	return tl.Run(context.Background(), &env, []byte(args))
+	return tl.Call(context.Background(), &env, []byte(args))
 }

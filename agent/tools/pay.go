@@ -126,6 +126,7 @@ func sendPayment() Tool {
 			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
 		Parameters: sendPaymentSpec.schema(),
 		Payment:    true,
+		MovesValue: true,
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 			a, err := sendPaymentSpec.decode(raw)
 			if err != nil {
@@ -145,6 +146,7 @@ func payAgent() Tool {
 			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
 		Parameters: payAgentSpec.schema(),
 		Payment:    true,
+		MovesValue: true,
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 			a, err := payAgentSpec.decode(raw)
 			if err != nil {
@@ -215,6 +217,7 @@ func withdraw() Tool {
 			"Only when the user asked in this message, with the destination address written in it.",
 		Parameters: withdrawSpec.schema(),
 		Payment:    true,
+		MovesValue: true,
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 			a, err := withdrawSpec.decode(raw)
 			if err != nil {
@@ -341,6 +344,7 @@ func withdrawAll() Tool {
 			"Warn the user that this links those payments together. Only when the user asked in this message, with the address written in it.",
 		Parameters: withdrawAllSpec.schema(),
 		Payment:    true,
+		MovesValue: true,
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 			a, err := withdrawAllSpec.decode(raw)
 			if err != nil {

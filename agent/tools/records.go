@@ -201,6 +201,7 @@ func schedulePayment() Tool {
 		Description: "Set up a recurring stealth payment (daily, weekly or monthly) to a Veil name or meta-address. The first payment " +
 			"runs one interval from now. Only when the user asked in this message, with the amount written in it.",
 		Parameters: scheduleSpec.schema(),
+		MovesValue: true,
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 			a, err := scheduleSpec.decode(raw)
 			if err != nil {

@@ -24,11 +24,28 @@ type Tool struct {
 	Description string
 	// Parameters is the JSON schema of the arguments object.
 	Parameters map[string]any
-	// Payment marks tools that move money: they get an idempotency key.
+	// Payment marks tools that send money now: they get an idempotency key
+	// and count in the payments metric.
 	Payment bool
+	// MovesValue marks tools that move value now or later (payments,
+	// withdrawals, schedules): Call runs them only behind the money gate
+	// (Gate, package intent).
+	MovesValue bool
 	// Run validates args and does the work. The result is marshalled to
 	// JSON as the call's detail.
 	Run func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+}
+
+// Call runs the tool: a tool that moves value only when the user's
+// message instructs the agent (Gate). The chat loop runs every tool
+// through Call.
+func (t Tool) Call(ctx context.Context, env *Env, args json.RawMessage) (any, error) {
+	if t.MovesValue {
+		if err := Gate(env, t.Name); err != nil {
+			return nil, err
+		}
+	}
+	return t.Run(ctx, env, args)
 }
 
 // Agent is the identity of the agent a tool runs for.

@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"github.com/veilhq/veil/agent/intent"
+
 	"fmt"
 	"strings"
 	"time"
@@ -594,7 +596,7 @@ func memoOf(c clause, amtIdx int) string {
 
 // firstQuoted returns the text of the first quoted span in s.
 func firstQuoted(s string) string {
-	m := mask(s)
+	m := intent.Mask(s)
 	for i := 0; i < len(s); i++ {
 		if m[i] == ' ' && s[i] != ' ' {
 			j := i

@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"github.com/veilhq/veil/agent/intent"
+
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ type action struct {
 	// ("pay", "schedule", …); greet/help/thanks/unknown are dropped when
 	// anything else was asked.
 	kind string
+	// from, to: the clause's byte span in the message (for the money gate).
+	from, to int
 }
 
 func call(kind, tool string, args map[string]any) action {
@@ -29,9 +33,10 @@ func plan(text string, now time.Time) []action {
 	if len(text) > maxInput {
 		text = text[:maxInput]
 	}
-	masked := mask(text)
+	reading := intent.Read(text)
+	masked := reading.Masked
 	var out []action
-	for _, sr := range sentences(masked) {
+	for _, sr := range intent.Sentences(masked) {
 		ws := tokenize(text, masked, sr[0], sr[1])
 		if len(ws) == 0 {
 			continue
@@ -49,6 +54,7 @@ func plan(text string, now time.Time) []action {
 		}
 		out = append(out, sentence(text, ws, sr[1], now)...)
 	}
+	out = gate(reading, out)
 	if len(out) > maxActions {
 		out = append(out[:maxActions:maxActions], ask("limit", fmt.Sprintf("I handle up to %d requests per message; please send the rest separately.", maxActions)))
 	}
@@ -262,7 +268,11 @@ func sentence(text string, ws []tok, sentenceEnd int, now time.Time) []action {
 	}
 	var out []action
 	for _, d := range res {
-		out = append(out, d.acts...)
+		c := mk(d.span)
+		for _, a := range d.acts {
+			a.from, a.to = c.from, c.to
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"github.com/veilhq/veil/agent/intent"
+
 	"context"
 	"encoding/json"
 	"reflect"
@@ -519,7 +521,7 @@ func TestEndDates(t *testing.T) {
 		{testNow, "until 2027-02-29", ""},
 		{testNow, "", ""},
 	} {
-		masked := mask(tc.in)
+		masked := intent.Mask(tc.in)
 		cl := clause{toks: tokenize(tc.in, masked, 0, len(tc.in))}
 		got, _, _ := endDate(cl, tc.now)
 		if got != tc.want {

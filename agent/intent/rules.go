@@ -1,0 +1,429 @@
+package intent
+
+import (
+	"regexp"
+	"strings"
+)
+
+// fillers are skipped before the first word that decides a sentence's
+// form ("hey veil, ok so could you …").
+var fillers = set(`hey hi hello yo ok okay so um uh well oh alright right now veil agent buddy mate dude hiya heya gm
+	good morning afternoon evening there quick question just also and then yes yeah yep sure great thanks cool`)
+
+// politeStarts are requests however they end ("could you pay bob 5?").
+var politeStarts = []string{
+	"can you", "could you", "would you", "will you", "can u", "could u", "would u", "will u", "can ya", "could ya",
+	"would you mind", "mind", "please", "pls", "plz", "pleas", "kindly", "i'd like you to", "i would like you to",
+	"i want you to", "i need you to", "id like you to", "i'd like to", "i would like to", "i want to", "i wanna",
+	"i need to", "id like to", "i'd love to", "i would love to", "let's", "lets", "let us", "go ahead and", "go ahead",
+	"you can", "you may", "you should", "you must", "you need to", "time to", "i'd appreciate it if you",
+	"i'd appreciate if you", "would you be able to", "are you able to", "any chance you could", "be a dear and",
+	"do me a favor and", "do me a favour and", "help me", "i'd like", "i would like", "i want", "i need",
+}
+
+// deliberation marks a question about whether to act, wherever it is.
+var deliberation = []string{
+	"should i", "should we", "whether", "what if", "what happens", "what would happen", "what will happen",
+	"is it safe", "is it ok", "is it okay", "is it wise", "is it a good idea", "is that safe", "would it be",
+	"do you think", "i wonder", "wondering", "not sure", "thinking about", "thinking of", "considering",
+	"good idea", "bad idea", "worth it", "any advice", "advise", "recommend", "would you recommend", "what do you think",
+	"is there any risk", "what are the risks", "risky", "safe to", "better to", "should i be",
+}
+
+var howTo = []string{
+	"how do i", "how can i", "how to", "how would i", "how should i", "how do you", "how does one", "how do we",
+	"how can we", "how would one", "what's the way to", "whats the way to", "is there a way to", "steps to",
+	"instructions for", "show me how", "explain how", "tell me how", "teach me", "how does sending", "how does paying",
+	"how does it work", "how does this work", "walk me through", "what's the process", "whats the process",
+	"what do i need to", "what is needed to", "how would you",
+}
+
+// questionStarts open a question when they begin a sentence.
+var questionStarts = set(`what whats what's why is are was were would should do does did will who whom where which when
+	isn't aren't am has have how hows how's shall whose wasn't weren't didn't doesn't don't`)
+
+// ambiguousStarts: offers and suggestions that may or may not be requests.
+var ambiguousStarts = []string{"can i", "could i", "may i", "can we", "could we", "shall i", "shall we", "why don't you",
+	"why dont you", "why not", "how about", "what about", "maybe", "perhaps", "might", "i might", "i could", "i think",
+	"i guess", "i suppose", "i'm thinking", "im thinking", "probably", "i should", "we should", "i was going to",
+	"i'm going to", "im going to", "i am going to", "i'll", "ill", "i will", "gonna", "i'm gonna", "im gonna"}
+
+var conditionals = set(`if unless whenever once provided assuming supposing`)
+
+// politeIf: conditions that are only politeness.
+var politeIf = []string{"if you can", "if possible", "if you don't mind", "if you dont mind", "if that's ok",
+	"if thats ok", "if that's okay", "if you could", "if you would", "if you please", "if you have time",
+	"when you can", "when you get a chance", "when possible", "when convenient", "when you have a moment",
+	"when you have time", "whenever you can", "at once", "once a", "once per", "once every", "once more",
+	"if it's not too much trouble", "if its not too much trouble", "if you would be so kind"}
+
+var negations = set(`not never don't dont doesn't didnt didn't won't wont wouldn't wouldnt shouldn't shouldnt mustn't
+	can't cant cannot nobody nothing nor no neither refrain avoid stop quit skip without halt hold nope nah dnt do'nt`)
+
+// notNegation: phrases with a negation word that do not negate a request.
+var notNegation = []string{"no problem", "no worries", "not only", "no rush", "no hurry", "if not", "no matter",
+	"without fail", "don't hesitate", "dont hesitate", "don't wait", "dont wait", "no later than", "not later than"}
+
+// reminders are requests to remember, not to act now.
+var reminders = []string{"don't forget", "dont forget", "do not forget", "remember to", "remind me", "make sure to remember"}
+
+var retractions = []string{"never mind", "nevermind", "nvm", "scratch that", "forget it", "forget that", "forget about it",
+	"cancel that", "ignore that", "ignore this", "on second thought", "on second thoughts", "actually no", "actually don't",
+	"actually dont", "wait no", "no wait", "hold on", "hold that", "changed my mind", "change of plans", "disregard"}
+
+// pastVerbs are past forms of value-moving verbs.
+var pastVerbs = set(`sent paid payed transferred transfered gave given wired tipped moved withdrew withdrawn scheduled
+	settled shot remitted sended deposited cashed swept forwarded`)
+
+var subjects = set(`i we you he she they i've ive we've you've they've he's she's i'd we'd it bob alice carol dave eve`)
+
+var pastMarkers = set(`already yesterday ago earlier previously last`)
+
+// passive: "get paid", "be paid" are not past acts.
+var passive = set(`get gets getting got be been being is are`)
+
+var reportVerbs = set(`said says told tells asked asks wants wanted wrote writes claims claimed mentioned suggested
+	requested requests demanded demands instructed insists insisted texted emailed messaged replied says:`)
+
+// relayVerbs start a message for someone else ("tell bob to pay me").
+var relayVerbs = set(`tell ask remind message email text inform notify ping dm let`)
+
+// statementVerbs follow a name that is the subject ("bob needs 5").
+var statementVerbs = set(`should needs need wants want gets get will is owes deserves must has can could would may might
+	shall am was were owe expects expect asked charges charged`)
+
+var pronounSubjects = set(`i we he she they it i'm im i'll i've i'd we're we'll he's she's they're it's you're`)
+
+// valueVerbs move value; an instruction with one of them and no amount
+// ("settle it", "pay him") makes the statements of the message
+// instructions ("I owe bob 20, settle it").
+var valueVerbs = set(`send pay transfer give wire tip remit settle shoot move withdraw cash sweep schedule do handle
+	process execute proceed ahead`)
+
+// verbs that give a clause a verb of its own; a clause without one
+// continues the previous clause ("don't pay bob 5 or carol 3").
+var ownVerbs = set(`send pay transfer give wire tip remit settle shoot move withdraw cash sweep schedule check show
+	create make set register put fund scan list pause cancel resume remember get tell look resolve invoice bill
+	charge request find do handle process go let stop hold keep save note is are was were what who how`)
+
+// introducers ask the agent to work on text rather than act on it.
+var introducers = []string{"translate", "translation", "summarise", "summarize", "summary", "summarising",
+	"summarizing", "tldr", "tl;dr", "paraphrase", "proofread", "rephrase", "rewrite", "reword", "fix the grammar",
+	"correct the grammar", "spell check", "spellcheck", "what does this mean", "what does this say", "what does it say",
+	"what does it mean", "explain this", "reply to", "respond to", "draft a reply", "write a reply", "analyze",
+	"analyse", "is this legit", "is this a scam", "is this real", "is this safe", "does this look", "read this",
+	"check this", "forwarded", "fwd", "fw", "original message", "email from", "message from", "text from",
+	"note from", "dm from", "got this", "received this", "this email", "this message", "this text", "this note",
+	"this memo", "the following", "below is", "below:", "quote", "copy of", "in french", "in spanish", "in german",
+	"into french", "into spanish", "into german", "to french", "to spanish", "to german", "ignore previous",
+	"ignore all previous", "ignore your instructions", "new instructions", "system prompt", "you are now"}
+
+var hereIs = regexp.MustCompile(`(?i)\b(here'?s|here is|heres|this is|below is|see)\s+(an?|the|this|my|his|her|their)?\s*(email|e-mail|mail|message|msg|text|note|memo|letter|dm|chat|thread|post|tweet|reply|request|invoice)\b`)
+
+// reHeader finds a pasted email or chat: header lines, a greeting line,
+// an injected role or a label before a colon.
+var reHeader = regexp.MustCompile(`(?im)^\s*(from|to|subject|cc|bcc|date|sent|re|fwd?|memo|note|message|msg|email|text|content|body|transcript|input|prompt|system|assistant|user|instructions?)\s*:|^\s*dear\s+\S+|^\s*-{3,}|^\s*on .{3,80} wrote:\s*$|\b(memo|note|message|says|said|reads|wrote|writes)\s*:`)
+
+// maskPasted blanks pasted text in masked: from a header or label, and
+// what follows an introducer ("summarise this:" → the text after the
+// colon, or the next sentences). It returns the offset from which the
+// message is pasted (len(text) when nothing is).
+func maskPasted(text, masked string) (string, int) {
+	from := len(masked)
+	if loc := reHeader.FindStringIndex(masked); loc != nil {
+		from = loc[0]
+	}
+	if loc := hereIs.FindStringIndex(masked); loc != nil && loc[0] < from {
+		from = loc[0]
+	}
+	for _, sr := range Sentences(masked[:from]) {
+		ws := words(text, masked, sr[0], sr[1])
+		if !hasIntroducer(ws) {
+			continue
+		}
+		from = min(from, sr[0])
+		break
+	}
+	if from >= len(masked) {
+		return masked, len(masked)
+	}
+	// The introducer's sentence stays readable (the planner answers it);
+	// the text after its colon and everything after it are blanked.
+	keepTo := from
+	if end := strings.IndexAny(masked[from:], ":\n"); end >= 0 {
+		keepTo = from + end
+	} else {
+		keepTo = len(masked)
+	}
+	b := []byte(masked)
+	for i := keepTo; i < len(b); i++ {
+		if b[i] != '\n' {
+			b[i] = ' '
+		}
+	}
+	return string(b), from
+}
+
+func hasIntroducer(ws []word) bool {
+	for _, p := range introducers {
+		if strings.Contains(p, " ") || strings.Contains(p, ":") {
+			if seq(ws, p) >= 0 {
+				return true
+			}
+			continue
+		}
+		for _, w := range ws {
+			if w.low == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readSentence gives the clauses of one sentence their moods.
+func readSentence(ws []word, sr [2]int, endsWithQ bool, pasteFrom int) []Clause {
+	if sr[0] >= pasteFrom {
+		return []Clause{{Start: sr[0], End: sr[1], Mood: Pasted}}
+	}
+	// The sentence's form, from its first words.
+	head := 0
+	for head < len(ws)-1 && fillers[ws[head].low] {
+		head++
+	}
+	rest := ws[head:]
+	polite := false
+	for _, p := range politeStarts {
+		if seq(rest, p) == 0 {
+			polite = true
+			break
+		}
+	}
+	if !polite && (has(ws, set("please pls plz kindly")) || hasSeq(ws, "if you can", "if possible", "when you can", "if you could", "if you don't mind", "if you dont mind")) {
+		polite = true
+	}
+	sentence := Instruction
+	switch {
+	case hasSeq(ws, howTo...):
+		sentence = HowTo
+	case hasSeq(ws, deliberation...):
+		sentence = Question
+	case !polite && startsWith(rest, ambiguousStarts):
+		sentence = Ambiguous
+	case !polite && questionStarts[rest[0].low]:
+		sentence = Question
+	case !polite && endsWithQ:
+		sentence = Ambiguous
+	}
+	if conditional(ws) {
+		sentence = Conditional
+	}
+	var out []Clause
+	prev := Instruction
+	for k, sp := range clauses(ws) {
+		cw := ws[sp[0]:sp[1]]
+		m := clauseMood(cw, polite && k == 0)
+		if m == Instruction && k > 0 && !has(cw, ownVerbs) {
+			m = prev // "don't pay bob 5, or carol 3"
+		}
+		prev = m
+		out = append(out, Clause{Start: cw[0].start, End: cw[len(cw)-1].end, Mood: max(m, sentence)})
+	}
+	// Clauses cover the whole sentence, so the planner's spans (which
+	// include punctuation) always overlap one.
+	out[0].Start = sr[0]
+	out[len(out)-1].End = sr[1]
+	for i := 1; i < len(out); i++ {
+		out[i-1].End = out[i].Start
+	}
+	return out
+}
+
+func startsWith(ws []word, phrases []string) bool {
+	for _, p := range phrases {
+		if seq(ws, p) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func conditional(ws []word) bool {
+	for i, w := range ws {
+		if !conditionals[w.low] && w.low != "when" && w.low != "after" && !(w.low == "in" && i+1 < len(ws) && ws[i+1].low == "case") &&
+			!(w.low == "as" && i+2 < len(ws) && ws[i+1].low == "soon" && ws[i+2].low == "as") {
+			continue
+		}
+		if w.low == "after" && (i+1 >= len(ws) || ws[i+1].low == "that" || ws[i+1].low == "this") {
+			continue
+		}
+		if w.low == "when" && i == 0 {
+			continue // a question ("when is …"); read as one
+		}
+		polite := false
+		for _, p := range politeIf {
+			if seq(ws[i:], p) == 0 {
+				polite = true
+				break
+			}
+		}
+		if !polite {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseMood reads one clause (polite: the sentence opened with a polite
+// request and this is its first clause).
+func clauseMood(cw []word, polite bool) Mood {
+	if hasSeq(cw, reminders...) {
+		return Ambiguous
+	}
+	if negated(cw) {
+		return Negated
+	}
+	if past(cw) {
+		return Past
+	}
+	if m, ok := reported(cw); ok {
+		return m
+	}
+	if polite {
+		return Instruction
+	}
+	return statement(cw)
+}
+
+func negated(cw []word) bool {
+	for i, w := range cw {
+		if !negations[w.low] {
+			continue
+		}
+		skip := false
+		for _, p := range notNegation {
+			if j := seq(cw, p); j >= 0 && j <= i && i < j+len(strings.Fields(p)) {
+				skip = true
+			}
+		}
+		if w.low == "hold" && i > 0 && cw[i-1].low == "on" {
+			skip = true
+		}
+		if !skip {
+			return true
+		}
+	}
+	return false
+}
+
+func past(cw []word) bool {
+	for i, w := range cw {
+		if !pastVerbs[w.low] {
+			continue
+		}
+		if i > 0 && passive[cw[i-1].low] {
+			continue
+		}
+		if has(cw, pastMarkers) {
+			return true
+		}
+		for k := max(0, i-3); k < i; k++ {
+			if subjects[cw[k].low] || cw[k].low == "have" || cw[k].low == "has" || cw[k].low == "had" || cw[k].low == "was" || cw[k].low == "were" || cw[k].low == "did" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reported: someone else's words ("bob said to send him 5"), or a
+// message for someone else ("tell bob to pay me"). The user quoting
+// themselves ("I said send bob 5") is Ambiguous.
+func reported(cw []word) (Mood, bool) {
+	for i, w := range cw {
+		if reportVerbs[w.low] || (w.low == "according" && i+1 < len(cw) && cw[i+1].low == "to") {
+			if i > 0 && (cw[i-1].low == "i" || cw[i-1].low == "we") {
+				return Ambiguous, true
+			}
+			return Reported, true
+		}
+	}
+	head := 0
+	for head < len(cw)-1 && fillers[cw[head].low] {
+		head++
+	}
+	if relayVerbs[cw[head].low] && head+1 < len(cw) {
+		next := cw[head+1].low
+		if next != "me" && next != "us" && !(cw[head].low == "let" && (next == "me" || next == "us" || next == "'s")) {
+			return Reported, true
+		}
+	}
+	return Instruction, false
+}
+
+// statement: a clause led by its subject ("I owe bob 20", "bob needs 5
+// USDC") informs; "bob should get 5 USDC from me" and "you should pay …"
+// are requests.
+func statement(cw []word) Mood {
+	head := 0
+	for head < len(cw)-1 && fillers[cw[head].low] {
+		head++
+	}
+	rest := cw[head:]
+	if startsWith(rest, ambiguousStarts) {
+		return Ambiguous
+	}
+	first := rest[0].low
+	if first == "you" || first == "u" {
+		return Instruction
+	}
+	if pronounSubjects[first] {
+		return Statement
+	}
+	if len(rest) > 1 && statementVerbs[rest[1].low] && !ownVerbs[first] && !isNumberWord(first) {
+		if hasSeq(rest, "from me", "from my", "from us", "off me") {
+			return Instruction
+		}
+		return Statement
+	}
+	return Instruction
+}
+
+// retract: "never mind", "scratch that", "no wait" take back what came
+// before them in the message.
+func retract(cs []Clause, text, masked string) {
+	for i, c := range cs {
+		ws := words(text, masked, c.Start, c.End)
+		if !hasSeq(ws, retractions...) {
+			continue
+		}
+		for k := 0; k <= i; k++ {
+			cs[k].Mood = max(cs[k].Mood, Negated)
+		}
+	}
+}
+
+// promote: a statement becomes an instruction when the message also holds
+// an instruction to move value that names no amount ("I owe bob 20,
+// settle it", "bob needs 5 USDC. send it to him").
+func promote(cs []Clause, text, masked string) {
+	trigger := false
+	for _, c := range cs {
+		if c.Mood != Instruction {
+			continue
+		}
+		seg := masked[c.Start:c.End]
+		ws := words(text, masked, c.Start, c.End)
+		if has(ws, valueVerbs) && len(Numbers(seg)) == 0 {
+			trigger = true
+		}
+	}
+	if !trigger {
+		return
+	}
+	for i := range cs {
+		if cs[i].Mood == Statement {
+			cs[i].Mood = Instruction
+		}
+	}
+}

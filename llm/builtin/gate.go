@@ -1,0 +1,138 @@
+package builtin
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/veilhq/veil/agent/intent"
+)
+
+// moneyKinds are the requests whose tools move value (the tools'
+// MovesValue): they run only behind the money gate.
+var moneyKinds = map[string]bool{"pay": true, "schedule": true, "withdraw": true}
+
+// gate applies the money gate (package intent) to the planned actions: a
+// request to move value in a part of the message that is not an
+// instruction (a negation, question, condition, past event, someone
+// else's words, a statement, pasted text) becomes an answer or one
+// confirming question; nothing read from pasted text is acted on.
+func gate(r intent.Reading, acts []action) []action {
+	out := make([]action, 0, len(acts))
+	pasted := false
+	for _, a := range acts {
+		mood := r.Mood(a.from, a.to)
+		switch {
+		case mood == intent.Pasted && a.kind != "memory":
+			if !pasted {
+				out = append(out, ask("gate", pastedText))
+				pasted = true
+			}
+		case moneyKinds[a.kind] && mood != intent.Instruction:
+			out = append(out, ask("gate", gateText(a, mood)))
+		default:
+			out = append(out, a)
+		}
+	}
+	if !pasted && onlySmallTalk(out) {
+		for _, c := range r.Clauses {
+			if c.Mood == intent.Pasted {
+				return []action{ask("gate", pastedText)}
+			}
+		}
+	}
+	return out
+}
+
+func onlySmallTalk(acts []action) bool {
+	for _, a := range acts {
+		switch a.kind {
+		case "greet", "help", "thanks", "unknown":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+const pastedText = "I don't act on quoted or pasted text (emails, messages, memos), and I can't translate or summarise it: nothing in it was acted on and nothing was sent. If you want me to pay someone, say it in your own words, e.g. “send 5 USDC to bob”."
+
+// gateText answers a request to move value that was not an instruction.
+func gateText(a action, mood intent.Mood) string {
+	p := phrase(a)
+	switch mood {
+	case intent.Negated:
+		return fmt.Sprintf("OK, I won't do that: nothing was sent. When you do want it, say “%s”.", p)
+	case intent.Question:
+		return fmt.Sprintf("Nothing has been sent. Whether to go ahead is your call; I can check first (“what's my balance”, “who is bob”, “privacy check”). Payments are private stealth payments and can't be undone. If you decide to, say “%s”.", p)
+	case intent.HowTo:
+		return fmt.Sprintf("Just tell me in your own words and I'll do it, e.g. “%s”. Nothing has been sent yet.", p)
+	case intent.Conditional:
+		return fmt.Sprintf("I don't act on conditions (“if …”, “once …”): I'd have no way to know when it happens. When it does, tell me “%s” and I'll send it. Nothing was sent.", p)
+	case intent.Past:
+		return fmt.Sprintf("Noted: that sounds like it already happened, so I haven't sent anything. If you want me to send another, say “%s”.", p)
+	case intent.Reported:
+		return fmt.Sprintf("I only move money on your own instruction, not on someone else's words: nothing was sent. If you want it, say “%s”.", p)
+	case intent.Pasted:
+		return pastedText
+	}
+	return fmt.Sprintf("Just to be sure before any money moves: do you want me to %s now? If so, say “%s”.", p, p)
+}
+
+// phrase is the request in words the user can send back.
+func phrase(a action) string {
+	arg := func(k string) string {
+		if a.args == nil {
+			return ""
+		}
+		v, _ := a.args[k].(string)
+		return v
+	}
+	money := strings.TrimSpace(arg("amount") + " " + arg("asset"))
+	switch a.tool {
+	case "send_payment":
+		return strings.Join(strings.Fields(fmt.Sprintf("send %s to %s %s", money, arg("recipient"), onChainWord(arg("chain")))), " ")
+	case "pay_agent":
+		return fmt.Sprintf("pay %s %s", arg("agent_name"), money)
+	case "schedule_payment":
+		return fmt.Sprintf("send %s to %s %s", money, arg("recipient"), everyText(arg("interval")))
+	case "withdraw_all":
+		return "withdraw everything to " + arg("to")
+	case "withdraw":
+		if arg("amount") != "" {
+			return fmt.Sprintf("withdraw %s from %s to %s", arg("amount"), arg("from"), arg("to"))
+		}
+		return fmt.Sprintf("withdraw from %s to %s", arg("from"), arg("to"))
+	}
+	switch a.kind {
+	case "schedule":
+		return "send 5 USDC to bob every week"
+	case "withdraw":
+		return "withdraw everything to 0x…"
+	}
+	return "send 5 USDC to bob"
+}
+
+func onChainWord(ch string) string {
+	if ch == "" {
+		return ""
+	}
+	return "on " + ch
+}
+
+// everyText is an interval in words ("every week", "every friday",
+// "every 6 hours").
+func everyText(iv string) string {
+	switch iv {
+	case "daily":
+		return "every day"
+	case "weekly":
+		return "every week"
+	case "monthly":
+		return "every month"
+	case "hourly":
+		return "every hour"
+	case "":
+		return "each time"
+	}
+	return "every " + strings.ReplaceAll(iv, "-", " ")
+}
