@@ -152,4 +152,3 @@ func Sentences(masked string) [][2]int {
 	}
 	return out
 }
-
