@@ -59,6 +59,8 @@ type envOptions struct {
 	rates httpapi.RateLimit
 	// now is the API's clock (nil: time.Now).
 	now func() time.Time
+	// webhookAllowPrivate lets webhooks target the test's loopback receivers.
+	webhookAllowPrivate bool
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -90,8 +92,9 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.evm {
 		chainSet, rpc = startEVM(t, system, st, signer, quiet)
 	}
+	feed := agent.NewFeed()
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
-		Store: st, Log: quiet, Keys: opts.keys, Chains: chainSet,
+		Store: st, Log: quiet, Keys: opts.keys, Chains: chainSet, Feed: feed,
 		Models:    func(p, key string) (llms.Model, error) { return opts.models.Model(llm.Provider(p), key) },
 		PublicURL: "http://veil.test",
 		Failpoint: opts.failpoint,
@@ -99,7 +102,8 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
-	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now})
+	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now,
+		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())
 	if err != nil || key == "" {

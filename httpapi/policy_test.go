@@ -85,3 +85,46 @@ func TestSpendingPolicy(t *testing.T) {
 		t.Fatalf("GET policy = %+v", view)
 	}
 }
+
+// The preview's message, signed as is, sets the policy: clients need not
+// reimplement the normalisation.
+func TestPolicyPreview(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	o := newEVMOwner(t)
+	alice := e.create(t, o, "previewed", "ethereum")
+	// Written the way a person might: lower-case assets, names with the
+	// suffix, duplicates, an address in mixed case.
+	p := map[string]any{"perTransaction": map[string]string{"usdc": "100"}, "daily": map[string]string{" eth ": "0.5"},
+		"allowlist": []string{"bob.veil", "bob", "0xAbCdEf0123456789aBcDeF0123456789ABCDEF01"}}
+	path := "/agent/" + alice.ID + "/policy"
+	r := e.do("POST", path+"/preview", e.key, map[string]any{"policy": p})
+	if r.status != 200 {
+		t.Fatalf("preview = %d %s", r.status, r.body)
+	}
+	var pre struct{ Hash, Message string }
+	r.decode(t, &pre)
+	want, _ := policy.Hash(policy.Policy{PerTransaction: map[string]string{"USDC": "100"}, Daily: map[string]string{"ETH": "0.5"},
+		Allowlist: []string{"bob", "0xabcdef0123456789abcdef0123456789abcdef01"}})
+	if pre.Hash != want || !strings.HasPrefix(pre.Message, "Veil wants you to set spending policy "+want+" for agent "+alice.ID+".\n") {
+		t.Fatalf("preview = %+v, want hash %s", pre, want)
+	}
+	r = e.do("PUT", path, e.key, map[string]any{"policy": p, "message": pre.Message, "signature": o.sign(pre.Message)})
+	if r.status != 200 || !strings.Contains(string(r.body), pre.Hash) {
+		t.Fatalf("set with the previewed message = %d %s", r.status, r.body)
+	}
+
+	for _, tc := range []struct {
+		name, key string
+		body      any
+		want      int
+	}{
+		{"no policy", e.key, map[string]any{}, 400},
+		{"malformed policy", e.key, map[string]any{"policy": map[string]any{"daily": map[string]string{"ETH": "-1"}}}, 400},
+		{"another account", e.newKey("other"), map[string]any{"policy": p}, 404},
+		{"no key", "", map[string]any{"policy": p}, 401},
+	} {
+		if r := e.do("POST", path+"/preview", tc.key, tc.body); r.status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.want)
+		}
+	}
+}

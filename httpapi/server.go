@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
@@ -39,6 +41,15 @@ type Config struct {
 	RateLimit RateLimit
 	// OnRequest, when set, is called after every request (for metrics).
 	OnRequest func(method, route string, status int, d time.Duration)
+	// Feed wakes notification streams when this process stores a
+	// notification; nil: streams only poll.
+	Feed *agent.Feed
+	// StreamPoll is how often a notification stream reads the store for
+	// what other cluster members stored; 0 means 2s.
+	StreamPoll time.Duration
+	// WebhookAllowPrivate accepts webhook URLs naming private, loopback or
+	// link-local addresses (development and tests; docs/webhooks.md).
+	WebhookAllowPrivate bool
 }
 
 // Agents delivers a message to an agent actor and returns its answer:
@@ -65,6 +76,13 @@ type Server struct {
 	router    chi.Router
 	rates     RateLimit
 	limits    *limiter
+
+	feed                *agent.Feed
+	streamPoll          time.Duration
+	webhookAllowPrivate bool
+	// closing ends the long-lived notification streams at shutdown.
+	closing     chan struct{}
+	closingOnce sync.Once
 }
 
 // New builds the API's router.
@@ -77,6 +95,14 @@ func New(cfg Config) *Server {
 		maxBody:   cfg.MaxBody,
 		now:       cfg.Now,
 		onRequest: cfg.OnRequest,
+
+		feed:                cfg.Feed,
+		streamPoll:          cfg.StreamPoll,
+		webhookAllowPrivate: cfg.WebhookAllowPrivate,
+		closing:             make(chan struct{}),
+	}
+	if s.streamPoll <= 0 {
+		s.streamPoll = defaultStreamPoll
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -100,7 +126,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 // BeginShutdown makes every later request a 503 in the error format, while
 // requests already running finish.
-func (s *Server) BeginShutdown() { s.draining.Store(true) }
+func (s *Server) BeginShutdown() {
+	s.draining.Store(true)
+	s.closingOnce.Do(func() { close(s.closing) })
+}
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
@@ -123,6 +152,7 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit)
 		s.agentRoutes(r)
+		s.ownerRoutes(r)
 	})
 	return r
 }

@@ -58,6 +58,9 @@ type Deps struct {
 	// Metrics, when set, records the agent's chats, model and tool calls
 	// and payments.
 	Metrics Metrics
+	// Feed, when set, is told of every notification stored (the
+	// notification stream watches it).
+	Feed *Feed
 	// Failpoint, when set, is called at the dangerous steps of a request
 	// (FailAfterTools); an error it returns aborts the request right there,
 	// as a crash would. Tests only.
@@ -170,6 +173,8 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 		return a.setPolicy(ctx, m)
 	case *GetPolicy:
 		return a.getPolicy(ctx)
+	case *PreviewPolicy:
+		return a.previewPolicy(m)
 	case *Get:
 		return a.rec, nil
 	case *GetStatus:
@@ -210,6 +215,8 @@ func (a *Actor) authorize(msg any) error {
 	case *SetPolicy:
 		account = m.AccountID
 	case *GetPolicy:
+		account = m.AccountID
+	case *PreviewPolicy:
 		account = m.AccountID
 	case *Get:
 		account = m.AccountID

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/veilhq/veil/actors/webhook"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -18,6 +19,12 @@ const (
 	NoteScheduleFailed   = "schedule_failed"
 	NoteWithdrawal       = "withdrawal"
 )
+
+// NotificationTypes is every type a notification can have, for clients
+// that filter on them (webhooks).
+func NotificationTypes() []string {
+	return []string{NotePaymentReceived, NotePaymentSent, NoteInvoicePaid, NoteScheduleExecuted, NoteScheduleFailed, NoteWithdrawal}
+}
 
 // Notification is the spec's Notification.
 type Notification struct {
@@ -47,9 +54,17 @@ func (a *Actor) notify(ctx context.Context, n *Notify, ops ...persistence.Op) (*
 		return nil, err
 	}
 	ops = append(ops, persistence.Put(TableNotifications, a.noteKey(note.ID), raw, persistence.Absent()))
+	// The webhook outbox record commits with the notification: a crash
+	// cannot keep one without the other (docs/webhooks.md).
+	out, err := webhook.OutboxOps(ctx, a.deps.Store, a.rec.AccountID, a.id, note.Type, note.CreatedAt, note)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: webhook outbox: %w", a.id, err)
+	}
+	ops = append(ops, out...)
 	if err := a.saveRecord(ctx, next, ops...); err != nil {
 		return nil, err
 	}
+	a.deps.Feed.Publish(a.id)
 	a.capInbox(ctx)
 	return note, nil
 }
@@ -111,4 +126,24 @@ func (a *Actor) markRead(ctx context.Context) error {
 func (a *Actor) deleteNotifications(ctx context.Context) error {
 	_, err := a.deps.Store.Apply(ctx, persistence.DeletePrefix(TableNotifications, a.id+"/"))
 	return err
+}
+
+// NotificationsAfter reads the agent's notifications with an id above
+// after, oldest first, at most limit. The notification stream reads the
+// store directly: a notification another cluster member stored is there
+// too.
+func NotificationsAfter(ctx context.Context, st persistence.Store, agentID string, after int64, limit int) ([]Notification, error) {
+	recs, err := st.List(ctx, TableNotifications, persistence.Query{Prefix: agentID + "/", After: fmt.Sprintf("%s/%016x", agentID, after), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Notification, 0, len(recs))
+	for _, r := range recs {
+		var n Notification
+		if err := json.Unmarshal(r.Value, &n); err != nil {
+			return nil, fmt.Errorf("agent %s: decode notification %s: %w", agentID, r.Key, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

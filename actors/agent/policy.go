@@ -20,6 +20,20 @@ type SetPolicy struct {
 	Message   string
 }
 
+// PreviewPolicy answers *PolicyPreview: the hash of the policy and the
+// exact message the owner signs to set it now, so that no client
+// reimplements the normalisation.
+type PreviewPolicy struct {
+	AccountID string
+	Policy    policy.Policy
+}
+
+// PolicyPreview is the answer of POST /agent/:id/policy/preview.
+type PolicyPreview struct {
+	Hash    string `json:"hash"`
+	Message string `json:"message"`
+}
+
 // GetPolicy answers *PolicyView.
 type GetPolicy struct{ AccountID string }
 
@@ -79,4 +93,13 @@ func (a *Actor) getPolicy(ctx context.Context) (*PolicyView, error) {
 		return nil, err
 	}
 	return &PolicyView{Policy: &p, Hash: hash}, nil
+}
+
+func (a *Actor) previewPolicy(m *PreviewPolicy) (*PolicyPreview, error) {
+	m.Policy.Resolved = nil // filled in by the server, never signed
+	hash, err := policy.Hash(m.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return &PolicyPreview{Hash: hash, Message: walletsig.PolicyMessage(hash, a.id, a.rec.OwnerWallet, a.deps.now())}, nil
 }

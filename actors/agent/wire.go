@@ -23,12 +23,12 @@ func RegisterWire(c *msg.Codec) {
 		&Create{}, &Get{}, &GetStatus{}, &Export{}, &Attest{},
 		&ListConversations{}, &CreateConversation{}, &ListMessages{}, &DeleteConversation{},
 		&ListNotifications{}, &MarkNotificationsRead{}, &DeleteNotifications{}, &Notify{},
-		&Chat{}, &SetPolicy{}, &GetPolicy{},
+		&Chat{}, &SetPolicy{}, &GetPolicy{}, &PreviewPolicy{},
 		&DeliverPayments{}, &GetInvoice{}, &ConfirmInvoicePaid{}, &PublicInvoice{},
 		&ListSchedules{}, &ScheduleAction{}, &RunSchedule{},
 		// Answers.
 		&Record{}, &Status{}, "", enclave.Attestation{}, []Conversation{}, &Conversation{},
-		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &PolicyView{},
+		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &PolicyView{}, &PolicyPreview{},
 		&DeliverReport{}, &tools.Invoice{}, &PayView{}, []tools.Schedule{}, &tools.Schedule{}, &RunReport{},
 	)
 

@@ -29,6 +29,9 @@ type config struct {
 	MemoryLimitMiB  int
 	RatePerSecond   float64
 	RateBurst       int
+	// WebhookAllowPrivate lets webhooks reach private, loopback and
+	// link-local addresses (development and tests only).
+	WebhookAllowPrivate bool
 
 	// Store selects the backend: bolt (one node) or postgres (cluster).
 	Store       string
@@ -65,6 +68,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit-mib", 0, "Go heap size (MiB) above which least recently used agents are passivated; 0: off")
 	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
 	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks reach private, loopback and link-local addresses (development and tests only; docs/webhooks.md)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 	fs.StringVar(&c.Store, "store", "bolt", "state store: bolt (the file in --data) or postgres (--postgres-dsn; required with --cluster)")
 	fs.StringVar(&c.PostgresDSN, "postgres-dsn", "", "with --store postgres: the connection string, e.g. postgres://veil@db:5432/veil")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/actors/webhook"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stellar"
@@ -39,7 +40,7 @@ func knownFailpoints() []string {
 	for _, p := range []solana.Failpoint{solana.FailAfterSign, solana.FailBeforeSend, solana.FailAfterSend} {
 		out = append(out, "solana."+string(p))
 	}
-	for _, n := range []string{agent.FailAfterTools, agent.FailAfterScheduleSend, persistence.FailBeforeCommit, persistence.FailAfterCommit} {
+	for _, n := range []string{agent.FailAfterTools, agent.FailAfterScheduleSend, webhook.FailBeforeSend, persistence.FailBeforeCommit, persistence.FailAfterCommit} {
 		out = append(out, dotted(n))
 	}
 	return out

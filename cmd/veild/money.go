@@ -9,6 +9,7 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/reminder"
 	"github.com/veilhq/veil/actors/scanner"
+	"github.com/veilhq/veil/actors/webhook"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/lease"
@@ -22,12 +23,12 @@ var scanHealth = scanner.NewBoard()
 
 // startMoneyServices starts the background payment scanner of every chain
 // that has a chain actor and the schedule reminder (docs/scanner.md,
-// docs/schedules.md), each under its lease in the store ("scanner/<chain>",
+// docs/schedules.md) and the webhook deliverer, each under its lease in the store ("scanner/<chain>",
 // "reminder"; docs/cluster.md), so that the members of a cluster run one
 // copy of each between them. A single node takes every lease at once. The
 // returned stop ends them and releases the leases; call it before the
 // agent host stops, since both deliver to agents.
-func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *metrics.Metrics, log *slog.Logger) (stop func()) {
+func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *metrics.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
 	holder := lease.NewHolderID()
 	// bbolt is opened by one process at a time: a lease record another
 	// holder left there is a crashed predecessor's, not a live member's.
@@ -79,6 +80,13 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 		rem := reminder.New(reminder.Options{Store: store, Agents: agents, Log: log.With(slog.String("component", "reminder"))})
 		rem.Start()
 		return rem.Stop
+	})
+	// One webhook deliverer per store (docs/webhooks.md).
+	run("webhooks", func() func() {
+		d := webhook.NewDeliverer(webhook.Options{Store: store, AllowPrivate: webhookAllowPrivate, Metrics: mets,
+			Log: log.With(slog.String("component", "webhooks")), Failpoint: agentFailpoint()})
+		d.Start()
+		return d.Stop
 	})
 	var once sync.Once
 	return func() {

@@ -111,8 +111,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer chainSet.close()
+	feed := agent.NewFeed()
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
 		Store:     store,
+		Feed:      feed,
 		Log:       log,
 		Keys:      agent.EnclaveKeys(enclaves),
 		Chains:    chainSet.refs,
@@ -135,9 +137,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stopSystem = member.Stop
 		agents = member
 	}
-	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log)
+	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log, cfg.WebhookAllowPrivate)
 	defer stopMoney()
-	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg)})
+	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
+		Feed: feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {

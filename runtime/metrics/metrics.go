@@ -69,6 +69,8 @@ type Metrics struct {
 
 	clusterRequests *prometheus.HistogramVec
 	clusterErrors   *prometheus.CounterVec
+
+	webhooks webhookMetrics
 }
 
 // latency buckets from 100µs to ~100s.
@@ -126,6 +128,7 @@ func New(labelCap int) *Metrics {
 		m.commitLatency, m.commitBatch, m.httpRequests, m.httpLatency, m.chainCalls, m.chainErrors, m.chainMaintenance, m.scanned, m.scanLag} {
 		f(c)
 	}
+	m.registerWebhooks()
 	return m
 }
 

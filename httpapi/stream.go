@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/veilhq/veil/actors/agent"
+)
+
+// Defaults of the notification stream (docs/api.md).
+const (
+	defaultStreamPoll = 2 * time.Second
+	streamHeartbeat   = 15 * time.Second
+	streamWriteWait   = 30 * time.Second
+	streamPage        = 100
+)
+
+// notificationStream is GET /agent/:id/notifications/stream: Server-Sent
+// Events, one "notification" event per notification stored after the
+// stream began (or after Last-Event-ID / ?after=, to resume). The store is
+// read when this process stores a notification for the agent (the Feed)
+// and every StreamPoll, which picks up what other cluster members stored.
+func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	v, err := s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
+	if err != nil {
+		return err
+	}
+	last := v.(*agent.Record).LastNotificationID
+	resume := r.Header.Get("Last-Event-ID")
+	if q := r.URL.Query().Get("after"); q != "" {
+		resume = q
+	}
+	if resume != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(resume), 10, 64)
+		if err != nil || n < 0 {
+			return Errorf(http.StatusBadRequest, "Last-Event-ID / after must be a notification id (a non-negative integer), got %q", truncate(resume, 40))
+		}
+		last = n
+	}
+	wake, stop := s.feed.Watch(id)
+	defer stop()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	write := func(chunk string) error {
+		// The server's write timeout is for ordinary replies; a stream
+		// extends its deadline before each write.
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+		if _, err := fmt.Fprint(w, chunk); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	// The retry hint and a first comment tell the client the stream is up.
+	if err := write("retry: 3000\n: stream of agent " + id + "\n\n"); err != nil {
+		return nil
+	}
+	poll := time.NewTicker(s.streamPoll)
+	defer poll.Stop()
+	beat := time.NewTicker(streamHeartbeat)
+	defer beat.Stop()
+	ctx := r.Context()
+	for {
+		notes, err := agent.NotificationsAfter(ctx, s.store, id, last, streamPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			loggerFrom(ctx).Warn("notification stream: read failed; the client reconnects", "err", err)
+			return nil // headers are sent: end the stream, the client resumes
+		}
+		for _, n := range notes {
+			raw, err := json.Marshal(n)
+			if err != nil {
+				return nil
+			}
+			if err := write(fmt.Sprintf("id: %d\nevent: notification\ndata: %s\n\n", n.ID, raw)); err != nil {
+				return nil
+			}
+			last = n.ID
+		}
+		if len(notes) == streamPage {
+			continue // more waiting
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return nil // shutting down: the client reconnects elsewhere
+		case <-wake:
+		case <-poll.C:
+		case <-beat.C:
+			if err := write(": keep-alive\n\n"); err != nil {
+				return nil
+			}
+		}
+	}
+}
