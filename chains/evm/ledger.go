@@ -229,43 +229,6 @@ func sweepValue(balance *big.Int, gas uint64, price *big.Int) (*big.Int, error) 
 	return v, nil
 }
 
-// broadcast outcomes
-type sendOutcome int
-
-const (
-	sentOK        sendOutcome = iota
-	sentNonceUsed             // the nonce is taken on chain or in the pool by another transaction
-	sentRejected              // the node refused the transaction; it will never be mined as is
-	sentUnknown               // transport failure: the node may or may not have it
-)
-
-func classify(err error) sendOutcome {
-	if err == nil {
-		return sentOK
-	}
-	msg := strings.ToLower(err.Error())
-	switch {
-	case strings.Contains(msg, "already known"), strings.Contains(msg, "known transaction"):
-		return sentOK
-	case strings.Contains(msg, "nonce too low"), strings.Contains(msg, "replacement transaction underpriced"):
-		return sentNonceUsed
-	case strings.Contains(msg, "txpool is full"), strings.Contains(msg, "rate limit"):
-		return sentUnknown
-	}
-	var re rpc.Error
-	if errors.As(err, &re) {
-		return sentRejected
-	}
-	return sentUnknown
-}
-
-func (c *Connector) rejection(err error) error {
-	if strings.Contains(strings.ToLower(err.Error()), "insufficient funds") {
-		return fmt.Errorf("%w: %s: %v", chains.ErrInsufficientFunds, c.cfg.Chain, err)
-	}
-	return fmt.Errorf("evm: %s: node rejected the transaction: %w", c.cfg.Chain, err)
-}
-
 func (c *Connector) sendRaw(ctx context.Context, raw []byte) error {
 	return c.rpc.CallContext(ctx, nil, "eth_sendRawTransaction", hexutil.Bytes(raw))
 }
@@ -472,9 +435,8 @@ func (c *Connector) estimateGas(ctx context.Context, from, to common.Address, va
 
 // callError maps a failed eth_call/eth_estimateGas to Veil's errors.
 func (c *Connector) callError(what string, err error) error {
-	msg := strings.ToLower(err.Error())
-	if strings.Contains(msg, "insufficient funds") || strings.Contains(msg, "insufficientbalance") {
-		return fmt.Errorf("%w: %s: %v", chains.ErrInsufficientFunds, c.cfg.Chain, err)
+	if readNodeError(err) == nodeErrInsufficientFunds || strings.Contains(strings.ToLower(err.Error()), "insufficientbalance") {
+		return fmt.Errorf("%w: %s: %s: the account cannot pay the amount plus the network fee (%v)", chains.ErrInsufficientFunds, c.cfg.Chain, what, err)
 	}
 	var de rpc.DataError
 	if errors.As(err, &de) {
