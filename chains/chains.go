@@ -100,6 +100,10 @@ var (
 	// ErrInvalidName: a name that is not 3-32 characters of [a-z0-9-]
 	// (optionally followed by ".veil").
 	ErrInvalidName = errors.New("chains: invalid name")
+	// ErrNoFaucet: the network has no faucet Veil can call (a public
+	// network, a node without Veil's devnet faucet). Not a failure to reach
+	// the network: the address has to be funded from outside.
+	ErrNoFaucet = errors.New("chains: no faucet on this network")
 	// ErrIdempotencyConflict: an idempotency key already used for a
 	// different operation (other recipient, amount or asset).
 	ErrIdempotencyConflict = errors.New("chains: idempotency key reused with different parameters")

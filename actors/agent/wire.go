@@ -94,6 +94,7 @@ func RegisterWire(c *msg.Codec) {
 		{"chains.unavailable", chains.ErrUnavailable},
 		{"chains.insufficient-funds", chains.ErrInsufficientFunds},
 		{"chains.not-found", chains.ErrNotFound},
+		{"chains.no-faucet", chains.ErrNoFaucet},
 	} {
 		c.RegisterSentinel(s.code, s.err)
 	}

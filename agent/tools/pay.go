@@ -68,6 +68,8 @@ func chainErr(op string, c chains.ID, err error) error {
 		return fmt.Errorf("%s on %s: %w; nothing was done, try again later", op, c, err)
 	case errors.Is(err, chains.ErrInsufficientFunds):
 		return fmt.Errorf("%s on %s: %w (the amount plus network fees is more than the account holds; check get_balance)", op, c, err)
+	case errors.Is(err, chains.ErrNoFaucet):
+		return fmt.Errorf("%s on %s: %w; nothing was done: tell the user which address to send funds to", op, c, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s on %s: %w; the outcome is unknown until the next scan or balance check", op, c, err)
 	}

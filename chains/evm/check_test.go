@@ -142,3 +142,22 @@ func mustFund(t testing.TB, c *evm.Connector, a common.Address) chains.TxResult 
 	}
 	return r
 }
+
+// TestFundWithoutFaucet: a network without Veil's faucet says so and names
+// the address to fund; it is not reported as unreachable.
+func TestFundWithoutFaucet(t *testing.T) {
+	d := startDevnet(t, chains.Polygon)
+	cfg, _ := d.Config(chains.Polygon)
+	cfg.DevnetFaucet = false
+	c := connect(t, cfg, openStore(t, t.TempDir()), nil, nil)
+	alice := evmtest.NewAgent("alice")
+	_, err := c.Fund(context.Background(), alice.Address.Hex())
+	if !errors.Is(err, chains.ErrNoFaucet) || errors.Is(err, chains.ErrUnavailable) {
+		t.Fatalf("Fund: %v", err)
+	}
+	for _, want := range []string{"no faucet on this network", "fund " + alice.Address.Hex() + " yourself", "POL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("Fund: %q does not say %q", err, want)
+		}
+	}
+}

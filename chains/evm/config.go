@@ -154,24 +154,46 @@ func EVMChains() []chains.ID {
 	return out
 }
 
+// DevChainIDs are the chain ids of local development nodes (Hardhat and
+// Anvil 31337, geth --dev and Ganache 1337). They mine a block only when a
+// transaction arrives, so a confirmation depth would hide a payment until
+// unrelated transactions push two more blocks: their default depth is 0.
+var DevChainIDs = map[uint64]bool{31337: true, 1337: true}
+
 // ConfigFromEnv reads a chain's configuration for a real network from the
-// environment (getenv; nil means os.Getenv). ok is false when
+// environment (getenv; nil means the process environment, where a variable
+// set to "" is told apart from an unset one). ok is false when
 // VEIL_RPC_<CHAIN> is unset: the chain then runs on the devnet. Variables,
 // with CHAIN the upper-case chain id:
 //
 //	VEIL_RPC_<CHAIN>              RPC URL (required)
 //	VEIL_EVM_<CHAIN>_CHAIN_ID     default: the test network's (see docs)
-//	VEIL_EXPLORER_<CHAIN>         tx link template with {hash}
+//	VEIL_EXPLORER_<CHAIN>         tx link template with {hash}; set to "" (or "none") for no links;
+//	                              default: the test network's explorer, only for its chain id
 //	VEIL_EVM_<CHAIN>_ANNOUNCER    default: the canonical ERC-5564 announcer
 //	VEIL_EVM_<CHAIN>_SENDER       StealthSender address
 //	VEIL_EVM_<CHAIN>_NAMES        VeilNames address
-//	VEIL_EVM_<CHAIN>_TOKENS       SYMBOL=0xaddress:decimals,... (default: Circle's test USDC)
+//	VEIL_EVM_<CHAIN>_TOKENS       SYMBOL=0xaddress:decimals,... (default: Circle's test USDC, only
+//	                              for the test network's chain id)
 //	VEIL_EVM_<CHAIN>_FROM_BLOCK   first block to scan
-//	VEIL_EVM_<CHAIN>_CONFIRMATIONS  scan depth (default 2)
+//	VEIL_EVM_<CHAIN>_CONFIRMATIONS  scan depth (default 2; 0 for DevChainIDs)
 //	VEIL_EVM_<CHAIN>_LOG_RANGE    blocks per eth_getLogs (default 2000)
 func ConfigFromEnv(id chains.ID, getenv func(string) string) (cfg Config, ok bool, err error) {
 	if getenv == nil {
-		getenv = os.Getenv
+		return ConfigFromLookup(id, os.LookupEnv)
+	}
+	return ConfigFromLookup(id, func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	})
+}
+
+// ConfigFromLookup is ConfigFromEnv over a lookup that tells an empty
+// variable from an unset one (os.LookupEnv).
+func ConfigFromLookup(id chains.ID, lookup func(string) (string, bool)) (cfg Config, ok bool, err error) {
+	getenv := func(k string) string {
+		v, _ := lookup(k)
+		return v
 	}
 	up := strings.ToUpper(string(id))
 	url := getenv("VEIL_RPC_" + up)
@@ -179,10 +201,7 @@ func ConfigFromEnv(id chains.ID, getenv func(string) string) (cfg Config, ok boo
 		return Config{}, false, nil
 	}
 	tn := testnets[id]
-	cfg = Config{Chain: id, RPCURL: url, ChainID: tn.chainID, ExplorerTx: tn.explorer, Confirmations: 2}
-	if tn.usdc != "" {
-		cfg.Tokens = []Token{{Symbol: "USDC", Address: common.HexToAddress(tn.usdc), Decimals: 6}}
-	}
+	cfg = Config{Chain: id, RPCURL: url, ChainID: tn.chainID}
 	env := func(name string) string { return getenv("VEIL_EVM_" + up + "_" + name) }
 	num := func(name string, dst *uint64) {
 		if v := env(name); v != "" && err == nil {
@@ -202,14 +221,34 @@ func ConfigFromEnv(id chains.ID, getenv func(string) string) (cfg Config, ok boo
 		}
 	}
 	num("CHAIN_ID", &cfg.ChainID)
+	// What Veil knows of the public test network (explorer, Circle's USDC)
+	// holds only on that network: another chain id (a local node, a
+	// mainnet) starts without links and tokens.
+	onTestnet := cfg.ChainID == tn.chainID
+	if onTestnet {
+		cfg.ExplorerTx = tn.explorer
+		if tn.usdc != "" {
+			cfg.Tokens = []Token{{Symbol: "USDC", Address: common.HexToAddress(tn.usdc), Decimals: 6}}
+		}
+	}
+	cfg.Confirmations = 2
+	if DevChainIDs[cfg.ChainID] {
+		cfg.Confirmations = 0
+	}
 	num("FROM_BLOCK", &cfg.FromBlock)
 	num("CONFIRMATIONS", &cfg.Confirmations)
 	num("LOG_RANGE", &cfg.LogRange)
 	addr("ANNOUNCER", &cfg.Announcer)
 	addr("SENDER", &cfg.Sender)
 	addr("NAMES", &cfg.Names)
-	if v := getenv("VEIL_EXPLORER_" + up); v != "" {
-		cfg.ExplorerTx = v
+	if v, set := lookup("VEIL_EXPLORER_" + up); set {
+		cfg.ExplorerTx = strings.TrimSpace(v)
+		if strings.EqualFold(cfg.ExplorerTx, "none") || strings.EqualFold(cfg.ExplorerTx, "off") {
+			cfg.ExplorerTx = ""
+		}
+		if cfg.ExplorerTx != "" && !strings.Contains(cfg.ExplorerTx, "{hash}") && err == nil {
+			err = fmt.Errorf("VEIL_EXPLORER_%s=%q: the template needs {hash} where the transaction hash goes (or set it empty for no links)", up, v)
+		}
 	}
 	if v := env("TOKENS"); v != "" && err == nil {
 		cfg.Tokens, err = parseTokens(v)

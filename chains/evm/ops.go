@@ -470,15 +470,16 @@ func (c *Connector) NameOf(ctx context.Context, address string) (string, error) 
 }
 
 // Fund asks the devnet faucet for the native asset and every test token
-// (one transaction, awaited). Public test networks have no programmatic
-// faucet: there it reports chains.ErrUnavailable.
+// (one transaction, awaited). Elsewhere there is no faucet Veil can call:
+// it reports chains.ErrNoFaucet, saying which address to fund.
 func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, error) {
 	a, err := parseAddress(address)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
 	if !c.cfg.DevnetFaucet {
-		return chains.TxResult{}, fmt.Errorf("%w: %s has no faucet Veil can call; fund %s from the network's public faucet", chains.ErrUnavailable, c.cfg.Chain, a.Hex())
+		return chains.TxResult{}, fmt.Errorf("%w (%s, chain id %d): fund %s yourself: send it %s for gas (and any tokens) from a funded wallet or the network's public faucet",
+			chains.ErrNoFaucet, c.cfg.Chain, c.cfg.ChainID, a.Hex(), c.cfg.Chain.NativeAsset())
 	}
 	var h common.Hash
 	if err := c.rpc.CallContext(ctx, &h, "veil_fund", a); err != nil {
