@@ -7,6 +7,10 @@ LDFLAGS := -X main.version=$(VERSION)
 # Packages whose tests run without -race, each with the reason in .ci/run.
 NORACE_PKGS := github.com/veilhq/veil/runtime/cluster
 
+# staticcheck, pinned: `go run` fetches this exact version through the module
+# proxy (and caches it), so every machine lints with the same checks.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 .PHONY: run build release test test-race test-norace lint fmt bench clean
 
 run: build
@@ -36,6 +40,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags nodevnet ./cmd/veild ./chains/...
 	$(GO) vet -tags nodevnet,nok8s ./cmd/veild ./runtime/cluster
+	$(GO) run $(STATICCHECK) ./...
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 

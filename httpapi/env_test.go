@@ -41,7 +41,6 @@ type env struct {
 	store persistence.Store
 	host  *runtime.Host
 	api   *httpapi.Server
-	now   time.Time
 	rpc   string // the ethereum devnet's JSON-RPC URL, with evm
 }
 

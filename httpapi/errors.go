@@ -86,12 +86,12 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, msg := classify(err)
 	log := loggerFrom(r.Context())
 	if status >= 500 {
-		log.Error("request failed", slog.Int("status", status), slog.String("error", err.Error()))
+		log.Error("request failed", slog.Int("status", status), slog.Any("err", err))
 		if status == http.StatusInternalServerError {
 			msg = fmt.Sprintf("%s (request id %s)", msg, requestIDFrom(r.Context()))
 		}
 	} else {
-		log.Debug("request rejected", slog.Int("status", status), slog.String("error", err.Error()))
+		log.Debug("request rejected", slog.Int("status", status), slog.Any("err", err))
 	}
 	writeError(w, status, msg)
 }

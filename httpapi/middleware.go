@@ -193,7 +193,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "invalid API key")
 			return
 		case err != nil:
-			loggerFrom(r.Context()).Error("api key lookup failed", slog.String("error", err.Error()))
+			loggerFrom(r.Context()).Error("api key lookup failed", slog.Any("err", err))
 			writeError(w, http.StatusInternalServerError, "internal server error (request id "+requestIDFrom(r.Context())+")")
 			return
 		}

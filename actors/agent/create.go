@@ -90,7 +90,7 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 	// outcome leaves it "pending", which the chain issues retry.
 	if changed {
 		if err := a.saveRecord(ctx, next); err != nil {
-			a.log(ctx).Warn("agent created but registration status not saved", slog.String("error", err.Error()))
+			a.log(ctx).Warn("agent created but registration status not saved", slog.Any("err", err))
 		}
 	}
 	return a.rec, nil
@@ -110,7 +110,7 @@ func (a *Actor) setupStep(ctx context.Context, what string, ch chains.ID, f func
 		return "skipped: " + err.Error()
 	default:
 		a.log(ctx).Warn("agent setup step failed", slog.String("step", what),
-			slog.String("chain", string(ch)), slog.String("error", err.Error()))
+			slog.String("chain", string(ch)), slog.Any("err", err))
 		return "failed: " + err.Error()
 	}
 }

@@ -25,7 +25,7 @@ func (a *Actor) capInbox(ctx context.Context) {
 		return
 	}
 	if err := a.trimInbox(ctx, InboxCap); err != nil {
-		a.log(ctx).Warn("inbox trim failed", slog.String("error", err.Error()))
+		a.log(ctx).Warn("inbox trim failed", slog.Any("err", err))
 	}
 }
 

@@ -55,7 +55,7 @@ func (a *Actor) resumeSetup(ctx context.Context) {
 	}
 	if err := a.saveRecord(ctx, next); err != nil {
 		// Left pending: the next activation tries again.
-		a.log(ctx).Warn("pending name registration resumed but not saved", slog.String("error", err.Error()))
+		a.log(ctx).Warn("pending name registration resumed but not saved", slog.Any("err", err))
 		return
 	}
 	a.log(ctx).Info("pending name registration resumed", slog.Any("chains", pending))

@@ -98,7 +98,7 @@ func (a *Actor) deliverIncoming(ctx context.Context, c chains.ID, in Incoming, n
 	case errors.Is(err, state.ErrAlreadyKnown):
 	case errors.Is(err, state.ErrInvalid):
 		a.log(ctx).Warn("payment not recorded", slog.String("chain", string(c)), slog.String("address", in.StealthAddress),
-			slog.String("tx", in.TxHash), slog.String("error", err.Error()))
+			slog.String("tx", in.TxHash), slog.Any("err", err))
 		return false, "", nil
 	case err != nil:
 		return false, "", err

@@ -126,7 +126,7 @@ func (r *Reminder) Start() {
 		defer t.Stop()
 		for {
 			if rep, err := r.RunDue(ctx); err != nil && ctx.Err() == nil {
-				r.opts.Log.Warn("reminder: pass failed", "error", err)
+				r.opts.Log.Warn("reminder: pass failed", "err", err)
 			} else if rep.Errors > 0 {
 				r.opts.Log.Warn("reminder: some agents did not answer; they are tried again", "errors", rep.Errors)
 			}
@@ -260,7 +260,7 @@ func (r *Reminder) run(ctx context.Context, page []due, now time.Time, rep *Repo
 				case err != nil:
 					rep.Errors++
 					if ctx.Err() == nil {
-						r.opts.Log.Warn("reminder: schedule run failed", "agent", d.agentID, "schedule", d.id, "slot", d.slot, "error", err)
+						r.opts.Log.Warn("reminder: schedule run failed", "agent", d.agentID, "schedule", d.id, "slot", d.slot, "err", err)
 						r.setWait(d.key, now.Add(r.opts.ErrorBackoff))
 					}
 				case res == nil:

@@ -50,14 +50,6 @@ type param struct {
 
 type spec []param
 
-func (s spec) names() []string {
-	out := make([]string, len(s))
-	for i, p := range s {
-		out[i] = p.name
-	}
-	return out
-}
-
 func (s spec) find(name string) (param, bool) {
 	for _, p := range s {
 		if p.name == name {

@@ -101,7 +101,7 @@ func parseMeta(s string) (chains.Family, chains.ID, error) {
 		}
 		return chains.FamilySolana, chains.Solana, nil
 	}
-	return "", "", fmt.Errorf("%w %q: a meta-address starts with st:eth:0x, st:xlm: or st:sol:", chains.ErrInvalidAddress, clip(s, 24))
+	return "", "", fmt.Errorf("%w %q: a meta-address starts with st:eth:0x, st:xlm: or st:sol: and then its keys in hex", chains.ErrInvalidAddress, clip(s, 24))
 }
 
 // resolveRecipient turns a recipient argument into a payee. Names go to

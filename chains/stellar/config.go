@@ -27,7 +27,6 @@ import (
 	"github.com/stellar/go-stellar-sdk/network"
 	"github.com/stellar/go-stellar-sdk/strkey"
 
-	"github.com/veilhq/veil/chains"
 )
 
 // Amounts, in stroops (1 XLM = 10^7 stroops).
@@ -236,6 +235,3 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	cfg.defaults()
 	return cfg, true, cfg.Validate()
 }
-
-// chainID is for error messages.
-const chainID = chains.Stellar

@@ -116,8 +116,14 @@ type notifier struct {
 	seen             int64 // highest id printed
 }
 
+// fetch reads the inbox under ctx (the follow loop's, so an interrupt ends
+// a request in flight), bounded by the request timeout.
 func (n *notifier) fetch(ctx context.Context) (*client.Inbox, error) {
-	ctx, cancel := n.app.reqCtx(defaultTimeout)
+	d := n.app.g.timeout
+	if d <= 0 {
+		d = defaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return n.c.Notifications(ctx, n.agent.ID)
 }

@@ -15,7 +15,7 @@ import (
 // walletFlags choose the owner wallet that signs a create or export
 // message, or carry a signature made elsewhere (a browser wallet).
 type walletFlags struct {
-	evmKey, evmKeyFile     string
+	evmKeyFile             string
 	keystore, passwordFile string
 	stellarSecretFile      string
 	sep53                  bool

@@ -70,7 +70,7 @@ func (c *testCluster) start(i int) *member {
 		"--cluster", "--cluster-seeds", strings.Join(c.seeds, ","), "--cluster-health-addr", c.seeds[i], "--cluster-addr", c.remotes[i],
 		"--rate-limit", "0")
 	m := &member{proc: p, i: i, logs: &lockedBuffer{}}
-	_, _ = m.logs.Write([]byte(p.stderr.all.String()))
+	_, _ = m.logs.Write(p.stderr.all.Bytes())
 	go func() {
 		for line := range p.stderr.lines {
 			_, _ = m.logs.Write([]byte(line + "\n"))

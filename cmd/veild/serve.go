@@ -62,7 +62,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer func() {
 		if err := store.Close(); err != nil {
-			log.Error("close store", slog.String("error", err.Error()))
+			log.Error("close store", slog.Any("err", err))
 		}
 	}()
 
@@ -174,11 +174,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(graceCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Error("http shutdown incomplete", slog.String("error", err.Error()))
+		log.Error("http shutdown incomplete", slog.Any("err", err))
 	}
 	stopMoney() // the scanners and the reminder deliver to agents: stop them first
 	if err := host.Stop(graceCtx); err != nil {
-		log.Error("actor shutdown incomplete", slog.String("error", err.Error()))
+		log.Error("actor shutdown incomplete", slog.Any("err", err))
 	}
 	log.Info("veild stopped")
 	return nil

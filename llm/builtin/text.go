@@ -122,18 +122,6 @@ func (c clause) seq(ws ...string) int {
 	return -1
 }
 
-// hasPrefix reports whether a word starts with one of ps.
-func (c clause) hasPrefix(ps ...string) bool {
-	for _, t := range c.toks {
-		for _, p := range ps {
-			if strings.HasPrefix(t.low, p) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // connectors separate clauses.
 var connectors = map[string]bool{"and": true, "then": true, "also": true, "plus": true, "&": true, "afterwards": true, "+": true}
 

@@ -421,8 +421,7 @@ func TestGroupWithConflictsKeepsOthers(t *testing.T) {
 		groups []int
 		first  = true
 	)
-	var s *Store
-	s = openHooked(t, dsn, Options{}, testHooks{
+	s := openHooked(t, dsn, Options{}, testHooks{
 		taken: func(n int) {
 			mu.Lock()
 			f := first

@@ -156,7 +156,7 @@ func (m *Member) serve(req *msg.AgentRequest) *msg.AgentReply {
 	}
 	message, err := m.cfg.Codec.DecodeRequest(req)
 	if err != nil {
-		m.cfg.Log.Error("undecodable request from another member", slog.String("agent", id), slog.String("type", req.GetType()), slog.String("error", err.Error()))
+		m.cfg.Log.Error("undecodable request from another member", slog.String("agent", id), slog.String("type", req.GetType()), slog.Any("err", err))
 		return m.cfg.Codec.EncodeReply(nil, err)
 	}
 	ctx := context.Background()

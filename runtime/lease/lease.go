@@ -238,7 +238,7 @@ func (m *Manager) tryAcquire(ctx context.Context, name string, seen *observed) (
 	case errors.Is(err, persistence.ErrNotFound):
 	case err != nil:
 		if ctx.Err() == nil {
-			m.opts.Log.Warn("lease: read failed; retrying", slog.String("lease", name), slog.String("error", err.Error()))
+			m.opts.Log.Warn("lease: read failed; retrying", slog.String("lease", name), slog.Any("err", err))
 		}
 		return holding{}, false
 	default:
@@ -267,7 +267,7 @@ func (m *Manager) tryAcquire(ctx context.Context, name string, seen *observed) (
 	v, err := m.write(ctx, name, now, now, expect)
 	if err != nil {
 		if !errors.Is(err, persistence.ErrConflict) && ctx.Err() == nil {
-			m.opts.Log.Warn("lease: acquire failed; retrying", slog.String("lease", name), slog.String("error", err.Error()))
+			m.opts.Log.Warn("lease: acquire failed; retrying", slog.String("lease", name), slog.Any("err", err))
 		}
 		return holding{}, false
 	}
@@ -359,7 +359,7 @@ loop:
 	if cause != nil {
 		// The work has stopped; the record may still be ours (a slow or
 		// failed store), and Run will find that out by reading it.
-		log.Warn("lease: lost; its work stopped", slog.String("error", cause.Error()))
+		log.Warn("lease: lost; its work stopped", slog.Any("err", cause))
 		if m.opts.OnChange != nil {
 			m.opts.OnChange(name, false)
 		}
@@ -384,7 +384,7 @@ loop:
 	}
 	if held {
 		if _, err := m.opts.Store.Apply(rctx, persistence.Delete(Table, name, persistence.AtVersion(h.version))); err != nil && !errors.Is(err, persistence.ErrConflict) {
-			log.Warn("lease: release failed; it expires on its own", slog.String("error", err.Error()))
+			log.Warn("lease: release failed; it expires on its own", slog.Any("err", err))
 		}
 	}
 	if m.opts.OnChange != nil {

@@ -4,7 +4,6 @@ package solanadev
 
 import (
 	"crypto/ed25519"
-	"encoding/base64"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -63,11 +62,10 @@ func preflight(reason string, txErr any, logs []string) *rpcError {
 
 // txExec executes one transaction over a copy-on-write view of accounts.
 type txExec struct {
-	keys      []solana.PublicKey
-	header    solana.MessageHeader
-	base      func(solana.PublicKey) *account
-	overlay   map[int]*account
-	programOf map[solana.PublicKey]bool
+	keys    []solana.PublicKey
+	header  solana.MessageHeader
+	base    func(solana.PublicKey) *account
+	overlay map[int]*account
 }
 
 func (x *txExec) isSigner(i int) bool { return i < int(x.header.NumRequiredSignatures) }
@@ -273,7 +271,5 @@ func describe(e *instrErr) string {
 	}
 	return e.Name
 }
-
-func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 func u64s(v uint64) string { return strconv.FormatUint(v, 10) }
