@@ -393,6 +393,7 @@ func TestOpenAPIResponsesValidate(t *testing.T) {
 	}
 
 	do("GET", "/health", "", nil)
+	do("GET", "/readyz", "", nil)
 	do("GET", "/agents", "", nil)
 	do("GET", "/agents", "nonsense", nil)
 	do("GET", "/no/such/thing", e.key, nil)

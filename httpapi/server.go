@@ -50,6 +50,9 @@ type Config struct {
 	// WebhookAllowPrivate accepts webhook URLs naming private, loopback or
 	// link-local addresses (development and tests; docs/webhooks.md).
 	WebhookAllowPrivate bool
+	// Ready answers GET /readyz (runtime/ready.Checker in veild); nil
+	// makes it 200 {"status":"ready"} (nothing to check).
+	Ready http.Handler
 }
 
 // Agents delivers a message to an agent actor and returns its answer:
@@ -72,6 +75,7 @@ type Server struct {
 	maxBody   int64
 	now       func() time.Time
 	onRequest func(method, route string, status int, d time.Duration)
+	ready     http.Handler
 	draining  atomic.Bool
 	router    chi.Router
 	rates     RateLimit
@@ -95,6 +99,7 @@ func New(cfg Config) *Server {
 		maxBody:   cfg.MaxBody,
 		now:       cfg.Now,
 		onRequest: cfg.OnRequest,
+		ready:     cfg.Ready,
 
 		feed:                cfg.Feed,
 		streamPoll:          cfg.StreamPoll,
@@ -142,6 +147,16 @@ func (s *Server) routes() chi.Router {
 	})
 	r.Get("/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	// /health is liveness (the process answers); /readyz is readiness
+	// (the store, the chains' nodes, the enclave, the cluster), for load
+	// balancers. Both public.
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.ready == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"ready": true, "status": "ready", "checks": []any{}, "failing": []any{}})
+			return
+		}
+		s.ready.ServeHTTP(w, r)
 	})
 	// The API's own description is public, like /health.
 	r.Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {

@@ -21,7 +21,10 @@ import (
 // chainSet is what serve starts for the chains: devnets for every chain
 // without a configured RPC URL, a connector and a chain actor per chain.
 type chainSet struct {
-	refs    agent.ChainMap
+	refs agent.ChainMap
+	// real marks the chains on a real network (VEIL_RPC_<CHAIN>), not a
+	// devnet: their heads must be fresh (readiness).
+	real    map[chains.ID]bool
 	closers []func()
 }
 
@@ -35,7 +38,7 @@ func (s *chainSet) close() {
 // names, else to the one --chains-config names (devnets another process
 // runs, docs/cluster.md), else to an embedded devnet started here.
 func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
-	set := &chainSet{refs: agent.ChainMap{}}
+	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -71,6 +74,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		switch {
 		case real:
 			configs[id] = c
+			set.real[id] = true
 		case shared != nil:
 			sc, has := shared.EVM[id]
 			if !has {
@@ -85,6 +89,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
+	set.real[chains.Stellar] = stellarReal
 	if !stellarReal && shared != nil {
 		if shared.Stellar == nil {
 			return nil, missing(chains.Stellar)
@@ -95,6 +100,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
+	set.real[chains.Solana] = solanaReal
 	if !solanaReal && shared != nil {
 		if shared.Solana == nil {
 			return nil, missing(chains.Solana)

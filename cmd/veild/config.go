@@ -32,6 +32,8 @@ type config struct {
 	// WebhookAllowPrivate lets webhooks reach private, loopback and
 	// link-local addresses (development and tests only).
 	WebhookAllowPrivate bool
+	ReadyTimeout        time.Duration
+	ReadyHeadAge        time.Duration
 
 	// Store selects the backend: bolt (one node) or postgres (cluster).
 	Store       string
@@ -69,6 +71,8 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
 	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks reach private, loopback and link-local addresses (development and tests only; docs/webhooks.md)")
+	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 5*time.Second, "time limit of each check of GET /readyz")
+	fs.DurationVar(&c.ReadyHeadAge, "ready-head-age", 2*time.Minute, "GET /readyz fails when a real network's latest block is older than this (devnets are not checked); 0: not checked")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 	fs.StringVar(&c.Store, "store", "bolt", "state store: bolt (the file in --data) or postgres (--postgres-dsn; required with --cluster)")
 	fs.StringVar(&c.PostgresDSN, "postgres-dsn", "", "with --store postgres: the connection string, e.g. postgres://veil@db:5432/veil")

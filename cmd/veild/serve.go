@@ -139,14 +139,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log, cfg.WebhookAllowPrivate)
 	defer stopMoney()
+	readyz := readiness(cfg, store, chainSet, func(ctx context.Context) error { _, err := enclaves.Info(ctx); return err }, member, time.Now)
 	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
-		Feed: feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate})
+		Feed: feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, Ready: readyz})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("listen for metrics on %s: %w (choose another --metrics-addr, or off)", cfg.MetricsAddr, err)
 		}
-		msrv := &http.Server{Handler: metricsMux(mets), ReadHeaderTimeout: 10 * time.Second}
+		msrv := &http.Server{Handler: metricsMux(mets, readyz), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		defer msrv.Close()
 		log.Info("metrics serving", slog.String("addr", mln.Addr().String()))
@@ -254,10 +255,12 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// metricsMux serves GET /metrics (Prometheus text format) and nothing else.
-func metricsMux(m *metrics.Metrics) http.Handler {
+// metricsMux is the private listener: GET /metrics (Prometheus text
+// format) and GET /readyz (for probes that should not use the API port).
+func metricsMux(m *metrics.Metrics, readyz http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /readyz", readyz)
 	return mux
 }
 
