@@ -299,6 +299,8 @@ const (
 	IntervalDaily   = "daily"
 	IntervalWeekly  = "weekly"
 	IntervalMonthly = "monthly"
+	// IntervalHourly; also "every-N-hours" (N 2-23) and the weekdays "monday" … "sunday".
+	IntervalHourly = "hourly"
 
 	ScheduleActive    = "active"
 	SchedulePaused    = "paused"

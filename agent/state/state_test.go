@@ -813,7 +813,8 @@ func TestScheduleSlotsWithFakeClock(t *testing.T) {
 	}
 	for _, bad := range []tools.Schedule{
 		{Recipient: "", Amount: "5", Asset: "USDC", Chain: chains.Base, Interval: tools.Weekly},
-		{Recipient: "bob", Amount: "5", Asset: "USDC", Chain: chains.Base, Interval: "hourly"},
+		{Recipient: "bob", Amount: "5", Asset: "USDC", Chain: chains.Base, Interval: "yearly"},
+		{Recipient: "bob", Amount: "5", Asset: "USDC", Chain: chains.Base, Interval: "Friday"},
 		{Recipient: "bob", Amount: "x", Asset: "USDC", Chain: chains.Base, Interval: tools.Weekly},
 		{Recipient: "bob", Amount: "5", Asset: "DOGE", Chain: chains.Base, Interval: tools.Weekly},
 		{Recipient: "bob", Amount: "5", Asset: "USDC", Chain: "mars", Interval: tools.Weekly},
@@ -822,6 +823,50 @@ func TestScheduleSlotsWithFakeClock(t *testing.T) {
 			t.Errorf("Create(%+v) = %v", bad, err)
 		}
 	}
+}
+
+// Weekday and hourly schedules with the fake clock: slots, a duplicate
+// wake-up, downtime across missed slots (one run, then the next slot).
+func TestScheduleWeekdayAndHourlySlotsWithFakeClock(t *testing.T) {
+	s := openStore(t)
+	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")} // a Sunday
+	sch := NewSchedules(s, "agent-w", clk.Now)
+	fri := newSchedule(t, sch, "", "friday", nil)
+	six := newSchedule(t, sch, "", "every-6-hours", nil)
+	hr := newSchedule(t, sch, "", tools.Hourly, nil)
+	steps := []struct {
+		m     *tools.Schedule
+		slots []string
+	}{
+		{&fri, []string{"2027-02-05T10:00:00Z", "2027-02-12T10:00:00Z", "2027-02-19T10:00:00Z"}},
+		{&six, []string{"2027-01-31T16:00:00Z", "2027-01-31T22:00:00Z", "2027-02-01T04:00:00Z"}},
+		{&hr, []string{"2027-01-31T11:00:00Z", "2027-01-31T12:00:00Z"}},
+	}
+	for _, st := range steps {
+		for _, slot := range st.slots {
+			if !st.m.NextRun.Equal(at(t, slot)) {
+				t.Fatalf("%s: next run %s, want %s", st.m.Interval, st.m.NextRun, slot)
+			}
+			clk.Set(at(t, slot).Add(time.Second))
+			next, err := sch.Advance(ctx, st.m.ID, at(t, slot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*st.m = next
+			if _, err := sch.Advance(ctx, st.m.ID, at(t, slot)); !errors.Is(err, ErrStaleSlot) {
+				t.Errorf("advance twice: %v", err)
+			}
+		}
+		dueInvariant(t, s)
+	}
+	// Down from Feb 19 to Mar 10 (Wednesday): the friday schedule runs its
+	// missed slot once, then next on Friday Mar 12.
+	clk.Set(at(t, "2027-03-10T12:00:00Z"))
+	next, err := sch.Advance(ctx, fri.ID, at(t, "2027-02-26T10:00:00Z"))
+	if err != nil || !next.NextRun.Equal(at(t, "2027-03-12T10:00:00Z")) {
+		t.Fatalf("catch-up: %+v %v", next, err)
+	}
+	dueInvariant(t, s)
 }
 
 func TestScheduleCreateIdempotentAndAtomic(t *testing.T) {

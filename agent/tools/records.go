@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,32 +124,97 @@ func checkInvoices() Tool {
 	}
 }
 
-// Intervals of a schedule.
+// Intervals of a schedule (docs/schedules.md): daily, weekly, monthly,
+// hourly, every-N-hours (N from 2 to 23), or a weekday (monday … sunday:
+// weekly on that day).
 const (
+	Hourly  = "hourly"
 	Daily   = "daily"
 	Weekly  = "weekly"
 	Monthly = "monthly"
 )
 
+// IntervalForms describes the accepted intervals, for schemas and errors.
+const IntervalForms = "daily, weekly, monthly, hourly, every-N-hours (N 2-23, e.g. every-6-hours) or a weekday (monday … sunday: weekly on that day)"
+
+var weekdayNames = map[string]time.Weekday{
+	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
+	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
+	"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "tues": time.Tuesday, "wed": time.Wednesday,
+	"thu": time.Thursday, "thur": time.Thursday, "thurs": time.Thursday, "fri": time.Friday, "sat": time.Saturday,
+}
+
+var reEveryHours = regexp.MustCompile(`^(?:every[ -]?)?(\d{1,2})[ -]?(?:h|hr|hrs|hour|hours)$`)
+
+// NormalizeInterval returns the canonical form of an interval as people
+// write it ("Weekly", "every friday", "Fridays", "every 6 hours", "6h",
+// "every hour"), or ErrInvalidArgs naming the accepted forms.
+func NormalizeInterval(s string) (string, error) {
+	w := strings.Join(strings.Fields(strings.ToLower(strings.TrimSpace(s))), " ")
+	w = strings.TrimPrefix(w, "every ")
+	w = strings.TrimPrefix(w, "each ")
+	switch w {
+	case Daily, "day", "every-day":
+		return Daily, nil
+	case Weekly, "week":
+		return Weekly, nil
+	case Monthly, "month":
+		return Monthly, nil
+	case Hourly, "hour", "1 hour", "every-1-hours", "1h":
+		return Hourly, nil
+	}
+	if day, ok := weekdayNames[strings.TrimSuffix(w, "s")]; ok {
+		return strings.ToLower(day.String()), nil
+	}
+	if day, ok := weekdayNames[w]; ok {
+		return strings.ToLower(day.String()), nil
+	}
+	if m := reEveryHours.FindStringSubmatch(strings.ReplaceAll(w, "every-", "every ")); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		switch {
+		case n == 1:
+			return Hourly, nil
+		case n == 24:
+			return Daily, nil
+		case n >= 2 && n <= 23:
+			return fmt.Sprintf("every-%d-hours", n), nil
+		}
+	}
+	return "", fmt.Errorf("%w: interval must be %s; got %q", ErrInvalidArgs, IntervalForms, clip(s, 40))
+}
+
 // NextRun is the first slot of a schedule anchored at anchor (its creation
 // time) that is strictly after t. Slots are anchor + k intervals, k ≥ 1:
-// daily and weekly add 24 h and 7 × 24 h (UTC, no DST); monthly is the
-// anchor's day of month, clamped to the month's last day (Jan 31 → Feb 28
-// or 29 → Mar 31), at the anchor's time of day.
+// hourly, every-N-hours, daily and weekly add fixed durations (UTC, no
+// DST); monthly is the anchor's day of month, clamped to the month's last
+// day (Jan 31 → Feb 28 or 29 → Mar 31), at the anchor's time of day; a
+// weekday is that day of each week at the anchor's time of day, the first
+// one strictly after the anchor (made on a Friday, "friday" first runs a
+// week later).
 func NextRun(anchor, t time.Time, interval string) (time.Time, error) {
 	anchor = anchor.UTC()
-	switch interval {
-	case Daily, Weekly:
-		d := 24 * time.Hour
-		if interval == Weekly {
-			d *= 7
-		}
+	iv, err := NormalizeInterval(interval)
+	if err != nil || iv != interval {
+		return time.Time{}, fmt.Errorf("%w: interval must be %s; got %q", ErrInvalidArgs, IntervalForms, clip(interval, 40))
+	}
+	fixed := func(d time.Duration) time.Time {
 		if t.Before(anchor) {
-			return anchor.Add(d), nil
+			return anchor.Add(d)
 		}
 		k := int64(t.Sub(anchor)/d) + 1
-		return anchor.Add(time.Duration(k) * d), nil
-	case Monthly:
+		return anchor.Add(time.Duration(k) * d)
+	}
+	switch {
+	case iv == Hourly:
+		return fixed(time.Hour), nil
+	case iv == Daily:
+		return fixed(24 * time.Hour), nil
+	case iv == Weekly:
+		return fixed(7 * 24 * time.Hour), nil
+	case strings.HasPrefix(iv, "every-"):
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(iv, "every-"), "-hours"))
+		return fixed(time.Duration(n) * time.Hour), nil
+	case iv == Monthly:
 		t = t.UTC()
 		k := (t.Year()-anchor.Year())*12 + int(t.Month()-anchor.Month())
 		if k < 1 {
@@ -161,7 +228,19 @@ func NextRun(anchor, t time.Time, interval string) (time.Time, error) {
 			k++
 		}
 	}
-	return time.Time{}, fmt.Errorf("%w: interval must be one of daily, weekly, monthly; got %q", ErrInvalidArgs, interval)
+	// A weekday: anchor the weekly slots one week before the first one.
+	day := weekdayNames[iv]
+	ahead := (int(day) - int(anchor.Weekday()) + 7) % 7
+	if ahead == 0 {
+		ahead = 7
+	}
+	week := 7 * 24 * time.Hour
+	first := anchor.Add(time.Duration(ahead) * 24 * time.Hour)
+	if t.Before(first) {
+		return first, nil
+	}
+	k := int64(t.Sub(first)/week) + 1
+	return first.Add(time.Duration(k) * week), nil
 }
 
 // addMonths is anchor's day-of-month k months later, clamped.
@@ -190,7 +269,8 @@ func parseEndDate(s string) (time.Time, error) {
 
 var scheduleSpec = spec{
 	pRecipient, pAmount, pAsset,
-	{name: "interval", required: true, enum: []string{Daily, Weekly, Monthly}, desc: "How often to pay. The first payment is one interval from now."},
+	{name: "interval", required: true, maxLen: 40, example: "weekly",
+		desc: "How often to pay: " + IntervalForms + ". The first payment is one interval from now (for a weekday: the next such day)."},
 	{name: "end_date", maxLen: 40, example: "2027-03-01", desc: "Last day (ISO date, UTC) on which a payment may run; omit for no end."},
 	pPayChain,
 }
@@ -198,7 +278,7 @@ var scheduleSpec = spec{
 func schedulePayment() Tool {
 	return Tool{
 		Name: "schedule_payment",
-		Description: "Set up a recurring stealth payment (daily, weekly or monthly) to a Veil name or meta-address. The first payment " +
+		Description: "Set up a recurring stealth payment (hourly, every N hours, daily, weekly, on a weekday, or monthly) to a Veil name or meta-address. The first payment " +
 			"runs one interval from now. Only when the user asked in this message, with the amount written in it.",
 		Parameters: scheduleSpec.schema(),
 		MovesValue: true,
@@ -223,7 +303,10 @@ func schedulePayment() Tool {
 				return nil, err
 			}
 			now := env.now()
-			interval := a.str("interval")
+			interval, err := NormalizeInterval(a.str("interval"))
+			if err != nil {
+				return nil, err
+			}
 			first, err := NextRun(now, now, interval)
 			if err != nil {
 				return nil, err

@@ -819,8 +819,41 @@ func TestNextRun(t *testing.T) {
 			t.Errorf("NextRun(%s, %s, %s) = %s, %v; want %s", c.anchor, c.t, c.interval, got, err, c.want)
 		}
 	}
-	if _, err := NextRun(testNow, testNow, "hourly"); !errors.Is(err, ErrInvalidArgs) {
-		t.Errorf("hourly: %v", err)
+	// 2027-01-31 is a Sunday.
+	more := []struct{ anchor, t, interval, want string }{
+		{"2027-01-31T10:00:00Z", "2027-01-31T10:00:00Z", Hourly, "2027-01-31T11:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-01-31T12:30:00Z", Hourly, "2027-01-31T13:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-01-31T10:00:00Z", "every-6-hours", "2027-01-31T16:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-02-01T03:00:00Z", "every-6-hours", "2027-02-01T04:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-01-31T10:00:00Z", "friday", "2027-02-05T10:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-02-05T10:00:00Z", "friday", "2027-02-12T10:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-02-20T00:00:00Z", "friday", "2027-02-26T10:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-01-31T10:00:00Z", "sunday", "2027-02-07T10:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2027-01-31T10:00:00Z", "monday", "2027-02-01T10:00:00Z"},
+		{"2027-01-31T10:00:00Z", "2026-12-01T00:00:00Z", "monday", "2027-02-01T10:00:00Z"},
+	}
+	for _, c := range more {
+		got, err := NextRun(at(c.anchor), at(c.t), c.interval)
+		if err != nil || !got.Equal(at(c.want)) {
+			t.Errorf("NextRun(%s, %s, %s) = %s, %v; want %s", c.anchor, c.t, c.interval, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"yearly", "every-25-hours", "every-0-hours", "Friday", "every friday", ""} {
+		if _, err := NextRun(testNow, testNow, bad); !errors.Is(err, ErrInvalidArgs) {
+			t.Errorf("NextRun with %q: %v (only canonical forms are stored)", bad, err)
+		}
+	}
+	norm := map[string]string{"Weekly": Weekly, "every friday": "friday", "Fridays": "friday", "fri": "friday", "every 6 hours": "every-6-hours",
+		"6h": "every-6-hours", "every hour": Hourly, "every-12-hours": "every-12-hours", "every 24 hours": Daily, "each monday": "monday"}
+	for in, want := range norm {
+		if got, err := NormalizeInterval(in); err != nil || got != want {
+			t.Errorf("NormalizeInterval(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"yearly", "every 30 hours", "biweekly", "every 2 weeks", "someday"} {
+		if _, err := NormalizeInterval(bad); !errors.Is(err, ErrInvalidArgs) {
+			t.Errorf("NormalizeInterval(%q): %v", bad, err)
+		}
 	}
 }
 
@@ -851,7 +884,7 @@ func TestSchedulePayment(t *testing.T) {
 		t.Errorf("%+v %v", res, err)
 	}
 	runErrCases(t, "schedule_payment", []errCase{
-		{name: "interval", text: "send 5", args: `{"recipient":"bob","amount":"5","interval":"hourly"}`, want: `"interval" must be one of daily, weekly, monthly`},
+		{name: "interval", text: "send 5", args: `{"recipient":"bob","amount":"5","interval":"yearly"}`, want: `interval must be daily, weekly, monthly, hourly, every-N-hours`, is: ErrInvalidArgs},
 		{name: "no interval", text: "send 5", args: `{"recipient":"bob","amount":"5"}`, want: `missing required argument "interval"`},
 		{name: "end in past", text: "send 5", args: `{"recipient":"bob","amount":"5","interval":"daily","end_date":"2026-01-01"}`, want: "is not in the future"},
 		{name: "end before first run", text: "send 5", args: `{"recipient":"bob","amount":"5","interval":"weekly","end_date":"2027-02-02"}`, want: "before the first payment (2027-02-07T10:00:00Z)"},
