@@ -74,3 +74,39 @@ func TestMoneyGateRefusesWhatIsNotAnInstruction(t *testing.T) {
 		}
 	}
 }
+
+// manage_schedule by description: one match acts, several change nothing
+// and list them, none says so.
+func TestManageScheduleByDescription(t *testing.T) {
+	f := newFixture(t)
+	for _, a := range []string{
+		`{"recipient":"bob","amount":"5","asset":"USDC","interval":"weekly"}`,
+		`{"recipient":"bob","amount":"5","asset":"USDC","interval":"monthly"}`,
+		`{"recipient":"carol","amount":"3","asset":"SOL","interval":"friday"}`,
+	} {
+		f.env.IdempotencyKey = a
+		if _, err := f.run(t, "schedule_payment", "send 5 usdc to bob and 3 to carol", a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.run(t, "manage_schedule", "pause the payment to bob", `{"action":"pause","recipient":"bob.veil"}`); !errors.Is(err, ErrAmbiguousSchedule) {
+		t.Fatalf("two bob schedules: %v", err)
+	}
+	res, err := f.run(t, "manage_schedule", "pause the weekly 5 USDC payment to bob", `{"action":"pause","recipient":"bob","amount":"5.0","interval":"Weekly"}`)
+	if err != nil || res.(*Schedule).Interval != Weekly || res.(*Schedule).Status != "paused" {
+		t.Fatalf("pause weekly: %+v %v", res, err)
+	}
+	// Only the paused one can be resumed, so "resume bob's payment" is clear.
+	if res, err := f.run(t, "manage_schedule", "resume bob's payment", `{"action":"resume","recipient":"bob"}`); err != nil || res.(*Schedule).Interval != Weekly {
+		t.Fatalf("resume: %+v %v", res, err)
+	}
+	if res, err := f.run(t, "manage_schedule", "cancel the friday one", `{"action":"cancel","interval":"every friday"}`); err != nil || res.(*Schedule).Recipient != "carol" {
+		t.Fatalf("cancel friday: %+v %v", res, err)
+	}
+	if _, err := f.run(t, "manage_schedule", "pause the payment to dave", `{"action":"pause","recipient":"dave"}`); !errors.Is(err, ErrUnknownSchedule) {
+		t.Fatalf("no match: %v", err)
+	}
+	if _, err := f.run(t, "manage_schedule", "pause it", `{"action":"pause"}`); !errors.Is(err, ErrInvalidArgs) {
+		t.Fatalf("no description: %v", err)
+	}
+}

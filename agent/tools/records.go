@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -405,15 +407,21 @@ func listSchedules() Tool {
 }
 
 var manageSpec = spec{
-	{name: "schedule_id", required: true, maxLen: 36, example: "3f2a", desc: "The schedule's id, or a unique prefix of at least 4 characters."},
+	{name: "schedule_id", maxLen: 36, example: "3f2a", desc: "The schedule's id, or a unique prefix of at least 4 characters. Omit it to name the schedule by recipient, amount, asset and/or interval instead."},
 	{name: "action", required: true, enum: []string{"pause", "resume", "cancel"}, desc: "pause (active → paused), resume (paused → active), cancel (final)."},
+	{name: "recipient", maxLen: 300, example: "bob", desc: "Without schedule_id: the schedule paying this recipient (name or meta-address)."},
+	{name: "amount", maxLen: MaxAmountLen, example: "5", desc: "Without schedule_id: the schedule paying this amount each time."},
+	{name: "asset", maxLen: 10, example: "USDC", desc: "Without schedule_id: the schedule paying this asset."},
+	{name: "interval", maxLen: 40, example: "weekly", desc: "Without schedule_id: the schedule with this interval (" + IntervalForms + ")."},
 }
 
 func manageSchedule() Tool {
 	return Tool{
-		Name:        "manage_schedule",
-		Description: "Pause, resume or cancel a recurring payment by its id (or a unique prefix of at least 4 characters). Cancelling is final.",
-		Parameters:  manageSpec.schema(),
+		Name: "manage_schedule",
+		Description: "Pause, resume or cancel a recurring payment by its id (or a unique prefix of at least 4 characters), or by " +
+			"what the user called it (recipient, amount, asset, interval: \"the weekly 5 USDC payment to bob\"). When several " +
+			"schedules match, nothing changes and the error lists them: ask the user which one. Cancelling is final.",
+		Parameters: manageSpec.schema(),
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 			a, err := manageSpec.decode(raw)
 			if err != nil {
@@ -423,6 +431,11 @@ func manageSchedule() Tool {
 				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
 			}
 			id := strings.ToLower(strings.TrimSpace(a.str("schedule_id")))
+			if id == "" {
+				if id, err = matchSchedule(ctx, env, a); err != nil {
+					return nil, err
+				}
+			}
 			if len(id) < 4 {
 				return nil, argErr("schedule_id %q is too short: give at least 4 characters of the id (see list_schedules)", id)
 			}
@@ -439,6 +452,75 @@ func manageSchedule() Tool {
 		},
 	}
 }
+
+// matchSchedule finds the one schedule the description fits, among those
+// the action can apply to (pause: active; resume: paused; cancel: not yet
+// cancelled). None or several is an error the model can act on.
+func matchSchedule(ctx context.Context, env *Env, a *args) (string, error) {
+	recipient := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(a.str("recipient"))), ".veil")
+	amount, asset := strings.TrimSpace(a.str("amount")), strings.ToUpper(strings.TrimSpace(a.str("asset")))
+	interval := ""
+	if a.has("interval") {
+		iv, err := NormalizeInterval(a.str("interval"))
+		if err != nil {
+			return "", err
+		}
+		interval = iv
+	}
+	if recipient == "" && amount == "" && asset == "" && interval == "" {
+		return "", argErr("give schedule_id, or describe the schedule by recipient, amount, asset or interval (see list_schedules)")
+	}
+	all, err := env.Schedules.List(ctx)
+	if err != nil {
+		return "", fmt.Errorf("listing schedules: %w", err)
+	}
+	want := map[string]string{"pause": "active", "resume": "paused"}[a.str("action")]
+	var hits []Schedule
+	for _, sc := range all {
+		if sc.Status == "cancelled" || want != "" && sc.Status != want {
+			continue
+		}
+		if recipient != "" && strings.TrimSuffix(strings.ToLower(sc.Recipient), ".veil") != recipient {
+			continue
+		}
+		if amount != "" && !sameAmount(sc.Amount, amount) || asset != "" && sc.Asset != asset || interval != "" && sc.Interval != interval {
+			continue
+		}
+		hits = append(hits, sc)
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0].ID, nil
+	case 0:
+		return "", fmt.Errorf("%w: no %sschedule matches that description; list_schedules shows them all", ErrUnknownSchedule, orEmpty(want))
+	}
+	var lines []string
+	for _, sc := range hits {
+		lines = append(lines, fmt.Sprintf("%s (%s %s to %s, %s, %s)", sc.ID[:min(8, len(sc.ID))], sc.Amount, sc.Asset, sc.Recipient, sc.Interval, sc.Status))
+	}
+	return "", fmt.Errorf("%w: %d schedules match: %s. Nothing was changed; ask the user which one (by id, amount or interval)", ErrAmbiguousSchedule, len(hits), strings.Join(lines, "; "))
+}
+
+func orEmpty(status string) string {
+	if status == "" {
+		return ""
+	}
+	return status + " "
+}
+
+// sameAmount compares decimals numerically ("5" and "5.00").
+func sameAmount(a, b string) bool {
+	x, ok1 := new(big.Rat).SetString(a)
+	y, ok2 := new(big.Rat).SetString(b)
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+var (
+	// ErrUnknownSchedule: no schedule fits the description.
+	ErrUnknownSchedule = errors.New("no such schedule")
+	// ErrAmbiguousSchedule: several schedules fit; nothing was changed.
+	ErrAmbiguousSchedule = errors.New("several schedules match")
+)
 
 // Memory types.
 var memoryTypes = []string{"preference", "fact", "contact", "instruction"}
