@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -163,8 +164,18 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return apiError(err)
 	}
-	id := uuid.NewString()
 	acc := accountFrom(r.Context())
+	// A retry of a create whose answer was lost (timeout, crash after the
+	// store): the same signed request from the same account gets the agent
+	// it created, 200 instead of 201.
+	if rec, err := s.createdBy(r.Context(), proof.ReplayKey, acc.ID); err != nil || rec != nil {
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, createResponse(rec))
+		return nil
+	}
+	id := uuid.NewString()
 	v, err := s.ask(r.Context(), id, &agent.Create{
 		AccountID:   acc.ID,
 		Name:        req.Name,
@@ -175,16 +186,57 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 		ReplayKey:   proof.ReplayKey,
 		KeepUntil:   proof.KeepUntil,
 	})
+	if errors.Is(err, agent.ErrReplayed) || errors.Is(err, agent.ErrNameTaken) {
+		// Two copies of one request racing: the one that lost answers
+		// like a retry.
+		if rec, lerr := s.createdBy(r.Context(), proof.ReplayKey, acc.ID); lerr == nil && rec != nil {
+			writeJSON(w, http.StatusOK, createResponse(rec))
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
-	rec := v.(*agent.Record)
+	writeJSON(w, http.StatusCreated, createResponse(v.(*agent.Record)))
+	return nil
+}
+
+func createResponse(rec *agent.Record) CreateAgentResponse {
 	first := rec.Chains[0]
-	writeJSON(w, http.StatusCreated, CreateAgentResponse{
+	return CreateAgentResponse{
 		ID: rec.ID, Name: rec.Name, Chain: rec.Chain,
 		Address: rec.Addresses[first], MetaAddress: rec.MetaAddresses[first],
-	})
-	return nil
+	}
+}
+
+// createdBy returns the agent that the create signature with replayKey
+// made, when it was made for account accountID; nil when the signature
+// created nothing yet. The same signature presented by another account is
+// ErrReplayed (400 "already used"), as before: it neither reveals the agent
+// nor creates a second one.
+func (s *Server) createdBy(ctx context.Context, replayKey, accountID string) (*agent.Record, error) {
+	idRec, err := s.store.Get(ctx, agent.TableCreateSigs, replayKey)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.store.Get(ctx, agent.TableAgents, string(idRec.Value))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, apiError(agent.ErrReplayed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec agent.Record
+	if err := json.Unmarshal(raw.Value, &rec); err != nil {
+		return nil, fmt.Errorf("decode agent %s: %w", idRec.Value, err)
+	}
+	if rec.AccountID != accountID || len(rec.Chains) == 0 {
+		return nil, apiError(agent.ErrReplayed)
+	}
+	return &rec, nil
 }
 
 func resolveChains(c string) ([]chains.ID, error) {

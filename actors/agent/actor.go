@@ -89,6 +89,20 @@ const (
 	FailAfterTools = "chat/after-tools"
 )
 
+// Failpoints of the create flow: where a crash or timeout leaves the
+// client without an answer. A retry of the same signed request then gets
+// the agent (docs/api.md, "Agents").
+const (
+	// FailBeforeCreateStore: keys derived, funding sent, nothing stored.
+	FailBeforeCreateStore = "create/before-store"
+	// FailAfterCreateStore: the agent and its used signature are stored,
+	// the name registration not sent, the client has no answer.
+	FailAfterCreateStore = "create/after-store"
+	// FailAfterCreateRegister: the name registration ran, its outcome is
+	// not saved, the client has no answer.
+	FailAfterCreateRegister = "create/after-register"
+)
+
 func (d *Deps) fail(name string) error {
 	if d.Failpoint == nil {
 		return nil

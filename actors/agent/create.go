@@ -70,7 +70,13 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 	for _, ch := range c.Chains {
 		rec.Registration[string(ch)] = SetupPending
 	}
+	if err := a.deps.fail(FailBeforeCreateStore); err != nil {
+		return nil, err
+	}
 	if err := a.store(ctx, rec, c); err != nil {
+		return nil, err
+	}
+	if err := a.deps.fail(FailAfterCreateStore); err != nil {
 		return nil, err
 	}
 	next := rec.clone()
@@ -85,6 +91,9 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 			return c.RegisterName(ctx, owner, rec.Addresses[string(ch)], rec.Name, rec.MetaAddresses[string(ch)])
 		})
 		changed = changed || next.Registration[string(ch)] != SetupPending
+	}
+	if err := a.deps.fail(FailAfterCreateRegister); err != nil {
+		return nil, err
 	}
 	// The agent exists once stored; a failure to record the registration
 	// outcome leaves it "pending", which the chain issues retry.
@@ -130,7 +139,11 @@ func (a *Actor) store(ctx context.Context, rec *Record, c *Create) error {
 		persistence.Put(TableAgents, a.id, raw, persistence.Absent()),
 	}
 	if c.ReplayKey != "" {
-		ops = append(ops, usedSignature(c.ReplayKey, c.KeepUntil))
+		// The used signature, and which agent it created: a client that
+		// retries the same signed request (its answer was lost) gets this
+		// agent back instead of "already used".
+		ops = append(ops, usedSignature(c.ReplayKey, c.KeepUntil),
+			persistence.Put(TableCreateSigs, c.ReplayKey, []byte(a.id), persistence.Absent()))
 	}
 	vs, err := a.deps.Store.Apply(ctx, ops...)
 	var ce *persistence.ConflictError
@@ -138,7 +151,7 @@ func (a *Actor) store(ctx context.Context, rec *Record, c *Create) error {
 		switch ce.Table {
 		case TableAgentNames:
 			return ErrNameTaken
-		case TableUsedSigs:
+		case TableUsedSigs, TableCreateSigs:
 			return ErrReplayed
 		}
 	}

@@ -12,15 +12,16 @@ import (
 // Tables this package owns. Keys are chosen so that key order is the order
 // clients ask for.
 const (
-	TableAgents        = "agents"          // agent id → Record
-	TableAgentNames    = "agent_names"     // name → agent id (unique)
-	TableAgentWallets  = "agent_wallets"   // account id/normalized wallet/created/id → agent id
-	TableAgentAccounts = "agent_accounts"  // account id/created/id → agent id
-	TableConversations = "conversations"   // agent id/conversation id → Conversation
-	TableMessages      = "messages"        // agent id/conversation id/message id (hex) → Message
-	TableNotifications = "notifications"   // agent id/notification id (hex) → Notification
-	TableInvoices      = "invoices"        // agent id/invoice id → invoice (issue 8)
-	TableUsedSigs      = "used_signatures" // replay key → expiry
+	TableAgents        = "agents"            // agent id → Record
+	TableAgentNames    = "agent_names"       // name → agent id (unique)
+	TableAgentWallets  = "agent_wallets"     // account id/normalized wallet/created/id → agent id
+	TableAgentAccounts = "agent_accounts"    // account id/created/id → agent id
+	TableConversations = "conversations"     // agent id/conversation id → Conversation
+	TableMessages      = "messages"          // agent id/conversation id/message id (hex) → Message
+	TableNotifications = "notifications"     // agent id/notification id (hex) → Notification
+	TableInvoices      = "invoices"          // agent id/invoice id → invoice (issue 8)
+	TableUsedSigs      = "used_signatures"   // replay key → expiry
+	TableCreateSigs    = "agent_create_sigs" // create replay key → agent id (a retried create answers that agent)
 )
 
 // Record is the stored agent. Version comes from the store.
