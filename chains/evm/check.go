@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/evm/bindings"
 )
 
 // ErrMisconfigured reports a configured address that does not hold what the
@@ -168,4 +172,13 @@ func isTransport(err error) bool {
 		}
 	}
 	return false
+}
+
+// CheckContracts runs Check's checks of cfg over an RPC connection, without
+// a connector (`veild contracts deploy` checks what it deployed with it).
+func CheckContracts(ctx context.Context, rc *rpc.Client, cfg Config) error {
+	cfg.defaults()
+	c := &Connector{cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), log: slog.New(slog.DiscardHandler),
+		sender: bindings.NewStealthSender(), names: bindings.NewVeilNames(), token: bindings.NewTestToken(), ann: bindings.NewERC5564Announcer()}
+	return c.Check(ctx)
 }

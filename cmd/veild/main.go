@@ -23,6 +23,9 @@ Usage:
   veild apikey create --account NAME     create an API key for an account (printed once)
   veild devnet [--out FILE]              run the six devnets for a local cluster; members use
                                          veild serve --chains-config FILE
+  veild contracts deploy --chain C --rpc URL --key-file F
+                                         deploy Veil's contracts on an EVM network and print
+                                         its VEIL_EVM_<CHAIN>_* configuration
   veild version                          print the version
 
 Every flag has an env twin: --data is VEIL_DATA, --addr is VEIL_ADDR, ...
@@ -63,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return apikeyCmd(ctx, args[1:], stdout, stderr)
 	case "devnet":
 		return devnetCmd(ctx, args[1:], stdout, stderr)
+	case "contracts":
+		return contractsCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "veild", version)
 		return nil
