@@ -208,8 +208,10 @@ func Deploy(ctx context.Context, opts Options) (Result, error) {
 		} else {
 			d.log("announcer: the canonical ERC-5564 singleton is absent; deploying one")
 			if d.res.Announcer, err = d.ensure(ctx, contract{name: "ERC5564Announcer",
-				code:   func(*deployer) []byte { return common.FromHex(bindings.ERC5564AnnouncerMetaData.Bin) },
-				verify: func(ctx context.Context, d *deployer, a common.Address) error { return d.requireCode(ctx, "announcer", a) },
+				code: func(*deployer) []byte { return common.FromHex(bindings.ERC5564AnnouncerMetaData.Bin) },
+				verify: func(ctx context.Context, d *deployer, a common.Address) error {
+					return d.requireCode(ctx, "announcer", a)
+				},
 			}); err != nil {
 				return Result{}, err
 			}
@@ -247,7 +249,9 @@ func Deploy(ctx context.Context, opts Options) (Result, error) {
 					return append(common.FromHex(bindings.TestTokenMetaData.Bin),
 						bindings.NewTestToken().PackConstructor(t.Symbol+" (Veil test token)", t.Symbol, uint8(t.Decimals), minter)...)
 				},
-				verify: func(ctx context.Context, d *deployer, a common.Address) error { return verifyToken(ctx, d, a, t, minter) },
+				verify: func(ctx context.Context, d *deployer, a common.Address) error {
+					return verifyToken(ctx, d, a, t, minter)
+				},
 			})
 			if err != nil {
 				return Result{}, err
