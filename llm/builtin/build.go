@@ -38,6 +38,8 @@ const helpText = `I'm your Veil agent. Here is what I can do:
 - Also: “fund my wallet” (test networks), “privacy check”, “remember that I prefer USDC”
 You can ask for several things at once, e.g. “pay alice.veil 10 XLM and create an invoice for 25 USDC”.`
 
+const notificationsText = "Your agent's notifications are in its inbox, not in this chat: a notification is raised when a payment arrives (found by a scan), when it sends a payment or a withdrawal, when an invoice is paid, and when a scheduled payment runs or fails. Read them with “veil notifications <agent>” or GET /agent/<id>/notifications. Here I can “scan for payments” or “show my invoices”."
+
 const greetText = "Hello! " + helpText
 
 const unknownText = "Sorry, I didn't understand what you'd like me to do.\n\n" + helpText
@@ -76,6 +78,8 @@ func build(kind string, c clause, inherit map[string]any, now time.Time) []actio
 		return []action{call(kind, "get_agent_info", map[string]any{})}
 	case "resolve":
 		return []action{buildResolve(c)}
+	case "notifications":
+		return []action{ask(kind, notificationsText)}
 	case "scan":
 		return chainCalls(kind, "scan_payments", c)
 	case "pay":
@@ -116,8 +120,9 @@ var unitWords = map[string]bool{
 func amounts(c clause, skip map[int]bool) []amount {
 	var out []amount
 	ws := c.toks
+	used := 0 // words of a number in words already read
 	for i, t := range ws {
-		if skip[i] {
+		if skip[i] || i < used {
 			continue
 		}
 		prev, next := "", ""
@@ -129,10 +134,9 @@ func amounts(c clause, skip map[int]bool) []amount {
 		}
 		v, asset, neg, ok := parseNumber(t.raw)
 		if !ok {
-			if w, isWord := numberWords[t.low]; isWord {
-				if _, isAsset := assets[next]; isAsset {
-					out = append(out, amount{value: w, idx: i})
-				}
+			if a, n := wordAmount(ws, i); n > 0 {
+				used = i + n
+				out = append(out, a)
 			}
 			continue
 		}
@@ -153,6 +157,39 @@ func amounts(c clause, skip map[int]bool) []amount {
 		out = append(out, amount{value: v, asset: asset, idx: i, neg: neg})
 	}
 	return out
+}
+
+// wordAmount reads an amount in words at ws[i] ("twenty", "two and a
+// half", "a hundred", "fifty-five"): not a count of days or weeks, not
+// after every/each/for, and "one" or "a …" only right before an asset.
+func wordAmount(ws []tok, i int) (amount, int) {
+	lows := make([]string, 0, len(ws)-i)
+	for _, t := range ws[i:] {
+		lows = append(lows, t.low)
+	}
+	v, n := intent.WordNumber(lows)
+	if n == 0 || isZero(v) {
+		return amount{}, 0
+	}
+	prev, next := "", ""
+	if i > 0 {
+		prev = ws[i-1].low
+	}
+	if i+n < len(ws) {
+		next = ws[i+n].low
+	}
+	switch prev {
+	case "every", "each", "for", "until", "till", "id", "number", "#", "in", "within", "than", "of":
+		return amount{}, 0
+	}
+	if unitWords[next] || strings.HasPrefix(next, "hour") || strings.HasPrefix(next, "day") || monthNames[next] > 0 || next == "times" || next == "of" {
+		return amount{}, 0
+	}
+	first := ws[i].low
+	if (first == "one" || first == "a" || first == "an") && n <= 2 && !isAssetWord(next) {
+		return amount{}, 0
+	}
+	return amount{value: v, idx: i + n - 1}, n
 }
 
 func isAssetWord(w string) bool { _, ok := assets[w]; return ok }
@@ -265,7 +302,8 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 	if len(out) == 0 {
 		for i, t := range ws {
 			switch t.low {
-			case "pay", "send", "tip", "give", "wire", "transfer", "paying", "sending", "remit":
+			case "pay", "send", "tip", "give", "wire", "transfer", "paying", "sending", "remit", "owe", "owes", "shoot", "zap",
+				"reimburse", "repay", "venmo", "spot", "gift", "snd", "sned", "pya", "paay", "sent", "paid", "throw", "forward":
 				j := i + 1
 				for j < len(ws) && (ws[j].low == "the" || ws[j].low == "agent") {
 					if ws[j].low == "agent" {
@@ -282,6 +320,12 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 			if len(out) > 0 {
 				break
 			}
+		}
+	}
+	// "bob should get 5 USDC from me", "bob gets 5 from me".
+	if len(out) == 0 && len(ws) > 2 && (ws[1].low == "should" || ws[1].low == "gets" || ws[1].low == "can" || ws[1].low == "will" || ws[1].low == "needs") {
+		if r, ok := recipientOf(ws[0]); ok {
+			add(r)
 		}
 	}
 	if len(out) == 0 && bare && len(ws) > 0 {
@@ -396,83 +440,6 @@ func buildPay(c clause, inherit map[string]any) action {
 		args["chain"] = chs[0]
 	}
 	return call("pay", "send_payment", args)
-}
-
-// buildSchedule: schedule_payment(recipient, amount, asset?, interval, end_date?).
-func buildSchedule(c clause, inherit map[string]any, now time.Time) action {
-	iv := interval(c)
-	if iv == "" && inherit != nil {
-		iv, _ = inherit["interval"].(string)
-	}
-	if iv == "unsupported" {
-		return ask("schedule", "I can schedule payments daily, weekly or monthly. Which would you like?")
-	}
-	end, used, dq := endDate(c, now)
-	if dq != "" {
-		return ask("schedule", dq)
-	}
-	if end == "" && inherit != nil {
-		end, _ = inherit["end_date"].(string)
-	}
-	amts := amounts(c, used)
-	rs, _ := recipients(c, inherit != nil)
-	asset := assetOf(c, amts)
-	if asset == "" && inherit != nil {
-		asset, _ = inherit["asset"].(string)
-	}
-	value, q := checkAmounts("schedule", amts, "each payment")
-	if q != nil {
-		return *q
-	}
-	assetSp := ""
-	if asset != "" {
-		assetSp = asset + " "
-	}
-	to := ""
-	if len(rs) == 1 {
-		to = rs[0]
-	}
-	every := map[string]string{"daily": "every day", "weekly": "every week", "monthly": "every month"}[iv]
-	if value == "" {
-		if to != "" {
-			return ask("schedule", fmt.Sprintf("%s %sshould I send to %s %s?", qHowMuch, assetSp, to, orDefault(every, "each time")))
-		}
-		return ask("schedule", fmt.Sprintf("%s %sshould each payment be, and to whom? For example “send 5 USDC to bob every week”.", qHowMuch, assetSp))
-	}
-	if len(rs) > 1 {
-		return ask("schedule", fmt.Sprintf("I can schedule one recipient per request: please set up a schedule for each of %s separately.", strings.Join(rs, " and ")))
-	}
-	if to == "" {
-		return ask("schedule", fmt.Sprintf("%s send %s %s%s to? Say it with the name, e.g. “send %s %sto carol %s”.", qWho, value, assetSp, orDefault(every, "each time"), value, assetSp, orDefault(every, "every week")))
-	}
-	if iv == "" {
-		return ask("schedule", fmt.Sprintf("%s should I send %s %sto %s: daily, weekly or monthly? Say e.g. “send %s %sto %s every week”.", qHowOften, value, assetSp, to, value, assetSp, to))
-	}
-	args := map[string]any{"recipient": to, "amount": value, "interval": iv}
-	if asset != "" {
-		args["asset"] = asset
-	}
-	if end != "" {
-		args["end_date"] = end
-	}
-	return call("schedule", "schedule_payment", args)
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
-// buildManage: manage_schedule(schedule_id, action).
-func buildManage(c clause) action {
-	verb := manageVerb(c)
-	id := scheduleID(c)
-	if id == "" {
-		return ask("manage", fmt.Sprintf("Which schedule should I %s? Tell me its id (“list my schedules” shows them), e.g. “%s schedule 3f2a”.", verb, verb))
-	}
-	return call("manage", "manage_schedule", map[string]any{"schedule_id": id, "action": verb})
 }
 
 var skipBeforeAddress = map[string]bool{
@@ -614,6 +581,9 @@ func firstQuoted(s string) string {
 
 // buildResolve: resolve_name(name).
 func buildResolve(c clause) action {
+	if r := otherName(c); r != "" {
+		return call("resolve", "resolve_name", map[string]any{"name": r})
+	}
 	for _, t := range c.toks {
 		if strings.HasSuffix(t.low, ".veil") {
 			if r, ok := recipientOf(t); ok {

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"github.com/veilhq/veil/agent/intent"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -137,6 +138,10 @@ func clauses(ws []tok) [][2]int {
 	}
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
+		if w.low == "and" && i > 0 && i+1 < len(ws) && numberWord(ws[i-1].low) &&
+			(ws[i+1].low == "a" || ws[i+1].low == "one" || numberWord(ws[i+1].low)) {
+			continue // "two and a half", "a hundred and five"
+		}
 		if connectors[w.low] {
 			flush(i)
 			start = i + 1
@@ -159,3 +164,9 @@ func clauses(ws []tok) [][2]int {
 
 // wordCount is a rough token count.
 func wordCount(s string) int { return len(strings.Fields(s)) }
+
+// numberWord reports whether w is part of a number in words.
+func numberWord(w string) bool {
+	_, n := intent.WordNumber([]string{w})
+	return n > 0 || w == "hundred" || w == "thousand"
+}

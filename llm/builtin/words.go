@@ -40,7 +40,10 @@ var weekdays = map[string]bool{
 
 var payVerbs = map[string]bool{
 	"send": true, "pay": true, "transfer": true, "tip": true, "give": true, "wire": true,
-	"remit": true, "sending": true, "paying": true, "transferring": true,
+	"remit": true, "sending": true, "paying": true, "transferring": true, "shoot": true, "move": true,
+	"settle": true, "zap": true, "throw": true, "forward": true, "reimburse": true, "repay": true, "venmo": true,
+	"payout": true, "spot": true, "gift": true, "donate": true, "tipping": true, "snd": true, "sned": true, "pya": true,
+	"trasnfer": true, "tranfer": true, "transfr": true, "paay": true, "sent": true, "paid": true,
 }
 
 var greetWords = map[string]bool{
