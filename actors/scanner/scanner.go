@@ -272,12 +272,13 @@ func (b *Board) Snapshot() []Health {
 	return out
 }
 
-// Err is nil when every scanner that reported is finding payments, else
-// an error naming each failing chain, its failed passes and last error.
-func (b *Board) Err() error {
+// Err is nil when no scanner that reported has failed minFailures passes
+// in a row (at least 1), else an error naming each such chain, its failed
+// passes and last error.
+func (b *Board) Err(minFailures int) error {
 	var errs []error
 	for _, h := range b.Snapshot() {
-		if !h.OK() {
+		if h.Failures >= max(minFailures, 1) {
 			errs = append(errs, fmt.Errorf("scanner %s: %d failed passes, retrying in %s: %s", h.Chain, h.Failures, h.RetryIn, h.LastError))
 		}
 	}

@@ -320,7 +320,10 @@ func TestFailingPassIsVisible(t *testing.T) {
 	if h.OK() || !strings.Contains(h.LastError, "node does not answer") || h.RetryIn < time.Hour || !h.LastSuccess.IsZero() {
 		t.Fatalf("health while failing: %+v", h)
 	}
-	if err := board.Err(); err == nil || !strings.Contains(err.Error(), "scanner ethereum") || !strings.Contains(err.Error(), "node does not answer") {
+	if err := board.Err(3); err != nil {
+		t.Fatalf("board with 2 failures below the threshold of 3: %v", err)
+	}
+	if err := board.Err(1); err == nil || !strings.Contains(err.Error(), "scanner ethereum") || !strings.Contains(err.Error(), "node does not answer") {
 		t.Fatalf("board while failing: %v", err)
 	}
 	mu.Lock()
@@ -337,7 +340,7 @@ func TestFailingPassIsVisible(t *testing.T) {
 		}
 		return true
 	})
-	if err := board.Err(); err != nil {
+	if err := board.Err(1); err != nil {
 		t.Fatalf("board after recovery: %v", err)
 	}
 	if snap := board.Snapshot(); len(snap) != 1 || snap[0].Chain != chains.Ethereum || snap[0].LastSuccess.IsZero() {

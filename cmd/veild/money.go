@@ -17,9 +17,14 @@ import (
 )
 
 // scanHealth is the health of this process's payment scanners, one entry
-// per chain whose scanner ran here: /readyz reports scanHealth.Err() (a
-// chain whose scans keep failing finds no payments) and scanHealth.Snapshot().
+// per chain whose scanner ran here: /readyz's "scanner" check fails on
+// scanHealth.Err(scanNotReadyAfter) (a chain whose scans keep failing finds
+// no payments).
 var scanHealth = scanner.NewBoard()
+
+// scanNotReadyAfter is how many failed scanner passes in a row make
+// /readyz fail (one transient RPC error does not).
+const scanNotReadyAfter = 3
 
 // startMoneyServices starts the background payment scanner of every chain
 // that has a chain actor and the schedule reminder (docs/scanner.md,

@@ -45,6 +45,9 @@ func readiness(cfg config, store persistence.Store, set *chainSet, enclaveCheck 
 		}
 		c.Add(chainCheck(id, ref.Connector(), set.real[id], cfg.ReadyHeadAge, now))
 	}
+	// Payment scanners that keep failing find no payments (a scanner runs on
+	// the member holding its lease; elsewhere this reports nothing).
+	c.Add(ready.Func("scanner", func(context.Context) error { return scanHealth.Err(scanNotReadyAfter) }))
 	if member != nil {
 		c.Add(ready.Func("cluster", func(context.Context) error {
 			self, members := member.Self(), member.Members()
