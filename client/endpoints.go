@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/veilhq/veil/chains"
 )
 
 func apply(r *call, opts []CallOption) *call {
@@ -100,18 +102,17 @@ func (c *Client) ResolveAgent(ctx context.Context, ref string, opts ...CallOptio
 		return nil, fmt.Errorf("veil: no agent given: pass an agent name or id")
 	case IsAgentID(ref):
 		return c.GetAgent(ctx, strings.ToLower(ref), opts...)
-	case nameRE.MatchString(strings.TrimSuffix(ref, NameSuffix)):
+	case chains.ValidName(strings.TrimSuffix(ref, NameSuffix)):
 		return c.AgentByName(ctx, ref, opts...)
 	default:
 		return c.AgentByWallet(ctx, ref, opts...)
 	}
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9-]{3,32}$`)
-
 // ValidName reports whether name (without the suffix) satisfies the
-// spec's name rule: 3 to 32 lowercase letters, digits and hyphens.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+// spec's name rule (chains.ValidName: 3 to 32 lowercase letters, digits
+// and hyphens).
+func ValidName(name string) bool { return chains.ValidName(name) }
 
 // AgentStatus calls GET /agent/:id/status.
 func (c *Client) AgentStatus(ctx context.Context, id string, opts ...CallOption) (*AgentStatus, error) {

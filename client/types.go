@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/veilhq/veil/chains"
 )
 
 // The client's own types mirror the spec's JSON (spec/agent-platform-api.md
@@ -22,7 +24,7 @@ const (
 )
 
 // NameSuffix is the suffix of an agent's full name (alice.veil).
-const NameSuffix = ".veil"
+const NameSuffix = chains.NameSuffix
 
 // Health is GET /health.
 type Health struct {

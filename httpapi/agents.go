@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,12 +23,8 @@ import (
 	"github.com/veilhq/veil/persistence"
 )
 
-// NameSuffix is appended to agent names in their full form (alice.veil).
-const NameSuffix = ".veil"
-
-var nameRE = regexp.MustCompile(`^[a-z0-9-]{3,32}$`)
-
-const nameRule = "name must be 3 to 32 characters of lowercase letters, digits and hyphens, given without the .veil suffix"
+// nameRule is the 400's explanation of chains.ValidName.
+const nameRule = chains.NameRule + ", given without the " + chains.NameSuffix + " suffix"
 
 // AgentInfo is the spec's AgentInfo.
 type AgentInfo struct {
@@ -151,7 +146,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if len(missing) > 0 {
 		return Errorf(http.StatusBadRequest, "missing required field(s): %s", strings.Join(missing, ", "))
 	}
-	if !nameRE.MatchString(req.Name) {
+	if !chains.ValidName(req.Name) {
 		return Errorf(http.StatusBadRequest, "invalid name %q: %s", truncate(req.Name, 40), nameRule)
 	}
 	deploy, err := resolveChains(req.Chain)
@@ -297,8 +292,8 @@ func (s *Server) writeAgentInfo(w http.ResponseWriter, r *http.Request, id strin
 }
 
 func (s *Server) agentByName(w http.ResponseWriter, r *http.Request) error {
-	name := strings.TrimSuffix(chi.URLParam(r, "name"), NameSuffix)
-	if !nameRE.MatchString(name) {
+	name := strings.TrimSuffix(chi.URLParam(r, "name"), chains.NameSuffix)
+	if !chains.ValidName(name) {
 		return Errorf(http.StatusBadRequest, "invalid name %q: %s", truncate(name, 40), nameRule)
 	}
 	rec, err := s.store.Get(r.Context(), agent.TableAgentNames, name)

@@ -166,7 +166,7 @@ func (a *Actor) publicInvoice(ctx context.Context, m *PublicInvoice) (*PayView, 
 // which needs the chain).
 func PayViewOf(rec state.InvoiceRecord) *PayView {
 	return &PayView{
-		ID: rec.ID, Payee: rec.AgentName + ".veil", Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
+		ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
 		Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, TxHash: rec.TxHash, CreatedAt: rec.CreatedAt, PaidAt: rec.PaidAt,
 	}
 }

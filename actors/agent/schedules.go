@@ -188,7 +188,7 @@ func recipientLabel(r string) string {
 		}
 		return r
 	}
-	return r + tools.NameSuffix
+	return r + chains.NameSuffix
 }
 
 // storeRun writes the slot's state, with its notification in the same
@@ -244,13 +244,13 @@ func (a *Actor) scheduleMeta(ctx context.Context, sc tools.Schedule) (string, er
 	if strings.HasPrefix(strings.ToLower(r), "st:") {
 		return r, nil
 	}
-	name := strings.TrimSuffix(strings.ToLower(r), tools.NameSuffix)
+	name := strings.TrimSuffix(strings.ToLower(r), chains.NameSuffix)
 	ag, err := directory{st: a.deps.Store}.LookupAgent(ctx, name)
 	if err == nil {
 		if m := ag.MetaAddresses[sc.Chain]; m != "" {
 			return m, nil
 		}
-		return "", fmt.Errorf("%w: %s%s has no meta-address on %s", tools.ErrUnknownRecipient, name, tools.NameSuffix, sc.Chain)
+		return "", fmt.Errorf("%w: %s%s has no meta-address on %s", tools.ErrUnknownRecipient, name, chains.NameSuffix, sc.Chain)
 	}
 	if !errors.Is(err, tools.ErrUnknownRecipient) {
 		return "", err
@@ -261,7 +261,7 @@ func (a *Actor) scheduleMeta(ctx context.Context, sc tools.Schedule) (string, er
 	}
 	m, err := conn.ResolveName(ctx, name)
 	if errors.Is(err, chains.ErrNotFound) {
-		return "", fmt.Errorf("%w: no agent is named %s%s on Veil or on %s", tools.ErrUnknownRecipient, name, tools.NameSuffix, sc.Chain)
+		return "", fmt.Errorf("%w: no agent is named %s%s on Veil or on %s", tools.ErrUnknownRecipient, name, chains.NameSuffix, sc.Chain)
 	}
 	return m, err
 }

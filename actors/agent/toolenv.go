@@ -89,7 +89,7 @@ type directory struct{ st persistence.Store }
 func (d directory) LookupAgent(ctx context.Context, name string) (tools.Agent, error) {
 	idRec, err := d.st.Get(ctx, TableAgentNames, name)
 	if errors.Is(err, persistence.ErrNotFound) {
-		return tools.Agent{}, fmt.Errorf("%w: no agent is named %s.veil", tools.ErrUnknownRecipient, name)
+		return tools.Agent{}, fmt.Errorf("%w: no agent is named %s%s", tools.ErrUnknownRecipient, name, chains.NameSuffix)
 	}
 	if err != nil {
 		return tools.Agent{}, err

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
@@ -133,7 +134,7 @@ func truncate(s string) string {
 // lower-case for 0x addresses and EVM meta-addresses (case carries no
 // meaning there; Stellar and Solana keys are case-sensitive).
 func recipientKey(s string) string {
-	s = strings.TrimSuffix(strings.TrimSpace(s), ".veil")
+	s = strings.TrimSuffix(strings.TrimSpace(s), chains.NameSuffix)
 	if strings.HasPrefix(strings.ToLower(s), "0x") || strings.HasPrefix(s, "st:eth:") {
 		return strings.ToLower(s)
 	}

@@ -242,11 +242,11 @@ func registerName() Tool {
 			tx, err := env.Chains.RegisterName(ctx, c)
 			if err != nil {
 				if errors.Is(err, chains.ErrNameTaken) {
-					return nil, fmt.Errorf("%s%s on %s: %w (to another meta-address)", env.Agent.Name, NameSuffix, c, err)
+					return nil, fmt.Errorf("%s%s on %s: %w (to another meta-address)", env.Agent.Name, chains.NameSuffix, c, err)
 				}
-				return nil, chainErr("registering "+env.Agent.Name+NameSuffix, c, err)
+				return nil, chainErr("registering "+env.Agent.Name+chains.NameSuffix, c, err)
 			}
-			return &NameResult{Name: env.Agent.Name, FullName: env.Agent.Name + NameSuffix, Chain: c, TxHash: tx.TxHash, TxLink: txLink(env, c, tx)}, nil
+			return &NameResult{Name: env.Agent.Name, FullName: env.Agent.Name + chains.NameSuffix, Chain: c, TxHash: tx.TxHash, TxLink: txLink(env, c, tx)}, nil
 		},
 	}
 }
@@ -273,14 +273,14 @@ func resolveName() Tool {
 			if err != nil {
 				return nil, err
 			}
-			name, err := ParseName(a.str("name"))
+			name, err := chains.ParseName(a.str("name"))
 			if err != nil {
 				return nil, err
 			}
 			if env.Directory == nil {
 				return nil, fmt.Errorf("%w: no agent directory", ErrNotConfigured)
 			}
-			res := &ResolveResult{Name: name, FullName: name + NameSuffix, MetaAddresses: map[chains.ID]string{}, Chains: []chains.ID{}}
+			res := &ResolveResult{Name: name, FullName: name + chains.NameSuffix, MetaAddresses: map[chains.ID]string{}, Chains: []chains.ID{}}
 			found, err := env.Directory.LookupAgent(ctx, name)
 			if err == nil {
 				res.Source = "veil"
@@ -293,10 +293,10 @@ func resolveName() Tool {
 				return res, nil
 			}
 			if !errors.Is(err, ErrUnknownRecipient) {
-				return nil, fmt.Errorf("looking up %s%s failed: %w", name, NameSuffix, err)
+				return nil, fmt.Errorf("looking up %s%s failed: %w", name, chains.NameSuffix, err)
 			}
 			if env.Chains == nil {
-				return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, NameSuffix)
+				return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, chains.NameSuffix)
 			}
 			rc, err := resolveRecipient(ctx, env, name, "", true)
 			if err != nil {
@@ -362,7 +362,7 @@ func getAgentInfo() Tool {
 				return nil, err
 			}
 			ag := env.Agent
-			info := &AgentInfo{ID: ag.ID, Name: ag.Name, FullName: ag.Name + NameSuffix, Chains: append([]chains.ID{}, ag.Chains...),
+			info := &AgentInfo{ID: ag.ID, Name: ag.Name, FullName: ag.Name + chains.NameSuffix, Chains: append([]chains.ID{}, ag.Chains...),
 				Addresses: map[chains.ID]string{}, MetaAddresses: map[chains.ID]string{}}
 			if len(ag.Chains) > 0 {
 				info.DefaultChain = ag.Chains[0]

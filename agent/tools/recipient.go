@@ -14,25 +14,6 @@ import (
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
-// NameSuffix is appended to an agent's name to form its full name.
-const NameSuffix = ".veil"
-
-// ParseName normalises a Veil name: "Bob", "bob" and "bob.veil" all give
-// "bob". A name is 3 to 32 characters of a-z, 0-9 and '-'.
-func ParseName(s string) (string, error) {
-	n := strings.ToLower(strings.TrimSpace(s))
-	n = strings.TrimSuffix(n, NameSuffix)
-	if len(n) < 3 || len(n) > 32 {
-		return "", fmt.Errorf("%w %q: a name is 3 to 32 characters of a-z, 0-9 and '-', optionally followed by %s", chains.ErrInvalidName, clip(s, 40), NameSuffix)
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return "", fmt.Errorf("%w %q: a name is 3 to 32 characters of a-z, 0-9 and '-', optionally followed by %s", chains.ErrInvalidName, clip(s, 40), NameSuffix)
-		}
-	}
-	return n, nil
-}
-
 // recipient is a resolved payee.
 type recipient struct {
 	// display is how results name it: "bob.veil" or the meta-address.
@@ -125,40 +106,40 @@ func resolveRecipient(ctx context.Context, env *Env, arg, chainArg string, onCha
 	if looksLikePlainAddress(s) {
 		return nil, fmt.Errorf("%w: %q is a plain address; payments go to a Veil name (bob or bob.veil) or a stealth meta-address (st:eth:0x…, st:xlm:…, st:sol:…). To move received funds to a plain address, use withdraw", ErrInvalidArgs, clip(s, 24))
 	}
-	name, err := ParseName(s)
+	name, err := chains.ParseName(s)
 	if err != nil {
 		return nil, err
 	}
 	if name == env.Agent.Name {
-		return nil, fmt.Errorf("%w: %s%s is this agent; a payment to yourself is refused", ErrInvalidArgs, name, NameSuffix)
+		return nil, fmt.Errorf("%w: %s%s is this agent; a payment to yourself is refused", ErrInvalidArgs, name, chains.NameSuffix)
 	}
 	if env.Directory == nil {
 		return nil, fmt.Errorf("%w: no agent directory", ErrNotConfigured)
 	}
 	found, err := env.Directory.LookupAgent(ctx, name)
 	if err == nil {
-		rc := &recipient{display: name + NameSuffix, name: name, meta: map[chains.ID]string{}}
+		rc := &recipient{display: name + chains.NameSuffix, name: name, meta: map[chains.ID]string{}}
 		for _, c := range found.Chains {
 			if m := found.MetaAddresses[c]; m != "" {
 				rc.meta[c] = m
 			}
 		}
 		if len(rc.meta) == 0 {
-			return nil, fmt.Errorf("%w: %s%s has no meta-address on any chain yet", ErrUnknownRecipient, name, NameSuffix)
+			return nil, fmt.Errorf("%w: %s%s has no meta-address on any chain yet", ErrUnknownRecipient, name, chains.NameSuffix)
 		}
 		return rc, nil
 	}
 	if !errors.Is(err, ErrUnknownRecipient) {
-		return nil, fmt.Errorf("looking up %s%s failed: %w", name, NameSuffix, err)
+		return nil, fmt.Errorf("looking up %s%s failed: %w", name, chains.NameSuffix, err)
 	}
 	if !onChain || env.Chains == nil {
-		return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, NameSuffix)
+		return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, chains.NameSuffix)
 	}
 	scope, err := agentChains(env, chainArg)
 	if err != nil {
 		return nil, err
 	}
-	rc := &recipient{display: name + NameSuffix, name: name, meta: map[chains.ID]string{}}
+	rc := &recipient{display: name + chains.NameSuffix, name: name, meta: map[chains.ID]string{}}
 	var unavailable []chains.ID
 	for _, c := range scope {
 		m, err := env.Chains.ResolveName(ctx, c, name)
@@ -176,9 +157,9 @@ func resolveRecipient(ctx context.Context, env *Env, arg, chainArg string, onCha
 		return rc, nil
 	}
 	if len(unavailable) > 0 {
-		return nil, fmt.Errorf("%w: %s%s is not a Veil agent, and the on-chain name lookup failed on %s; try again later", chains.ErrUnavailable, name, NameSuffix, chainList(unavailable))
+		return nil, fmt.Errorf("%w: %s%s is not a Veil agent, and the on-chain name lookup failed on %s; try again later", chains.ErrUnavailable, name, chains.NameSuffix, chainList(unavailable))
 	}
-	return nil, fmt.Errorf("%w: no Veil agent or on-chain name %s%s (looked on %s)", ErrUnknownRecipient, name, NameSuffix, chainList(scope))
+	return nil, fmt.Errorf("%w: no Veil agent or on-chain name %s%s (looked on %s)", ErrUnknownRecipient, name, chains.NameSuffix, chainList(scope))
 }
 
 func looksLikePlainAddress(s string) bool {

@@ -209,19 +209,6 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
-func TestParseName(t *testing.T) {
-	for in, want := range map[string]string{"bob": "bob", "Bob.veil": "bob", " bob-2 ": "bob-2", "abc": "abc"} {
-		if got, err := ParseName(in); err != nil || got != want {
-			t.Errorf("ParseName(%q) = %q, %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"", "ab", "bob.eth", "bo b", "bob_1", strings.Repeat("a", 33), "ünï", ".veil"} {
-		if _, err := ParseName(in); !errors.Is(err, chains.ErrInvalidName) {
-			t.Errorf("ParseName(%q) = %v", in, err)
-		}
-	}
-}
-
 func TestParseAddress(t *testing.T) {
 	good := map[chains.ID][]string{
 		chains.Base:    {"0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed", "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "0X5AAEB6053F3E94C9B9A09F33669435E7EF1BEAED"},

@@ -332,22 +332,6 @@ func (c *Connector) waitAnyMined(ctx context.Context, attempts []attempt) error 
 	}
 }
 
-// NormalizeName turns "Alice.veil" or "alice" into "alice" and checks it is
-// 3-32 characters of [a-z0-9-].
-func NormalizeName(name string) (string, error) {
-	n := strings.ToLower(strings.TrimSpace(name))
-	n = strings.TrimSuffix(n, ".veil")
-	if len(n) < 3 || len(n) > 32 {
-		return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
-		}
-	}
-	return n, nil
-}
-
 // RegisterName publishes name → metaAddress in the registry, sent (and so
 // authorised) by ownerAddress. Registering the same name to the same owner
 // and meta-address again returns the original registration.
@@ -355,7 +339,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	if err := c.needNames(); err != nil {
 		return chains.TxResult{}, err
 	}
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
@@ -381,7 +365,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 		return chains.TxResult{}, err
 	}
 	if curOwner != (common.Address{}) && curOwner != src {
-		return chains.TxResult{}, fmt.Errorf("%w: %s.veil", chains.ErrNameTaken, n)
+		return chains.TxResult{}, fmt.Errorf("%w: %s%s", chains.ErrNameTaken, n, chains.NameSuffix)
 	}
 	if curOwner == src && string(curMeta) == string(raw) {
 		// Registered before this ledger knew (or by another member): find the tx.
@@ -390,7 +374,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 		}
 	}
 	spec := txSpec{op: "register", fingerprint: fp, from: src, ref: owner, to: c.cfg.Names,
-		data: c.names.PackRegister(n, raw), extra: map[string]string{"name": n + ".veil"}}
+		data: c.names.PackRegister(n, raw), extra: map[string]string{"name": n + chains.NameSuffix}}
 	if spec.gas, err = c.estimateGas(ctx, src, c.cfg.Names, nil, spec.data); err != nil {
 		return chains.TxResult{}, err
 	}
@@ -429,7 +413,7 @@ func (c *Connector) ResolveName(ctx context.Context, name string) (string, error
 	if err := c.needNames(); err != nil {
 		return "", err
 	}
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil {
 		return "", err
 	}
@@ -466,7 +450,7 @@ func (c *Connector) NameOf(ctx context.Context, address string) (string, error) 
 	if n == "" {
 		return "", fmt.Errorf("%w: no name for %s on %s", chains.ErrNotFound, a.Hex(), c.cfg.Chain)
 	}
-	return n + ".veil", nil
+	return n + chains.NameSuffix, nil
 }
 
 // Fund asks the devnet faucet for the native asset and every test token

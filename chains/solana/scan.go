@@ -350,7 +350,7 @@ func (c *Connector) decodeRegistration(tx *solanago.Transaction) (string, nameRe
 		if !ok || !signedByOwner {
 			continue
 		}
-		n, err := NormalizeName(name)
+		n, err := chains.ParseName(name)
 		raw, herr := hex.DecodeString(metaHex)
 		if err != nil || n != name || herr != nil || len(raw) != 64 {
 			continue
@@ -389,7 +389,7 @@ func (c *Connector) lookupName(ctx context.Context, n string) (nameRecord, bool,
 // it; the owner may re-register to replace the meta-address; registering
 // the same again returns the original registration.
 func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
@@ -414,7 +414,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	}
 	key := fmt.Sprintf("register/%s/%s/%s", n, src, fingerprint(raw))
 	it := &intent{Op: "registration", Fingerprint: fingerprint("register", n, src.String(), meta.String()), Source: src.String(), KeyRef: owner,
-		Params: map[string]string{"name": n + ".veil"}}
+		Params: map[string]string{"name": n + chains.NameSuffix}}
 	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
 		return []solanago.Instruction{
 			memo(src, NameMemo+n+":"+raw),
@@ -426,7 +426,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 // ResolveName returns the meta-address registered for name, or an error
 // matching chains.ErrNotFound.
 func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil {
 		return "", err
 	}

@@ -26,7 +26,6 @@ import (
 	"filippo.io/edwards25519"
 	"github.com/stellar/go-stellar-sdk/network"
 	"github.com/stellar/go-stellar-sdk/strkey"
-
 )
 
 // Amounts, in stroops (1 XLM = 10^7 stroops).

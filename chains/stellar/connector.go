@@ -367,18 +367,3 @@ func (c *Connector) newKey() string {
 	_, _ = io.ReadFull(c.rand, b[:])
 	return "auto-" + hex.EncodeToString(b[:])
 }
-
-// NormalizeName turns "Alice.veil" or "alice" into "alice" and checks it is
-// 3-32 characters of [a-z0-9-].
-func NormalizeName(name string) (string, error) {
-	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".veil")
-	if len(n) < 3 || len(n) > 32 {
-		return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return "", fmt.Errorf("%w %q: 3 to 32 characters of a-z, 0-9 and '-'", chains.ErrInvalidName, name)
-		}
-	}
-	return n, nil
-}

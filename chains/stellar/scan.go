@@ -252,7 +252,7 @@ func (c *Connector) decodeRegistration(t hProtocol.Transaction) (string, nameRec
 			meta = append([]byte(nil), (*o.DataValue)...)
 		}
 	}
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil || n != name || len(meta) != 64 {
 		return "", nameRecord{}, false
 	}
@@ -290,7 +290,7 @@ func (c *Connector) lookupName(ctx context.Context, n string) (nameRecord, bool,
 // same name to the same owner and meta-address again returns the original
 // registration; the owner may re-register to replace the meta-address.
 func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
@@ -315,7 +315,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	}
 	key := fmt.Sprintf("register/%s/%s/%s", n, src, fingerprint(hex.EncodeToString(raw)))
 	it := &intent{Op: "registration", Fingerprint: fingerprint("register", n, src, meta.String()), Source: src, KeyRef: owner,
-		Params: map[string]string{"name": n + ".veil"}}
+		Params: map[string]string{"name": n + chains.NameSuffix}}
 	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
 		idx, err := c.indexOp(ctx, c.cfg.RegistryAccount)
 		if err != nil {
@@ -332,7 +332,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 // ResolveName returns the meta-address registered for name, or an error
 // matching chains.ErrNotFound.
 func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	n, err := NormalizeName(name)
+	n, err := chains.ParseName(name)
 	if err != nil {
 		return "", err
 	}

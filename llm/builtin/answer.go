@@ -374,8 +374,8 @@ func unavailableText(d map[string]any) string {
 
 func describeName(r result, d map[string]any) string {
 	name := firstNonEmpty(str(d, "fullName"), argStr(r, "name"), str(d, "name"))
-	if !strings.HasSuffix(name, ".veil") && name != "" && !addressLike(name) {
-		name += ".veil"
+	if !strings.HasSuffix(name, chains.NameSuffix) && name != "" && !addressLike(name) {
+		name += chains.NameSuffix
 	}
 	if s, ok := r.detail.(string); ok {
 		return fmt.Sprintf("%s resolves to %s.", name, s)
@@ -401,8 +401,8 @@ func describeName(r result, d map[string]any) string {
 
 func describeAgent(d map[string]any) string {
 	name := str(d, "fullName", "name")
-	if name != "" && !strings.HasSuffix(name, ".veil") {
-		name += ".veil"
+	if name != "" && !strings.HasSuffix(name, chains.NameSuffix) {
+		name += chains.NameSuffix
 	}
 	s := "You are " + orDefault(name, "this agent")
 	if id := str(d, "id"); id != "" {
@@ -611,8 +611,8 @@ func nameSp(n string) string {
 	if n == "" {
 		return ""
 	}
-	if !strings.HasSuffix(n, ".veil") {
-		n += ".veil"
+	if !strings.HasSuffix(n, chains.NameSuffix) {
+		n += chains.NameSuffix
 	}
 	return n + " "
 }

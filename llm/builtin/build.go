@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"github.com/veilhq/veil/agent/intent"
+	"github.com/veilhq/veil/chains"
 
 	"fmt"
 	"strings"
@@ -425,7 +426,7 @@ func buildPay(c clause, inherit map[string]any) action {
 		}
 		return ask("pay", fmt.Sprintf("A payment goes out on one chain: which should I use to send %s %sto %s (%s)?", value, assetSp, to, options))
 	}
-	if (strings.HasSuffix(to, ".veil") || agentWord) && len(chs) == 0 && !addressLike(to) {
+	if (strings.HasSuffix(to, chains.NameSuffix) || agentWord) && len(chs) == 0 && !addressLike(to) {
 		args := map[string]any{"agent_name": to, "amount": value}
 		if asset != "" {
 			args["asset"] = asset
@@ -585,7 +586,7 @@ func buildResolve(c clause) action {
 		return call("resolve", "resolve_name", map[string]any{"name": r})
 	}
 	for _, t := range c.toks {
-		if strings.HasSuffix(t.low, ".veil") {
+		if strings.HasSuffix(t.low, chains.NameSuffix) {
 			if r, ok := recipientOf(t); ok {
 				return call("resolve", "resolve_name", map[string]any{"name": r})
 			}

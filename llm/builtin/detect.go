@@ -1,6 +1,10 @@
 package builtin
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/veilhq/veil/chains"
+)
 
 // detect names the intent of a clause, or "".
 func detect(c clause) string {
@@ -56,7 +60,7 @@ func detect(c clause) string {
 		return "pay"
 	case helpish(c):
 		return "help"
-	case c.hasSuffix(".veil") && len(c.toks) <= 3:
+	case c.hasSuffix(chains.NameSuffix) && len(c.toks) <= 3:
 		return "resolve"
 	}
 	return ""
@@ -131,7 +135,7 @@ func scheduleID(c clause) string {
 			switch c.toks[i-1].low {
 			case "schedule", "id", "number", "subscription", "#":
 				w := strings.TrimPrefix(t.low, "#")
-				if len(w) >= 4 && len(w) <= 64 && reName.MatchString(w) && reAnyDigit.MatchString(w) {
+				if len(w) >= 4 && len(w) <= 64 && reIDWord.MatchString(w) && reAnyDigit.MatchString(w) {
 					return w
 				}
 			}
@@ -174,7 +178,7 @@ func invoiceish(c clause) bool {
 // bob", "bob's", "bob.veil" (never me, my, you).
 func otherName(c clause) string {
 	for i, t := range c.toks {
-		if strings.HasSuffix(t.low, ".veil") {
+		if strings.HasSuffix(t.low, chains.NameSuffix) {
 			if r, ok := recipientOf(t); ok {
 				return r
 			}

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"github.com/veilhq/veil/agent/intent"
+	"github.com/veilhq/veil/chains"
 
 	"fmt"
 	"strings"
@@ -179,7 +180,7 @@ func memoryType(content string) string {
 			return "preference"
 		}
 	}
-	for _, w := range []string{".veil", "address", "st:", " 0x", "'s name", "is my ", "contact", "friend", "colleague", "brother", "sister", "mom", "dad", "partner", "wife", "husband", "boss"} {
+	for _, w := range []string{chains.NameSuffix, "address", "st:", " 0x", "'s name", "is my ", "contact", "friend", "colleague", "brother", "sister", "mom", "dad", "partner", "wife", "husband", "boss"} {
 		if strings.Contains(low, w) {
 			return "contact"
 		}

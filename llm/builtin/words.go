@@ -3,6 +3,8 @@ package builtin
 import (
 	"regexp"
 	"strings"
+
+	"github.com/veilhq/veil/chains"
 )
 
 // assets maps the words the planner accepts for an asset to its symbol.
@@ -94,7 +96,7 @@ func init() {
 }
 
 var (
-	reName     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,30}[a-z0-9](\.veil)?$`)
+	reIDWord   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,30}[a-z0-9]$`) // a word that may be an id
 	reMeta     = regexp.MustCompile(`^st:[a-z]{2,8}:[0-9A-Za-z]{16,300}$`)
 	reHexAddr  = regexp.MustCompile(`^0x[0-9a-fA-F]{3,128}$`)
 	reStellar  = regexp.MustCompile(`^G[A-Z2-7]{55}$`)
@@ -128,7 +130,7 @@ func recipientOf(t tok) (string, bool) {
 	for _, suf := range []string{"'s", "’s"} {
 		low = strings.TrimSuffix(low, suf)
 	}
-	if notRecipient[low] || !reName.MatchString(low) {
+	if notRecipient[low] || !chains.ValidName(strings.TrimSuffix(low, chains.NameSuffix)) {
 		return "", false
 	}
 	if !strings.ContainsAny(low, "abcdefghijklmnopqrstuvwxyz") {
