@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/buildinfo"
 )
 
 // Exit codes (docs/cli.md): scripts may rely on them.
@@ -125,7 +126,7 @@ func (a *app) dispatch(args []string) error {
 		return usagef("%v (see veil --help)", err)
 	}
 	if showVersion {
-		fmt.Fprintln(a.stdout, "veil", version)
+		fmt.Fprintln(a.stdout, "veil", buildinfo.Read(version))
 		return nil
 	}
 	rest := top.Args()

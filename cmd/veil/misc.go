@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/buildinfo"
 )
 
 func init() {
@@ -36,10 +37,14 @@ func init() {
 		path:    "version",
 		summary: "print the version",
 		run: func(a *app, args []string) error {
+			bi := buildinfo.Read(version)
 			if a.g.json {
-				return a.printJSON(map[string]string{"version": version, "client": client.Version})
+				return a.printJSON(struct {
+					buildinfo.Info
+					Client string `json:"client"`
+				}{bi, client.Version})
 			}
-			fmt.Fprintln(a.stdout, "veil", version)
+			fmt.Fprintln(a.stdout, "veil", bi)
 			return nil
 		},
 	})

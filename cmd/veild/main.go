@@ -11,9 +11,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/veilhq/veil/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…" (make
+// build); without it the version comes from the Go toolchain's build
+// information (internal/buildinfo).
 var version = "dev"
 
 const usage = `veild — the Veil agent platform server
@@ -69,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "contracts":
 		return contractsCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "veild", version)
+		fmt.Fprintln(stdout, "veild", buildinfo.Read(version))
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

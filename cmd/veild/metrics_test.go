@@ -69,10 +69,25 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(t, "GET", "http://"+p.addr+"/agent/"+a.ID, key, nil)
 
 	fams := scrape(t, p.metrics)
-	for _, name := range []string{"veil_http_requests_total", "veil_store_commit_seconds", "veil_runtime_activations_total", "veil_chain_call_seconds"} {
+	for _, name := range []string{"veil_http_requests_total", "veil_store_commit_seconds", "veil_runtime_activations_total", "veil_chain_call_seconds", "veil_build_info"} {
 		if fams[name] == nil {
 			t.Fatalf("missing %s", name)
 		}
+	}
+	// The build is named, and the latency histogram has method and code.
+	if bi := fams["veil_build_info"].Metric; len(bi) != 1 || bi[0].GetGauge().GetValue() != 1 || len(bi[0].Label) != 3 {
+		t.Fatalf("veil_build_info %v", bi)
+	}
+	found := false
+	for _, m := range fams["veil_http_request_seconds"].Metric {
+		l := map[string]string{}
+		for _, p := range m.Label {
+			l[p.GetName()] = p.GetValue()
+		}
+		found = found || l["route"] == "/agent/create" && l["method"] == "POST" && l["code"] == "201"
+	}
+	if !found {
+		t.Fatalf("no veil_http_request_seconds{route=/agent/create,method=POST,code=201}: %v", fams["veil_http_request_seconds"].Metric)
 	}
 	if !hasAgentSeries(fams["veil_agent_messages_total"], a.ID) {
 		t.Fatal("no series for the active agent")

@@ -24,6 +24,7 @@ import (
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/internal/buildinfo"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
@@ -56,6 +57,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	mets := metrics.New(cfg.MetricsLabelCap)
+	build := buildinfo.Read(version)
+	mets.SetBuildInfo(build.Version, build.Revision, build.GoVersion)
 	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, mets.Commit)
 	if err != nil {
 		return err
@@ -155,7 +158,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("veild serving", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.Data), slog.String("version", version))
+	log.Info("veild serving", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.Data), slog.String("version", build.String()))
 
 	select {
 	case err := <-serveErr:

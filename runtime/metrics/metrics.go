@@ -71,6 +71,8 @@ type Metrics struct {
 	clusterErrors   *prometheus.CounterVec
 
 	webhooks webhookMetrics
+
+	buildInfo *prometheus.GaugeVec
 }
 
 // latency buckets from 100µs to ~100s.
@@ -106,7 +108,7 @@ func New(labelCap int) *Metrics {
 	m.commitLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_store_commit_seconds", Help: "Store group-commit latency (one fsync).", Buckets: latencyBuckets})
 	m.commitBatch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_store_commit_batches", Help: "Write batches per group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_http_requests_total", Help: "HTTP requests, by route pattern, method and status."}, []string{"route", "method", "status"})
-	m.httpLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_http_request_seconds", Help: "HTTP request latency by route pattern.", Buckets: latencyBuckets}, []string{"route"})
+	m.httpLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_http_request_seconds", Help: "HTTP request latency by route pattern, method (known methods, else OTHER) and status code (common codes exactly, others as their class).", Buckets: latencyBuckets}, []string{"route", "method", "code"})
 	m.chainCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_call_seconds", Help: "Chain actor calls (RPC included), by chain and operation.", Buckets: latencyBuckets}, []string{"chain", "op"})
 	m.chainErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_call_errors_total", Help: "Failed chain actor calls, by chain and operation."}, []string{"chain", "op"})
 	m.chainMaintenance = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_maintenance_seconds", Help: "Chain actor maintenance passes (rebroadcast, fee bumps).", Buckets: latencyBuckets}, []string{"chain"})
@@ -124,6 +126,8 @@ func New(labelCap int) *Metrics {
 	m.clusterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_cluster_request_errors_total", Help: "Agent requests that failed, by placement (local or remote)."}, []string{"placement"})
 	f(m.clusterRequests)
 	f(m.clusterErrors)
+	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "veil_build_info", Help: "Always 1; the labels say which build runs (version, VCS revision, Go version)."}, []string{"version", "revision", "goversion"})
+	f(m.buildInfo)
 	for _, c := range []prometheus.Collector{m.activeActors, m.activations, m.activationDur, m.passivations, m.panics, m.inflight,
 		m.commitLatency, m.commitBatch, m.httpRequests, m.httpLatency, m.chainCalls, m.chainErrors, m.chainMaintenance, m.scanned, m.scanLag} {
 		f(c)
@@ -221,13 +225,54 @@ func (m *Metrics) Commit(batches int, d time.Duration) {
 	m.commitLatency.Observe(d.Seconds())
 }
 
-// Request is the HTTP layer's observer. Unmatched routes share one label.
+// SetBuildInfo sets veil_build_info{version, revision, goversion} to 1
+// (once per process).
+func (m *Metrics) SetBuildInfo(version, revision, goVersion string) {
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(version, revision, goVersion).Set(1)
+}
+
+// Request is the HTTP layer's observer. Unmatched routes share one label;
+// method and status are bounded (MethodLabel, CodeLabel) so that a client
+// sending odd methods cannot grow the series.
 func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.httpLatency.WithLabelValues(route).Observe(d.Seconds())
+	method, code := MethodLabel(method), CodeLabel(status)
+	m.httpRequests.WithLabelValues(route, method, code).Inc()
+	m.httpLatency.WithLabelValues(route, method, code).Observe(d.Seconds())
+}
+
+// MethodLabel is method when it is a standard HTTP method, else "OTHER".
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// exactCodes are the status codes the API answers on purpose; they are
+// labelled as themselves, every other code as its class ("2xx" … "5xx").
+var exactCodes = map[int]bool{
+	200: true, 201: true, 202: true, 204: true, 301: true, 302: true, 304: true,
+	400: true, 401: true, 403: true, 404: true, 405: true, 408: true, 409: true, 410: true,
+	413: true, 415: true, 422: true, 429: true,
+	500: true, 501: true, 502: true, 503: true, 504: true,
+}
+
+// CodeLabel is the status code when it is one of the fixed set, else its
+// class ("4xx"); out-of-range codes are "other".
+func CodeLabel(status int) string {
+	switch {
+	case exactCodes[status]:
+		return strconv.Itoa(status)
+	case status >= 100 && status < 600:
+		return strconv.Itoa(status/100) + "xx"
+	}
+	return "other"
 }
 
 // ClusterRequest observes one agent request routed by a cluster member.

@@ -115,3 +115,64 @@ func TestRuntimeStoreHTTPAndChainSeries(t *testing.T) {
 		t.Fatalf("scan lag = %v", lag)
 	}
 }
+
+func TestHTTPLabelsAreBounded(t *testing.T) {
+	tests := []struct {
+		method        string
+		status        int
+		method2, code string
+	}{
+		{"GET", 200, "GET", "200"},
+		{"POST", 201, "POST", "201"},
+		{"DELETE", 404, "DELETE", "404"},
+		{"BREW", 418, "OTHER", "4xx"},
+		{"get", 299, "OTHER", "2xx"},
+		{strings.Repeat("X", 500), 503, "OTHER", "503"},
+		{"PATCH", 599, "PATCH", "5xx"},
+		{"GET", 999, "GET", "other"},
+	}
+	m := metrics.New(0)
+	for _, tc := range tests {
+		if got := metrics.MethodLabel(tc.method); got != tc.method2 {
+			t.Fatalf("MethodLabel(%.10q) = %q, want %q", tc.method, got, tc.method2)
+		}
+		if got := metrics.CodeLabel(tc.status); got != tc.code {
+			t.Fatalf("CodeLabel(%d) = %q, want %q", tc.status, got, tc.code)
+		}
+		m.Request(tc.method, "/agent/{id}", tc.status, time.Millisecond)
+	}
+	// A thousand distinct junk methods and codes add no series.
+	before := len(scrape(t, m)["veil_http_request_seconds"].Metric)
+	for i := range 1000 {
+		m.Request("M"+strings.Repeat("x", i%50)+string(rune('A'+i%26)), "/agent/{id}", 430+i%20, time.Millisecond) // no code of the fixed set
+	}
+	fam := scrape(t, m)["veil_http_request_seconds"]
+	if len(fam.Metric) != before {
+		t.Fatalf("junk grew the histogram from %d to %d series", before, len(fam.Metric))
+	}
+	for _, s := range fam.Metric {
+		labels := map[string]string{}
+		for _, l := range s.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["route"] == "" || labels["method"] == "" || labels["code"] == "" {
+			t.Fatalf("series without route, method or code: %v", labels)
+		}
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	m := metrics.New(0)
+	m.SetBuildInfo("v1.2.3", "1a2b3c", "go1.26.8")
+	fam := scrape(t, m)["veil_build_info"]
+	if fam == nil || len(fam.Metric) != 1 || fam.Metric[0].GetGauge().GetValue() != 1 {
+		t.Fatalf("veil_build_info %v", fam)
+	}
+	got := map[string]string{}
+	for _, l := range fam.Metric[0].Label {
+		got[l.GetName()] = l.GetValue()
+	}
+	if got["version"] != "v1.2.3" || got["revision"] != "1a2b3c" || got["goversion"] != "go1.26.8" {
+		t.Fatalf("labels %v", got)
+	}
+}
