@@ -107,6 +107,12 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusNotFound, Message: "conversation not found", Err: err}
 	case errors.Is(err, agent.ErrNameTaken):
 		return &Error{Status: http.StatusConflict, Message: "agent name is already taken: choose another name", Err: err}
+	case errors.Is(err, agent.ErrApprovalNotFound):
+		return &Error{Status: http.StatusNotFound, Message: "approval not found", Err: err}
+	case errors.Is(err, agent.ErrApprovalDecided):
+		return &Error{Status: http.StatusConflict, Message: err.Error() + "; a payment is decided once", Err: err}
+	case errors.Is(err, agent.ErrBadDecision):
+		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, agent.ErrReplayed):
 		return &Error{Status: http.StatusBadRequest, Message: "this signature was already used: sign a new message (with a new Issued At)", Err: err}
 	case errors.Is(err, policy.ErrInvalid):

@@ -60,6 +60,8 @@ type envOptions struct {
 	now func() time.Time
 	// webhookAllowPrivate lets webhooks target the test's loopback receivers.
 	webhookAllowPrivate bool
+	// agentNow is the agent actors' clock (nil: time.Now).
+	agentNow func() time.Time
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -78,7 +80,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			t.Fatal(err)
 		}
 		// As in veild: payment signatures pass the spending policy first.
-		guarded := enclave.WithPolicy(prov, policy.NewStore(st, nil))
+		guarded := enclave.WithPolicy(prov, policy.NewStore(st, nil).WithApprovals())
 		opts.keys = agent.EnclaveKeys(guarded)
 		opts.tee = prov
 		signer = guarded
@@ -97,6 +99,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		Models:    func(p, key string) (llms.Model, error) { return opts.models.Model(llm.Provider(p), key) },
 		PublicURL: "http://veil.test",
 		Failpoint: opts.failpoint,
+		Now:       opts.agentNow,
 	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}

@@ -15,6 +15,9 @@ import (
 func (s *Server) ownerRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/agent/{id}/notifications/stream", handler(s.notificationStream))
 	r.Method(http.MethodPost, "/agent/{id}/policy/preview", handler(s.previewPolicy))
+	r.Method(http.MethodGet, "/agent/{id}/approvals", handler(s.listApprovals))
+	r.Method(http.MethodGet, "/agent/{id}/approvals/{approvalId}", handler(s.getApproval))
+	r.Method(http.MethodPost, "/agent/{id}/approvals/{approvalId}", handler(s.decideApproval))
 	s.webhookRoutes(r)
 }
 

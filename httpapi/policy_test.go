@@ -11,11 +11,16 @@ import (
 
 func (o owner) policyBody(t *testing.T, agentID string, p policy.Policy) map[string]any {
 	t.Helper()
+	return o.policyBodyAt(t, agentID, p, time.Now())
+}
+
+func (o owner) policyBodyAt(t *testing.T, agentID string, p policy.Policy, at time.Time) map[string]any {
+	t.Helper()
 	hash, err := policy.Hash(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := walletsig.PolicyMessage(hash, agentID, o.wallet(), time.Now())
+	msg := walletsig.PolicyMessage(hash, agentID, o.wallet(), at)
 	return map[string]any{"policy": p, "signature": o.sign(msg), "message": msg}
 }
 

@@ -177,6 +177,9 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 	if v, ok, err := a.receiveMoney(ctx, msg); ok {
 		return v, err
 	}
+	if v, ok, err := a.receiveApprovals(ctx, msg); ok {
+		return v, err
+	}
 	if err := a.authorize(msg); err != nil {
 		return nil, err
 	}

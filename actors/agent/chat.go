@@ -137,7 +137,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		requestKey = fmt.Sprintf("msg-%d", a.rec.LastMessageID)
 	}
 
-	env := a.toolEnv(ctx)
+	env := a.toolEnv(ctx, conv.ID)
 	env.UserText = c.Message
 	offered := a.deps.tools()
 	defs := toolDefinitions(offered)

@@ -127,4 +127,5 @@ const (
 	RunRetry   = "retry"   // failed; try again at RetryAt
 	RunFailed  = "failed"  // retries exhausted: schedule_failed raised, slot skipped
 	RunSkipped = "skipped" // stale slot, paused or cancelled schedule: nothing done
+	RunHeld    = "held"    // held for the owner's approval: the approval pays it (docs/approvals.md)
 )

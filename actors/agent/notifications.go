@@ -23,7 +23,8 @@ const (
 // NotificationTypes is every type a notification can have, for clients
 // that filter on them (webhooks).
 func NotificationTypes() []string {
-	return []string{NotePaymentReceived, NotePaymentSent, NoteInvoicePaid, NoteScheduleExecuted, NoteScheduleFailed, NoteWithdrawal}
+	return []string{NotePaymentReceived, NotePaymentSent, NoteInvoicePaid, NoteScheduleExecuted, NoteScheduleFailed, NoteWithdrawal,
+		NoteApprovalRequired, NoteApprovalDecided, NoteApprovalExpired}
 }
 
 // Notification is the spec's Notification.
@@ -46,7 +47,12 @@ func (a *Actor) noteKey(id int64) string { return fmt.Sprintf("%s/%016x", a.id, 
 
 // notify stores a notification, with ops in the same atomic batch.
 func (a *Actor) notify(ctx context.Context, n *Notify, ops ...persistence.Op) (*Notification, error) {
-	next := a.rec.clone()
+	return a.notifyAs(ctx, a.rec.clone(), n, ops...)
+}
+
+// notifyAs is notify with the next agent record given (other counters of
+// it already moved by ops).
+func (a *Actor) notifyAs(ctx context.Context, next *Record, n *Notify, ops ...persistence.Op) (*Notification, error) {
 	next.LastNotificationID++
 	note := &Notification{ID: next.LastNotificationID, Type: n.Type, Title: n.Title, Body: n.Body, CreatedAt: a.deps.now()}
 	raw, err := json.Marshal(note)

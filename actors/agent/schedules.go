@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -34,8 +36,11 @@ type ScheduleRun struct {
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"lastError,omitempty"`
 	RetryAt   time.Time `json:"retryAt,omitzero"`
-	Outcome   string    `json:"outcome,omitempty"` // RunPaid, RunFailed or "" (still trying)
+	Outcome   string    `json:"outcome,omitempty"` // RunPaid, RunFailed, RunHeld or "" (still trying)
 	TxHash    string    `json:"txHash,omitempty"`
+	// ApprovalID is the approval a held run waits for (RunHeld): the
+	// payment is made when the owner approves it, not by the schedule.
+	ApprovalID string `json:"approvalId,omitempty"`
 }
 
 // SlotKey is the idempotency key of a schedule's slot: the chain pays it
@@ -130,6 +135,17 @@ func (a *Actor) runSchedule(ctx context.Context, m *RunSchedule) (*RunReport, er
 	}
 
 	res, payErr := a.paySchedule(ctx, sc, m.Slot)
+	var held *tools.HeldError
+	if errors.As(payErr, &held) {
+		// Held for the owner (approval_required was notified): the slot
+		// is done for the schedule; the approval pays it, or not.
+		run.Attempts++
+		run.Outcome, run.ApprovalID, run.LastError, run.RetryAt = RunHeld, held.ApprovalID, "", time.Time{}
+		if err := a.storeRun(ctx, sc.ID, key, version, run, nil); err != nil {
+			return nil, err
+		}
+		return a.advanceSlot(ctx, sc, m.Slot, run)
+	}
 	if payErr == nil {
 		if err := a.deps.fail(FailAfterScheduleSend); err != nil {
 			return nil, err
@@ -146,7 +162,7 @@ func (a *Actor) runSchedule(ctx context.Context, m *RunSchedule) (*RunReport, er
 		} else {
 			body += " It was the last one: the schedule has reached its end date."
 		}
-		if err := a.storeRun(ctx, key, version, run, &Notify{Type: NoteScheduleExecuted,
+		if err := a.storeRun(ctx, sc.ID, key, version, run, &Notify{Type: NoteScheduleExecuted,
 			Title: fmt.Sprintf("Scheduled payment sent: %s %s to %s", sc.Amount, sc.Asset, recipientLabel(sc.Recipient)), Body: body}); err != nil {
 			return nil, err
 		}
@@ -159,13 +175,13 @@ func (a *Actor) runSchedule(ctx context.Context, m *RunSchedule) (*RunReport, er
 	run.LastError = payErr.Error()
 	if run.Attempts <= len(RetryBackoff) && retryable(payErr) {
 		run.RetryAt = now.Add(RetryBackoff[run.Attempts-1])
-		if err := a.storeRun(ctx, key, version, run, nil); err != nil {
+		if err := a.storeRun(ctx, sc.ID, key, version, run, nil); err != nil {
 			return nil, err
 		}
 		return &RunReport{Outcome: RunRetry, RetryAt: run.RetryAt, Err: run.LastError}, nil
 	}
 	run.Outcome, run.RetryAt = RunFailed, time.Time{}
-	if err := a.storeRun(ctx, key, version, run, &Notify{Type: NoteScheduleFailed,
+	if err := a.storeRun(ctx, sc.ID, key, version, run, &Notify{Type: NoteScheduleFailed,
 		Title: fmt.Sprintf("Scheduled payment failed: %s %s to %s", sc.Amount, sc.Asset, recipientLabel(sc.Recipient)),
 		Body: fmt.Sprintf("The %s payment of %s %s to %s on %s due %s failed after %d attempt(s): %s. This payment is skipped; the schedule continues with its next one.",
 			sc.Interval, sc.Amount, sc.Asset, recipientLabel(sc.Recipient), sc.Chain, m.Slot.UTC().Format(time.RFC3339), run.Attempts, payErr)}); err != nil {
@@ -192,8 +208,9 @@ func recipientLabel(r string) string {
 }
 
 // storeRun writes the slot's state, with its notification in the same
-// batch when there is one.
-func (a *Actor) storeRun(ctx context.Context, key string, version uint64, run ScheduleRun, n *Notify) error {
+// batch when there is one, and then a system message recording it in the
+// conversation that created the schedule.
+func (a *Actor) storeRun(ctx context.Context, scheduleID, key string, version uint64, run ScheduleRun, n *Notify) error {
 	raw, err := json.Marshal(run)
 	if err != nil {
 		return err
@@ -207,8 +224,7 @@ func (a *Actor) storeRun(ctx context.Context, key string, version uint64, run Sc
 		_, err = a.deps.Store.Apply(ctx, op)
 		return err
 	}
-	_, err = a.notify(ctx, n, op)
-	return err
+	return a.outcome(ctx, n, a.scheduleOrigin(ctx, scheduleID), n.Body, op)
 }
 
 func (a *Actor) advanceSlot(ctx context.Context, sc tools.Schedule, slot time.Time, run ScheduleRun) (*RunReport, error) {
@@ -233,7 +249,15 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 		return chains.TxResult{}, err
 	}
 	from := chains.KeyRef{AgentID: a.id, Chain: sc.Chain, Epoch: keyEpoch}
-	return conn.SendStealth(ctx, from, a.rec.Addresses[string(sc.Chain)], meta, sc.Amount, sc.Asset, SlotKey(sc.ID, slot))
+	key := SlotKey(sc.ID, slot)
+	// Scheduled runs are held for approval like any payment.
+	if err := a.hold(ctx, policy.Hold{AgentID: a.id, Kind: policy.KindSchedule, Chain: sc.Chain, Asset: sc.Asset, Amount: sc.Amount,
+		Recipient: recipientLabel(sc.Recipient), PayTo: meta, Key: key, ScheduleID: sc.ID, Slot: slot,
+		ConversationID: a.scheduleOrigin(ctx, sc.ID)}); err != nil {
+		return chains.TxResult{}, err
+	}
+	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: a.id, Chain: sc.Chain, Asset: sc.Asset, Amount: sc.Amount, Recipient: meta})
+	return conn.SendStealth(ctx, from, a.rec.Addresses[string(sc.Chain)], meta, sc.Amount, sc.Asset, key)
 }
 
 // scheduleMeta resolves the schedule's recipient on its chain now: a

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
@@ -43,8 +44,9 @@ func (NoChains) Chain(id chains.ID) (*chainactor.Ref, error) {
 	return nil, fmt.Errorf("%w: no connector for %s on this node", chains.ErrUnavailable, id)
 }
 
-// toolEnv builds the services of one chat request's tool calls.
-func (a *Actor) toolEnv(ctx context.Context) tools.Env {
+// toolEnv builds the services of one chat request's tool calls; convID is
+// the conversation asking (held payments and schedules report back there).
+func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 	ag := a.toolAgent()
 	meta := make(map[chains.ID]string, len(ag.MetaAddresses))
 	for c, m := range ag.MetaAddresses {
@@ -57,10 +59,10 @@ func (a *Actor) toolEnv(ctx context.Context) tools.Env {
 	return tools.Env{
 		Agent:     ag,
 		Now:       now,
-		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n},
+		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID},
 		Directory: directory{st: st},
 		Invoices:  invoices,
-		Schedules: state.NewSchedules(st, a.id, now),
+		Schedules: originSchedules{Schedules: state.NewSchedules(st, a.id, now), st: st, agentID: a.id, convID: convID},
 		Memories:  state.NewMemories(st, a.id, now),
 		Payments:  payments,
 		Notifier:  n,
@@ -120,6 +122,7 @@ type chainOps struct {
 	payments *state.Payments
 	invoices *state.Invoices
 	notifier *notifier
+	convID   string
 }
 
 func (o *chainOps) conn(id chains.ID) (*chainactor.Ref, error) { return o.a.deps.Chains.Chain(id) }
@@ -141,8 +144,13 @@ func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, 
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	// The enclave checks the payment against the agent's spending policy
-	// before it signs.
+	// The owner's approval rules first: a payment they hold is not sent
+	// (the tool reports it held); the enclave checks them again, with the
+	// spending policy, before it signs.
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: asset, Amount: amount,
+		Recipient: o.a.recipientName(ctx, meta), PayTo: meta, Key: key, ConversationID: o.convID}); err != nil {
+		return chains.TxResult{}, err
+	}
 	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: o.agent.ID, Chain: id, Asset: asset, Amount: amount, Recipient: meta})
 	return c.SendStealth(ctx, o.key(id), o.agent.Addresses[id], meta, amount, asset, key)
 }

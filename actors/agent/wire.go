@@ -26,10 +26,12 @@ func RegisterWire(c *msg.Codec) {
 		&Chat{}, &SetPolicy{}, &GetPolicy{}, &PreviewPolicy{},
 		&DeliverPayments{}, &GetInvoice{}, &ConfirmInvoicePaid{}, &PublicInvoice{},
 		&ListSchedules{}, &ScheduleAction{}, &RunSchedule{},
+		&ListApprovals{}, &GetApproval{}, &DecideApproval{}, &WakeApproval{},
 		// Answers.
 		&Record{}, &Status{}, "", enclave.Attestation{}, []Conversation{}, &Conversation{},
 		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &PolicyView{}, &PolicyPreview{},
 		&DeliverReport{}, &tools.Invoice{}, &PayView{}, []tools.Schedule{}, &tools.Schedule{}, &RunReport{},
+		[]ApprovalView{}, &ApprovalView{}, &ApprovalDecision{},
 	)
 
 	// Typed errors first: a ProviderError also matches context errors.
@@ -87,6 +89,9 @@ func RegisterWire(c *msg.Codec) {
 		{"agent.no-payment", ErrNoPayment},
 		{"agent.schedule-not-found", ErrScheduleNotFound},
 		{"agent.schedule-transition", ErrScheduleTransition},
+		{"agent.approval-not-found", ErrApprovalNotFound},
+		{"agent.approval-decided", ErrApprovalDecided},
+		{"agent.bad-decision", ErrBadDecision},
 		{"policy.invalid", policy.ErrInvalid},
 		{"enclave.invalid-input", enclave.ErrInvalidInput},
 		{"enclave.unavailable", enclave.ErrUnavailable},

@@ -103,6 +103,10 @@ type Report struct {
 	Failed  int
 	Skipped int
 	Errors  int
+	// Held: runs held for the owner's approval; Approvals: approvals woken
+	// (expired, or an approved payment run again).
+	Held      int
+	Approvals int
 }
 
 // Runs is the number of slots that reached an outcome (paid or failed).
@@ -191,6 +195,9 @@ func (r *Reminder) RunDue(ctx context.Context) (Report, error) {
 		}
 		r.run(ctx, page, now, &rep)
 		if last || len(recs) < r.opts.Page {
+			if err := r.wakeApprovals(ctx, now, &rep); err != nil {
+				return rep, err
+			}
 			r.prune(now)
 			return rep, ctx.Err()
 		}
@@ -269,6 +276,8 @@ func (r *Reminder) run(ctx context.Context, page []due, now time.Time, rep *Repo
 					rep.Paid++
 				case res.Outcome == agent.RunFailed:
 					rep.Failed++
+				case res.Outcome == agent.RunHeld:
+					rep.Held++
 				case res.Outcome == agent.RunRetry:
 					rep.Retry++
 					r.setWait(d.key, res.RetryAt)

@@ -53,6 +53,8 @@ type Policy struct {
 	// allowlist, filled in by the server when the policy is set (payments
 	// go to meta-addresses). Not part of what the owner signs.
 	Resolved []string `json:"resolved,omitempty"`
+	// Approval rules (approvals.go, docs/approvals.md).
+	Approvals
 }
 
 var assetRE = regexp.MustCompile(`^[A-Z0-9]{2,12}$`)
@@ -60,8 +62,7 @@ var assetRE = regexp.MustCompile(`^[A-Z0-9]{2,12}$`)
 // Normalize validates p and returns its canonical form: asset symbols
 // upper-case, amounts as given (validated), allowlist trimmed, lower-cased
 // for 0x addresses, without ".veil", deduplicated and sorted.
-func Normalize(p Policy) (Policy, error) {
-	out := Policy{}
+func Normalize(p Policy) (out Policy, err error) {
 	for name, m := range map[string]map[string]string{"perTransaction": p.PerTransaction, "daily": p.Daily} {
 		if len(m) > MaxAssets {
 			return Policy{}, fmt.Errorf("%w: %s names %d assets; at most %d", ErrInvalid, name, len(m), MaxAssets)
@@ -104,6 +105,9 @@ func Normalize(p Policy) (Policy, error) {
 		out.Resolved = append(out.Resolved, recipientKey(r))
 	}
 	sort.Strings(out.Resolved)
+	if out.Approvals, err = normalizeApprovals(p.Approvals); err != nil {
+		return Policy{}, err
+	}
 	return out, nil
 }
 

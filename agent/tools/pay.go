@@ -89,7 +89,9 @@ func notify(ctx context.Context, env *Env, typ, title, body string) {
 	}
 }
 
-func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg string, onChain bool) (*PaymentResult, error) {
+// pay answers a *PaymentResult, or a *PaymentHeld when the owner's policy
+// holds the payment for approval.
+func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg string, onChain bool) (any, error) {
 	if err := needKey(env); err != nil {
 		return nil, err
 	}
@@ -109,6 +111,10 @@ func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg
 		return nil, err
 	}
 	tx, err := env.Chains.SendStealth(ctx, c, rc.metaFor(c), amount, asset.Symbol, env.IdempotencyKey)
+	var he *HeldError
+	if errors.As(err, &he) {
+		return held(he, amount, asset.Symbol, c, rc.display), nil
+	}
 	if err != nil {
 		return nil, chainErr(fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)), c, err)
 	}
@@ -134,7 +140,7 @@ func sendPayment() Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(pay(ctx, env, "send_payment", a.str("recipient"), a.str("amount"), a.str("asset"), a.str("chain"), true))
+			return pay(ctx, env, "send_payment", a.str("recipient"), a.str("amount"), a.str("asset"), a.str("chain"), true)
 		},
 	}
 }
@@ -158,7 +164,7 @@ func payAgent() Tool {
 			if strings.HasPrefix(strings.ToLower(name), "st:") {
 				return nil, argErr("agent_name must be an agent's name; to pay a meta-address use send_payment")
 			}
-			return result(pay(ctx, env, "pay_agent", name, a.str("amount"), a.str("asset"), a.str("chain"), false))
+			return pay(ctx, env, "pay_agent", name, a.str("amount"), a.str("asset"), a.str("chain"), false)
 		},
 	}
 }

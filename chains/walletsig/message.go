@@ -7,13 +7,16 @@ import (
 
 // The fixed text of the signed messages (see docs/signatures.md).
 const (
-	createPrefix = "Veil wants you to create agent "
-	createInfix  = ".veil on "
-	exportPrefix = "Veil wants you to export the private key of agent "
-	policyPrefix = "Veil wants you to set spending policy "
-	policyInfix  = " for agent "
-	walletPrefix = "Wallet: "
-	issuedPrefix = "Issued At: "
+	createPrefix  = "Veil wants you to create agent "
+	createInfix   = ".veil on "
+	exportPrefix  = "Veil wants you to export the private key of agent "
+	policyPrefix  = "Veil wants you to set spending policy "
+	policyInfix   = " for agent "
+	approvePrefix = "Veil wants you to approve payment "
+	denyPrefix    = "Veil wants you to deny payment "
+	approvalInfix = " of agent "
+	walletPrefix  = "Wallet: "
+	issuedPrefix  = "Issued At: "
 
 	// MaxMessageLen bounds a signed message; longer ones are rejected
 	// before any parsing.
@@ -25,9 +28,11 @@ type Action string
 
 // The actions.
 const (
-	ActionCreate Action = "create"
-	ActionExport Action = "export"
-	ActionPolicy Action = "policy"
+	ActionCreate  Action = "create"
+	ActionExport  Action = "export"
+	ActionPolicy  Action = "policy"
+	ActionApprove Action = "approve"
+	ActionDeny    Action = "deny"
 )
 
 // TimestampLayout is how CreateMessage and ExportMessage write Issued At:
@@ -62,12 +67,23 @@ func PolicyMessage(policyHash, agentID, wallet string, issuedAt time.Time) strin
 	return policyPrefix + policyHash + policyInfix + agentID + ".\n" + walletPrefix + wallet + "\n" + issuedPrefix + issuedAt.UTC().Format(TimestampLayout)
 }
 
+// ApprovalMessage returns the message an owner signs to approve (or, with
+// deny, to deny) held payment approvalID of agent agentID (three lines, no
+// trailing newline).
+func ApprovalMessage(approvalID, agentID, wallet string, deny bool, issuedAt time.Time) string {
+	prefix := approvePrefix
+	if deny {
+		prefix = denyPrefix
+	}
+	return prefix + approvalID + approvalInfix + agentID + ".\n" + walletPrefix + wallet + "\n" + issuedPrefix + issuedAt.UTC().Format(TimestampLayout)
+}
+
 // message is a parsed signed message.
 type message struct {
 	action   Action
 	subject  string // create: the agent name; export: the agent id
 	chain    string // create only
-	policy   string // policy only: the policy's hash
+	policy   string // policy only: the policy's hash; approve/deny: the approval id
 	wallet   string // as written
 	issuedAt string // as written; "" when the message has no timestamp
 	when     time.Time
@@ -82,6 +98,10 @@ func (m message) render() string {
 		s = createPrefix + m.subject + createInfix + m.chain + ".\n"
 	case ActionPolicy:
 		s = policyPrefix + m.policy + policyInfix + m.subject + ".\n"
+	case ActionApprove:
+		s = approvePrefix + m.policy + approvalInfix + m.subject + ".\n"
+	case ActionDeny:
+		s = denyPrefix + m.policy + approvalInfix + m.subject + ".\n"
 	default:
 		s = exportPrefix + m.subject + ".\n"
 	}
@@ -147,13 +167,28 @@ func parseMessage(s string) (message, error) {
 		if !token(m.policy) || !token(m.subject) {
 			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to set spending policy <policyHash> for agent <agentId>.\" with no extra spaces")
 		}
+	case (strings.HasPrefix(l, approvePrefix) || strings.HasPrefix(l, denyPrefix)) && strings.HasSuffix(l, "."):
+		m.action = ActionApprove
+		rest := strings.TrimPrefix(l, approvePrefix)
+		if strings.HasPrefix(l, denyPrefix) {
+			m.action, rest = ActionDeny, strings.TrimPrefix(l, denyPrefix)
+		}
+		rest = strings.TrimSuffix(rest, ".")
+		i := strings.Index(rest, approvalInfix)
+		if i < 0 {
+			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to %s payment <approvalId> of agent <agentId>.\"", m.action)
+		}
+		m.policy, m.subject = rest[:i], rest[i+len(approvalInfix):]
+		if !token(m.policy) || !token(m.subject) {
+			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to %s payment <approvalId> of agent <agentId>.\" with no extra spaces", m.action)
+		}
 	case strings.HasPrefix(l, exportPrefix) && strings.HasSuffix(l, "."):
 		m.action, m.subject = ActionExport, strings.TrimSuffix(strings.TrimPrefix(l, exportPrefix), ".")
 		if !token(m.subject) {
 			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to export the private key of agent <agentId>.\" with no extra spaces")
 		}
 	default:
-		return m, fail(ErrBadMessage, "line 1 of the signed message must start \"Veil wants you to create agent \", \"Veil wants you to export the private key of agent \" or \"Veil wants you to set spending policy \" and end with \".\"")
+		return m, fail(ErrBadMessage, "line 1 of the signed message must start \"Veil wants you to create agent \", \"Veil wants you to export the private key of agent \" or \"Veil wants you to set spending policy \", \"Veil wants you to approve payment \" or \"Veil wants you to deny payment \" and end with \".\"")
 	}
 
 	m.wallet = strings.TrimPrefix(lines[1], walletPrefix)

@@ -212,6 +212,61 @@ func VerifyPolicy(req PolicyRequest, now time.Time) (Proof, error) {
 	return finish(ActionPolicy, w, m, req.Message, req.Signature, now)
 }
 
+// ApprovalRequest is the proof part of POST /agent/:id/approvals/:approvalId.
+type ApprovalRequest struct {
+	AgentID    string
+	ApprovalID string
+	// Wallet is the agent's stored owner wallet (not taken from the client).
+	Wallet string
+	// Deny selects the denial message ("deny payment") over the approval.
+	Deny      bool
+	Signature string
+	Message   string // required, with an Issued At
+}
+
+// VerifyApproval checks the owner's signature of a decision on a held
+// payment at time now: the message must name this approval, this agent,
+// the owner wallet and the decision taken, and be fresh.
+func VerifyApproval(req ApprovalRequest, now time.Time) (Proof, error) {
+	verb, action := "approve", ActionApprove
+	if req.Deny {
+		verb, action = "deny", ActionDeny
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"signature", req.Signature}, {"message", req.Message}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; a decision on a held payment needs the owner's fresh signature of \"Veil wants you to %s payment %s of agent %s.\" (docs/approvals.md)", strings.Join(missing, ", "), verb, req.ApprovalID, req.AgentID)
+	}
+	if req.AgentID == "" || req.Wallet == "" || req.ApprovalID == "" {
+		return Proof{}, fail(ErrMissingField, "the agent's id, owner wallet or approval is unknown: the decision cannot be checked")
+	}
+	w, err := parseWallet(req.Wallet)
+	if err != nil {
+		return Proof{}, err
+	}
+	m, err := parseMessage(req.Message)
+	if err != nil {
+		return Proof{}, err
+	}
+	switch {
+	case m.action != action:
+		return Proof{}, fail(ErrBadMessage, "signed message authorizes another action: to %s, sign \"Veil wants you to %s payment %s of agent %s.\"", verb, verb, req.ApprovalID, req.AgentID)
+	case m.subject != req.AgentID:
+		return Proof{}, fail(ErrBadMessage, "signed message names agent %s but this is agent %s: sign a message for this agent id", quote(m.subject), quote(req.AgentID))
+	case m.policy != req.ApprovalID:
+		return Proof{}, fail(ErrBadMessage, "signed message names payment %s but this is %s: sign a message for this approval", quote(m.policy), quote(req.ApprovalID))
+	case !w.same(m.wallet):
+		return Proof{}, fail(ErrBadMessage, "signed message names wallet %s but the agent's owner wallet is %s: sign with the owner wallet", quote(m.wallet), w.text)
+	case m.issuedAt == "":
+		return Proof{}, fail(ErrBadMessage, "a decision on a held payment needs a fresh signature: add the line \"Issued At: <current UTC time>\" to the message and sign it")
+	}
+	return finish(action, w, m, req.Message, req.Signature, now)
+}
+
 // CheckIssuedAt is the time window of every signed message (create,
 // export, policy and any later one): it accepts when only if
 //

@@ -40,7 +40,7 @@ func knownFailpoints() []string {
 	for _, p := range []solana.Failpoint{solana.FailAfterSign, solana.FailBeforeSend, solana.FailAfterSend} {
 		out = append(out, "solana."+string(p))
 	}
-	for _, n := range []string{agent.FailAfterTools, agent.FailAfterScheduleSend, agent.FailBeforeCreateStore, agent.FailAfterCreateStore, agent.FailAfterCreateRegister, webhook.FailBeforeSend, persistence.FailBeforeCommit, persistence.FailAfterCommit} {
+	for _, n := range []string{agent.FailAfterTools, agent.FailAfterScheduleSend, agent.FailAfterApprovedSend, agent.FailBeforeCreateStore, agent.FailAfterCreateStore, agent.FailAfterCreateRegister, webhook.FailBeforeSend, persistence.FailBeforeCommit, persistence.FailAfterCommit} {
 		out = append(out, dotted(n))
 	}
 	return out

@@ -108,7 +108,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer func() { stopSystem() }()
 	// Every payment signature passes the agent's spending policy inside
 	// the enclave actor, counted durably before it signs.
-	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(store, nil)))
+	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(store, nil).WithApprovals()))
 	chainSet, err := startChains(ctx, cfg, system, store, enclaves, mets, log)
 	if err != nil {
 		return err

@@ -1,0 +1,442 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/persistence"
+)
+
+// Notification types of approvals (docs/approvals.md).
+const (
+	NoteApprovalRequired = "approval_required"
+	NoteApprovalDecided  = "approval_decided"
+	NoteApprovalExpired  = "approval_expired"
+)
+
+// Errors of approvals; httpapi maps them to statuses.
+var (
+	// ErrApprovalNotFound: no such approval for this agent (404).
+	ErrApprovalNotFound = errors.New("approval not found")
+	// ErrApprovalDecided: the approval was decided or expired already (409).
+	ErrApprovalDecided = errors.New("this payment was already decided")
+	// ErrBadDecision: decision is neither approve nor deny (400).
+	ErrBadDecision = errors.New(`decision must be "approve" or "deny"`)
+)
+
+// FailAfterApprovedSend is the failpoint right after an approved payment
+// was broadcast, before its outcome is stored.
+const FailAfterApprovedSend = "approval/after-send"
+
+// Retries of an approved payment that failed in a way that may heal (the
+// chain unreachable, funds not there yet); then it fails for good.
+var approvedRetryBackoff = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute}
+
+// ListApprovals answers []ApprovalView, newest first.
+type ListApprovals struct {
+	AccountID string
+	Status    string // "" or one of policy.Status*
+}
+
+// GetApproval answers *ApprovalView.
+type GetApproval struct {
+	AccountID  string
+	ApprovalID string
+}
+
+// DecideApproval is the owner's signed decision on a held payment. Answers
+// *ApprovalDecision. An approved payment is sent before the answer.
+type DecideApproval struct {
+	AccountID  string
+	ApprovalID string
+	Decision   string // "approve" or "deny"
+	Signature  string
+	Message    string
+}
+
+// WakeApproval is the reminder's: the approval's due time came (it
+// expires, or an approved payment whose run was interrupted runs again).
+// In-process only (no account). Answers nothing.
+type WakeApproval struct{ ApprovalID string }
+
+// ApprovalView is an approval as the API shows it (without the payment's
+// idempotency key).
+type ApprovalView struct {
+	ID             string     `json:"id"`
+	AgentID        string     `json:"agentId"`
+	Status         string     `json:"status"`
+	Kind           string     `json:"kind"`
+	Chain          chains.ID  `json:"chain"`
+	Asset          string     `json:"asset"`
+	Amount         string     `json:"amount"`
+	Recipient      string     `json:"recipient"`
+	PayTo          string     `json:"payTo"`
+	Reasons        []string   `json:"reasons"`
+	ScheduleID     string     `json:"scheduleId,omitempty"`
+	ConversationID string     `json:"conversationId,omitempty"`
+	TxHash         string     `json:"txHash,omitempty"`
+	Error          string     `json:"error,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	ExpiresAt      time.Time  `json:"expiresAt"`
+	DecidedAt      *time.Time `json:"decidedAt,omitempty"`
+}
+
+func viewApproval(a *policy.Approval) *ApprovalView {
+	return &ApprovalView{ID: a.ID, AgentID: a.AgentID, Status: a.Status, Kind: a.Kind, Chain: a.Chain, Asset: a.Asset,
+		Amount: a.Amount, Recipient: a.Recipient, PayTo: a.PayTo, Reasons: a.Reasons, ScheduleID: a.ScheduleID,
+		ConversationID: a.ConversationID, TxHash: a.TxHash, Error: a.Error, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, DecidedAt: a.DecidedAt}
+}
+
+// ApprovalDecision is the answer of a decision: {id, status, txHash?}, and
+// error when an approved payment could not be sent.
+type ApprovalDecision struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	TxHash string `json:"txHash,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (a *Actor) policies() *policy.Store { return policy.NewStore(a.deps.Store, a.deps.Now) }
+
+// receiveApprovals handles the approval messages; handled is false for any
+// other message.
+func (a *Actor) receiveApprovals(ctx context.Context, msg any) (v any, handled bool, err error) {
+	switch m := msg.(type) {
+	case *ListApprovals:
+		if !a.ownedBy(m.AccountID) {
+			return nil, true, ErrNotFound
+		}
+		v, err = a.listApprovals(ctx, m.Status)
+	case *GetApproval:
+		if !a.ownedBy(m.AccountID) {
+			return nil, true, ErrNotFound
+		}
+		ap, _, gerr := a.getApproval(ctx, m.ApprovalID)
+		if gerr != nil {
+			return nil, true, gerr
+		}
+		v = viewApproval(ap)
+	case *DecideApproval:
+		if !a.ownedBy(m.AccountID) {
+			return nil, true, ErrNotFound
+		}
+		v, err = a.decide(ctx, m)
+	case *WakeApproval:
+		if a.rec == nil {
+			return nil, true, ErrNotFound
+		}
+		err = a.wakeApproval(ctx, m.ApprovalID)
+	default:
+		return nil, false, nil
+	}
+	return v, true, err
+}
+
+func (a *Actor) listApprovals(ctx context.Context, status string) ([]ApprovalView, error) {
+	aps, err := policy.ListApprovals(ctx, a.deps.Store, a.id, status)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ApprovalView, 0, len(aps))
+	for i := range aps {
+		out = append(out, *viewApproval(&aps[i]))
+	}
+	return out, nil
+}
+
+func (a *Actor) getApproval(ctx context.Context, id string) (*policy.Approval, uint64, error) {
+	ap, version, err := policy.GetApproval(ctx, a.deps.Store, a.id, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, 0, ErrApprovalNotFound
+	}
+	return ap, version, err
+}
+
+// hold asks the owner's approval rules about a payment about to be made.
+// A payment that needs approval and has none is held: the approval and
+// the approval_required notification are stored in one write, and the
+// answer is a *tools.HeldError. nil means: pay (no approval needed, or the
+// owner approved this payment).
+func (a *Actor) hold(ctx context.Context, h policy.Hold) error {
+	ap, ops, err := a.policies().Check(ctx, h)
+	if err != nil {
+		if errors.Is(err, policy.ErrNotApproved) {
+			return fmt.Errorf("%w: %w", enclave.ErrPolicy, err)
+		}
+		return err
+	}
+	if ap == nil {
+		return nil
+	}
+	if len(ops) > 0 {
+		what := fmt.Sprintf("%s %s to %s on %s", ap.Amount, ap.Asset, ap.Recipient, ap.Chain)
+		if ap.Kind == policy.KindSchedule {
+			what = "the scheduled payment of " + what
+		}
+		if _, err := a.notify(ctx, &Notify{Type: NoteApprovalRequired,
+			Title: fmt.Sprintf("Approval needed: %s %s to %s", ap.Amount, ap.Asset, ap.Recipient),
+			Body: fmt.Sprintf("Approval %s: %s is held because %s. Approve or deny it with a signature of the owner wallet before %s; otherwise it expires and is not paid.",
+				ap.ID, what, joinReasons(ap.Reasons), ap.ExpiresAt.Format(time.RFC3339))}, ops...); err != nil {
+			return fmt.Errorf("agent %s: hold payment: %w", a.id, err)
+		}
+	}
+	return &tools.HeldError{ApprovalID: ap.ID, Reasons: ap.Reasons, ExpiresAt: ap.ExpiresAt}
+}
+
+func joinReasons(rs []string) string {
+	out := ""
+	for i, r := range rs {
+		if i > 0 {
+			out += "; "
+		}
+		out += r
+	}
+	return out
+}
+
+// decide verifies the owner's signed decision and applies it. The status
+// change and the signature's replay record are one write guarded by the
+// approval's version, so of two concurrent decisions exactly one wins
+// (the other is a 409). An approved payment is then sent with its own
+// idempotency key; the enclave still applies the spending policy.
+func (a *Actor) decide(ctx context.Context, m *DecideApproval) (*ApprovalDecision, error) {
+	if m.Decision != "approve" && m.Decision != "deny" {
+		return nil, ErrBadDecision
+	}
+	ap, version, err := a.getApproval(ctx, m.ApprovalID)
+	if err != nil {
+		return nil, err
+	}
+	deny := m.Decision == "deny"
+	proof, err := walletsig.VerifyApproval(walletsig.ApprovalRequest{AgentID: a.id, ApprovalID: ap.ID, Wallet: a.rec.OwnerWallet,
+		Deny: deny, Signature: m.Signature, Message: m.Message}, a.deps.now())
+	if err != nil {
+		return nil, err
+	}
+	now := a.deps.now()
+	if ap.Status == policy.StatusPending && !now.Before(ap.ExpiresAt) {
+		if err := a.expire(ctx, ap, version); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: approval %s expired at %s", ErrApprovalDecided, ap.ID, ap.ExpiresAt.Format(time.RFC3339))
+	}
+	if ap.Status != policy.StatusPending {
+		return nil, fmt.Errorf("%w: approval %s is %s", ErrApprovalDecided, ap.ID, ap.Status)
+	}
+	next := *ap
+	next.DecidedAt = &now
+	ops := []persistence.Op{usedSignature(proof.ReplayKey, proof.KeepUntil),
+		persistence.Delete(policy.TableApprovalDue, policy.DueKey(ap.ExpiresAt, a.id, ap.ID), persistence.Any())}
+	if deny {
+		next.Status = policy.StatusDenied
+	} else {
+		next.Status = policy.StatusApproved
+		// Until its outcome is stored, the reminder wakes it again: a crash
+		// while sending runs it once more, with the same idempotency key.
+		next.RetryAt = now.Add(approvedRetryBackoff[0])
+		ops = append(ops, persistence.Put(policy.TableApprovalDue, policy.DueKey(next.RetryAt, a.id, ap.ID), nil, persistence.Any()))
+	}
+	put, err := policy.PutOp(&next, version)
+	if err != nil {
+		return nil, err
+	}
+	ops = append(ops, put)
+	if deny {
+		err = a.outcome(ctx, &Notify{Type: NoteApprovalDecided, Title: fmt.Sprintf("Payment denied: %s %s to %s", ap.Amount, ap.Asset, ap.Recipient),
+			Body: fmt.Sprintf("The owner denied approval %s: %s %s to %s on %s was not paid.", ap.ID, ap.Amount, ap.Asset, ap.Recipient, ap.Chain)},
+			ap.ConversationID, fmt.Sprintf("The owner denied the payment of %s %s to %s on %s (approval %s). Nothing was paid.", ap.Amount, ap.Asset, ap.Recipient, ap.Chain, ap.ID),
+			ops...)
+	} else {
+		_, err = a.deps.Store.Apply(ctx, ops...)
+	}
+	if err != nil {
+		if errors.Is(err, persistence.ErrConflict) {
+			// The approval changed meanwhile (another decision won), or
+			// this signature was used: say which.
+			if cur, _, gerr := a.getApproval(ctx, ap.ID); gerr == nil && cur.Status != policy.StatusPending {
+				return nil, fmt.Errorf("%w: approval %s is %s", ErrApprovalDecided, ap.ID, cur.Status)
+			}
+			return nil, ErrReplayed
+		}
+		return nil, fmt.Errorf("agent %s: decide approval: %w", a.id, err)
+	}
+	if deny {
+		return &ApprovalDecision{ID: ap.ID, Status: policy.StatusDenied}, nil
+	}
+	done, err := a.runApproved(ctx, ap.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &ApprovalDecision{ID: done.ID, Status: done.Status, TxHash: done.TxHash, Error: done.Error}, nil
+}
+
+// runApproved sends an approved payment that has no outcome yet and stores
+// the outcome: the tx hash (payment_sent or schedule_executed) or the
+// error, with a system message in the conversation that asked for it, in
+// one write. A failure that may heal is retried after a backoff (the
+// reminder wakes it).
+func (a *Actor) runApproved(ctx context.Context, id string) (*policy.Approval, error) {
+	ap, version, err := a.getApproval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ap.Status != policy.StatusApproved || ap.Done() {
+		return ap, nil
+	}
+	res, payErr := a.sendApproved(ctx, ap)
+	if payErr == nil {
+		if err := a.deps.fail(FailAfterApprovedSend); err != nil {
+			return nil, err
+		}
+	}
+	if payErr != nil && ctx.Err() != nil {
+		return nil, ctx.Err() // stopping: the reminder runs it again
+	}
+	next := *ap
+	next.Attempts++
+	ops := []persistence.Op{persistence.Delete(policy.TableApprovalDue, policy.DueKey(ap.RetryAt, a.id, ap.ID), persistence.Any())}
+	var note *Notify
+	var text string
+	label := fmt.Sprintf("%s %s to %s on %s", ap.Amount, ap.Asset, ap.Recipient, ap.Chain)
+	switch {
+	case payErr == nil:
+		next.TxHash, next.Error, next.RetryAt = res.TxHash, "", time.Time{}
+		typ, title := NotePaymentSent, fmt.Sprintf("Sent %s %s", ap.Amount, ap.Asset)
+		if ap.Kind == policy.KindSchedule {
+			typ, title = NoteScheduleExecuted, fmt.Sprintf("Scheduled payment sent: %s %s to %s", ap.Amount, ap.Asset, ap.Recipient)
+		}
+		note = &Notify{Type: typ, Title: title, Body: fmt.Sprintf("Approved by the owner (approval %s): sent %s. Transaction %s", ap.ID, label, res.TxHash)}
+		text = fmt.Sprintf("The owner approved the payment of %s (approval %s). It was sent: transaction %s.", label, ap.ID, res.TxHash)
+	case retryable(payErr) && next.Attempts <= len(approvedRetryBackoff) && !errors.Is(payErr, enclave.ErrPolicy):
+		next.RetryAt = a.deps.now().Add(approvedRetryBackoff[next.Attempts-1])
+		next.Error = ""
+		ops = append(ops, persistence.Put(policy.TableApprovalDue, policy.DueKey(next.RetryAt, a.id, ap.ID), nil, persistence.Any()))
+		put, err := policy.PutOp(&next, version)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := a.deps.Store.Apply(ctx, append(ops, put)...); err != nil {
+			return nil, fmt.Errorf("agent %s: approval %s retry: %w", a.id, ap.ID, err)
+		}
+		a.log(ctx).Warn("approved payment failed; it is retried", slog.String("approval", ap.ID), slog.String("err", payErr.Error()))
+		return &next, nil
+	default:
+		next.Error, next.RetryAt = payErr.Error(), time.Time{}
+		typ := NotePaymentSent
+		if ap.Kind == policy.KindSchedule {
+			typ = NoteScheduleFailed
+		}
+		note = &Notify{Type: typ, Title: fmt.Sprintf("Approved payment failed: %s %s to %s", ap.Amount, ap.Asset, ap.Recipient),
+			Body: fmt.Sprintf("The owner approved %s (approval %s), but it could not be sent: %v. Nothing was paid.", label, ap.ID, payErr)}
+		text = fmt.Sprintf("The owner approved the payment of %s (approval %s), but it could not be sent: %v. Nothing was paid.", label, ap.ID, payErr)
+	}
+	put, err := policy.PutOp(&next, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.outcome(ctx, note, ap.ConversationID, text, append(ops, put)...); err != nil {
+		return nil, fmt.Errorf("agent %s: approval %s outcome: %w", a.id, ap.ID, err)
+	}
+	return &next, nil
+}
+
+// sendApproved makes the approved payment with its idempotency key: a
+// payment broadcast before a crash is found by the chain's ledger, not
+// sent again.
+func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.TxResult, error) {
+	conn, err := a.deps.Chains.Chain(ap.Chain)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	from := chains.KeyRef{AgentID: a.id, Chain: ap.Chain, Epoch: keyEpoch}
+	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: ap.Key, AgentID: a.id, Chain: ap.Chain, Asset: ap.Asset, Amount: ap.Amount, Recipient: ap.PayTo})
+	return conn.SendStealth(ctx, from, a.rec.Addresses[string(ap.Chain)], ap.PayTo, ap.Amount, ap.Asset, ap.Key)
+}
+
+// wakeApproval is the reminder's wake-up: a pending approval past its
+// expiry expires; an approved one without an outcome runs (again).
+func (a *Actor) wakeApproval(ctx context.Context, id string) error {
+	ap, version, err := a.getApproval(ctx, id)
+	if errors.Is(err, ErrApprovalNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := a.deps.now()
+	switch {
+	case ap.Status == policy.StatusPending && !now.Before(ap.ExpiresAt):
+		return a.expire(ctx, ap, version)
+	case ap.Status == policy.StatusApproved && !ap.Done() && !now.Before(ap.RetryAt):
+		_, err := a.runApproved(ctx, id)
+		return err
+	}
+	return nil
+}
+
+// expire marks a pending approval expired, with its notification and the
+// system message, in one write.
+func (a *Actor) expire(ctx context.Context, ap *policy.Approval, version uint64) error {
+	next := *ap
+	next.Status = policy.StatusExpired
+	put, err := policy.PutOp(&next, version)
+	if err != nil {
+		return err
+	}
+	label := fmt.Sprintf("%s %s to %s on %s", ap.Amount, ap.Asset, ap.Recipient, ap.Chain)
+	err = a.outcome(ctx, &Notify{Type: NoteApprovalExpired, Title: fmt.Sprintf("Approval expired: %s %s to %s", ap.Amount, ap.Asset, ap.Recipient),
+		Body: fmt.Sprintf("Nobody decided on approval %s before %s: %s was not paid.", ap.ID, ap.ExpiresAt.Format(time.RFC3339), label)},
+		ap.ConversationID, fmt.Sprintf("The payment of %s (approval %s) expired without the owner's decision. Nothing was paid.", label, ap.ID),
+		put, persistence.Delete(policy.TableApprovalDue, policy.DueKey(ap.ExpiresAt, a.id, ap.ID), persistence.Any()))
+	if errors.Is(err, persistence.ErrConflict) {
+		return nil // decided meanwhile
+	}
+	return err
+}
+
+// outcome stores ops with a notification and, when convID is one of this
+// agent's conversations (still there), a system message recording the
+// outcome, all in one write.
+func (a *Actor) outcome(ctx context.Context, n *Notify, convID, text string, ops ...persistence.Op) error {
+	next := a.rec.clone()
+	if convID != "" && text != "" {
+		conv, cv, err := a.getConversation(ctx, convID)
+		switch {
+		case errors.Is(err, ErrConversationNotFound):
+			// Deleted: the notification still says it.
+		case err != nil:
+			return err
+		default:
+			now := a.deps.now()
+			next.LastMessageID++
+			raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Role: RoleSystem, Text: text, CreatedAt: now})
+			if err != nil {
+				return err
+			}
+			c := *conv
+			c.UpdatedAt = now
+			craw, err := json.Marshal(&c)
+			if err != nil {
+				return err
+			}
+			ops = append(ops,
+				persistence.Put(TableMessages, msgKey(a.msgPrefix(convID), next.LastMessageID), raw, persistence.Absent()),
+				persistence.Put(TableConversations, a.convKey(convID), craw, persistence.AtVersion(cv)))
+		}
+	}
+	_, err := a.notifyAs(ctx, next, n, ops...)
+	return err
+}
+
+// RoleSystem is the role of the messages Veil itself records in a
+// conversation (outcomes of held payments and scheduled runs).
+const RoleSystem = "system"
