@@ -1,0 +1,455 @@
+//go:build !nodevnet
+
+package evm_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/chains/evm/bindings"
+	"github.com/veilhq/veil/chains/evm/evmdeploy"
+	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/chains/stealth/secp256k1"
+)
+
+// The interop suite runs the connector against nodes Veil did not write:
+// the embedded devnet (geth) and a Hardhat 2 node from npm (EDR: its own
+// error wordings, no eth_getBlockReceipts, automine, chain id 31337), with
+// the contracts deployed by evmdeploy (what `veild contracts deploy` runs).
+
+// backend is a node with Veil's contracts and a way to fund accounts.
+type backend struct {
+	name string
+	cfg  evm.Config
+	// fund gives addr 10 native units and 10,000 USDC.
+	fund func(t testing.TB, addr common.Address)
+}
+
+func interopBackends(t *testing.T) []backend {
+	t.Helper()
+	d := startDevnet(t, chains.Ethereum)
+	dcfg, _ := d.Config(chains.Ethereum)
+	dev := backend{name: "devnet", cfg: dcfg, fund: func(t testing.TB, a common.Address) {
+		c := connect(t, dcfg, openStore(t, t.TempDir()), nil, nil)
+		mustMined(t, c, mustFund(t, c, a).TxHash)
+	}}
+	return []backend{dev, hardhatBackend(t)}
+}
+
+// hardhatKey is Hardhat's account #0 (publicly known; funded on every
+// Hardhat node): it deploys the contracts, mints the test tokens and funds.
+const hardhatKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+
+var hardhat struct {
+	once sync.Once
+	err  error
+	cmd  *exec.Cmd
+	res  evmdeploy.Result
+	mu   sync.Mutex // the funder's nonces
+	acct *evmdeploy.Account
+	eth  *ethclient.Client
+}
+
+// stopHardhat ends the shared Hardhat node (TestMain).
+func stopHardhat() {
+	if hardhat.cmd != nil && hardhat.cmd.Process != nil {
+		// npx runs node as a child: end the process group it leads.
+		_ = syscall.Kill(-hardhat.cmd.Process.Pid, syscall.SIGKILL)
+		_ = hardhat.cmd.Wait()
+	}
+	if hardhat.eth != nil {
+		hardhat.eth.Close()
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopHardhat()
+	os.Exit(code)
+}
+
+// hardhatBackend starts (once per test binary) a Hardhat node on a port it
+// picks itself, deploys Veil's contracts with evmdeploy, and returns the
+// backend. Without node and npm it skips, except under CI=true, where it
+// fails: CI must run the interop suite.
+func hardhatBackend(t *testing.T) backend {
+	t.Helper()
+	hardhat.once.Do(func() { hardhat.err = startHardhat() })
+	if hardhat.err != nil {
+		if errors.Is(hardhat.err, errNoNode) && os.Getenv("CI") != "true" {
+			t.Skipf("Hardhat interop: %v (CI=true makes this a failure)", hardhat.err)
+		}
+		t.Fatalf("Hardhat interop: %v", hardhat.err)
+	}
+	cfg := hardhat.res.Config()
+	cfg.PollInterval = 20 * time.Millisecond
+	cfg.StuckAfter = time.Hour
+	usdc := cfg.Tokens[0]
+	return backend{name: "hardhat", cfg: cfg, fund: func(t testing.TB, a common.Address) {
+		t.Helper()
+		hardhat.mu.Lock()
+		defer hardhat.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := hardhat.acct.Send(ctx, a, units(t, "10", 18), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hardhat.acct.Send(ctx, usdc.Address, nil, bindings.NewTestToken().PackMint(a, units(t, "10000", 6))); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+var errNoNode = errors.New("node or npm not found")
+
+var (
+	hardhatURL = regexp.MustCompile(`Started HTTP and WebSocket JSON-RPC server at (http://[0-9.:]+)`)
+	ansi       = regexp.MustCompile("\x1b\\[[0-9;]*m")
+)
+
+func startHardhat() error {
+	dir, err := filepath.Abs(filepath.Join("testdata", "hardhat"))
+	if err != nil {
+		return err
+	}
+	for _, bin := range []string{"node", "npm", "npx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%w: %s: %v", errNoNode, bin, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "hardhat")); err != nil {
+		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	}
+	// Port 0: the node binds a free port and prints its URL.
+	cmd := exec.Command("npx", "--no-install", "hardhat", "node", "--hostname", "127.0.0.1", "--port", "0")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	hardhat.cmd = cmd
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := hardhatURL.FindStringSubmatch(ansi.ReplaceAllString(sc.Text(), "")); m != nil {
+				urlc <- m[1]
+				break
+			}
+		}
+		close(urlc)
+		_, _ = io.Copy(io.Discard, out) // the node logs every request
+	}()
+	var url string
+	select {
+	case u, ok := <-urlc:
+		if !ok {
+			return fmt.Errorf("hardhat node exited before serving: %s", stderr.String())
+		}
+		url = u
+	case <-ctx.Done():
+		return fmt.Errorf("hardhat node did not print its URL: %s", stderr.String())
+	}
+	key, err := crypto.HexToECDSA(hardhatKey)
+	if err != nil {
+		return err
+	}
+	state := filepath.Join(os.TempDir(), fmt.Sprintf("veil-hardhat-%d.json", os.Getpid()))
+	defer os.Remove(state)
+	if hardhat.res, err = evmdeploy.Deploy(ctx, evmdeploy.Options{Chain: chains.Ethereum, RPCURL: url, Key: key, ChainID: 31337,
+		TestTokens: true, StatePath: state, Poll: 20 * time.Millisecond}); err != nil {
+		return fmt.Errorf("deploy on hardhat: %w", err)
+	}
+	if hardhat.eth, err = ethclient.Dial(url); err != nil {
+		return err
+	}
+	hardhat.acct = evmdeploy.NewAccount(hardhat.eth, key, big.NewInt(31337))
+	hardhat.acct.Poll = 20 * time.Millisecond
+	return nil
+}
+
+// TestInterop runs the connector's main paths on every backend.
+func TestInterop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Hardhat node")
+	}
+	for _, b := range interopBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Run("pay, scan, withdraw", func(t *testing.T) { interopPay(t, b) })
+			t.Run("invoice paid by plain transfers", func(t *testing.T) { interopInvoice(t, b) })
+			t.Run("wrong contract refused at start", func(t *testing.T) { interopWrongContract(t, b) })
+			t.Run("restart", func(t *testing.T) { interopRestart(t, b) })
+		})
+	}
+}
+
+// agents returns two agents unique to this test (a shared node keeps
+// every earlier test's state).
+func agents(t *testing.T) (*evmtest.Agent, *evmtest.Agent, *evmtest.Signer) {
+	id := strings.NewReplacer("/", "-", " ", "-", ",", "").Replace(t.Name())
+	alice, bob := evmtest.NewAgent(id+"-alice"), evmtest.NewAgent(id+"-bob")
+	return alice, bob, evmtest.NewSigner(alice, bob)
+}
+
+func interopPay(t *testing.T, b backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice, bob, signer := agents(t)
+	b.fund(t, alice.Address)
+	c := connect(t, b.cfg, openStore(t, t.TempDir()), signer, nil)
+	cursor := scanHead(t, c)
+	p1, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), bob.Meta, "1.5", "ETH", "pay-eth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), bob.Meta, "12.25", "USDC", "pay-usdc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, c, p1.TxHash)
+	mustMined(t, c, p2.TxHash)
+	anns, _, err := c.Scan(ctx, cursor, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []chains.Announcement
+	for _, a := range anns {
+		if ok, _ := bob.Owns(a); ok {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) != 2 || mine[0].Amount != "1.5" || mine[0].Asset != "ETH" || mine[1].Amount != "12.25" || mine[1].Asset != "USDC" {
+		t.Fatalf("bob's announcements %+v", mine)
+	}
+	// Everything back out: the native payment swept to zero, the tokens,
+	// then the token payment's gas stipend.
+	w1, err := c.Withdraw(ctx, bob.StealthRef(c.Chain(), mine[0].EphemeralPubKey), mine[0].StealthAddress, alice.Address.Hex(), "", "ETH", "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, c, w1.TxHash)
+	ref := bob.StealthRef(c.Chain(), mine[1].EphemeralPubKey)
+	w2, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", "USDC", "w2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w3, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", "ETH", "w3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, c, w2.TxHash)
+	mustMined(t, c, w3.TxHash)
+	for _, a := range mine {
+		bal, err := c.Balance(ctx, a.StealthAddress)
+		if err != nil || bal.Native != "0" || bal.Tokens["USDC"] != "0" {
+			t.Fatalf("%s after withdrawing everything: %+v %v", a.StealthAddress, bal, err)
+		}
+	}
+	ab, _ := c.Balance(ctx, alice.Address.Hex())
+	if ab.Tokens["USDC"] != "10000" {
+		t.Fatalf("alice's USDC %s, want all 10000 back", ab.Tokens["USDC"])
+	}
+}
+
+// scanHead is a Scan cursor at the current head (a shared node has every
+// earlier test's announcements).
+func scanHead(t *testing.T, c *evm.Connector) string {
+	t.Helper()
+	n, err := c.Client().BlockNumber(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(n + 1)
+}
+
+// interopInvoice: an invoice's one-time address paid by plain transfers
+// (a wallet, no announcement) is found by ScanTransfers and TransfersIn.
+func interopInvoice(t *testing.T, b backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice, bob, signer := agents(t)
+	b.fund(t, alice.Address)
+	c := connect(t, b.cfg, openStore(t, t.TempDir()), signer, nil)
+	_, cursor, err := c.ScanTransfers(ctx, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := invoiceAddress(t, bob)
+	wallet := walletOf(t, c, alice.Account)
+	usdc := b.cfg.Tokens[0].Address
+	if _, err := wallet.Send(ctx, inv, units(t, "0.25", 18), nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := wallet.Send(ctx, usdc, nil, bindings.NewTestToken().PackTransfer(inv, units(t, "42", 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for i := 0; i < 100 && len(got) < 2; i++ {
+		page, next, err := c.ScanTransfers(ctx, cursor, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range page {
+			if strings.EqualFold(tr.To, inv.Hex()) {
+				got[tr.Asset] = tr.Amount
+			}
+		}
+		cursor = next
+	}
+	if got["ETH"] != "0.25" || got["USDC"] != "42" {
+		t.Fatalf("transfers to the invoice address: %v", got)
+	}
+	ts, err := c.TransfersIn(ctx, r.TxHash.Hex())
+	if err != nil || len(ts) != 1 || ts[0].Asset != "USDC" || ts[0].Amount != "42" || !strings.EqualFold(ts[0].To, inv.Hex()) {
+		t.Fatalf("TransfersIn %+v %v", ts, err)
+	}
+}
+
+// invoiceAddress is a fresh one-time address of agent's, as an invoice
+// shows it.
+func invoiceAddress(t *testing.T, a *evmtest.Agent) common.Address {
+	t.Helper()
+	m, err := secp256k1.ParseMetaAddress(a.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann, err := secp256k1.Generate(m, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return common.Address(ann.StealthAddress)
+}
+
+// walletOf sends plain transactions from key, as a wallet would.
+func walletOf(t *testing.T, c *evm.Connector, key *ecdsa.PrivateKey) *evmdeploy.Account {
+	t.Helper()
+	id, err := c.Client().ChainID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := evmdeploy.NewAccount(c.Client(), key, id)
+	w.Poll = 20 * time.Millisecond
+	return w
+}
+
+func interopWrongContract(t *testing.T, b backend) {
+	alice, _, _ := agents(t)
+	for _, mod := range []struct {
+		variable string
+		set      func(*evm.Config)
+	}{
+		{"VEIL_EVM_ETHEREUM_SENDER", func(c *evm.Config) { c.Sender = alice.Address }},
+		{"VEIL_EVM_ETHEREUM_NAMES", func(c *evm.Config) { c.Names = alice.Address }},
+		{"VEIL_EVM_ETHEREUM_TOKENS", func(c *evm.Config) {
+			c.Tokens = []evm.Token{{Symbol: "USDC", Address: c.Tokens[0].Address, Decimals: 18}}
+		}},
+	} {
+		cfg := b.cfg
+		mod.set(&cfg)
+		c, err := evm.New(context.Background(), cfg, evm.Options{Store: openStore(t, t.TempDir()), Log: quietLog()})
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s: connected", mod.variable)
+		}
+		if !errors.Is(err, evm.ErrMisconfigured) || !strings.Contains(err.Error(), mod.variable) {
+			t.Fatalf("%s: %v", mod.variable, err)
+		}
+	}
+}
+
+// interopRestart: a payment persisted but not broadcast when the process
+// stopped is broadcast by the next process's restart pass, and the caller's
+// retry gets that transaction, not a second payment.
+func interopRestart(t *testing.T, b backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice, bob, signer := agents(t)
+	b.fund(t, alice.Address)
+	dir := t.TempDir()
+	cursor := ""
+	{
+		store := openStore(t, dir)
+		c := connect(t, b.cfg, store, signer, func(o *evm.Options) {
+			o.Failpoint = func(p evm.Failpoint) error {
+				if p == evm.FailBeforeBroadcast {
+					return errors.New("stopped before broadcast")
+				}
+				return nil
+			}
+		})
+		cursor = scanHead(t, c)
+		if _, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), bob.Meta, "0.75", "ETH", "restart-key"); err == nil {
+			t.Fatal("the failpoint did not stop the send")
+		}
+		c.Close()
+		_ = store.Close()
+	}
+	store := openStore(t, dir)
+	defer store.Close()
+	c := connect(t, b.cfg, store, signer, nil)
+	rep, err := c.MaintainOnce(ctx, true)
+	if err != nil || rep.Rebroadcast != 1 {
+		t.Fatalf("restart pass %+v %v", rep, err)
+	}
+	r, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), bob.Meta, "0.75", "ETH", "restart-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, c, r.TxHash)
+	// A second rebroadcast of a mined transaction is harmless (each node's
+	// "known"/"nonce too low" wording is understood).
+	if _, err := c.MaintainOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	anns, _, err := c.Scan(ctx, cursor, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range anns {
+		if ok, _ := bob.Owns(a); ok {
+			n++
+			if a.TxHash != r.TxHash || a.Amount != "0.75" {
+				t.Fatalf("payment %+v, retry answered %s", a, r.TxHash)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d payments for one key", n)
+	}
+}
