@@ -140,15 +140,16 @@ func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, e
 }
 
 func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, asset, key string) (chains.TxResult, error) {
-	c, err := o.conn(id)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	// The owner's approval rules first: a payment they hold is not sent
-	// (the tool reports it held); the enclave checks them again, with the
-	// spending policy, before it signs.
+	// The owner's approval rules first, before the chain is even reached:
+	// a payment they hold is not sent (the tool reports it held, and the
+	// chain is needed only when it runs); the enclave checks them again,
+	// with the spending policy, before it signs.
 	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: asset, Amount: amount,
 		Recipient: o.a.recipientName(ctx, meta), PayTo: meta, Key: key, ConversationID: o.convID}); err != nil {
+		return chains.TxResult{}, err
+	}
+	c, err := o.conn(id)
+	if err != nil {
 		return chains.TxResult{}, err
 	}
 	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: o.agent.ID, Chain: id, Asset: asset, Amount: amount, Recipient: meta})

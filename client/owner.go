@@ -1,0 +1,348 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/veilhq/veil/chains/walletsig"
+)
+
+// --- approvals (docs/approvals.md) ---
+
+// Approval statuses.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalExpired  = "expired"
+)
+
+// Approval is a payment held for the owner's approval.
+type Approval struct {
+	ID             string     `json:"id"`
+	AgentID        string     `json:"agentId"`
+	Status         string     `json:"status"`
+	Kind           string     `json:"kind"`
+	Chain          string     `json:"chain"`
+	Asset          string     `json:"asset"`
+	Amount         string     `json:"amount"`
+	Recipient      string     `json:"recipient"`
+	PayTo          string     `json:"payTo"`
+	Reasons        []string   `json:"reasons"`
+	ScheduleID     string     `json:"scheduleId,omitempty"`
+	ConversationID string     `json:"conversationId,omitempty"`
+	TxHash         string     `json:"txHash,omitempty"`
+	Error          string     `json:"error,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	ExpiresAt      time.Time  `json:"expiresAt"`
+	DecidedAt      *time.Time `json:"decidedAt,omitempty"`
+}
+
+// ApprovalDecision is the answer of a decision.
+type ApprovalDecision struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	TxHash string `json:"txHash,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// DecideApprovalRequest is the body of POST /agent/:id/approvals/:approvalId.
+type DecideApprovalRequest struct {
+	Decision  string `json:"decision"`
+	Message   string `json:"message"`
+	Signature string `json:"signature"`
+}
+
+// ListApprovals calls GET /agent/:id/approvals, newest first; status ""
+// lists all, else one of the Approval* statuses.
+func (c *Client) ListApprovals(ctx context.Context, id, status string, opts ...CallOption) ([]Approval, error) {
+	r := get("/agent/"+esc(id)+"/approvals", opts)
+	if status != "" {
+		r.query = url.Values{"status": {status}}
+	}
+	var out []Approval
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetApproval calls GET /agent/:id/approvals/:approvalId.
+func (c *Client) GetApproval(ctx context.Context, id, approvalID string, opts ...CallOption) (*Approval, error) {
+	var out Approval
+	if err := c.do(ctx, get("/agent/"+esc(id)+"/approvals/"+esc(approvalID), opts), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ApprovalMessage is the text the owner signs to approve (or deny) a held
+// payment.
+func ApprovalMessage(approvalID, agentID, wallet string, deny bool, at time.Time) string {
+	return walletsig.ApprovalMessage(approvalID, agentID, wallet, deny, at)
+}
+
+// SignApproval builds the body of a decision with Issued At = at. s must
+// be the agent's owner wallet.
+func SignApproval(s Signer, agentID, approvalID string, deny bool, at time.Time) (DecideApprovalRequest, error) {
+	msg := walletsig.ApprovalMessage(approvalID, agentID, s.Address(), deny, at)
+	sig, err := s.Sign(msg)
+	if err != nil {
+		return DecideApprovalRequest{}, err
+	}
+	d := "approve"
+	if deny {
+		d = "deny"
+	}
+	return DecideApprovalRequest{Decision: d, Message: msg, Signature: sig}, nil
+}
+
+// DecideApproval calls POST /agent/:id/approvals/:approvalId. It is never
+// retried: a repeat after a lost answer is a 409 (or a 400 for the reused
+// signature); read the approval with GetApproval instead.
+func (c *Client) DecideApproval(ctx context.Context, id, approvalID string, req DecideApprovalRequest, opts ...CallOption) (*ApprovalDecision, error) {
+	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/approvals/" + esc(approvalID), body: jsonBody(req), hasBody: true}, opts)
+	var out ApprovalDecision
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Approve approves a held payment with s's signature issued now; the
+// answer carries the payment's txHash (or its error).
+func (c *Client) Approve(ctx context.Context, id, approvalID string, s Signer, opts ...CallOption) (*ApprovalDecision, error) {
+	req, err := SignApproval(s, id, approvalID, false, timeNow())
+	if err != nil {
+		return nil, err
+	}
+	return c.DecideApproval(ctx, id, approvalID, req, opts...)
+}
+
+// Deny denies a held payment with s's signature issued now.
+func (c *Client) Deny(ctx context.Context, id, approvalID string, s Signer, opts ...CallOption) (*ApprovalDecision, error) {
+	req, err := SignApproval(s, id, approvalID, true, timeNow())
+	if err != nil {
+		return nil, err
+	}
+	return c.DecideApproval(ctx, id, approvalID, req, opts...)
+}
+
+// --- policy preview ---
+
+// PolicyPreview is the answer of POST /agent/:id/policy/preview.
+type PolicyPreview struct {
+	Hash    string `json:"hash"`
+	Message string `json:"message"`
+}
+
+// PreviewPolicy calls POST /agent/:id/policy/preview: the hash of policy
+// (any JSON object of the policy's fields) and the message to sign now to
+// set it. It changes nothing, so it is retried.
+func (c *Client) PreviewPolicy(ctx context.Context, id string, policy any, opts ...CallOption) (*PolicyPreview, error) {
+	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/policy/preview", body: jsonBody(map[string]any{"policy": policy}), hasBody: true, retryable: true}, opts)
+	var out PolicyPreview
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// --- webhooks (docs/webhooks.md) ---
+
+// Webhook is a subscription; Secret only in CreateWebhook's answer.
+type Webhook struct {
+	ID        string    `json:"id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	AgentID   *string   `json:"agentId"`
+	Secret    string    `json:"secret,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// CreateWebhookRequest is the body of POST /webhooks.
+type CreateWebhookRequest struct {
+	URL     string   `json:"url"`
+	Events  []string `json:"events,omitempty"`
+	AgentID string   `json:"agentId,omitempty"`
+}
+
+// WebhookDelivery is one delivery of an event to a webhook.
+type WebhookDelivery struct {
+	ID             string     `json:"id"`
+	Type           string     `json:"type"`
+	AgentID        *string    `json:"agentId"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	LastStatusCode *int       `json:"lastStatusCode"`
+	LastError      *string    `json:"lastError"`
+	NextAttemptAt  *time.Time `json:"nextAttemptAt"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	DeliveredAt    *time.Time `json:"deliveredAt"`
+}
+
+// CreateWebhook calls POST /webhooks (not retried: a repeat would make a
+// second webhook). Keep the answer's Secret: it is shown once.
+func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest, opts ...CallOption) (*Webhook, error) {
+	r := apply(&call{method: http.MethodPost, path: "/webhooks", body: jsonBody(req), hasBody: true}, opts)
+	var out Webhook
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListWebhooks calls GET /webhooks.
+func (c *Client) ListWebhooks(ctx context.Context, opts ...CallOption) ([]Webhook, error) {
+	var out []Webhook
+	if err := c.do(ctx, get("/webhooks", opts), &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteWebhook calls DELETE /webhooks/:id.
+func (c *Client) DeleteWebhook(ctx context.Context, webhookID string, opts ...CallOption) error {
+	return c.do(ctx, apply(&call{method: http.MethodDelete, path: "/webhooks/" + esc(webhookID)}, opts), nil)
+}
+
+// TestWebhook calls POST /webhooks/:id/test: a test event is queued.
+func (c *Client) TestWebhook(ctx context.Context, webhookID string, opts ...CallOption) (*WebhookDelivery, error) {
+	var out WebhookDelivery
+	if err := c.do(ctx, apply(&call{method: http.MethodPost, path: "/webhooks/" + esc(webhookID) + "/test"}, opts), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// WebhookDeliveries calls GET /webhooks/:id/deliveries (newest first).
+func (c *Client) WebhookDeliveries(ctx context.Context, webhookID string, opts ...CallOption) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	if err := c.do(ctx, get("/webhooks/"+esc(webhookID)+"/deliveries", opts), &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// --- notification stream ---
+
+// FollowNotifications reads GET /agent/:id/notifications/stream and calls
+// fn with each notification whose id is above after (0: every one still
+// stored; FollowNew: only those stored from now on) until
+// ctx ends or fn returns an error. A dropped stream is reopened after a
+// short wait with the last id seen, so nothing is missed; an HTTP error
+// answer (404, 401, …) ends it with that error.
+func (c *Client) FollowNotifications(ctx context.Context, id string, after int64, fn func(Notification) error) error {
+	last := after
+	for {
+		err := c.streamOnce(ctx, id, &last, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, ok := err.(*Error); ok {
+			return err
+		}
+		if _, ok := err.(fnError); ok {
+			return err.(fnError).err
+		}
+		if err := c.sleep(ctx, 2*time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// FollowNew makes FollowNotifications start with the notifications stored
+// after the stream opened.
+const FollowNew int64 = -1
+
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+func (c *Client) streamOnce(ctx context.Context, id string, last *int64, fn func(Notification) error) error {
+	path := "/agent/" + esc(id) + "/notifications/stream"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("User-Agent", c.userAgent)
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	if *last >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(*last, 10))
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return newError(http.MethodGet, path, resp, raw, 0)
+	}
+	rd := bufio.NewReader(resp.Body)
+	var data strings.Builder
+	var evID string
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if data.Len() > 0 {
+				var n Notification
+				if err := json.Unmarshal([]byte(data.String()), &n); err != nil {
+					return fmt.Errorf("veil: notification stream: %w", err)
+				}
+				if err := fn(n); err != nil {
+					return fnError{err}
+				}
+				if v, err := strconv.ParseInt(evID, 10, 64); err == nil {
+					*last = v
+				}
+			}
+			data.Reset()
+			evID = ""
+		case strings.HasPrefix(line, "data:"):
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		case strings.HasPrefix(line, "id:"):
+			evID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		}
+	}
+}
+
+// SetPolicySigned sets the agent's spending policy (any JSON object of the
+// policy's fields, approval rules included): it asks the server for the
+// exact message (PreviewPolicy), has s (the owner wallet) sign it, and
+// calls PUT /agent/:id/policy. It answers the policy's hash.
+func (c *Client) SetPolicySigned(ctx context.Context, id string, policy any, s Signer, opts ...CallOption) (string, error) {
+	pre, err := c.PreviewPolicy(ctx, id, policy, opts...)
+	if err != nil {
+		return "", err
+	}
+	sig, err := s.Sign(pre.Message)
+	if err != nil {
+		return "", err
+	}
+	body := map[string]any{"policy": policy, "message": pre.Message, "signature": sig}
+	r := apply(&call{method: http.MethodPut, path: "/agent/" + esc(id) + "/policy", body: jsonBody(body), hasBody: true}, opts)
+	var out struct {
+		Hash string `json:"hash"`
+	}
+	if err := c.do(ctx, r, &out); err != nil {
+		return "", err
+	}
+	return out.Hash, nil
+}
