@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"unicode"
@@ -216,28 +214,25 @@ func createResponse(rec *agent.Record) CreateAgentResponse {
 // ErrReplayed (400 "already used"), as before: it neither reveals the agent
 // nor creates a second one.
 func (s *Server) createdBy(ctx context.Context, replayKey, accountID string) (*agent.Record, error) {
-	idRec, err := s.store.Get(ctx, agent.TableCreateSigs, replayKey)
+	dir := agent.Directory{Store: s.store}
+	id, err := dir.IDByCreateSignature(ctx, replayKey)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.store.Get(ctx, agent.TableAgents, string(idRec.Value))
+	rec, err := dir.ByID(ctx, id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, apiError(agent.ErrReplayed)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var rec agent.Record
-	if err := json.Unmarshal(raw.Value, &rec); err != nil {
-		return nil, fmt.Errorf("decode agent %s: %w", idRec.Value, err)
-	}
 	if rec.AccountID != accountID || len(rec.Chains) == 0 {
 		return nil, apiError(agent.ErrReplayed)
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 func resolveChains(c string) ([]chains.ID, error) {
@@ -259,22 +254,13 @@ func truncate(s string, n int) string {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
-	acc := accountFrom(r.Context())
-	idx, err := s.store.List(r.Context(), agent.TableAgentAccounts, persistence.Query{Prefix: acc.ID + "/"})
+	recs, err := agent.Directory{Store: s.store}.ByAccount(r.Context(), accountFrom(r.Context()).ID)
 	if err != nil {
 		return err
 	}
-	out := make([]AgentInfo, 0, len(idx))
-	for _, e := range idx {
-		rec, err := s.store.Get(r.Context(), agent.TableAgents, string(e.Value))
-		if err != nil {
-			return err
-		}
-		var a agent.Record
-		if err := json.Unmarshal(rec.Value, &a); err != nil {
-			return err
-		}
-		out = append(out, infoOf(&a))
+	out := make([]AgentInfo, 0, len(recs))
+	for _, a := range recs {
+		out = append(out, infoOf(a))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -302,14 +288,14 @@ func (s *Server) agentByName(w http.ResponseWriter, r *http.Request) error {
 	if !chains.ValidName(name) {
 		return Errorf(http.StatusBadRequest, "invalid name %q: %s", truncate(name, 40), nameRule)
 	}
-	rec, err := s.store.Get(r.Context(), agent.TableAgentNames, name)
+	id, err := agent.Directory{Store: s.store}.IDByName(r.Context(), name)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return Errorf(http.StatusNotFound, "agent not found")
 	}
 	if err != nil {
 		return err
 	}
-	return s.writeAgentInfo(w, r, string(rec.Value))
+	return s.writeAgentInfo(w, r, id)
 }
 
 // agentByWallet answers the oldest agent the wallet owns in the caller's
@@ -319,15 +305,14 @@ func (s *Server) agentByWallet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return apiError(err)
 	}
-	acc := accountFrom(r.Context())
-	idx, err := s.store.List(r.Context(), agent.TableAgentWallets, persistence.Query{Prefix: agent.WalletIndexPrefix(acc.ID, wallet), Limit: 1})
+	id, err := agent.Directory{Store: s.store}.IDByWallet(r.Context(), accountFrom(r.Context()).ID, wallet)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return Errorf(http.StatusNotFound, "agent not found")
+	}
 	if err != nil {
 		return err
 	}
-	if len(idx) == 0 {
-		return Errorf(http.StatusNotFound, "agent not found")
-	}
-	return s.writeAgentInfo(w, r, string(idx[0].Value))
+	return s.writeAgentInfo(w, r, id)
 }
 
 func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -22,7 +23,7 @@ func storeSnapshot(t *testing.T, st persistence.Store) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{agent.TableAgents, agent.TableAgentNames, agent.TableAgentAccounts, agent.TableAgentWallets,
-		agent.TableConversations, agent.TableMessages, agent.TableNotifications, agent.TableUsedSigs, agent.TableInvoices,
+		agent.TableConversations, agent.TableMessages, agent.TableNotifications, agent.TableUsedSigs, state.TableInvoices,
 		"schedules", "memories", "payments", "accounts", "apikeys"} {
 		recs, err := st.List(context.Background(), table, persistence.Query{})
 		if err != nil {

@@ -28,7 +28,7 @@ func (a *Actor) create(ctx context.Context, c *Create) (*Record, error) {
 	}
 	// Fail fast on a taken name before touching chains; the atomic write
 	// below is what decides a race.
-	if _, err := a.deps.Store.Get(ctx, TableAgentNames, c.Name); err == nil {
+	if _, err := (Directory{Store: a.deps.Store}).IDByName(ctx, c.Name); err == nil {
 		return nil, ErrNameTaken
 	} else if !errors.Is(err, persistence.ErrNotFound) {
 		return nil, err

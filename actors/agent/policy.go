@@ -62,7 +62,7 @@ func (a *Actor) setPolicy(ctx context.Context, m *SetPolicy) (*PolicyView, error
 	// Payments go to meta-addresses: resolve the Veil names now, so the
 	// enclave can match a payment against the allowlist.
 	norm.Resolved = nil
-	dir := directory{st: a.deps.Store}
+	dir := Directory{Store: a.deps.Store}
 	for _, e := range norm.Allowlist {
 		if ag, err := dir.LookupAgent(ctx, e); err == nil {
 			for _, meta := range ag.MetaAddresses {

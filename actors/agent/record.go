@@ -1,5 +1,5 @@
 // Package agent is the agent actor's behaviour: it owns one agent's record,
-// conversations, inbox and (later) tool loop and schedules. The runtime
+// conversations, inbox, tool loop and schedules. The runtime
 // package hosts it; this package holds no actor plumbing of its own.
 package agent
 
@@ -19,7 +19,6 @@ const (
 	TableConversations = "conversations"     // agent id/conversation id → Conversation
 	TableMessages      = "messages"          // agent id/conversation id/message id (hex) → Message
 	TableNotifications = "notifications"     // agent id/notification id (hex) → Notification
-	TableInvoices      = "invoices"          // agent id/invoice id → invoice (issue 8)
 	TableUsedSigs      = "used_signatures"   // replay key → expiry
 	TableCreateSigs    = "agent_create_sigs" // create replay key → agent id (a retried create answers that agent)
 )

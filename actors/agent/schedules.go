@@ -269,7 +269,7 @@ func (a *Actor) scheduleMeta(ctx context.Context, sc tools.Schedule) (string, er
 		return r, nil
 	}
 	name := strings.TrimSuffix(strings.ToLower(r), chains.NameSuffix)
-	ag, err := directory{st: a.deps.Store}.LookupAgent(ctx, name)
+	ag, err := Directory{Store: a.deps.Store}.LookupAgent(ctx, name)
 	if err == nil {
 		if m := ag.MetaAddresses[sc.Chain]; m != "" {
 			return m, nil

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -53,18 +52,12 @@ func (a *Actor) status(ctx context.Context) (*Status, error) {
 }
 
 func (a *Actor) pendingInvoices(ctx context.Context) (int, error) {
-	recs, err := a.deps.Store.List(ctx, TableInvoices, persistence.Query{Prefix: a.id + "/"})
+	invs, err := a.invoices().List(ctx)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("agent %s: invoices: %w", a.id, err)
 	}
 	n := 0
-	for _, r := range recs {
-		var inv struct {
-			Status string `json:"status"`
-		}
-		if err := json.Unmarshal(r.Value, &inv); err != nil {
-			return 0, fmt.Errorf("agent %s: decode invoice %s: %w", a.id, r.Key, err)
-		}
+	for _, inv := range invs {
 		if inv.Status == "pending" {
 			n++
 		}

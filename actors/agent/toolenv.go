@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
-	"github.com/veilhq/veil/persistence"
 )
 
 // ChainSet gives the chain actor of each chain; a chain without one
@@ -60,7 +57,7 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 		Agent:     ag,
 		Now:       now,
 		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID},
-		Directory: directory{st: st},
+		Directory: Directory{Store: st},
 		Invoices:  invoices,
 		Schedules: originSchedules{Schedules: state.NewSchedules(st, a.id, now), st: st, agentID: a.id, convID: convID},
 		Memories:  state.NewMemories(st, a.id, now),
@@ -82,36 +79,6 @@ func (n *notifier) Notify(ctx context.Context, typ, title, body string) error {
 	defer n.mu.Unlock()
 	_, err := n.a.notify(ctx, &Notify{Type: typ, Title: title, Body: body})
 	return err
-}
-
-// directory resolves Veil agents by name, across accounts: agents pay each
-// other by name.
-type directory struct{ st persistence.Store }
-
-func (d directory) LookupAgent(ctx context.Context, name string) (tools.Agent, error) {
-	idRec, err := d.st.Get(ctx, TableAgentNames, name)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return tools.Agent{}, fmt.Errorf("%w: no agent is named %s%s", tools.ErrUnknownRecipient, name, chains.NameSuffix)
-	}
-	if err != nil {
-		return tools.Agent{}, err
-	}
-	raw, err := d.st.Get(ctx, TableAgents, string(idRec.Value))
-	if err != nil {
-		return tools.Agent{}, err
-	}
-	var r Record
-	if err := json.Unmarshal(raw.Value, &r); err != nil {
-		return tools.Agent{}, err
-	}
-	ag := tools.Agent{ID: r.ID, Name: r.Name, Addresses: map[chains.ID]string{}, MetaAddresses: map[chains.ID]string{}}
-	for _, c := range r.Chains {
-		id := chains.ID(c)
-		ag.Chains = append(ag.Chains, id)
-		ag.Addresses[id] = r.Addresses[c]
-		ag.MetaAddresses[id] = r.MetaAddresses[c]
-	}
-	return ag, nil
 }
 
 // chainOps reaches the chain actors for this agent; its keys stay in the
