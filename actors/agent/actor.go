@@ -152,9 +152,9 @@ type Actor struct {
 	id      string
 	rec     *Record
 	version uint64
-	// resumed: this activation has retried the setup steps a crash left
-	// pending (resume.go).
-	resumed bool
+	// resumeAt: when to retry the setup steps left pending next (zero:
+	// on this activation's first request; resume.go).
+	resumeAt time.Time
 }
 
 // log is the request's logger (with its request id) when there is one.

@@ -114,6 +114,12 @@ func (a *Actor) setupStep(ctx context.Context, what string, ch chains.ID, f func
 		return SetupDone + " " + res.TxHash
 	case errors.Is(err, chains.ErrUnavailable):
 		return SetupPending
+	case errors.Is(err, chains.ErrInsufficientFunds):
+		// A new agent has no gas yet (no faucet on a real network): the
+		// step waits for funds and is retried (resume.go), not failed.
+		a.log(ctx).Info("agent setup step waits for funds", slog.String("step", what),
+			slog.String("chain", string(ch)), slog.Any("err", err))
+		return SetupPending
 	case errors.Is(err, chains.ErrNoFaucet):
 		// Nothing failed: the owner funds the address (the error says which).
 		return "skipped: " + err.Error()

@@ -4,23 +4,33 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/veilhq/veil/chains"
 )
 
+// resumeEvery is how often a registration still pending (the agent has no
+// gas yet, the chain is unavailable) is retried, on the agent's requests.
+const resumeEvery = time.Minute
+
 // resumeSetup finishes the name registrations that create left pending:
 // the process died between storing the agent and recording the
-// registration, or the chain was unavailable then. It runs once per
-// activation, on the activation's first request. Registration is
+// registration, the chain was unavailable then, or the agent had no funds
+// for gas (a real network has no faucet). It runs on the activation's
+// first request and, while a registration stays pending, on the first
+// request after each resumeEvery: once the owner has funded the agent,
+// its next request registers the name. Registration is
 // idempotent in every connector (an intent key per owner and name, and a
 // name already registered to this owner is found, not registered again),
 // so a registration that did reach the chain before the crash is recorded,
 // not sent twice.
 func (a *Actor) resumeSetup(ctx context.Context) {
-	if a.resumed || a.rec == nil {
+	now := a.deps.now()
+	if a.rec == nil || now.Before(a.resumeAt) {
 		return
 	}
-	a.resumed = true
+	// Until the pass below finds nothing pending, try again later.
+	a.resumeAt = now.Add(resumeEvery)
 	var pending []string
 	for ch, st := range a.rec.Registration {
 		if st == SetupPending {

@@ -76,6 +76,15 @@ type Chain struct {
 	transfers []chains.Transfer
 	scanFail  error
 	names     []string // RegisterName calls, by name
+	regFail   error
+}
+
+// FailRegistrations makes RegisterName fail with err (nil: succeed); the
+// call is still listed by Registrations.
+func (c *Chain) FailRegistrations(err error) {
+	c.mu.Lock()
+	c.regFail = err
+	c.mu.Unlock()
 }
 
 // NewChain is an empty fake ethereum.
@@ -196,7 +205,11 @@ func (c *Chain) Withdraw(context.Context, chains.KeyRef, string, string, string,
 func (c *Chain) RegisterName(_ context.Context, _ chains.KeyRef, _, name, _ string) (chains.TxResult, error) {
 	c.mu.Lock()
 	c.names = append(c.names, name)
+	err := c.regFail
 	c.mu.Unlock()
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	return chains.TxResult{TxHash: "0xname"}, nil
 }
 
