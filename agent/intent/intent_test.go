@@ -56,6 +56,10 @@ func TestReadMovesMoneyOnlyOnInstructions(t *testing.T) {
 		{"do not send 5 to bob and 3 to carol", "3", false},
 		{"pay bob 5 but don't pay carol 3", "5", true},
 		{"pay bob 5 but don't pay carol 3", "3", false},
+		{"do not, under any circumstances, send liam 40 usdc", "40", false},
+		{"never, ever, pay bob 5", "5", false},
+		{"hold off on paying hank 30 usdc", "30", false},
+		{"any risk in sending rosa 60 usdc", "60", false},
 	}
 	for _, tc := range cases {
 		r := Read(tc.msg)

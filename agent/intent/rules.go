@@ -27,7 +27,8 @@ var deliberation = []string{
 	"is it safe", "is it ok", "is it okay", "is it wise", "is it a good idea", "is that safe", "would it be",
 	"do you think", "i wonder", "wondering", "not sure", "thinking about", "thinking of", "considering",
 	"good idea", "bad idea", "worth it", "any advice", "advise", "recommend", "would you recommend", "what do you think",
-	"is there any risk", "what are the risks", "risky", "safe to", "better to", "should i be",
+	"is there any risk", "what are the risks", "risky", "safe to", "better to", "should i be", "any risk", "risk in",
+	"risks of", "risk of", "dangerous", "a scam", "legit",
 }
 
 var howTo = []string{
@@ -107,14 +108,14 @@ var ownVerbs = set(`send pay transfer give wire tip remit settle shoot move with
 	charge request find do handle process go let stop hold keep save note is are was were what who how`)
 
 // introducers ask the agent to work on text rather than act on it.
-var introducers = []string{"translate", "translation", "summarise", "summarize", "summary", "summarising",
+var introducers = []string{"translate", "summarise", "summarize", "summarising",
 	"summarizing", "tldr", "tl;dr", "paraphrase", "proofread", "rephrase", "rewrite", "reword", "fix the grammar",
 	"correct the grammar", "spell check", "spellcheck", "what does this mean", "what does this say", "what does it say",
 	"what does it mean", "explain this", "reply to", "respond to", "draft a reply", "write a reply", "analyze",
 	"analyse", "is this legit", "is this a scam", "is this real", "is this safe", "does this look", "read this",
 	"check this", "forwarded", "fwd", "fw", "original message", "email from", "message from", "text from",
 	"note from", "dm from", "got this", "received this", "this email", "this message", "this text", "this note",
-	"this memo", "the following", "below is", "below:", "quote", "copy of", "in french", "in spanish", "in german",
+	"this memo", "the following", "below is", "below:", "copy of", "in french", "in spanish", "in german",
 	"into french", "into spanish", "into german", "to french", "to spanish", "to german", "ignore previous",
 	"ignore all previous", "ignore your instructions", "new instructions", "system prompt", "you are now"}
 
@@ -220,12 +221,14 @@ func readSentence(ws []word, sr [2]int, endsWithQ bool, pasteFrom int) []Clause 
 	}
 	var out []Clause
 	prev := Instruction
+	carry := false // the previous clause was a bare "do not," that governs what follows
 	for k, sp := range clauses(ws) {
 		cw := ws[sp[0]:sp[1]]
 		m := clauseMood(cw, polite && k == 0)
-		if m == Instruction && k > 0 && !has(cw, ownVerbs) {
-			m = prev // "don't pay bob 5, or carol 3"
+		if m == Instruction && k > 0 && (!has(cw, ownVerbs) || carry) {
+			m = prev // "don't pay bob 5, or carol 3"; "do not, under any circumstances, send …"
 		}
+		carry = m == Negated && bareNegation(cw) || carry && !has(cw, ownVerbs)
 		prev = m
 		out = append(out, Clause{Start: cw[0].start, End: cw[len(cw)-1].end, Mood: max(m, sentence)})
 	}
@@ -426,4 +429,15 @@ func promote(cs []Clause, text, masked string) {
 			cs[i].Mood = Instruction
 		}
 	}
+}
+
+// bareNegation: a clause that is only a negation ("do not,", "never,"),
+// so the negated request follows it.
+func bareNegation(cw []word) bool {
+	for _, w := range cw {
+		if !negations[w.low] && !fillers[w.low] && w.low != "do" && w.low != "please" && w.low != "ever" && w.low != "i" {
+			return false
+		}
+	}
+	return true
 }

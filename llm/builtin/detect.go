@@ -25,7 +25,9 @@ func detect(c clause) string {
 		return "manage"
 	case notificationish(c):
 		return "notifications"
-	case interval(c) != "" && (payish(c) || len(amounts(c, nil)) > 0):
+	case interval(c) != "" && (payish(c) || len(amounts(c, nil)) > 0),
+		c.has("regularly", "periodically", "repeatedly", "recurring", "recurrent") && payish(c),
+		len(c.toks) > 0 && c.toks[0].low == "schedule" && !c.has("list", "show", "my"):
 		return "schedule"
 	case scheduleNoun(c) && (payish(c) || len(amounts(c, nil)) > 0 || c.has("create", "set", "setup", "add", "new", "make")) &&
 		!c.has("list", "show", "view", "see", "what", "which", "my", "all", "any"):
@@ -39,9 +41,10 @@ func detect(c clause) string {
 		return "fund"
 	case invoiceish(c):
 		return "invoice"
-	case c.has("privacy", "private", "anonymity", "anonymous", "untraceable", "traceable", "linkable", "linkability", "privacy-check"):
+	case c.has("trace", "traced", "track", "tracked", "deanonymize", "doxx", "dox") && !payishStrict(c),
+		c.has("privacy", "private", "anonymity", "anonymous", "untraceable", "traceable", "linkable", "linkability", "privacy-check"):
 		return "privacy"
-	case c.has("register", "registration") || c.seq("claim", "my", "name") >= 0 || c.seq("publish", "my", "name") >= 0 || c.seq("reserve", "my", "name") >= 0 ||
+	case c.has("register", "registration") || c.has("my") && c.has("name") && c.has("registered", "claim", "reserve", "publish") || c.seq("claim", "my", "name") >= 0 || c.seq("publish", "my", "name") >= 0 || c.seq("reserve", "my", "name") >= 0 ||
 		c.has("my") && c.has("name") && c.has("chain", "onchain", "on-chain", "blockchain", "registry", "ledger"):
 		// "put my name on chain", "get my name onto the blockchain".
 		return "register"
@@ -112,8 +115,13 @@ func payish(c clause) bool {
 func manageVerb(c clause) string {
 	for _, t := range c.toks {
 		switch t.low {
-		case "pause", "suspend", "freeze", "hold":
+		case "pause", "suspend", "freeze":
 			return "pause"
+		case "hold":
+			// "put … on hold", "hold the payment"; "hold off on paying" is not.
+			if !c.has("off") {
+				return "pause"
+			}
 		case "resume", "unpause", "reactivate", "restart", "unfreeze", "continue", "reenable", "re-enable":
 			return "resume"
 		case "cancel", "stop", "delete", "remove", "terminate", "halt", "end", "kill", "disable":
@@ -222,7 +230,7 @@ func notificationish(c clause) bool {
 // cashOutToAddress: everything (or all my funds) sent, moved or taken to a
 // plain address is a withdrawal, not a payment.
 func cashOutToAddress(c clause) bool {
-	if !(c.has("everything", "all", "entire", "whole") && c.has("send", "move", "transfer", "get", "empty", "drain", "pull", "take", "put")) {
+	if !(c.has("everything", "all", "entire", "whole") && c.has("send", "move", "transfer", "get", "empty", "drain", "pull", "take", "put")) && !c.has("empty", "drain") {
 		return false
 	}
 	to := addressAfter(c, "to", "into")
@@ -230,11 +238,14 @@ func cashOutToAddress(c clause) bool {
 }
 
 func balanceish(c clause) bool {
+	if c.has("afford", "enough") && !c.has("invoice") {
+		return true // "can I afford to send 100 usdc?"
+	}
 	if c.seq("in", "my", "wallet") >= 0 || c.seq("in", "my", "account") >= 0 || c.seq("do", "i", "own") >= 0 || c.seq("do", "i", "hold") >= 0 ||
 		c.seq("have", "i", "got") >= 0 || c.seq("how", "much", "money") >= 0 || c.seq("my", "money") >= 0 || c.seq("net", "worth") >= 0 ||
 		c.seq("how", "much", "crypto") >= 0 || c.seq("my", "holdings") >= 0 || c.seq("my", "assets") >= 0 || c.seq("my", "tokens") >= 0 ||
 		c.seq("my", "coins") >= 0 || c.seq("what's", "left") >= 0 || c.seq("whats", "left") >= 0 || c.seq("can", "i", "afford") >= 0 ||
-		c.seq("my", "bal") >= 0 || c.has("bal", "balanace", "balnce", "blance", "ballance", "balence") {
+		c.seq("my", "bal") >= 0 || c.has("enough", "broke") || c.seq("out", "of", "money") >= 0 || c.seq("out", "of", "funds") >= 0 || c.has("bal", "balanace", "balnce", "blance", "ballance", "balence") {
 		return !c.has("send", "pay", "transfer")
 	}
 	if c.has("balance", "balances", "holdings", "portfolio", "funds") && !c.has("send", "pay", "transfer") {
@@ -256,8 +267,16 @@ func infoish(c clause) bool {
 			}
 		}
 	}
+	if c.has("where", "how") && c.has("people", "someone", "others", "anyone", "they", "clients", "customers") &&
+		(c.seq("pay", "me") >= 0 || c.seq("send", "me") >= 0 || c.has("send", "pay") && c.seq("reach", "me") >= 0) &&
+		!c.has("did", "has", "have") {
+		return true // "where can people pay me?"
+	}
 	if c.has("address", "addresses", "meta-address") && (c.seq("pay", "me") >= 0 || c.seq("send", "me") >= 0 || c.seq("paid", "at") >= 0) {
 		return true
+	}
+	if c.has("address", "addresses", "meta-address") && c.has("receive", "receiving", "get") && c.has("i", "my", "me") && !c.has("did", "have", "any", "has") {
+		return true // "what's the address I receive payments at"
 	}
 	if c.seq("who", "am", "i") >= 0 || c.seq("who", "are", "you") >= 0 || c.has("whoami") {
 		return true
@@ -288,7 +307,7 @@ func infoish(c clause) bool {
 }
 
 func resolveish(c clause) bool {
-	if c.has("resolve", "lookup", "whois", "who's", "whos", "who’s") || c.seq("look", "up") >= 0 ||
+	if c.has("resolve", "lookup", "whois", "who's", "whos", "who’s") || c.seq("look", "up") >= 0 || c.has("look") && c.has("up") ||
 		c.seq("who", "is") >= 0 || c.seq("address", "of") >= 0 || c.seq("meta-address", "of") >= 0 {
 		return true
 	}
@@ -307,6 +326,9 @@ func resolveish(c clause) bool {
 }
 
 func scanish(c clause) bool {
+	if c.seq("been", "paid") >= 0 || c.seq("got", "paid") >= 0 || c.seq("get", "paid") >= 0 || c.seq("paid", "yet") >= 0 {
+		return true
+	}
 	if c.has("scan", "scanning", "rescan", "incoming", "inbound", "received", "receive", "receiving", "arrived") {
 		return true
 	}

@@ -20,7 +20,7 @@ func gate(r intent.Reading, acts []action) []action {
 	out := make([]action, 0, len(acts))
 	pasted := false
 	for _, a := range acts {
-		mood := r.Mood(a.from, a.to)
+		mood := actionMood(r, a)
 		switch {
 		case mood == intent.Pasted && a.kind != "memory":
 			if !pasted {
@@ -41,6 +41,32 @@ func gate(r intent.Reading, acts []action) []action {
 		}
 	}
 	return out
+}
+
+// actionMood is how the part of the message behind an action is meant:
+// for a call, the clauses that state its amount or destination (so "tip
+// ana 1 usdc, she was great" is read by its first clause), else every
+// clause of its span.
+func actionMood(r intent.Reading, a action) intent.Mood {
+	key := argText(a.args, "amount")
+	has := func(seg string) bool { return intent.States(seg, key) }
+	if key == "" {
+		if key = argText(a.args, "to"); key != "" {
+			has = func(seg string) bool { return strings.Contains(seg, key) }
+		}
+	}
+	if key != "" {
+		found, m := false, intent.Instruction
+		for _, c := range r.Clauses {
+			if c.Start < a.to && a.from < c.End && has(r.Masked[c.Start:c.End]) {
+				found, m = true, max(m, c.Mood)
+			}
+		}
+		if found {
+			return m
+		}
+	}
+	return r.Mood(a.from, a.to)
 }
 
 func onlySmallTalk(acts []action) bool {
@@ -74,6 +100,9 @@ func gateText(a action, mood intent.Mood) string {
 		return fmt.Sprintf("I only move money on your own instruction, not on someone else's words: nothing was sent. If you want it, say “%s”.", p)
 	case intent.Pasted:
 		return pastedText
+	}
+	if a.tool == "" {
+		return fmt.Sprintf("Just to be sure before any money moves: do you want me to make a payment now? If so, say it with the amount and the recipient, e.g. “%s”.", p)
 	}
 	return fmt.Sprintf("Just to be sure before any money moves: do you want me to %s now? If so, say “%s”.", p, p)
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"encoding/json"
 	"github.com/veilhq/veil/agent/intent"
 	"github.com/veilhq/veil/chains"
 
@@ -55,7 +56,7 @@ func plan(text string, now time.Time) []action {
 		}
 		out = append(out, sentence(text, ws, sr[1], now)...)
 	}
-	out = gate(reading, out)
+	out = dedupe(gate(reading, out))
 	if len(out) > maxActions {
 		out = append(out[:maxActions:maxActions], ask("limit", fmt.Sprintf("I handle up to %d requests per message; please send the rest separately.", maxActions)))
 	}
@@ -148,7 +149,12 @@ func memoryTrigger(ws []tok) (at, skip int, ok bool) {
 // memory builds save_memory from the words after the trigger to the end
 // of the sentence, quoted text included, verbatim.
 func memory(content string) action {
-	if content == "" {
+	// "remember to always ask me first": the rule itself.
+	if low := strings.ToLower(content); strings.HasPrefix(low, "to ") && len(content) > 3 {
+		content = content[3:]
+	}
+	switch strings.ToLower(content) {
+	case "", "please", "pls", "this", "that", "it", "something":
 		return ask("memory", "What should I remember?")
 	}
 	return saveMemory(content)
@@ -256,6 +262,18 @@ func sentence(text string, ws []tok, sentenceEnd int, now time.Time) []action {
 		}
 		last := &res[len(res)-1]
 		if acts, ok := continuation(last.kind, last.acts, c, now); ok {
+			if len(acts) == 1 && acts[0].kind == "split" {
+				// "send 20 usdc to wendy and zoe": 20 each, or split? Ask
+				// instead of paying the first one.
+				acts[0].kind = last.kind
+				if n := len(last.acts); n > 0 && last.acts[n-1].tool != "" {
+					prev := last.acts[n-1]
+					who := argText(prev.args, "recipient", "agent_name")
+					acts[0].say = fmt.Sprintf("Should %s and %s each get %s, or should they share it? I can pay one recipient per request: say it per person, e.g. “send %s to %s and %s to %s”.",
+						who, firstRecipient(c), moneyArgs(prev.args), moneyArgs(prev.args), who, moneyArgs(prev.args), firstRecipient(c))
+					last.acts = last.acts[:n-1]
+				}
+			}
 			res = append(res, done{sp, last.kind, acts})
 			continue
 		}
@@ -310,7 +328,7 @@ func continuation(kind string, prev []action, c clause, now time.Time) ([]action
 					what += " " + a
 				}
 			}
-			return []action{ask(kind, fmt.Sprintf("Should %s also get %s? Please say it with the amount, e.g. “send %s to %s”.", rs[0], what, what, rs[0]))}, true
+			return []action{ask("split", fmt.Sprintf("Should %s also get %s? Please say it with the amount, e.g. “send %s to %s”.", rs[0], what, what, rs[0]))}, true
 		}
 		return build(kind, c, inherit, now), true
 	case "balance", "scan", "fund", "register":
@@ -320,4 +338,43 @@ func continuation(kind string, prev []action, c clause, now time.Time) ([]action
 		return build(kind, c, nil, now), true
 	}
 	return nil, false
+}
+
+// dedupe drops a call identical to an earlier one in the same message
+// ("list all my standing orders and schedules"): one request, one call.
+func dedupe(acts []action) []action {
+	seen := map[string]bool{}
+	out := acts[:0:0]
+	for _, a := range acts {
+		if a.tool != "" {
+			k, _ := json.Marshal(a.args)
+			key := a.tool + string(k)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func argText(args map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := args[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func moneyArgs(args map[string]any) string {
+	return strings.TrimSpace(argText(args, "amount") + " " + argText(args, "asset"))
+}
+
+func firstRecipient(c clause) string {
+	if rs, _ := recipients(c, true); len(rs) > 0 {
+		return rs[0]
+	}
+	return "them"
 }

@@ -104,6 +104,15 @@ func buildManage(c clause) action {
 		}
 		if iv := interval(c); iv != "" && iv != "unsupported" {
 			args["interval"] = iv
+		} else {
+			// "the friday payment": a weekday schedule.
+			for _, t := range c.toks {
+				if weekdays[t.low] && t.low != "weekend" {
+					if d, ok := weekdayOf(t.low); ok {
+						args["interval"] = d
+					}
+				}
+			}
 		}
 		if len(args) > 1 {
 			return call("manage", "manage_schedule", args)
@@ -112,7 +121,6 @@ func buildManage(c clause) action {
 	}
 	return call("manage", "manage_schedule", map[string]any{"schedule_id": id, "action": verb})
 }
-
 
 // interval is the schedule interval a clause names, in schedule_payment's
 // canonical form (hourly, every-N-hours, daily, weekly, a weekday,
@@ -146,6 +154,12 @@ func interval(c clause) string {
 				return "unsupported"
 			}
 		case "every", "each", "per", "a", "an":
+			if (t.low == "every" || t.low == "each") && next == "single" {
+				next = low(i + 2) // "every single day"
+			}
+			if t.low == "each" && next == "and" && low(i+2) == "every" {
+				continue // "each and every day": "every" decides
+			}
 			if (t.low == "a" || t.low == "an" || t.low == "per") && (prev == "for" || prev == "in" || prev == "until" || prev == "till" || prev == "within" || prev == "than") {
 				continue
 			}

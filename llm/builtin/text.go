@@ -138,9 +138,9 @@ func clauses(ws []tok) [][2]int {
 	}
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
-		if w.low == "and" && i > 0 && i+1 < len(ws) && numberWord(ws[i-1].low) &&
-			(ws[i+1].low == "a" || ws[i+1].low == "one" || numberWord(ws[i+1].low)) {
-			continue // "two and a half", "a hundred and five"
+		if w.low == "and" && i > 0 && i+1 < len(ws) && (numberWord(ws[i-1].low) &&
+			(ws[i+1].low == "a" || ws[i+1].low == "one" || numberWord(ws[i+1].low)) || ws[i-1].low == "each" && ws[i+1].low == "every") {
+			continue // "two and a half", "a hundred and five", "each and every day"
 		}
 		if connectors[w.low] {
 			flush(i)

@@ -46,6 +46,7 @@ var payVerbs = map[string]bool{
 	"settle": true, "zap": true, "throw": true, "forward": true, "reimburse": true, "repay": true, "venmo": true,
 	"payout": true, "spot": true, "gift": true, "donate": true, "tipping": true, "snd": true, "sned": true, "pya": true,
 	"trasnfer": true, "tranfer": true, "transfr": true, "paay": true, "sent": true, "paid": true,
+	"transferred": true, "gave": true, "wired": true, "tipped": true, "sending,": true,
 }
 
 var greetWords = map[string]bool{
@@ -65,7 +66,7 @@ var thanksWords = map[string]bool{
 var notRecipient = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`me myself my mine you your yours yourself him her hers them they us we our ours it its
+	for _, w := range strings.Fields(`me myself my mine you your yours yourself him her hers them they us we our ours it its she he his i i'm im i'll i've was great good thx lol
 		this that these those the a an some someone somebody anyone anybody everyone everybody all each every
 		friend friends wallet wallets account accounts address addresses agent agents user users person people money
 		funds fund cash tokens token coins coin crypto payment payments there here who what which whom whose
