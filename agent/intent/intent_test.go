@@ -58,6 +58,8 @@ func TestReadMovesMoneyOnlyOnInstructions(t *testing.T) {
 		{"pay bob 5 but don't pay carol 3", "3", false},
 		{"do not, under any circumstances, send liam 40 usdc", "40", false},
 		{"never, ever, pay bob 5", "5", false},
+		{"pay alice 3... no, pay bob.veil 10 XLM", "10", true},
+		{"pay alice 3... no, pay bob.veil 10 XLM", "3", false},
 		{"hold off on paying hank 30 usdc", "30", false},
 		{"any risk in sending rosa 60 usdc", "60", false},
 	}

@@ -397,7 +397,7 @@ func statement(cw []word) Mood {
 func retract(cs []Clause, text, masked string) {
 	for i, c := range cs {
 		ws := words(text, masked, c.Start, c.End)
-		if !hasSeq(ws, retractions...) {
+		if !hasSeq(ws, retractions...) && !onlyNo(ws) {
 			continue
 		}
 		for k := 0; k <= i; k++ {
@@ -435,9 +435,28 @@ func promote(cs []Clause, text, masked string) {
 // so the negated request follows it.
 func bareNegation(cw []word) bool {
 	for _, w := range cw {
+		if w.low == "no" || w.low == "nope" || w.low == "nah" {
+			return false // a correction of what came before ("pay alice… no, pay bob")
+		}
 		if !negations[w.low] && !fillers[w.low] && w.low != "do" && w.low != "please" && w.low != "ever" && w.low != "i" {
 			return false
 		}
 	}
 	return true
+}
+
+// onlyNo: a clause that is just "no", "nope" or "nah" takes back what came
+// before it ("pay alice… no, pay bob").
+func onlyNo(ws []word) bool {
+	no := false
+	for _, w := range ws {
+		switch {
+		case w.low == "no" || w.low == "nope" || w.low == "nah":
+			no = true
+		case fillers[w.low] || w.low == "wait" || w.low == "sorry":
+		default:
+			return false
+		}
+	}
+	return no
 }
