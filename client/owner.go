@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -234,34 +235,52 @@ func (c *Client) WebhookDeliveries(ctx context.Context, webhookID string, opts .
 
 // --- notification stream ---
 
-// FollowNotifications reads GET /agent/:id/notifications/stream and calls
-// fn with each notification whose id is above after (0: every one still
-// stored; FollowNew: only those stored from now on) until
-// ctx ends or fn returns an error. A dropped stream is reopened after a
-// short wait with the last id seen, so nothing is missed; an HTTP error
-// answer (404, 401, …) ends it with that error.
-func (c *Client) FollowNotifications(ctx context.Context, id string, after int64, fn func(Notification) error) error {
-	last := after
-	for {
-		err := c.streamOnce(ctx, id, &last, fn)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if _, ok := err.(*Error); ok {
-			return err
-		}
-		if _, ok := err.(fnError); ok {
-			return err.(fnError).err
-		}
-		if err := c.sleep(ctx, 2*time.Second); err != nil {
-			return err
-		}
-	}
+// FollowOptions tune FollowNotifications.
+type FollowOptions struct {
+	// After: start with the notifications whose id is above it; 0 replays
+	// every one still stored, FollowNew only those stored from now on.
+	After int64
+	// Reconnect is the wait before reopening a dropped stream (default 2s).
+	Reconnect time.Duration
+	// OnError, when set, is told of each error after which the stream is
+	// reopened (the server restarting, a 5xx, a network error).
+	OnError func(error)
 }
 
 // FollowNew makes FollowNotifications start with the notifications stored
 // after the stream opened.
 const FollowNew int64 = -1
+
+// FollowNotifications reads GET /agent/:id/notifications/stream and calls
+// fn with each notification in id order until ctx ends or fn returns an
+// error (which it returns). A dropped stream, a 5xx or a 429 is reopened
+// after opts.Reconnect with the last id seen, so nothing is missed; any
+// other HTTP error (401, 404, …) ends it with that error.
+func (c *Client) FollowNotifications(ctx context.Context, id string, opts FollowOptions, fn func(Notification) error) error {
+	if opts.Reconnect <= 0 {
+		opts.Reconnect = 2 * time.Second
+	}
+	last := opts.After
+	for {
+		err := c.streamOnce(ctx, id, &last, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fe fnError
+		if errors.As(err, &fe) {
+			return fe.err
+		}
+		if code := StatusCode(err); code != 0 && code < 500 && code != http.StatusTooManyRequests {
+			return err
+		}
+		if opts.OnError != nil {
+			opts.OnError(err)
+		}
+		if err := c.sleep(ctx, opts.Reconnect); err != nil {
+			return err
+		}
+	}
+}
 
 type fnError struct{ err error }
 

@@ -39,7 +39,7 @@ func TestOwnerEndpoints(t *testing.T) {
 	}
 	var streamed []client.Notification
 	enough := errors.New("enough")
-	err = c.FollowNotifications(ctx, alice.ID, 0, func(n client.Notification) error {
+	err = c.FollowNotifications(ctx, alice.ID, client.FollowOptions{}, func(n client.Notification) error {
 		streamed = append(streamed, n)
 		if n.Type == "approval_required" {
 			return enough
@@ -49,7 +49,7 @@ func TestOwnerEndpoints(t *testing.T) {
 	if !errors.Is(err, enough) || streamed[len(streamed)-1].Type != "approval_required" {
 		t.Fatalf("stream: %v %+v", err, streamed)
 	}
-	if err := c.FollowNotifications(ctx, "00000000-0000-4000-8000-000000000000", client.FollowNew, func(client.Notification) error { return nil }); !client.IsNotFound(err) {
+	if err := c.FollowNotifications(ctx, "00000000-0000-4000-8000-000000000000", client.FollowOptions{After: client.FollowNew}, func(client.Notification) error { return nil }); !client.IsNotFound(err) {
 		t.Fatalf("stream of an unknown agent: %v", err)
 	}
 

@@ -19,10 +19,11 @@ func init() {
 	notifications := &command{
 		path:    "notifications",
 		args:    "AGENT [--follow] [--unread] [--mark-read]",
-		summary: "print an agent's notifications; --follow keeps polling for new ones",
-		detail: `Notifications are printed oldest first. The server does not push: --follow polls every
---interval and prints each new notification once, until Ctrl-C (exit 0). With --json the list
-is the server's {notifications, unreadCount}; with --follow it is one JSON notification per line.
+		summary: "print an agent's notifications; --follow prints new ones as they arrive",
+		detail: `Notifications are printed oldest first. --follow prints them, then each new one as the
+server pushes it (Server-Sent Events), until Ctrl-C (exit 0); a dropped stream is reopened after
+--interval without missing any. With --json the list is the server's {notifications,
+unreadCount}; with --follow it is one JSON notification per line.
 Subcommands: notifications read AGENT (mark all read), notifications clear AGENT (delete all).`,
 		examples: []string{
 			"veil notifications alice",
@@ -31,11 +32,11 @@ Subcommands: notifications read AGENT (mark all read), notifications clear AGENT
 			"veil notifications alice --follow --json | jq -r 'select(.type==\"payment_received\") | .body'",
 		},
 		flags: func(a *app, fs *flag.FlagSet) {
-			fs.BoolVar(&f.follow, "follow", false, "keep polling and print new notifications as they arrive")
+			fs.BoolVar(&f.follow, "follow", false, "keep following and print new notifications as they arrive")
 			fs.BoolVar(&f.follow, "f", false, "short for --follow")
 			fs.BoolVar(&f.unread, "unread", false, "only unread notifications")
 			fs.BoolVar(&f.markRead, "mark-read", false, "mark all read after printing")
-			fs.DurationVar(&f.interval, "interval", 5*time.Second, "polling `interval` of --follow")
+			fs.DurationVar(&f.interval, "interval", 5*time.Second, "with --follow: wait this `interval` before reopening a dropped stream")
 		},
 		run: func(a *app, args []string) error {
 			if f.interval < 100*time.Millisecond {
@@ -184,61 +185,47 @@ func (n *notifier) mark(any bool) error {
 	return n.c.MarkNotificationsRead(ctx, n.agent.ID)
 }
 
-// follow polls until interrupted. Polling errors that a later poll may
-// not see (server restarting, busy) are reported and polling goes on;
-// auth and not-found end it.
+// follow prints the inbox, then each new notification as the server
+// pushes it (GET /agent/:id/notifications/stream), until interrupted. A
+// dropped stream or a server error is reported once and the stream is
+// reopened after every (with the last id seen: nothing is missed); auth
+// and not-found end it.
 func (n *notifier) follow(every time.Duration) error {
 	a := n.app
 	enc := json.NewEncoder(a.stdout)
 	if !a.g.json {
-		fmt.Fprintf(a.stderr, "Following notifications of %s every %s (Ctrl-C to stop).\n", n.agent.FullName(), every)
+		fmt.Fprintf(a.stderr, "Following notifications of %s (Ctrl-C to stop).\n", n.agent.FullName())
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	failing := false
-	for {
-		in, err := n.fetch(a.ctx)
-		switch {
-		case a.ctx.Err() != nil:
+	err := n.c.FollowNotifications(a.ctx, n.agent.ID, client.FollowOptions{Reconnect: every, OnError: func(err error) {
+		if !failing {
+			fmt.Fprintf(a.stderr, "veil: stream: %s (will keep trying)\n", errText(err))
+		}
+		failing = true
+	}}, func(nt client.Notification) error {
+		if failing {
+			fmt.Fprintln(a.stderr, "veil: following again")
+			failing = false
+		}
+		if n.unread && nt.Read {
 			return nil
-		case err != nil:
-			if c := exitCode(err); c == exitAuth || c == exitNotFound {
+		}
+		if a.g.json {
+			if err := enc.Encode(nt); err != nil {
 				return err
 			}
-			if !failing {
-				fmt.Fprintf(a.stderr, "veil: polling: %s (will keep trying)\n", errText(err))
-			}
-			failing = true
-		default:
-			if failing {
-				fmt.Fprintln(a.stderr, "veil: polling again")
-			}
-			failing = false
-			list := n.fresh(in)
-			for _, nt := range list {
-				if a.g.json {
-					if err := enc.Encode(nt); err != nil {
-						return err
-					}
-				} else {
-					printNotification(a.stdout, nt)
-				}
-				n.seen = max(n.seen, nt.ID)
-			}
-			// Remember what was there even when filtered out.
-			for _, nt := range in.Notifications {
-				n.seen = max(n.seen, nt.ID)
-			}
-			if err := n.mark(len(list) > 0); err != nil && a.ctx.Err() == nil {
-				fmt.Fprintf(a.stderr, "veil: marking read: %s\n", errText(err))
-			}
+		} else {
+			printNotification(a.stdout, nt)
 		}
-		select {
-		case <-a.ctx.Done():
-			return nil
-		case <-t.C:
+		if err := n.mark(true); err != nil && a.ctx.Err() == nil {
+			fmt.Fprintf(a.stderr, "veil: marking read: %s\n", errText(err))
 		}
+		return nil
+	})
+	if a.ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 func printNotification(w io.Writer, nt client.Notification) {

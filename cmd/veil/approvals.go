@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/veilhq/veil/client"
+)
+
+// veil approvals: payments the owner's policy held (docs/approvals.md).
+func init() {
+	var status string
+	list := func(a *app, args []string) error {
+		switch status {
+		case "", "all", client.ApprovalPending, client.ApprovalApproved, client.ApprovalDenied, client.ApprovalExpired:
+		default:
+			return usagef("--status %q: use pending, approved, denied, expired or all", status)
+		}
+		return a.withAgent("approvals", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+			st := status
+			if st == "all" {
+				st = ""
+			}
+			l, err := c.ListApprovals(ctx, ag.ID, st)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				if l == nil {
+					l = []client.Approval{}
+				}
+				return a.printJSON(l)
+			}
+			if len(l) == 0 {
+				fmt.Fprintf(a.stderr, "No %sapprovals for %s.\n", map[bool]string{true: status + " "}[st != ""], ag.FullName())
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tAMOUNT\tTO\tWHY\tEXPIRES\tTX")
+			for _, ap := range l {
+				tx := ap.TxHash
+				if tx == "" && ap.Error != "" {
+					tx = "error: " + ap.Error
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", ap.ID, ap.Status, ap.Amount, ap.Asset, ap.Recipient,
+					strings.Join(ap.Reasons, "; "), ap.ExpiresAt.Local().Format(time.DateTime), tx)
+			}
+			return tw.Flush()
+		})
+	}
+	statusFlag := func(a *app, fs *flag.FlagSet) {
+		fs.StringVar(&status, "status", "pending", "only approvals in this `status`: pending, approved, denied, expired or all")
+	}
+	register(&command{
+		path:     "approvals",
+		args:     "AGENT [--status pending|approved|denied|expired|all]",
+		summary:  "list an agent's payments held for the owner's approval (same as approvals list)",
+		detail:   "Subcommands: approvals list|approve|deny (see veil help approvals). docs/approvals.md explains the rules.",
+		examples: []string{"veil approvals alice", "veil approvals alice --status all --json"},
+		flags:    statusFlag,
+		run:      list,
+	})
+	register(&command{
+		path:     "approvals list",
+		args:     "AGENT [--status pending|approved|denied|expired|all]",
+		summary:  "list an agent's payments held for the owner's approval",
+		examples: []string{"veil approvals list alice --status approved"},
+		flags:    statusFlag,
+		run:      list,
+	})
+	for _, deny := range []bool{false, true} {
+		verb := map[bool]string{false: "approve", true: "deny"}[deny]
+		var w walletFlags
+		register(&command{
+			path:    "approvals " + verb,
+			args:    "AGENT APPROVAL [wallet flags]",
+			summary: verb + " a held payment (needs the owner wallet's fresh signature)",
+			detail: `The owner wallet signs "Veil wants you to ` + verb + ` payment <approval> of agent <agent id>."
+with Issued At now (valid 10 minutes, once). An approved payment is sent at once; its
+transaction (or why it could not be sent) is printed. A payment is decided once: a second
+decision is refused (exit status of a conflict).`,
+			examples: []string{
+				"veil approvals " + verb + " alice 3f2a6c1e-… --keystore ~/.ethereum/keystore/UTC--2026…",
+				"veil approvals " + verb + " alice 3f2a6c1e-… --evm-key-file owner.key --json",
+				"veil approvals " + verb + " alice 3f2a6c1e-… --wallet 0x2c75… --print-message",
+			},
+			flags: func(a *app, fs *flag.FlagSet) { w.add(fs) },
+			run: func(a *app, args []string) error {
+				return a.withAgent("approvals "+verb, args, 1, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error {
+					id := rest[0]
+					var req client.DecideApprovalRequest
+					switch {
+					case w.printMessage:
+						if w.wallet == "" {
+							return usagef("--print-message needs --wallet ADDRESS (the owner wallet)")
+						}
+						fmt.Fprint(a.stdout, client.ApprovalMessage(id, ag.ID, w.wallet, deny, time.Now()))
+						if isTerminal(a.stdout) {
+							fmt.Fprintln(a.stdout)
+						}
+						return nil
+					case w.presigned():
+						msg, err := w.signedMessage()
+						if err != nil {
+							return err
+						}
+						if msg == "" {
+							return usagef("--signature needs --message or --message-file (a decision always sends the signed message)")
+						}
+						req = client.DecideApprovalRequest{Decision: verb, Signature: w.signature, Message: msg}
+					default:
+						s, err := w.signer(a)
+						if err != nil {
+							return err
+						}
+						if req, err = client.SignApproval(s, ag.ID, id, deny, time.Now()); err != nil {
+							return err
+						}
+					}
+					d, err := c.DecideApproval(ctx, ag.ID, id, req)
+					if err != nil {
+						return err
+					}
+					if a.g.json {
+						return a.printJSON(d)
+					}
+					switch {
+					case d.TxHash != "":
+						fmt.Fprintf(a.stdout, "Payment %s %s: sent, transaction %s.\n", d.ID, d.Status, d.TxHash)
+					case d.Error != "":
+						fmt.Fprintf(a.stdout, "Payment %s %s, but it could not be sent: %s\n", d.ID, d.Status, d.Error)
+					case d.Status == client.ApprovalApproved:
+						fmt.Fprintf(a.stdout, "Payment %s approved; it is sent as soon as its chain answers (veil approvals list %s --status approved).\n", d.ID, ag.Name)
+					default:
+						fmt.Fprintf(a.stdout, "Payment %s %s: nothing was paid.\n", d.ID, d.Status)
+					}
+					return nil
+				})
+			},
+		})
+	}
+}
