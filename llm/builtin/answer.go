@@ -192,7 +192,7 @@ func describeError(r result) string {
 		"get_agent_info": "get your agent's details", "withdraw": "withdraw from " + argStr(r, "from"),
 		"withdraw_all": "withdraw everything to " + argStr(r, "to"), "privacy_check": "run the privacy check",
 		"fund_wallet": "fund your wallet", "schedule_payment": "set up the scheduled payment",
-		"list_schedules": "list your schedules", "manage_schedule": argStr(r, "action") + " schedule " + argStr(r, "schedule_id"),
+		"list_schedules": "list your schedules", "manage_schedule": argStr(r, "action") + " " + scheduleRef(r),
 		"save_memory": "save that memory",
 	}[r.name]
 	if what == "" {
@@ -258,4 +258,28 @@ func errorHint(msg string) string {
 		return "Amounts are positive decimals, like 0.5 or 25."
 	}
 	return ""
+}
+
+// scheduleRef names the schedule a manage_schedule call meant: "schedule
+// 3f2a", or "the weekly 5 USDC payment to bob".
+func scheduleRef(r result) string {
+	if id := argStr(r, "schedule_id"); id != "" {
+		return "schedule " + id
+	}
+	parts := []string{"the"}
+	iv := argStr(r, "interval")
+	if iv != "" && !strings.HasPrefix(iv, "every-") {
+		parts = append(parts, iv) // "the weekly …", "the friday …"
+	}
+	if a := argStr(r, "amount"); a != "" {
+		parts = append(parts, money(a, argStr(r, "asset")))
+	}
+	parts = append(parts, "payment")
+	if to := argStr(r, "recipient"); to != "" {
+		parts = append(parts, "to "+to)
+	}
+	if strings.HasPrefix(iv, "every-") {
+		parts = append(parts, everyText(iv))
+	}
+	return strings.Join(parts, " ")
 }
