@@ -175,54 +175,19 @@ func (p *Provider) Close() error {
 
 // kdf is HKDF-Expand(PRK, info = path, 32 bytes). The caller holds mu (or
 // is newProvider).
-func (p *Provider) kdf(path string) ([32]byte, error) {
-	var out [32]byte
-	if p.prk == nil {
-		return out, enclave.ErrUnavailable
-	}
-	b, err := hkdf.Expand(sha256.New, p.prk, path, 32)
-	if err != nil {
-		return out, fmt.Errorf("enclave: hkdf: %w", err)
-	}
-	copy(out[:], b)
-	clear(b)
-	return out, nil
-}
+func (p *Provider) kdf(path string) ([32]byte, error) { return keys.HKDF(p.prk, path) }
 
-// keySet derives the key set with mu held for reading; release with
-// Zero and the returned unlock.
-func (p *Provider) keySet(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (*keys.Set, func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if err := enclave.CheckAgentID(agentID); err != nil {
-		return nil, nil, err
-	}
-	if err := enclave.CheckChain(chain); err != nil {
-		return nil, nil, err
-	}
-	p.mu.RLock()
-	s, err := keys.Derive(p.kdf, agentID, chain, epoch)
-	if err != nil {
-		p.mu.RUnlock()
-		return nil, nil, err
-	}
-	return s, func() { s.Zero(); p.mu.RUnlock() }, nil
-}
+// keyring derives key sets under mu (keys.Locked: checks, read lock, zeroing).
+func (p *Provider) keyring() keys.Locked { return keys.Locked{Mu: &p.mu, KDF: p.kdf} }
 
 // DeriveKeys implements enclave.Provider.
 func (p *Provider) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
-	s, done, err := p.keySet(ctx, agentID, chain, epoch)
-	if err != nil {
-		return enclave.PublicKeys{}, err
-	}
-	defer done()
-	return s.Public(), nil
+	return p.keyring().DeriveKeys(ctx, agentID, chain, epoch)
 }
 
 // Sign implements enclave.Provider and chains.Signer.
 func (p *Provider) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
-	s, done, err := p.keySet(ctx, key.AgentID, key.Chain, key.Epoch)
+	s, done, err := p.keyring().KeySet(ctx, key.AgentID, key.Chain, key.Epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -232,22 +197,12 @@ func (p *Provider) Sign(ctx context.Context, key chains.KeyRef, payload []byte) 
 
 // ScanKeys implements enclave.Provider.
 func (p *Provider) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
-	s, done, err := p.keySet(ctx, agentID, chain, epoch)
-	if err != nil {
-		return enclave.ScanKeys{}, err
-	}
-	defer done()
-	return s.ScanKeys(), nil
+	return p.keyring().ScanKeys(ctx, agentID, chain, epoch)
 }
 
 // Export implements enclave.Provider.
 func (p *Provider) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
-	s, done, err := p.keySet(ctx, agentID, chain, epoch)
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	return s.Export(), nil
+	return p.keyring().Export(ctx, agentID, chain, epoch)
 }
 
 // Info implements enclave.Provider.

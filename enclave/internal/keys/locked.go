@@ -1,0 +1,88 @@
+package keys
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
+)
+
+// HKDF is both providers' KDF: HKDF-Expand(prk, info = path, 32 bytes)
+// over the provider's pseudo-random key. A forgotten (nil) prk is
+// enclave.ErrUnavailable: the provider was closed.
+func HKDF(prk []byte, path string) ([32]byte, error) {
+	var out [32]byte
+	if prk == nil {
+		return out, enclave.ErrUnavailable
+	}
+	b, err := hkdf.Expand(sha256.New, prk, path, 32)
+	if err != nil {
+		return out, fmt.Errorf("enclave: hkdf: %w", err)
+	}
+	copy(out[:], b)
+	clear(b)
+	return out, nil
+}
+
+// Locked derives key sets the way every provider does: arguments checked,
+// then the KDF run with the provider's lock held for reading (Close takes
+// it for writing to forget the root), and the keys zeroed on release.
+type Locked struct {
+	Mu  *sync.RWMutex
+	KDF KDF // called with Mu held for reading
+}
+
+// KeySet derives agentID's keys on chain at epoch; release them with the
+// returned function (it zeroes the keys and unlocks).
+func (l Locked) KeySet(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (*Set, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := enclave.CheckAgentID(agentID); err != nil {
+		return nil, nil, err
+	}
+	if err := enclave.CheckChain(chain); err != nil {
+		return nil, nil, err
+	}
+	l.Mu.RLock()
+	s, err := Derive(l.KDF, agentID, chain, epoch)
+	if err != nil {
+		l.Mu.RUnlock()
+		return nil, nil, err
+	}
+	return s, func() { s.Zero(); l.Mu.RUnlock() }, nil
+}
+
+// DeriveKeys is enclave.Provider's DeriveKeys.
+func (l Locked) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
+	s, done, err := l.KeySet(ctx, agentID, chain, epoch)
+	if err != nil {
+		return enclave.PublicKeys{}, err
+	}
+	defer done()
+	return s.Public(), nil
+}
+
+// ScanKeys is enclave.Provider's ScanKeys.
+func (l Locked) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
+	s, done, err := l.KeySet(ctx, agentID, chain, epoch)
+	if err != nil {
+		return enclave.ScanKeys{}, err
+	}
+	defer done()
+	return s.ScanKeys(), nil
+}
+
+// Export is enclave.Provider's Export.
+func (l Locked) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
+	s, done, err := l.KeySet(ctx, agentID, chain, epoch)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	return s.Export(), nil
+}
