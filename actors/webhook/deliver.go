@@ -36,6 +36,11 @@ const (
 	MaxAge      = 24 * time.Hour
 )
 
+// Retention is how long a delivered or failed delivery stays readable in
+// GET /webhooks/:id/deliveries; the deliverer removes older ones once an
+// hour.
+const Retention = 30 * 24 * time.Hour
+
 // FailBeforeSend is the failpoint after a delivery is committed (fanned
 // out from the outbox) and before it is sent.
 const FailBeforeSend = "webhook/before-send"
@@ -98,9 +103,11 @@ type Options struct {
 type Deliverer struct {
 	opts Options
 	pass sync.Mutex
-	stop chan struct{}
-	once sync.Once
-	done sync.WaitGroup
+	// trimmed is when old deliveries were last removed (under pass).
+	trimmed time.Time
+	stop    chan struct{}
+	once    sync.Once
+	done    sync.WaitGroup
 }
 
 // NewDeliverer fills in the defaults.
@@ -194,7 +201,52 @@ func (d *Deliverer) RunOnce(ctx context.Context) (Report, error) {
 	}
 	err = d.attemptDue(ctx, &rep)
 	d.opts.Metrics.WebhookBacklog(rep.Backlog)
-	return rep, err
+	if err != nil {
+		return rep, err
+	}
+	if now := d.opts.Now(); now.Sub(d.trimmed) >= time.Hour {
+		if err := d.trim(ctx, now); err != nil {
+			return rep, err
+		}
+		d.trimmed = now
+	}
+	return rep, nil
+}
+
+// trim removes the delivered and failed deliveries older than Retention,
+// oldest first (keys are in event time order), for every webhook.
+func (d *Deliverer) trim(ctx context.Context, now time.Time) error {
+	st := d.opts.Store
+	cutoff := fmt.Sprintf("%020d", now.Add(-Retention).UnixNano())
+	hooks, err := st.List(ctx, TableWebhooks, persistence.Query{})
+	if err != nil {
+		return err
+	}
+	for _, h := range hooks {
+		_, id, _ := strings.Cut(h.Key, "/")
+		recs, err := st.List(ctx, TableDeliveries, persistence.Query{Prefix: id + "/", Limit: page})
+		if err != nil {
+			return err
+		}
+		var ops []persistence.Op
+		for _, rec := range recs {
+			if strings.TrimPrefix(rec.Key, id+"/") >= cutoff {
+				break
+			}
+			var del Delivery
+			if json.Unmarshal(rec.Value, &del) == nil && del.Status == StatusPending {
+				continue
+			}
+			ops = append(ops, persistence.Delete(TableDeliveries, rec.Key, persistence.AtVersion(rec.Version)))
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		if _, err := st.Apply(ctx, ops...); err != nil && !errors.Is(err, persistence.ErrConflict) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *Options) fail(name string) error {

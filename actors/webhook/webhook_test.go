@@ -461,3 +461,33 @@ func TestDeliveryToForbiddenAddressIsRetried(t *testing.T) {
 		t.Fatal("the receiver was reached")
 	}
 }
+
+// Delivered deliveries older than Retention are removed; newer ones stay.
+func TestOldDeliveriesAreTrimmed(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
+	defer st.Close()
+	clk := &clock{now: t0}
+	rcv := newReceiver(t)
+	reg := NewRegistry(st, clk.Now)
+	hook, _ := reg.Create(ctx, "acct", rcv.srv.URL, nil, "")
+	d := NewDeliverer(Options{Store: st, AllowPrivate: true, Now: clk.Now})
+	notify(t, st, "acct", "a", "payment_sent", t0)
+	if rep, err := d.RunOnce(ctx); err != nil || rep.Delivered != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	later := t0.Add(Retention - time.Hour)
+	clk.Set(later)
+	notify(t, st, "acct", "a", "payment_received", later)
+	if rep, err := d.RunOnce(ctx); err != nil || rep.Delivered != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	clk.Set(t0.Add(Retention + time.Hour))
+	if _, err := d.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := reg.Deliveries(ctx, "acct", hook.ID, 10)
+	if err != nil || len(ds) != 1 || ds[0].Type != "payment_received" {
+		t.Fatalf("after trimming: %+v %v", ds, err)
+	}
+}
