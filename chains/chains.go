@@ -131,11 +131,10 @@ type KeyRef struct {
 	EphemeralPub []byte
 }
 
-// Signer signs for a connector. For EVM keys payload is a 32-byte digest and
-// the signature is 65 bytes [R || S || V] with V in {0, 1}; for ed25519 keys
-// payload is the message and the signature is 64 bytes.
+// Signer signs for a connector (the enclave). Every request says whether
+// it moves value (SignRequest): a signer refuses a request that does not.
 type Signer interface {
-	Sign(ctx context.Context, key KeyRef, payload []byte) ([]byte, error)
+	Sign(ctx context.Context, req SignRequest) ([]byte, error)
 }
 
 // Announcement is one stealth payment announced on chain.

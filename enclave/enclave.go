@@ -37,12 +37,15 @@ type Provider interface {
 	// DeriveKeys returns the public keys of an agent on a chain at a key
 	// epoch (0 for the first keys; a later epoch rotates every key).
 	DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (PublicKeys, error)
-	// Sign signs payload with the account key of key (AgentID, Chain,
-	// Epoch), or, when key.EphemeralPub is set, with the one-time stealth
-	// key of the payment announced with that ephemeral public key. The
-	// one-time key is derived inside the provider and never returned. See
-	// chains.Signer for the payload and signature formats.
-	Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error)
+	// Sign signs req.Payload with the account key of req.Key (AgentID,
+	// Chain, Epoch), or, when req.Key.EphemeralPub is set, with the
+	// one-time stealth key of the payment announced with that ephemeral
+	// public key. The one-time key is derived inside the provider and
+	// never returned. It refuses a request that CheckRequest refuses: a
+	// transaction that moves value is signed only with an explicit spend
+	// (WithPolicy checks that spend against the owner's policy). See
+	// chains.SignRequest for the payload and signature formats.
+	Sign(ctx context.Context, req chains.SignRequest) ([]byte, error)
 	// ScanKeys returns what a scanner needs to find the agent's payments:
 	// the viewing private key and the spending public key. The viewing key
 	// leaves the provider because the scanner runs in-process and checks

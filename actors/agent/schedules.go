@@ -12,7 +12,6 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -256,7 +255,8 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 		ConversationID: a.scheduleOrigin(ctx, sc.ID)}); err != nil {
 		return chains.TxResult{}, err
 	}
-	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: a.id, Chain: sc.Chain, Asset: sc.Asset, Amount: sc.Amount, Recipient: meta})
+	// The connector signs it as a spend; the enclave checks the policy
+	// (approvals, caps, allowlist, daily budget) before it signs.
 	return conn.SendStealth(ctx, from, a.rec.Addresses[string(sc.Chain)], meta, sc.Amount, sc.Asset, key)
 }
 

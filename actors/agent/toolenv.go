@@ -11,7 +11,6 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/enclave"
 )
 
 // ChainSet gives the chain actor of each chain; a chain without one
@@ -119,7 +118,8 @@ func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, 
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: o.agent.ID, Chain: id, Asset: asset, Amount: amount, Recipient: meta})
+	// The connector signs the payment as a spend (asset, amount, meta,
+	// key); the enclave checks it against the agent's policy.
 	return c.SendStealth(ctx, o.key(id), o.agent.Addresses[id], meta, amount, asset, key)
 }
 
@@ -136,7 +136,6 @@ func (o *chainOps) Withdraw(ctx context.Context, id chains.ID, stealthAddress, t
 	if ref.EphemeralPub, err = decodeHex(p.EphemeralPubKey); err != nil {
 		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", stealthAddress, err)
 	}
-	ctx = enclave.WithSpend(ctx, enclave.Spend{Key: key, AgentID: o.agent.ID, Chain: id, Asset: asset, Amount: amount, Recipient: to})
 	return c.Withdraw(ctx, ref, stealthAddress, to, amount, asset, key)
 }
 

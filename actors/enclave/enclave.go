@@ -100,13 +100,14 @@ func (r *Ref) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, e
 	return request[enclave.PublicKeys](ctx, r, &deriveKeysMsg{ctx: ctx, agentID: agentID, epoch: epoch})
 }
 
-// Sign signs with the key key names (the account key, or the one-time
-// stealth key when key.EphemeralPub is set); key.Chain must be the actor's.
-func (r *Ref) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
-	if err := r.checkChain(key.Chain); err != nil {
+// Sign signs req (enclave.Provider.Sign: a spend or a no-value request)
+// with the key req.Key names (the account key, or the one-time stealth key
+// when EphemeralPub is set); req.Key.Chain must be the actor's.
+func (r *Ref) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	if err := r.checkChain(req.Key.Chain); err != nil {
 		return nil, err
 	}
-	return request[[]byte](ctx, r, &signMsg{ctx: ctx, key: key, payload: payload})
+	return request[[]byte](ctx, r, &signMsg{ctx: ctx, req: req})
 }
 
 // ScanKeys returns the agent's viewing private key and spending public key
@@ -208,9 +209,8 @@ type (
 		epoch   uint32
 	}
 	signMsg struct {
-		ctx     context.Context
-		key     chains.KeyRef
-		payload []byte
+		ctx context.Context
+		req chains.SignRequest
 	}
 	scanKeysMsg struct {
 		ctx     context.Context
@@ -283,7 +283,7 @@ func (a *enclaveActor) handle(ctx context.Context, msg any) (rep *reply) {
 	case *deriveKeysMsg:
 		v, err = a.p.DeriveKeys(ctx, m.agentID, a.chain, m.epoch)
 	case *signMsg:
-		v, err = a.p.Sign(ctx, m.key, m.payload)
+		v, err = a.p.Sign(ctx, m.req)
 	case *scanKeysMsg:
 		v, err = a.p.ScanKeys(ctx, m.agentID, a.chain, m.epoch)
 	case *exportMsg:
@@ -352,12 +352,12 @@ func (g *Group) DeriveKeys(ctx context.Context, agentID string, chain chains.ID,
 }
 
 // Sign implements chains.Signer.
-func (g *Group) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
-	r, err := g.ref(key.Chain)
+func (g *Group) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	r, err := g.ref(req.Key.Chain)
 	if err != nil {
 		return nil, err
 	}
-	return r.Sign(ctx, key, payload)
+	return r.Sign(ctx, req)
 }
 
 // ScanKeys implements enclave.Provider.

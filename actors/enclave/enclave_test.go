@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"math/big"
 	"strings"
 	"sync"
 	"testing"
@@ -94,7 +95,7 @@ func TestGroupEndToEnd(t *testing.T) {
 		key := chains.KeyRef{AgentID: agent, Chain: c}
 		if c.Family() == chains.FamilyEVM {
 			digest := crypto.Keccak256([]byte("tx"))
-			sig, err := signer.Sign(ctx, key, digest)
+			sig, err := signer.Sign(ctx, spendReq(key, digest))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestGroupEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			key.EphemeralPub = ann.EphemeralPub[:]
-			sig, err = g.Sign(ctx, key, digest)
+			sig, err = g.Sign(ctx, spendReq(key, digest))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func TestGroupEndToEnd(t *testing.T) {
 			continue
 		}
 		msg := []byte("tx")
-		sig, err := signer.Sign(ctx, key, msg)
+		sig, err := signer.Sign(ctx, spendReq(key, msg))
 		if err != nil || !ed25519.Verify(direct.AccountPublicKey, msg, sig) {
 			t.Fatalf("%s: account signature: %v", c, err)
 		}
@@ -129,7 +130,7 @@ func TestGroupEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		key.EphemeralPub = ann.EphemeralPub[:]
-		sig, err = g.Sign(ctx, key, msg)
+		sig, err = g.Sign(ctx, spendReq(key, msg))
 		if err != nil || !ed25519.Verify(ann.OneTimePub[:], msg, sig) {
 			t.Fatalf("%s: stealth signature: %v", c, err)
 		}
@@ -157,7 +158,7 @@ func TestGroupEndToEnd(t *testing.T) {
 	if _, err := g.DeriveKeys(ctx, "bad/id", chains.Base, 0); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Fatalf("bad agent id: %v", err)
 	}
-	if _, err := g.Sign(ctx, chains.KeyRef{AgentID: agent, Chain: chains.Base}, []byte("short")); !errors.Is(err, enclave.ErrInvalidInput) {
+	if _, err := g.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent, Chain: chains.Base}, []byte("short"))); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Fatalf("short digest: %v", err)
 	}
 	if _, err := g.DeriveKeys(ctx, agent, "all", 0); !errors.Is(err, chains.ErrUnknownChain) {
@@ -168,7 +169,7 @@ func TestGroupEndToEnd(t *testing.T) {
 func TestRefRefusesOtherChains(t *testing.T) {
 	ref := enclaveactor.New(newSystem(t), chains.Base, newProvider(t))
 	ctx := timeoutCtx(t)
-	if _, err := ref.Sign(ctx, chains.KeyRef{AgentID: agent, Chain: chains.Ethereum}, make([]byte, 32)); !errors.Is(err, enclaveactor.ErrWrongChain) {
+	if _, err := ref.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent, Chain: chains.Ethereum}, make([]byte, 32))); !errors.Is(err, enclaveactor.ErrWrongChain) {
 		t.Fatalf("Sign for another chain: %v", err)
 	}
 	if _, err := ref.DeriveKeys(ctx, agent, chains.Polygon, 0); !errors.Is(err, enclaveactor.ErrWrongChain) {
@@ -208,7 +209,7 @@ func TestConcurrentRequests(t *testing.T) {
 				if err != nil || k.Address != want[c] {
 					t.Errorf("%s: %v", c, err)
 				}
-				if _, err := g.Sign(ctx, chains.KeyRef{AgentID: agent, Chain: c}, make([]byte, 32)); err != nil {
+				if _, err := g.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent, Chain: c}, make([]byte, 32))); err != nil {
 					t.Error(err)
 				}
 			}
@@ -290,7 +291,7 @@ func TestDeadlinesAndFailures(t *testing.T) {
 	if strings.Contains(err.Error(), "secret") {
 		t.Fatalf("error %q carries the panic value", err)
 	}
-	if _, err := ref.Sign(ok, chains.KeyRef{AgentID: agent, Chain: chains.Base}, make([]byte, 32)); err != nil {
+	if _, err := ref.Sign(ok, spendReq(chains.KeyRef{AgentID: agent, Chain: chains.Base}, make([]byte, 32))); err != nil {
 		t.Fatalf("after a panic: %v", err)
 	}
 
@@ -301,4 +302,11 @@ func TestDeadlinesAndFailures(t *testing.T) {
 	if _, err := ref.Info(ok); !errors.Is(err, enclaveactor.ErrStopped) {
 		t.Fatalf("stopped actor: %v", err)
 	}
+}
+
+// spendReq labels a raw test signature as a spend of the key's own agent
+// (the enclave signs nothing unlabelled).
+func spendReq(key chains.KeyRef, payload []byte) chains.SignRequest {
+	return chains.SpendRequest(key, payload, chains.Spend{Key: "test", AgentID: key.AgentID, Chain: key.Chain,
+		Asset: "ETH", Amount: chains.NewAmount(big.NewInt(1), 18), Recipient: "test"})
 }

@@ -364,13 +364,17 @@ var _ enclave.Authorizer = Gate{}
 func (s *Store) WithApprovals() Gate { return Gate{s: s} }
 
 // Authorize implements enclave.Authorizer.
-func (g Gate) Authorize(ctx context.Context, sp enclave.Spend) error {
+func (g Gate) Authorize(ctx context.Context, sp chains.Spend) error {
 	p, ok, err := g.s.Get(ctx, sp.AgentID)
 	if err != nil {
 		return err
 	}
 	if ok {
-		if err := g.s.approvalGate(ctx, p, sp.AgentID, sp.Key, sp.Asset, sp.Amount, sp.Recipient); err != nil {
+		amount := "" // everything the source holds
+		if !sp.All {
+			amount = sp.Amount.String()
+		}
+		if err := g.s.approvalGate(ctx, p, sp.AgentID, sp.Key, sp.Asset, amount, sp.Recipient); err != nil {
 			return err
 		}
 	}

@@ -203,51 +203,97 @@ func SetOp(agentID string, p Policy) (persistence.Op, error) {
 	return persistence.Put(TablePolicies, agentID, raw, persistence.Any()), nil
 }
 
+// Payment is one payment as the policy's per-payment rules see it.
+type Payment struct {
+	// Asset is the asset's symbol (any case).
+	Asset string
+	// Amount is in whole units; nil means everything the source holds (a
+	// withdrawal of the whole balance).
+	Amount *big.Rat
+	// Recipient is a name (with or without .veil), a meta-address or an
+	// address.
+	Recipient string
+}
+
+// Check applies the rules that hold for every single payment: the
+// allowlist and the cap per payment (a capped asset needs an explicit
+// amount). It is the one place these rules live: the enclave's
+// Authorize, schedule_payment, schedule resume and the re-check of
+// schedules under a new policy all call it. An error matches
+// enclave.ErrPolicy and says which rule and what would pass. The daily
+// budget is Authorize's: it depends on what was already paid today.
+func (p Policy) Check(pay Payment) error {
+	if len(p.Allowlist) > 0 {
+		r := recipientKey(pay.Recipient)
+		allowed := false
+		for _, e := range p.Allowlist {
+			allowed = allowed || e == r
+		}
+		for _, e := range p.Resolved {
+			allowed = allowed || e == r
+		}
+		if !allowed {
+			return fmt.Errorf("%w: %s is not on the allowlist; the owner can add it with a new signed policy", enclave.ErrPolicy, truncate(pay.Recipient))
+		}
+	}
+	asset := strings.ToUpper(pay.Asset)
+	_, hasTx := p.PerTransaction[asset]
+	_, hasDay := p.Daily[asset]
+	if pay.Amount == nil && (hasTx || hasDay) {
+		return fmt.Errorf("%w: %s is capped; withdraw or pay an explicit amount", enclave.ErrPolicy, asset)
+	}
+	if capTx, ok := p.PerTransaction[asset]; ok {
+		limit, _ := amountOf(capTx)
+		if pay.Amount.Cmp(limit) > 0 {
+			return fmt.Errorf("%w: %s %s is over the cap of %s %s per payment", enclave.ErrPolicy, ratString(pay.Amount), asset, capTx, asset)
+		}
+	}
+	return nil
+}
+
+// ratString renders a whole-unit amount without trailing zeros.
+func ratString(r *big.Rat) string {
+	s := r.FloatString(18)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// CheckPayment applies Check with the agent's current policy (none: every
+// payment passes).
+func (s *Store) CheckPayment(ctx context.Context, agentID string, pay Payment) error {
+	p, ok, err := s.Get(ctx, agentID)
+	if err != nil || !ok {
+		return err
+	}
+	return p.Check(pay)
+}
+
 // Authorize implements enclave.Authorizer: it refuses a spend that breaks
-// the agent's policy and counts an allowed one against the day's budget,
-// once per spend key. Counting happens before the signature, so a payment
-// that then fails still uses budget: the safe side for money.
-func (s *Store) Authorize(ctx context.Context, sp enclave.Spend) error {
+// the agent's policy (Check, then the daily budget) and counts an allowed
+// one against the day's budget, once per spend key. Counting happens
+// before the signature, so a payment that then fails still uses budget:
+// the safe side for money.
+func (s *Store) Authorize(ctx context.Context, sp chains.Spend) error {
 	p, ok, err := s.Get(ctx, sp.AgentID)
 	if err != nil || !ok {
 		return err
 	}
 	asset := strings.ToUpper(sp.Asset)
-	if len(p.Allowlist) > 0 {
-		r := recipientKey(sp.Recipient)
-		allowed := false
-		for _, e := range append(p.Allowlist, p.Resolved...) {
-			if e == r {
-				allowed = true
-				break
-			}
-		}
-		if !allowed {
-			return fmt.Errorf("%w: %s is not on the allowlist; the owner can add it with a new signed policy", enclave.ErrPolicy, truncate(sp.Recipient))
-		}
+	var amount *big.Rat
+	if !sp.All {
+		amount = sp.Amount.Rat()
 	}
-	capTx, hasTx := p.PerTransaction[asset]
-	capDay, hasDay := p.Daily[asset]
-	if !hasTx && !hasDay {
-		return nil
-	}
-	if sp.Amount == "" {
-		return fmt.Errorf("%w: %s is capped; withdraw or pay an explicit amount", enclave.ErrPolicy, asset)
-	}
-	amount, err := amountOf(sp.Amount)
-	if err != nil {
+	if err := p.Check(Payment{Asset: asset, Amount: amount, Recipient: sp.Recipient}); err != nil {
 		return err
 	}
-	if hasTx {
-		limit, _ := amountOf(capTx)
-		if amount.Cmp(limit) > 0 {
-			return fmt.Errorf("%w: %s %s is over the cap of %s %s per payment", enclave.ErrPolicy, sp.Amount, asset, capTx, asset)
-		}
-	}
+	capDay, hasDay := p.Daily[asset]
 	if !hasDay {
 		return nil
 	}
 	limit, _ := amountOf(capDay)
+	shown := ratString(amount)
 	keyRec := sp.AgentID + "/" + sp.Key
 	dayKey := sp.AgentID + "/" + s.now().UTC().Format("2006-01-02") + "/" + asset
 	for {
@@ -270,7 +316,7 @@ func (s *Store) Authorize(ctx context.Context, sp enclave.Spend) error {
 		total := new(big.Rat).Add(spent, amount)
 		if total.Cmp(limit) > 0 {
 			return fmt.Errorf("%w: paying %s %s would bring today's total to %s %s, over the daily budget of %s %s (UTC day)",
-				enclave.ErrPolicy, sp.Amount, asset, total.FloatString(8), asset, capDay, asset)
+				enclave.ErrPolicy, shown, asset, ratString(total), asset, capDay, asset)
 		}
 		expect := persistence.Absent()
 		if version > 0 {
@@ -278,7 +324,7 @@ func (s *Store) Authorize(ctx context.Context, sp enclave.Spend) error {
 		}
 		_, err = s.st.Apply(ctx,
 			persistence.Put(TableSpent, dayKey, []byte(total.RatString()), expect),
-			persistence.Put(TableSpendKeys, keyRec, []byte(dayKey+" "+sp.Amount), persistence.Absent()),
+			persistence.Put(TableSpendKeys, keyRec, []byte(dayKey+" "+shown), persistence.Absent()),
 		)
 		if errors.Is(err, persistence.ErrConflict) {
 			continue // a concurrent payment counted first: re-read

@@ -37,8 +37,18 @@ func set(t *testing.T, st persistence.Store, p policy.Policy) {
 	}
 }
 
-func spend(key, asset, amount, to string) enclave.Spend {
-	return enclave.Spend{Key: key, AgentID: agentID, Chain: chains.Ethereum, Asset: asset, Amount: amount, Recipient: to}
+// spend is a payment of amount whole units of an asset with 6 decimals
+// ("" pays everything).
+func spend(key, asset, amount, to string) chains.Spend {
+	s := chains.Spend{Key: key, AgentID: agentID, Chain: chains.Ethereum, Asset: asset, Recipient: to, All: amount == ""}
+	if amount != "" {
+		a, err := chains.ParseAmountOf(amount, 6)
+		if err != nil {
+			panic(err)
+		}
+		s.Amount = a
+	}
+	return s
 }
 
 func TestPolicyRules(t *testing.T) {
@@ -58,7 +68,7 @@ func TestPolicyRules(t *testing.T) {
 	})
 	cases := []struct {
 		name string
-		s    enclave.Spend
+		s    chains.Spend
 		ok   bool
 	}{
 		{"allowed name", spend("k1", "USDC", "100", "bob"), true},

@@ -71,6 +71,10 @@ type intent struct {
 	Block       uint64            `json:"block,omitempty"`
 	Created     time.Time         `json:"created"`
 	Extra       map[string]string `json:"extra,omitempty"`
+	// Spend is the value the transaction moves, as authorised when it was
+	// first signed; every re-signature (fee bump) passes it again. Nil for
+	// a transaction that moves no value (a registration).
+	Spend *chains.Spend `json:"spend,omitempty"`
 }
 
 // txSpec is what an operation asks the ledger to send.
@@ -88,6 +92,8 @@ type txSpec struct {
 	sweep        bool
 	sweepBalance *big.Int
 	extra        map[string]string
+	// spend is what the transaction moves (nil: nothing; see intent.Spend).
+	spend *chains.Spend
 }
 
 func (c *Connector) addrKey(a common.Address) string {
@@ -170,13 +176,26 @@ func expectVersion(v uint64) persistence.Expect {
 }
 
 // signTx has the Signer sign tx for from and checks the signature recovers
-// to from (a KeyRef naming another key is refused, not broadcast).
-func (c *Connector) signTx(ctx context.Context, ref chains.KeyRef, from common.Address, tx *types.Transaction) (*types.Transaction, error) {
+// to from (a KeyRef naming another key is refused, not broadcast). A
+// transaction that moves value is signed as spend; one that moves nothing
+// (spend nil) as a no-value request with the unsigned transaction, which
+// the enclave decodes to check that it really moves nothing.
+func (c *Connector) signTx(ctx context.Context, ref chains.KeyRef, from common.Address, tx *types.Transaction, spend *chains.Spend) (*types.Transaction, error) {
 	if c.signer == nil {
 		return nil, errors.New("evm: no Signer configured")
 	}
 	h := c.txSigner.Hash(tx)
-	sig, err := c.signer.Sign(ctx, ref, h[:])
+	req := chains.SignRequest{}
+	if spend != nil {
+		req = chains.SpendRequest(ref, h[:], *spend)
+	} else {
+		unsigned, err := tx.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("evm: encode transaction: %w", err)
+		}
+		req = chains.NoValueRequest(ref, h[:], unsigned, "")
+	}
+	sig, err := c.signer.Sign(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("evm: sign: %w", err)
 	}
@@ -204,7 +223,11 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, value, tip, fe
 		ChainID: c.chainID, Nonce: it.Nonce, GasTipCap: tip, GasFeeCap: feeCap,
 		Gas: it.Gas, To: &to, Value: value, Data: it.Data,
 	})
-	stx, err := c.signTx(ctx, it.KeyRef, it.From, tx)
+	spend := it.Spend
+	if value.Sign() == 0 && len(it.Data) == 0 && it.To == it.From {
+		spend = nil // a nonce filler: a zero-value transfer to itself
+	}
+	stx, err := c.signTx(ctx, it.KeyRef, it.From, tx, spend)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -282,7 +305,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		it := &intent{
 			Op: spec.op, Fingerprint: spec.fingerprint, From: spec.from, KeyRef: spec.ref, Nonce: next,
 			To: spec.to, Data: spec.data, Gas: spec.gas, Sweep: spec.sweep, State: statePending,
-			Created: c.now().UTC(), Extra: spec.extra,
+			Created: c.now().UTC(), Extra: spec.extra, Spend: spec.spend,
 		}
 		at, err := c.buildAttempt(ctx, it, value, tip, feeCap)
 		if err != nil {

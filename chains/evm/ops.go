@@ -101,8 +101,10 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		return chains.TxResult{}, err
 	}
 	stealthAddr := common.Address(ann.StealthAddress)
+	spend := &chains.Spend{Key: key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol,
+		Amount: chains.NewAmount(amt, a.decimals), Recipient: meta.String()}
 	spec := txSpec{
-		op: "send", fingerprint: fp, from: src, ref: from, to: c.cfg.Sender,
+		op: "send", fingerprint: fp, from: src, ref: from, to: c.cfg.Sender, spend: spend,
 		extra: map[string]string{
 			"stealthAddress": stealthAddr.Hex(), "ephemeralPubKey": hexutil.Encode(ann.EphemeralPub[:]),
 			"asset": a.symbol, "amount": chains.FormatAmount(amt, a.decimals), "recipient": meta.String(),
@@ -119,7 +121,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		if bal.Cmp(amt) < 0 {
 			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.decimals), a.symbol)
 		}
-		if err := c.ensureAllowance(ctx, from, src, a, amt); err != nil {
+		if err := c.ensureAllowance(ctx, from, src, a, amt, spend); err != nil {
 			return chains.TxResult{}, err
 		}
 		_, feeCap, err := c.feeCaps(ctx)
@@ -136,8 +138,9 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 }
 
 // ensureAllowance approves the StealthSender for an unlimited amount of
-// token when its allowance is below amt, and waits for the approval.
-func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owner common.Address, a asset, amt *big.Int) error {
+// token when its allowance is below amt, and waits for the approval. The
+// approval is signed under the payment's spend (same key: counted once).
+func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owner common.Address, a asset, amt *big.Int, spend *chains.Spend) error {
 	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &a.token, Data: c.token.PackAllowance(owner, c.cfg.Sender)}, nil)
 	if err != nil {
 		return c.callError("allowance", err)
@@ -158,7 +161,7 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 	// approval; a later exhausted allowance gets a new one.
 	key := fmt.Sprintf("approve/%s/%s/%s", strings.ToLower(owner.Hex()), strings.ToLower(a.token.Hex()), allowance)
 	fp := fingerprint("approve", owner.Hex(), a.token.Hex(), allowance.String())
-	r, err := c.submit(ctx, key, txSpec{op: "approve", fingerprint: fp, from: owner, ref: ref, to: a.token, data: data, gas: gas})
+	r, err := c.submit(ctx, key, txSpec{op: "approve", fingerprint: fp, from: owner, ref: ref, to: a.token, data: data, gas: gas, spend: spend})
 	if err != nil {
 		return fmt.Errorf("evm: %s: approve %s for the stealth sender: %w", c.cfg.Chain, a.symbol, err)
 	}
@@ -213,6 +216,9 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 	}
 	spec := txSpec{op: "withdraw", fingerprint: fp, from: src, ref: from,
 		extra: map[string]string{"to": dst.Hex(), "asset": a.symbol, "amount": amount}}
+	// The spend names the amount that moves: the given one, or for "all"
+	// the balance (an upper bound: a native sweep moves it less the fee).
+	spend := chains.Spend{Key: key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol, Recipient: dst.Hex()}
 	native, err := c.eth.BalanceAt(ctx, src, nil)
 	if err != nil {
 		return chains.TxResult{}, c.unavailable("balance", err)
@@ -280,6 +286,12 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 				chains.FormatAmount(native, NativeDecimals), c.cfg.Chain.NativeAsset(), chains.FormatAmount(fee, NativeDecimals))
 		}
 	}
+	if all && a.native {
+		spend.Amount = chains.NewAmount(spec.sweepBalance, a.decimals)
+	} else {
+		spend.Amount = chains.NewAmount(amt, a.decimals)
+	}
+	spec.spend = &spend
 	return c.submit(ctx, key, spec)
 }
 

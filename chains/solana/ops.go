@@ -117,7 +117,8 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		it = &intent{Op: "send", Fingerprint: fp, Source: src.String(), KeyRef: from, Params: map[string]string{
 			"stealthAddress": edstealth.SolanaAddress(ann.OneTimePub), "payload": hex.EncodeToString(payload[:]),
 			"asset": a.symbol, "amount": strconv.FormatUint(amt, 10), "recipient": meta.String(),
-		}}
+		}, Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
+			Amount: chains.NewAmount(new(big.Int).SetUint64(amt), a.decimals), Recipient: meta.String()}}
 	}
 	p := it.Params
 	stealth := solanago.MustPublicKeyFromBase58(p["stealthAddress"])
@@ -188,7 +189,9 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 		key = c.newKey()
 	}
 	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
-		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr}}
+		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},
+		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
+			Amount: chains.NewAmount(new(big.Int).SetUint64(amt), a.decimals), All: all, Recipient: dst.String()}}
 	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
 		bal, err := c.lamports(ctx, src)
 		if err != nil {

@@ -42,6 +42,10 @@ type intent struct {
 	State       string            `json:"state"`
 	TxHash      string            `json:"txHash"`
 	Created     time.Time         `json:"created"`
+	// Spend is the value the transaction moves; every attempt (a rebuild
+	// after the blockhash expired) is signed under it again. Nil for a
+	// registration, which moves no value (the enclave checks).
+	Spend *chains.Spend `json:"spend,omitempty"`
 }
 
 // builder returns the instructions of an attempt; it runs again for every
@@ -248,7 +252,11 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.P
 	if err != nil {
 		return attempt{}, err
 	}
-	sig, err := c.signer.Sign(ctx, it.KeyRef, msg)
+	req := chains.NoValueRequest(it.KeyRef, msg, nil, "")
+	if it.Spend != nil {
+		req = chains.SpendRequest(it.KeyRef, msg, *it.Spend)
+	}
+	sig, err := c.signer.Sign(ctx, req)
 	if err != nil {
 		return attempt{}, fmt.Errorf("solana: sign: %w", err)
 	}

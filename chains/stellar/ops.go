@@ -124,7 +124,8 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	it := &intent{Op: "send", Fingerprint: fp, Source: src, KeyRef: from, Params: map[string]string{
 		"stealthAddress": edstealth.StellarAddress(ann.OneTimePub), "payload": hex.EncodeToString(payload[:]),
 		"asset": a.key(), "amount": amt.String(), "recipient": meta.String(),
-	}}
+	}, Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
+		Amount: chains.NewAmount(amt, Decimals), Recipient: meta.String()}}
 	return c.run(ctx, key, it, c.sendBuilder(it))
 }
 
@@ -209,7 +210,9 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 		key = c.newKey()
 	}
 	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
-		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr}}
+		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr},
+		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
+			Amount: chains.NewAmount(amt, Decimals), All: all, Recipient: dst}}
 	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
 		acc, _, err := c.account(ctx, src)
 		if err != nil {

@@ -36,7 +36,11 @@ func (e *env) bumpFrom(a agent) {
 		e.t.Fatal(err)
 	}
 	h, _ := tx.Hash(stellardev.Passphrase)
-	sig, err := e.enc.Sign(bg, a.ref, h[:])
+	unsigned, err := tx.MarshalBinary()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sig, err := e.enc.Sign(bg, chains.NoValueRequest(a.ref, h[:], unsigned, stellardev.Passphrase))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -45,6 +45,10 @@ type intent struct {
 	State       string            `json:"state"`
 	TxHash      string            `json:"txHash"`
 	Created     time.Time         `json:"created"`
+	// Spend is the value the transaction moves; every attempt (a rebuild
+	// after tx_bad_seq or expiry) is signed under it again. Nil for a
+	// registration, which moves no value (the enclave checks).
+	Spend *chains.Spend `json:"spend,omitempty"`
 }
 
 // builder returns the operations (and memo) of an attempt; it runs again
@@ -235,7 +239,17 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 	if err != nil {
 		return attempt{}, err
 	}
-	sig, err := c.signer.Sign(ctx, it.KeyRef, hash[:])
+	var req chains.SignRequest
+	if it.Spend != nil {
+		req = chains.SpendRequest(it.KeyRef, hash[:], *it.Spend)
+	} else {
+		unsigned, err := tx.MarshalBinary()
+		if err != nil {
+			return attempt{}, fmt.Errorf("stellar: encode transaction: %w", err)
+		}
+		req = chains.NoValueRequest(it.KeyRef, hash[:], unsigned, c.cfg.NetworkPassphrase)
+	}
+	sig, err := c.signer.Sign(ctx, req)
 	if err != nil {
 		return attempt{}, fmt.Errorf("stellar: sign: %w", err)
 	}

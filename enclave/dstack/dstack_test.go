@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -153,7 +154,7 @@ func TestSignVerifies(t *testing.T) {
 	p := open(t, dstacktest.New(t, dstacktest.Config{AppKey: appKey}), dstack.Options{})
 	ctx := context.Background()
 	digest := crypto.Keccak256([]byte("payload"))
-	sig, err := p.Sign(ctx, chains.KeyRef{AgentID: agent1, Chain: chains.Base}, digest)
+	sig, err := p.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Base}, digest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,11 +163,11 @@ func TestSignVerifies(t *testing.T) {
 		t.Fatalf("EVM signature does not recover the account address: %v", err)
 	}
 	msg := []byte("stellar payload")
-	sig, err = p.Sign(ctx, chains.KeyRef{AgentID: agent1, Chain: chains.Stellar}, msg)
+	sig, err = p.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Stellar}, msg))
 	if err != nil || !ed25519.Verify(derive(t, p, agent1, chains.Stellar, 0).AccountPublicKey, msg, sig) {
 		t.Fatalf("ed25519 signature does not verify: %v", err)
 	}
-	if _, err := p.Sign(ctx, chains.KeyRef{AgentID: "../x", Chain: chains.Base}, digest); !errors.Is(err, enclave.ErrInvalidInput) {
+	if _, err := p.Sign(ctx, spendReq(chains.KeyRef{AgentID: "../x", Chain: chains.Base}, digest)); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Fatalf("bad agent id: %v", err)
 	}
 }
@@ -549,9 +550,9 @@ func TestNoKeyMaterialInErrorsOrLogs(t *testing.T) {
 			errs = append(errs, err.Error())
 		}
 	}
-	_, err := p.Sign(ctx, chains.KeyRef{AgentID: agent1, Chain: chains.Base}, []byte("short"))
+	_, err := p.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Base}, []byte("short")))
 	collect(err)
-	_, err = p.Sign(ctx, chains.KeyRef{AgentID: agent1, Chain: chains.Solana, EphemeralPub: []byte{1, 2}}, []byte("m"))
+	_, err = p.Sign(ctx, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Solana, EphemeralPub: []byte{1, 2}}, []byte("m")))
 	collect(err)
 	srv.Fail("GetQuote", dstacktest.Failure{Status: 400, Message: "quote failed"})
 	_, err = p.Attest(ctx, agent1, []chains.ID{chains.Base}, []byte("n"))
@@ -638,4 +639,11 @@ func TestDocumentedVector(t *testing.T) {
 			t.Fatalf("%s: %s, documented %q", c, got, v[string(c)])
 		}
 	}
+}
+
+// spendReq labels a raw test signature as a spend of the key's own agent
+// (the enclave signs nothing unlabelled).
+func spendReq(key chains.KeyRef, payload []byte) chains.SignRequest {
+	return chains.SpendRequest(key, payload, chains.Spend{Key: "test", AgentID: key.AgentID, Chain: key.Chain,
+		Asset: "ETH", Amount: chains.NewAmount(big.NewInt(1), 18), Recipient: "test"})
 }

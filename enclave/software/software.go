@@ -186,13 +186,16 @@ func (p *Provider) DeriveKeys(ctx context.Context, agentID string, chain chains.
 }
 
 // Sign implements enclave.Provider and chains.Signer.
-func (p *Provider) Sign(ctx context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
-	s, done, err := p.keyring().KeySet(ctx, key.AgentID, key.Chain, key.Epoch)
+func (p *Provider) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	if err := enclave.CheckRequest(req); err != nil {
+		return nil, err
+	}
+	s, done, err := p.keyring().KeySet(ctx, req.Key.AgentID, req.Key.Chain, req.Key.Epoch)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return s.Sign(payload, key.EphemeralPub)
+	return s.Sign(req.Payload, req.Key.EphemeralPub)
 }
 
 // ScanKeys implements enclave.Provider.

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -516,16 +517,16 @@ func TestInputChecks(t *testing.T) {
 	if _, err := p.DeriveKeys(bg, agent1, "all", 0); !errors.Is(err, chains.ErrUnknownChain) {
 		t.Errorf("chain all: err = %v", err)
 	}
-	if _, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: chains.Base}, make([]byte, 31)); !errors.Is(err, enclave.ErrInvalidInput) {
+	if _, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Base}, make([]byte, 31))); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Errorf("31-byte EVM digest: err = %v", err)
 	}
-	if _, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: chains.Base, EphemeralPub: make([]byte, 33)}, make([]byte, 32)); !errors.Is(err, enclave.ErrInvalidInput) {
+	if _, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Base, EphemeralPub: make([]byte, 33)}, make([]byte, 32))); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Errorf("invalid EVM ephemeral key: err = %v", err)
 	}
-	if _, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: chains.Solana, EphemeralPub: make([]byte, 31)}, []byte("m")); !errors.Is(err, enclave.ErrInvalidInput) {
+	if _, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Solana, EphemeralPub: make([]byte, 31)}, []byte("m"))); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Errorf("short ed25519 ephemeral key: err = %v", err)
 	}
-	if _, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: chains.Solana}, make([]byte, 64<<10+1)); !errors.Is(err, enclave.ErrInvalidInput) {
+	if _, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: chains.Solana}, make([]byte, 64<<10+1))); !errors.Is(err, enclave.ErrInvalidInput) {
 		t.Errorf("oversized payload: err = %v", err)
 	}
 	ctx, cancel := context.WithCancel(bg)
@@ -540,7 +541,7 @@ func TestSignAccountEVM(t *testing.T) {
 	for _, c := range []chains.ID{chains.Horizen, chains.Ethereum, chains.Polygon, chains.Base} {
 		k := derive(t, p, agent1, c, 0)
 		digest := crypto.Keccak256([]byte("transfer on " + c))
-		sig, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: c}, digest)
+		sig, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: c}, digest))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -568,7 +569,7 @@ func TestSignAccountEd25519(t *testing.T) {
 	for _, c := range []chains.ID{chains.Stellar, chains.Solana} {
 		k := derive(t, p, agent1, c, 0)
 		for _, msg := range [][]byte{nil, []byte("a stellar tx hash, 32 bytes ...."), make([]byte, 1232)} {
-			sig, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: c}, msg)
+			sig, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: c}, msg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -595,7 +596,7 @@ func TestSignStealth(t *testing.T) {
 			}
 			ref.EphemeralPub = ann.EphemeralPub[:]
 			digest := crypto.Keccak256([]byte("withdraw"))
-			sig, err := p.Sign(bg, ref, digest)
+			sig, err := p.Sign(bg, spendReq(ref, digest))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -625,7 +626,7 @@ func TestSignStealth(t *testing.T) {
 		}
 		ref.EphemeralPub = ann.EphemeralPub[:]
 		msg := []byte("withdraw from the one-time account")
-		sig, err := p.Sign(bg, ref, msg)
+		sig, err := p.Sign(bg, spendReq(ref, msg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -765,7 +766,7 @@ func TestConcurrentUse(t *testing.T) {
 					t.Errorf("concurrent DeriveKeys: %v", err)
 				}
 				payload := make([]byte, 32)
-				if _, err := p.Sign(bg, chains.KeyRef{AgentID: agent1, Chain: c}, payload); err != nil {
+				if _, err := p.Sign(bg, spendReq(chains.KeyRef{AgentID: agent1, Chain: c}, payload)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -785,4 +786,11 @@ func TestMeasurement(t *testing.T) {
 	if m != "sha256:"+hex.EncodeToString(d[:]) {
 		t.Fatalf("measurement %s is not the executable's SHA-256", m)
 	}
+}
+
+// spendReq labels a raw test signature as a spend of the key's own agent
+// (the enclave signs nothing unlabelled).
+func spendReq(key chains.KeyRef, payload []byte) chains.SignRequest {
+	return chains.SpendRequest(key, payload, chains.Spend{Key: "test", AgentID: key.AgentID, Chain: key.Chain,
+		Asset: "ETH", Amount: chains.NewAmount(big.NewInt(1), 18), Recipient: "test"})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
@@ -87,8 +88,15 @@ func (s *Signer) Add(a *Agent) {
 	s.mu.Unlock()
 }
 
-// Sign implements chains.Signer: 65-byte [R || S || V], V in {0, 1}.
-func (s *Signer) Sign(_ context.Context, key chains.KeyRef, payload []byte) ([]byte, error) {
+// Sign implements chains.Signer: 65-byte [R || S || V], V in {0, 1}. Like
+// the enclave it refuses a request that is neither a spend nor a no-value
+// request that provably moves nothing (enclave.CheckRequest); it has no
+// policy.
+func (s *Signer) Sign(_ context.Context, req chains.SignRequest) ([]byte, error) {
+	if err := enclave.CheckRequest(req); err != nil {
+		return nil, err
+	}
+	key, payload := req.Key, req.Payload
 	s.mu.RLock()
 	a := s.agents[key.AgentID]
 	s.mu.RUnlock()

@@ -1,0 +1,194 @@
+package chains
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// Amount is a quantity of one asset in base units (wei, stroops, lamports,
+// token units), with the asset's decimals so that it can be shown and
+// compared in whole units. It is parsed once, where the asset is known
+// (ParseAmountOf), and passed as a value; the zero Amount is 0 with 0
+// decimals.
+type Amount struct {
+	units    big.Int
+	decimals int
+}
+
+// NewAmount is units base units of an asset with decimals places (units is
+// copied; nil means 0).
+func NewAmount(units *big.Int, decimals int) Amount {
+	var a Amount
+	if units != nil {
+		a.units.Set(units)
+	}
+	a.decimals = decimals
+	return a
+}
+
+// ParseAmountOf parses a decimal in whole units ("1.5") for an asset with
+// decimals places; the rules are ParseAmount's.
+func ParseAmountOf(s string, decimals int) (Amount, error) {
+	v, err := ParseAmount(s, decimals)
+	if err != nil {
+		return Amount{}, err
+	}
+	return NewAmount(v, decimals), nil
+}
+
+// Units returns the base units (a copy).
+func (a Amount) Units() *big.Int { return new(big.Int).Set(&a.units) }
+
+// Decimals is the asset's number of decimal places.
+func (a Amount) Decimals() int { return a.decimals }
+
+// Sign is -1, 0 or +1.
+func (a Amount) Sign() int { return a.units.Sign() }
+
+// Rat is the amount in whole units, exactly.
+func (a Amount) Rat() *big.Rat {
+	return new(big.Rat).SetFrac(a.Units(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.decimals)), nil))
+}
+
+// String is the amount in whole units without trailing zeros ("1.5").
+func (a Amount) String() string { return FormatAmount(&a.units, a.decimals) }
+
+type amountJSON struct {
+	Units    string `json:"units"`
+	Decimals int    `json:"decimals"`
+}
+
+// MarshalJSON writes {"units":"<base units>","decimals":n}.
+func (a Amount) MarshalJSON() ([]byte, error) {
+	return json.Marshal(amountJSON{Units: a.units.String(), Decimals: a.decimals})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	var j amountJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Units == "" {
+		j.Units = "0"
+	}
+	v, ok := new(big.Int).SetString(j.Units, 10)
+	if !ok || j.Decimals < 0 || j.Decimals > 77 {
+		return fmt.Errorf("%w: %q with %d decimals", ErrInvalidAmount, j.Units, j.Decimals)
+	}
+	*a = NewAmount(v, j.Decimals)
+	return nil
+}
+
+// Spend is the value one signature moves, as its requester states it: the
+// enclave checks it against the agent's spending policy and counts it
+// (once per Key) before it signs. Connectors build it from the operation's
+// own parameters, so it says what the transaction does.
+type Spend struct {
+	// Key identifies the payment (its idempotency key): the several
+	// signatures of one payment (an ERC-20 approval and the transfer, a fee
+	// bump, a rebuilt transaction) carry the same Key and count once.
+	Key     string `json:"key"`
+	AgentID string `json:"agentId"`
+	Chain   ID     `json:"chain"`
+	// Asset is the asset's symbol ("ETH", "USDC", "XLM").
+	Asset string `json:"asset"`
+	// Amount is what moves, in base units. It is zero only when All is set.
+	Amount Amount `json:"amount"`
+	// All: everything the source holds of Asset (a withdrawal of the whole
+	// balance, whose exact amount is known only on chain).
+	All bool `json:"all,omitempty"`
+	// Recipient is who is paid: a meta-address, a plain address or a name.
+	Recipient string `json:"recipient"`
+}
+
+// Check validates the spend's fields (not the policy).
+func (s Spend) Check() error {
+	switch {
+	case strings.TrimSpace(s.Key) == "":
+		return errors.New("spend has no idempotency key")
+	case s.AgentID == "":
+		return errors.New("spend names no agent")
+	case s.Chain == "":
+		return errors.New("spend names no chain")
+	case strings.TrimSpace(s.Asset) == "":
+		return errors.New("spend names no asset")
+	case strings.TrimSpace(s.Recipient) == "":
+		return errors.New("spend names no recipient")
+	case s.All && s.Amount.Sign() != 0:
+		return errors.New("spend of everything also gives an amount")
+	case !s.All && s.Amount.Sign() <= 0:
+		return errors.New("spend amount must be greater than zero")
+	}
+	return nil
+}
+
+// SignRequest is one signature a connector asks of the enclave. It is
+// exactly one of two kinds (build it with SpendRequest or NoValueRequest):
+//
+//   - a spend: the transaction moves value (a native or token send, a token
+//     approval, a withdrawal) and Spend says how much of what to whom; the
+//     enclave checks it against the agent's policy and counts it;
+//   - no value: the transaction moves nothing (a name registration, a
+//     zero-value nonce filler); the enclave decodes Unsigned (or, on
+//     Solana, Payload) and refuses when it moves value or cannot be
+//     decoded.
+//
+// A request of neither kind is refused.
+type SignRequest struct {
+	Key KeyRef
+	// Payload is what is signed: a 32-byte digest for EVM keys (the
+	// transaction's signing hash), the transaction hash for Stellar, the
+	// message for Solana. The signature is 65 bytes [R || S || V] with V in
+	// {0, 1} for EVM keys, 64 bytes for ed25519 keys.
+	Payload []byte
+	// Unsigned is the transaction Payload is the signing hash of, for the
+	// enclave to decode: EVM, the unsigned transaction's binary encoding
+	// (types.Transaction.MarshalBinary); Stellar, the XDR of the
+	// TransactionEnvelope. Solana needs none (Payload is the message).
+	Unsigned []byte
+	// Network is the Stellar network passphrase Payload was hashed with.
+	Network string
+	// Spend is set for a transaction that moves value.
+	Spend *Spend
+	// NoValue is set for a transaction that moves no value.
+	NoValue bool
+}
+
+// SpendRequest asks for a signature of a transaction that moves value.
+func SpendRequest(key KeyRef, payload []byte, s Spend) SignRequest {
+	return SignRequest{Key: key, Payload: payload, Spend: &s}
+}
+
+// NoValueRequest asks for a signature of a transaction that moves no
+// value; unsigned and network are as SignRequest describes.
+func NoValueRequest(key KeyRef, payload, unsigned []byte, network string) SignRequest {
+	return SignRequest{Key: key, Payload: payload, Unsigned: unsigned, Network: network, NoValue: true}
+}
+
+// ErrUnlabelled reports a sign request that is neither a spend nor a
+// no-value request, or both.
+var ErrUnlabelled = errors.New("chains: a signature request must carry either a spend or the no-value label")
+
+// CheckKind validates the request's kind: exactly one of Spend and NoValue,
+// a well-formed spend of the key's own agent and chain.
+func (r SignRequest) CheckKind() error {
+	switch {
+	case r.Spend == nil && !r.NoValue, r.Spend != nil && r.NoValue:
+		return ErrUnlabelled
+	case r.Spend != nil:
+		if err := r.Spend.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnlabelled, err)
+		}
+		if r.Spend.AgentID != r.Key.AgentID {
+			return fmt.Errorf("%w: a spend of agent %s cannot be signed with a key of agent %s", ErrUnlabelled, r.Spend.AgentID, r.Key.AgentID)
+		}
+		if r.Spend.Chain != r.Key.Chain {
+			return fmt.Errorf("%w: a spend on %s cannot be signed with a key on %s", ErrUnlabelled, r.Spend.Chain, r.Key.Chain)
+		}
+	}
+	return nil
+}
