@@ -13,8 +13,8 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/enclave"
 )
 
 // Agent is a test agent: an account key that holds and sends funds, and the
