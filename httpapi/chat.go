@@ -33,6 +33,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
+	// A hosted model may take longer than an ordinary reply may.
+	extendWrite(w, s.bounds.ChatWriteTimeout)
 	if strings.TrimSpace(req.Message) == "" {
 		return Errorf(http.StatusBadRequest, "message is required: send the text for the agent")
 	}

@@ -58,6 +58,8 @@ type envOptions struct {
 	rates httpapi.RateLimit
 	// now is the API's clock (nil: time.Now).
 	now func() time.Time
+	// limits are the API's slow-client limits (zero: the defaults).
+	limits httpapi.Limits
 	// webhookAllowPrivate lets webhooks target the test's loopback receivers.
 	webhookAllowPrivate bool
 	// agentNow is the agent actors' clock (nil: time.Now).
@@ -105,7 +107,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
 	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now,
-		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate})
+		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate, Limits: opts.limits})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())
 	if err != nil || key == "" {

@@ -78,9 +78,9 @@ func (s *Server) invoicePaid(w http.ResponseWriter, r *http.Request) error {
 	}
 	var req InvoicePaidRequest
 	raw, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return Errorf(http.StatusRequestEntityTooLarge, "%s", tooLargeMessage(mbe.Limit))
+	limit, _ := bodyTimeout(r)
+	if berr := bodyError(err, limit); berr != nil {
+		return berr
 	}
 	if err != nil {
 		return err

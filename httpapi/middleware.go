@@ -27,6 +27,7 @@ const (
 	keyLogger
 	keyAccount
 	keyKeyHash
+	keyBody // *deadlineBody (limits.go)
 )
 
 // HeaderRequestID carries the request id in both directions.
@@ -208,17 +209,22 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func decodeJSON(r *http.Request, v any) error {
 	dec := jsonDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
+		limit, _ := bodyTimeout(r)
+		if berr := bodyError(err, limit); berr != nil {
+			return berr
+		}
 		switch {
-		case errors.As(err, &mbe):
-			return Errorf(http.StatusRequestEntityTooLarge, "%s", tooLargeMessage(mbe.Limit))
 		case errors.Is(err, io.EOF):
 			return Errorf(http.StatusBadRequest, "request body is empty: expected a JSON object")
 		default:
 			return Errorf(http.StatusBadRequest, "request body is not valid JSON for this endpoint: %s", jsonErrorText(err))
 		}
 	}
-	if dec.More() {
+	more := dec.More()
+	if limit, cut := bodyTimeout(r); cut {
+		return bodyError(errBodyTimeout, limit)
+	}
+	if more {
 		return Errorf(http.StatusBadRequest, "request body has data after the JSON object")
 	}
 	return nil

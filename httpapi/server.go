@@ -53,6 +53,9 @@ type Config struct {
 	// Ready answers GET /readyz (runtime/ready.Checker in veild); nil
 	// makes it 200 {"status":"ready"} (nothing to check).
 	Ready http.Handler
+	// Limits bound slow and idle clients (zero fields: DefaultLimits);
+	// HTTPServer applies them.
+	Limits Limits
 }
 
 // Agents delivers a message to an agent actor and returns its answer:
@@ -80,6 +83,7 @@ type Server struct {
 	router    chi.Router
 	rates     RateLimit
 	limits    *limiter
+	bounds    Limits // slow and idle clients (limits.go)
 
 	feed                *agent.Feed
 	streamPoll          time.Duration
@@ -123,6 +127,7 @@ func New(cfg Config) *Server {
 		s.rates = defaultRateLimit
 	}
 	s.limits = newLimiter(s.now)
+	s.bounds = cfg.Limits.withDefaults()
 	s.router = s.routes()
 	return s
 }
@@ -138,7 +143,7 @@ func (s *Server) BeginShutdown() {
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.observe, s.drain, s.limitBody)
+	r.Use(s.observe, s.drain, s.bodyDeadline, s.limitBody)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

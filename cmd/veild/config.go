@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/veilhq/veil/httpapi"
 )
 
 // config is everything `veild serve` reads from flags and VEIL_* env.
@@ -29,6 +31,12 @@ type config struct {
 	MemoryLimitMiB  int
 	RatePerSecond   float64
 	RateBurst       int
+
+	// Slow and idle HTTP clients (httpapi.Limits; docs/api.md, "Limits").
+	BodyTimeout      time.Duration
+	WriteTimeout     time.Duration
+	ChatWriteTimeout time.Duration
+	IdleTimeout      time.Duration
 	// WebhookAllowPrivate lets webhooks reach private, loopback and
 	// link-local addresses (development and tests only).
 	WebhookAllowPrivate bool
@@ -70,6 +78,10 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit-mib", 0, "Go heap size (MiB) above which least recently used agents are passivated; 0: off")
 	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
 	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", httpapi.DefaultLimits.BodyTimeout, "a request body must arrive within this after its headers (else 408 and the connection closes)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", httpapi.DefaultLimits.WriteTimeout, "an ordinary reply must be written within this")
+	fs.DurationVar(&c.ChatWriteTimeout, "chat-write-timeout", httpapi.DefaultLimits.ChatWriteTimeout, "the reply of POST /agent/:id/chat (a hosted model) must be written within this")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", httpapi.DefaultLimits.IdleTimeout, "an idle keep-alive connection is closed after this")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks reach private, loopback and link-local addresses (development and tests only; docs/webhooks.md)")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 5*time.Second, "time limit of each check of GET /readyz")
 	fs.DurationVar(&c.ReadyHeadAge, "ready-head-age", 2*time.Minute, "GET /readyz fails when a real network's latest block is older than this (devnets are not checked); 0: not checked")

@@ -144,7 +144,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopMoney()
 	readyz := readiness(cfg, store, chainSet, func(ctx context.Context) error { _, err := enclaves.Info(ctx); return err }, member, time.Now)
 	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
-		Feed: feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, Ready: readyz})
+		Limits: httpapi.Limits{BodyTimeout: cfg.BodyTimeout, WriteTimeout: cfg.WriteTimeout, ChatWriteTimeout: cfg.ChatWriteTimeout, IdleTimeout: cfg.IdleTimeout},
+		Feed:   feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, Ready: readyz})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -155,7 +156,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer msrv.Close()
 		log.Info("metrics serving", slog.String("addr", mln.Addr().String()))
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	srv := api.HTTPServer() // with the limits on slow and idle clients
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("veild serving", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.Data), slog.String("version", build.String()))
