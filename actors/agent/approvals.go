@@ -240,9 +240,11 @@ func (a *Actor) decide(ctx context.Context, m *DecideApproval) (*ApprovalDecisio
 		next.Status = policy.StatusDenied
 	} else {
 		next.Status = policy.StatusApproved
-		// Until its outcome is stored, the reminder wakes it again: a crash
-		// while sending runs it once more, with the same idempotency key.
-		next.RetryAt = now.Add(approvedRetryBackoff[0])
+		// Until its outcome is stored, the reminder wakes it: a crash while
+		// sending runs it once more, with the same idempotency key, as soon
+		// as the reminder runs again. Due now is safe: the wake-up queues
+		// behind this decision in the agent's mailbox and finds it done.
+		next.RetryAt = now
 		ops = append(ops, persistence.Put(policy.TableApprovalDue, policy.DueKey(next.RetryAt, a.id, ap.ID), nil, persistence.Any()))
 	}
 	put, err := policy.PutOp(&next, version)
