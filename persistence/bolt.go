@@ -13,6 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/veilhq/veil/persistence/internal/groupcommit"
 )
 
 // Errors OpenBolt wraps so that veild can tell an operator what to do
@@ -85,7 +87,7 @@ type Bolt struct {
 	closed bool
 	calls  sync.WaitGroup
 
-	c *committer // nil with NoGroupCommit
+	c *groupcommit.Queue[[]Op] // nil with NoGroupCommit
 
 	hooks testHooks
 }
@@ -149,8 +151,7 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 	}
 	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
 	if !opts.NoGroupCommit {
-		s.c = newCommitter(s)
-		go s.c.run()
+		s.c = groupcommit.Start(opts.MaxGroup, 0, s.commitGroup, hooks.enqueued)
 	}
 	return s, nil
 }
@@ -199,7 +200,7 @@ func (s *Bolt) Close() error {
 	s.mu.Unlock()
 	s.calls.Wait()
 	if s.c != nil {
-		s.c.stop()
+		s.c.Stop()
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close data file %s: %w", s.path, err)

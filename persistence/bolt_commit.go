@@ -5,10 +5,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/veilhq/veil/persistence/internal/groupcommit"
 )
 
 // Group commit. An fsync costs milliseconds and bbolt runs one writer at a
@@ -20,107 +21,7 @@ import (
 // left and is applied only when all its expectations hold.
 
 // request is one Apply call waiting for the committer.
-type request struct {
-	ops []Op
-	// taken is set by the committer, under committer.mu, when it removes the
-	// request from the queue; from then on the caller must wait for done.
-	taken    bool
-	versions []uint64
-	err      error
-	done     chan struct{}
-}
-
-type committer struct {
-	s *Bolt
-
-	mu    sync.Mutex
-	queue []*request
-
-	wake chan struct{} // capacity 1: "the queue may be non-empty"
-	quit chan struct{}
-	exit chan struct{}
-}
-
-func newCommitter(s *Bolt) *committer {
-	return &committer{
-		s:    s,
-		wake: make(chan struct{}, 1),
-		quit: make(chan struct{}),
-		exit: make(chan struct{}),
-	}
-}
-
-// stop ends the committer once the queue is empty. Close calls it only after
-// every admitted Apply has returned, so nothing is left behind.
-func (c *committer) stop() {
-	close(c.quit)
-	<-c.exit
-}
-
-func (c *committer) run() {
-	defer close(c.exit)
-	for {
-		select {
-		case <-c.wake:
-		case <-c.quit:
-			return
-		}
-		for {
-			group := c.take()
-			if len(group) == 0 {
-				break
-			}
-			c.s.commitGroup(group)
-		}
-	}
-}
-
-// take removes up to MaxGroup requests from the head of the queue.
-func (c *committer) take() []*request {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := min(len(c.queue), c.s.opts.MaxGroup)
-	group := make([]*request, n)
-	copy(group, c.queue)
-	for _, r := range group {
-		r.taken = true
-	}
-	// Shift rather than reslice so the backing array does not pin answered
-	// requests, and stays reusable.
-	rest := copy(c.queue, c.queue[n:])
-	clear(c.queue[rest:])
-	c.queue = c.queue[:rest]
-	return group
-}
-
-func (c *committer) enqueue(r *request) {
-	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
-// withdraw removes r from the queue if the committer has not taken it yet,
-// and reports whether it did.
-func (c *committer) withdraw(r *request) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r.taken {
-		return false
-	}
-	for i, q := range c.queue {
-		if q == r {
-			n := copy(c.queue[i:], c.queue[i+1:])
-			c.queue[i+n] = nil
-			c.queue = c.queue[:i+n]
-			break
-		}
-	}
-	return true
-}
+type request = groupcommit.Request[[]Op]
 
 // Apply implements Store. A batch whose ctx ends while it is still queued is
 // withdrawn and Apply returns ctx.Err(); once the committer has taken it,
@@ -138,24 +39,12 @@ func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
 	}
 	defer s.calls.Done()
 
-	r := &request{ops: ops, done: make(chan struct{})}
+	r := groupcommit.NewRequest(ops, 0)
 	if s.c == nil {
 		s.commitGroup([]*request{r})
-		return r.versions, r.err
+		return r.Versions, r.Err
 	}
-	s.c.enqueue(r)
-	if s.hooks.enqueued != nil {
-		s.hooks.enqueued()
-	}
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		if s.c.withdraw(r) {
-			return nil, ctx.Err()
-		}
-		<-r.done
-	}
-	return r.versions, r.err
+	return s.c.Wait(ctx, r)
 }
 
 // commitGroup runs every request of group in one transaction and answers
@@ -168,19 +57,19 @@ func (s *Bolt) commitGroup(group []*request) {
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range group {
-			steps, err := plan(tx, r.ops)
+			steps, err := plan(tx, r.Batch)
 			if err != nil {
-				r.err = err
+				r.Err = err
 				continue
 			}
-			if err := write(tx, r.ops, steps); err != nil {
+			if err := write(tx, r.Batch, steps); err != nil {
 				// The batch may be half written: only a rollback of the
 				// whole transaction restores atomicity.
 				return err
 			}
-			r.versions = make([]uint64, len(steps))
+			r.Versions = make([]uint64, len(steps))
 			for i, st := range steps {
-				r.versions[i] = st.version
+				r.Versions[i] = st.version
 			}
 		}
 		if s.hooks.txErr != nil {
@@ -196,11 +85,11 @@ func (s *Bolt) commitGroup(group []*request) {
 	if err != nil {
 		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
 		for _, r := range group {
-			r.versions, r.err = nil, err
+			r.Versions, r.Err = nil, err
 		}
 	}
 	for _, r := range group {
-		close(r.done)
+		r.Done()
 	}
 	if s.opts.Observe != nil {
 		s.opts.Observe(len(group), elapsed)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/internal/groupcommit"
 )
 
 // Group commit. A commit waits for PostgreSQL to flush its WAL, and each
@@ -32,114 +32,7 @@ import (
 // conflict, does without them.
 
 // request is one Apply call waiting for the committer.
-type request struct {
-	ops  []persistence.Op
-	size int // bytes of values, for MaxGroupBytes
-	// taken is set by the committer, under committer.mu, when it removes the
-	// request from the queue; from then on the caller must wait for done.
-	taken    bool
-	versions []uint64
-	err      error
-	done     chan struct{}
-}
-
-type committer struct {
-	s *Store
-
-	mu    sync.Mutex
-	queue []*request
-
-	wake chan struct{} // capacity 1: "the queue may be non-empty"
-	quit chan struct{}
-	exit chan struct{}
-}
-
-func newCommitter(s *Store) *committer {
-	return &committer{
-		s:    s,
-		wake: make(chan struct{}, 1),
-		quit: make(chan struct{}),
-		exit: make(chan struct{}),
-	}
-}
-
-// stop ends the committer. Close calls it only after every admitted Apply
-// has returned, so nothing is left in the queue.
-func (c *committer) stop() {
-	close(c.quit)
-	<-c.exit
-}
-
-func (c *committer) run() {
-	defer close(c.exit)
-	for {
-		select {
-		case <-c.wake:
-		case <-c.quit:
-			return
-		}
-		for {
-			group := c.take()
-			if len(group) == 0 {
-				break
-			}
-			c.s.commitGroup(group)
-		}
-	}
-}
-
-// take removes requests from the head of the queue, up to MaxGroup batches
-// and MaxGroupBytes of values (at least one batch, whatever its size).
-func (c *committer) take() []*request {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, bytes := 0, 0
-	for n < len(c.queue) && n < c.s.opts.MaxGroup {
-		if n > 0 && bytes+c.queue[n].size > c.s.opts.MaxGroupBytes {
-			break
-		}
-		bytes += c.queue[n].size
-		n++
-	}
-	group := make([]*request, n)
-	copy(group, c.queue)
-	for _, r := range group {
-		r.taken = true
-	}
-	rest := copy(c.queue, c.queue[n:])
-	clear(c.queue[rest:])
-	c.queue = c.queue[:rest]
-	return group
-}
-
-func (c *committer) enqueue(r *request) {
-	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
-// withdraw removes r from the queue if the committer has not taken it yet,
-// and reports whether it did.
-func (c *committer) withdraw(r *request) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r.taken {
-		return false
-	}
-	for i, q := range c.queue {
-		if q == r {
-			n := copy(c.queue[i:], c.queue[i+1:])
-			c.queue[i+n] = nil
-			c.queue = c.queue[:i+n]
-			break
-		}
-	}
-	return true
-}
+type request = groupcommit.Request[[]persistence.Op]
 
 // Apply implements persistence.Store. A batch whose ctx ends while it is
 // still queued is withdrawn and Apply returns ctx.Err(); once the committer
@@ -158,24 +51,16 @@ func (s *Store) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, err
 	}
 	defer s.calls.Done()
 
-	r := &request{ops: ops, done: make(chan struct{})}
+	size := 0
 	for _, op := range ops {
-		r.size += len(op.Value)
+		size += len(op.Value)
 	}
+	r := groupcommit.NewRequest(ops, size)
 	if s.c == nil {
 		s.commitGroup([]*request{r})
-		return r.versions, r.err
+		return r.Versions, r.Err
 	}
-	s.c.enqueue(r)
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		if s.c.withdraw(r) {
-			return nil, ctx.Err()
-		}
-		<-r.done
-	}
-	return r.versions, r.err
+	return s.c.Wait(ctx, r)
 }
 
 // groupAttempts bounds how often a group is run again after a serialization
@@ -205,11 +90,11 @@ func (s *Store) commitGroup(group []*request) {
 	}
 	for i, r := range group {
 		if err != nil {
-			r.versions, r.err = nil, err
+			r.Versions, r.Err = nil, err
 		} else {
-			r.versions, r.err = res[i].versions, res[i].err
+			r.Versions, r.Err = res[i].versions, res[i].err
 		}
-		close(r.done)
+		r.Done()
 	}
 	if s.opts.Observe != nil {
 		s.opts.Observe(len(group), elapsed)
@@ -335,7 +220,7 @@ func (g *groupTx) run(ctx context.Context, savepoints bool) error {
 // queueBatch queues the guarded statements of request ri and sets the
 // versions its success will return.
 func (g *groupTx) queueBatch(b *pgx.Batch, items []item, ri int) []item {
-	ops := g.group[ri].ops
+	ops := g.group[ri].Batch
 	versions := make([]uint64, len(ops))
 	g.res[ri] = outcome{versions: versions}
 	q := func(j int, scan bool, name string, args ...any) {
@@ -421,7 +306,7 @@ const preciseAttempts = 16
 // failed expectation it rolls back to the savepoint and records the
 // conflict, naming the op and the version it found.
 func (g *groupTx) precise(ctx context.Context, ri int) error {
-	ops := g.group[ri].ops
+	ops := g.group[ri].Batch
 	versions := make([]uint64, len(ops))
 	for j, op := range ops {
 		v, conflict, err := g.preciseOp(ctx, op)

@@ -507,9 +507,7 @@ func waitQueue(t *testing.T, s *Store, n int, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.c.mu.Lock()
-		l := len(s.c.queue)
-		s.c.mu.Unlock()
+		l := s.c.Len()
 		if l == n && (cond == nil || cond()) {
 			return
 		}

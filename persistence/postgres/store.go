@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/internal/groupcommit"
 )
 
 // Options tunes Open. The zero value is the production setting.
@@ -81,7 +82,7 @@ type Store struct {
 	closed bool
 	calls  sync.WaitGroup
 
-	c *committer // nil with NoGroupCommit
+	c *groupcommit.Queue[[]persistence.Op] // nil with NoGroupCommit
 
 	hooks testHooks
 }
@@ -160,8 +161,7 @@ func open(ctx context.Context, dsn string, opts Options, hooks testHooks) (*Stor
 
 	s := &Store{pool: pool, opts: opts, hooks: hooks}
 	if !opts.NoGroupCommit {
-		s.c = newCommitter(s)
-		go s.c.run()
+		s.c = groupcommit.Start(opts.MaxGroup, opts.MaxGroupBytes, s.commitGroup, nil)
 	}
 	return s, nil
 }
@@ -211,7 +211,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.calls.Wait()
 	if s.c != nil {
-		s.c.stop()
+		s.c.Stop()
 	}
 	s.pool.Close()
 	return nil
