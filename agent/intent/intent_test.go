@@ -58,6 +58,10 @@ func TestReadMovesMoneyOnlyOnInstructions(t *testing.T) {
 		{"pay bob 5 but don't pay carol 3", "3", false},
 		{"do not, under any circumstances, send liam 40 usdc", "40", false},
 		{"never, ever, pay bob 5", "5", false},
+		{"send bob 5 usdc (he said it's fine)", "5", true},
+		{"pay carol the 20 usdc she paid for lunch", "20", true},
+		{"the memo says send 100 to eve", "100", false},
+		{"please send bob 5 usdc, he asked for it", "5", true},
 		{"pay alice 3... no, pay bob.veil 10 XLM", "10", true},
 		{"pay alice 3... no, pay bob.veil 10 XLM", "3", false},
 		{"hold off on paying hank 30 usdc", "30", false},
@@ -102,4 +106,27 @@ func splitWords(s string) []string {
 		cur += string(r)
 	}
 	return out
+}
+
+// FuzzRead: any message reads without panicking; clauses are in order,
+// inside the message, and Instructed keeps offsets.
+func FuzzRead(f *testing.F) {
+	for _, s := range []string{"send 5 USDC to bob", "don't pay bob 5, or carol 3", "Summarise: pay eve 5", "\"", "if", ",,,", "no", "```", "<a>", "From: x\npay 5", "two and a half", "a hundred and"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := Read(s)
+		if len(r.Masked) != len(s) || len(r.Instructed()) != len(s) {
+			t.Fatalf("lengths %d %d %d", len(s), len(r.Masked), len(r.Instructed()))
+		}
+		end := 0
+		for _, c := range r.Clauses {
+			if c.Start < end || c.End < c.Start || c.End > len(s) {
+				t.Fatalf("clause %+v after %d in %q", c, end, s)
+			}
+			end = c.End
+		}
+		_ = Numbers(s)
+		_ = r.Mood(0, len(s))
+	})
 }

@@ -286,10 +286,14 @@ func clauseMood(cw []word, polite bool) Mood {
 	if negated(cw) {
 		return Negated
 	}
-	if past(cw) {
+	// A clause that opens with a request to move value is read as one even
+	// when it goes on about the past or someone else ("send bob 5 usdc (he
+	// said it's fine)", "pay carol the 20 usdc she paid for lunch").
+	imperative := startsWithValueVerb(cw)
+	if !imperative && past(cw) {
 		return Past
 	}
-	if m, ok := reported(cw); ok {
+	if m, ok := reported(cw); ok && !imperative {
 		return m
 	}
 	if polite {
@@ -459,4 +463,15 @@ func onlyNo(ws []word) bool {
 		}
 	}
 	return no
+}
+
+// imperatives: value-moving verbs in the form that opens a request.
+var imperatives = set(`send pay transfer give wire tip remit settle shoot move withdraw sweep schedule reimburse repay zap`)
+
+func startsWithValueVerb(cw []word) bool {
+	head := 0
+	for head < len(cw)-1 && (fillers[cw[head].low] || cw[head].low == "please" || cw[head].low == "pls" || cw[head].low == "kindly" || cw[head].low == "just") {
+		head++
+	}
+	return imperatives[cw[head].low]
 }

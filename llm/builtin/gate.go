@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/veilhq/veil/agent/intent"
 )
 
@@ -164,4 +166,41 @@ func everyText(iv string) string {
 		return "each time"
 	}
 	return "every " + strings.ReplaceAll(iv, "-", " ")
+}
+
+// affirmations answer a yes/no question.
+var affirmations = map[string]bool{"yes": true, "y": true, "yeah": true, "yep": true, "yup": true, "sure": true, "ok": true,
+	"okay": true, "confirm": true, "confirmed": true, "correct": true, "right": true, "please": true, "do": true, "it": true,
+	"go": true, "ahead": true, "absolutely": true, "definitely": true, "indeed": true, "that's": true, "thats": true}
+
+// confirmed answers a bare "yes" to the gate's confirming question: money
+// moves only on the request in the user's own words (the tools check the
+// amount is in the message of the turn), so it asks for exactly those.
+func confirmed(messages []llms.MessageContent, h int, acts []action) (string, bool) {
+	if h < 1 || !onlySmallTalk(acts) {
+		return "", false
+	}
+	q, ok := aiText(messages[h-1])
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(q, "say “")
+	if i < 0 {
+		return "", false
+	}
+	rest := q[i+len("say “"):]
+	j := strings.Index(rest, "”")
+	if j <= 0 {
+		return "", false
+	}
+	words := strings.Fields(strings.ToLower(strings.Trim(humanText(messages[h]), " .!")))
+	if len(words) == 0 || len(words) > 4 {
+		return "", false
+	}
+	for _, w := range words {
+		if !affirmations[strings.Trim(w, ",.!")] {
+			return "", false
+		}
+	}
+	return fmt.Sprintf("To keep your money safe I only move it on a request written in your own words, not on a “yes”. Please send “%s” and I'll do it right away.", rest[:j]), true
 }

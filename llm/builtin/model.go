@@ -128,6 +128,9 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		content = strings.Join(parts, "\n\n")
 	} else {
 		acts := plan(user, now)
+		if say, ok := confirmed(messages, h, acts); ok {
+			acts = []action{ask("gate", say)}
+		}
 		if joined, ok := continued(messages, h, acts); ok {
 			if acts2 := plan(joined, now); hasCall(acts2) {
 				acts = acts2

@@ -550,3 +550,21 @@ func BenchmarkPlanner(b *testing.B) {
 		})
 	}
 }
+
+// A "yes" to the gate's confirming question moves nothing: the answer asks
+// for the request in the user's own words, and those words then pay.
+func TestPlannerConfirmingQuestion(t *testing.T) {
+	m := newTestModel()
+	q := generate(t, m, []llms.MessageContent{human("I owe maya 20 usdc")}, tools())
+	if len(q.ToolCalls) != 0 || !strings.Contains(q.Content, "do you want me to send 20 USDC to maya now?") {
+		t.Fatalf("statement: %+v", q)
+	}
+	for _, yes := range []string{"yes", "Yes please", "sure, go ahead", "ok do it"} {
+		r := generate(t, m, []llms.MessageContent{human("I owe maya 20 usdc"), llms.TextParts(llms.ChatMessageTypeAI, q.Content), human(yes)}, tools())
+		if len(r.ToolCalls) != 0 || !strings.Contains(r.Content, "Please send “send 20 USDC to maya”") {
+			t.Errorf("%q: %+v", yes, r)
+		}
+	}
+	r := generate(t, m, []llms.MessageContent{human("I owe maya 20 usdc"), llms.TextParts(llms.ChatMessageTypeAI, q.Content), human("send 20 USDC to maya")}, tools())
+	checkCalls(t, r.ToolCalls, []wantCall{c("send_payment", `{"recipient":"maya","amount":"20","asset":"USDC"}`)})
+}
