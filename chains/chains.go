@@ -137,6 +137,25 @@ type Signer interface {
 	Sign(ctx context.Context, req SignRequest) ([]byte, error)
 }
 
+// GasPayer is the account that pays the gas of a withdrawal from a
+// one-time address that holds none of the native asset: the agent's main
+// account (its KeyRef and address).
+type GasPayer struct {
+	Key     KeyRef
+	Address string
+}
+
+// GasFunder is implemented by connectors on which moving tokens out of a
+// one-time address costs the native asset (the EVM chains).
+// WithdrawWithGas is Withdraw, except that the gas the address lacks is
+// first sent to it from payer in the same call: a value-moving transfer
+// signed under its own spend (idempotency key "gas/<key>") that the
+// agent's policy checks like any payment. The transfer links the payer's
+// address to the one-time address on chain (docs/chains-evm.md).
+type GasFunder interface {
+	WithdrawWithGas(ctx context.Context, from KeyRef, stealthAddress, to, amount, asset, idempotencyKey string, payer GasPayer) (TxResult, error)
+}
+
 // Announcement is one stealth payment announced on chain.
 type Announcement struct {
 	StealthAddress  string `json:"stealthAddress"`

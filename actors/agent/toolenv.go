@@ -136,7 +136,11 @@ func (o *chainOps) Withdraw(ctx context.Context, id chains.ID, stealthAddress, t
 	if ref.EphemeralPub, err = decodeHex(p.EphemeralPubKey); err != nil {
 		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", stealthAddress, err)
 	}
-	return c.Withdraw(ctx, ref, stealthAddress, to, amount, asset, key)
+	// Gas a one-time address lacks (an invoice paid in tokens holds no ETH)
+	// is paid from the agent's own account, under its own spend, which the
+	// enclave checks against the policy like any payment.
+	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id]}
+	return c.WithdrawWithGas(ctx, ref, stealthAddress, to, amount, asset, key, payer)
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

@@ -365,6 +365,20 @@ func (r *Ref) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, 
 	return as[chains.TxResult](v, err)
 }
 
+// WithdrawWithGas runs in the lane of stealthAddress: Withdraw with the
+// gas the address lacks paid from payer (chains.GasFunder). On a chain
+// whose connector needs no gas funding it is Withdraw.
+func (r *Ref) WithdrawWithGas(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, asset, idempotencyKey string, payer chains.GasPayer) (chains.TxResult, error) {
+	gf, ok := r.conn.(chains.GasFunder)
+	if !ok {
+		return r.Withdraw(ctx, from, stealthAddress, to, amount, asset, idempotencyKey)
+	}
+	v, err := r.do(ctx, "withdraw", laneOf(stealthAddress), func(ctx context.Context) (any, error) {
+		return gf.WithdrawWithGas(ctx, from, stealthAddress, to, amount, asset, idempotencyKey, payer)
+	})
+	return as[chains.TxResult](v, err)
+}
+
 // RegisterName runs in the lane of ownerAddress.
 func (r *Ref) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
 	v, err := r.do(ctx, "register_name", laneOf(ownerAddress), func(ctx context.Context) (any, error) {

@@ -212,7 +212,8 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 		t.Fatalf("alice received %s, want 1.25 less the fee = %s", got, want)
 	}
 
-	// Withdraw part of the USDC (exact), then the rest, then the gas stipend.
+	// Withdraw part of the USDC (exact), then the rest, which takes the
+	// payment's gas stipend along (no separate native sweep).
 	ref := bob.StealthRef(id, mine[1].EphemeralPubKey)
 	w2, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "0.5", "USDC", "w-usdc-1-"+string(id))
 	if err != nil {
@@ -227,16 +228,28 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No wait: the native sweep waits for the token withdrawal itself.
-	w4, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", native, "w-usdc-3-"+string(id))
-	if err != nil {
-		t.Fatal(err)
+	r3 := mustMined(t, c, w3.TxHash)
+	for i := 0; ; i++ {
+		rep, err := c.MaintainOnce(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Pending == 0 {
+			break
+		}
+		if i > 1000 {
+			t.Fatalf("still pending %+v", rep)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	mustMined(t, c, w4.TxHash)
-	mustMined(t, c, w3.TxHash)
 	sb, _ = c.Balance(ctx, mine[1].StealthAddress)
-	if sb.Tokens["USDC"] != "0" || sb.Native != "0" {
-		t.Fatalf("stealth address after withdrawing everything %+v", sb)
+	left := wei(t, c, mine[1].StealthAddress)
+	if sb.Tokens["USDC"] != "0" || left.Cmp(new(big.Int).Mul(big.NewInt(21000), r3.EffectiveGasPrice)) >= 0 {
+		t.Fatalf("stealth address after withdrawing everything %+v: %s wei is more than moving it costs", sb, left)
+	}
+	// A native sweep now has nothing worth moving.
+	if _, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", native, "w-usdc-3-"+string(id)); !errors.Is(err, chains.ErrInsufficientFunds) {
+		t.Fatalf("sweeping the dust: %v", err)
 	}
 	ab, _ := c.Balance(ctx, alice.Address.Hex())
 	if ab.Tokens["USDC"] != devnet.FaucetUSDC {

@@ -211,6 +211,7 @@ func TestInterop(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Run("pay, scan, withdraw", func(t *testing.T) { interopPay(t, b) })
 			t.Run("invoice paid by plain transfers", func(t *testing.T) { interopInvoice(t, b) })
+			t.Run("tokens withdrawn from an address without gas", func(t *testing.T) { interopGas(t, b) })
 			t.Run("wrong contract refused at start", func(t *testing.T) { interopWrongContract(t, b) })
 			t.Run("restart", func(t *testing.T) { interopRestart(t, b) })
 		})
@@ -255,8 +256,8 @@ func interopPay(t *testing.T, b backend) {
 	if len(mine) != 2 || mine[0].Amount != "1.5" || mine[0].Asset != "ETH" || mine[1].Amount != "12.25" || mine[1].Asset != "USDC" {
 		t.Fatalf("bob's announcements %+v", mine)
 	}
-	// Everything back out: the native payment swept to zero, the tokens,
-	// then the token payment's gas stipend.
+	// Everything back out: the native payment swept to zero, then the
+	// tokens, which take the token payment's gas stipend along.
 	w1, err := c.Withdraw(ctx, bob.StealthRef(c.Chain(), mine[0].EphemeralPubKey), mine[0].StealthAddress, alice.Address.Hex(), "", "ETH", "w1")
 	if err != nil {
 		t.Fatal(err)
@@ -267,18 +268,15 @@ func interopPay(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w3, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", "ETH", "w3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMined(t, c, w2.TxHash)
-	mustMined(t, c, w3.TxHash)
-	for _, a := range mine {
+	r2 := mustMined(t, c, w2.TxHash)
+	waitSettled(t, c)
+	for i, a := range mine {
 		bal, err := c.Balance(ctx, a.StealthAddress)
-		if err != nil || bal.Native != "0" || bal.Tokens["USDC"] != "0" {
+		if err != nil || bal.Tokens["USDC"] != "0" || i == 0 && bal.Native != "0" {
 			t.Fatalf("%s after withdrawing everything: %+v %v", a.StealthAddress, bal, err)
 		}
 	}
+	assertNoMovableDust(t, c, common.HexToAddress(mine[1].StealthAddress), r2.EffectiveGasPrice)
 	ab, _ := c.Balance(ctx, alice.Address.Hex())
 	if ab.Tokens["USDC"] != "10000" {
 		t.Fatalf("alice's USDC %s, want all 10000 back", ab.Tokens["USDC"])
@@ -451,5 +449,154 @@ func interopRestart(t *testing.T, b backend) {
 	}
 	if n != 1 {
 		t.Fatalf("%d payments for one key", n)
+	}
+}
+
+// waitSettled runs maintenance until nothing of c's is unconfirmed.
+func waitSettled(t *testing.T, c *evm.Connector) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		rep, err := c.MaintainOnce(context.Background(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still pending: %+v", rep)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertNoMovableDust: what a is left with costs more to move (a 21,000
+// gas transfer at price) than it is worth.
+func assertNoMovableDust(t *testing.T, c *evm.Connector, a common.Address, price *big.Int) {
+	t.Helper()
+	left := wei(t, c, a.Hex())
+	if limit := new(big.Int).Mul(big.NewInt(21000), price); left.Cmp(limit) >= 0 {
+		t.Fatalf("%s keeps %s wei, which a transfer costing %s could have moved", a.Hex(), left, limit)
+	}
+}
+
+// spendLog records the spends a signer is asked to sign, and refuses
+// those deny matches (a policy that says no).
+type spendLog struct {
+	inner chains.Signer
+	mu    sync.Mutex
+	seen  []chains.Spend
+	deny  func(chains.Spend) bool
+}
+
+func (s *spendLog) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	if req.Spend != nil {
+		s.mu.Lock()
+		s.seen = append(s.seen, *req.Spend)
+		deny := s.deny != nil && s.deny(*req.Spend)
+		s.mu.Unlock()
+		if deny {
+			return nil, errors.New("policy: this spend needs the owner's approval")
+		}
+	}
+	return s.inner.Sign(ctx, req)
+}
+
+func (s *spendLog) spends(key string) []chains.Spend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []chains.Spend
+	for _, sp := range s.seen {
+		if sp.Key == key {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// interopGas: tokens paid to an invoice's one-time address (no native
+// asset there) are withdrawn with the gas paid from the agent's main
+// account in the same call, signed under its own explicit spend; exactly
+// the gas is sent, nothing movable stays behind, a retry pays nothing
+// twice, and without a payer (or with a payer the policy refuses, or one
+// that cannot pay) nothing moves.
+func interopGas(t *testing.T, b backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice, bob, inner := agents(t)
+	b.fund(t, alice.Address)
+	signer := &spendLog{inner: inner}
+	c := connect(t, b.cfg, openStore(t, t.TempDir()), signer, nil)
+	id := c.Chain()
+
+	// An invoice address of bob's, paid 42 USDC by alice's wallet.
+	m, _ := secp256k1.ParseMetaAddress(bob.Meta)
+	ann, err := secp256k1.Generate(m, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := common.Address(ann.StealthAddress)
+	ref := bob.StealthRef(id, ann.EphemeralPub[:])
+	if _, err := walletOf(t, c, alice.Account).Send(ctx, b.cfg.Tokens[0].Address, nil, bindings.NewTestToken().PackTransfer(inv, units(t, "42", 6))); err != nil {
+		t.Fatal(err)
+	}
+	payer := chains.GasPayer{Key: bob.Ref(id), Address: bob.Address.Hex()}
+	dest := evmtest.NewAgent(t.Name() + "-dest").Address
+
+	// Without a payer: refused, pointing at the agent's account.
+	if _, err := c.Withdraw(ctx, ref, inv.Hex(), dest.Hex(), "", "USDC", "plain"); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), "main account") {
+		t.Fatalf("withdraw without gas: %v", err)
+	}
+	// A payer that holds nothing: refused, naming it; nothing signed.
+	if _, err := c.WithdrawWithGas(ctx, ref, inv.Hex(), dest.Hex(), "", "USDC", "poor", payer); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), bob.Address.Hex()) {
+		t.Fatalf("withdraw with an unfunded payer: %v", err)
+	}
+	b.fund(t, bob.Address)
+	// The policy refuses the gas transfer: nothing moves.
+	signer.deny = func(s chains.Spend) bool { return strings.HasPrefix(s.Key, "gas/") }
+	if _, err := c.WithdrawWithGas(ctx, ref, inv.Hex(), dest.Hex(), "", "USDC", "denied", payer); err == nil || !strings.Contains(err.Error(), "policy") {
+		t.Fatalf("withdraw with the gas spend refused: %v", err)
+	}
+	if got := wei(t, c, inv.Hex()); got.Sign() != 0 {
+		t.Fatalf("the invoice address received %s wei although the policy refused", got)
+	}
+	signer.deny = nil
+
+	before := wei(t, c, bob.Address.Hex())
+	w, err := c.WithdrawWithGas(ctx, ref, inv.Hex(), dest.Hex(), "", "USDC", "with-gas", payer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustMined(t, c, w.TxHash)
+	// The gas transfer was signed as a spend of the native asset to the
+	// one-time address, under its own key.
+	gs := signer.spends("gas/with-gas")
+	if len(gs) != 1 || gs[0].Asset != id.NativeAsset() || !strings.EqualFold(gs[0].Recipient, inv.Hex()) || gs[0].AgentID != bob.ID || gs[0].Amount.Sign() <= 0 {
+		t.Fatalf("gas spends %+v", gs)
+	}
+	ws := signer.spends("with-gas")
+	if len(ws) != 1 || ws[0].Asset != "USDC" || ws[0].Amount.String() != "42" || !strings.EqualFold(ws[0].Recipient, dest.Hex()) {
+		t.Fatalf("withdrawal spends %+v", ws)
+	}
+	bal, _ := c.Balance(ctx, dest.Hex())
+	if bal.Tokens["USDC"] != "42" {
+		t.Fatalf("destination holds %+v", bal)
+	}
+	// Exactly the gas: the payer lost the funding and its fee, the
+	// address kept less than it would cost to move.
+	assertNoMovableDust(t, c, inv, r.EffectiveGasPrice)
+	funded := gs[0].Amount.Units()
+	paid := new(big.Int).Sub(before, wei(t, c, bob.Address.Hex()))
+	if fee := new(big.Int).Sub(paid, funded); fee.Sign() <= 0 || new(big.Int).Mod(fee, big.NewInt(21000)).Sign() != 0 {
+		t.Fatalf("payer paid %s for a funding of %s", paid, funded)
+	}
+	if used := new(big.Int).Mul(new(big.Int).SetUint64(r.GasUsed), r.EffectiveGasPrice); used.Cmp(funded) > 0 {
+		t.Fatalf("the withdrawal cost %s, more than the %s sent", used, funded)
+	}
+	// A retry returns the same withdrawal and funds nothing again.
+	again, err := c.WithdrawWithGas(ctx, ref, inv.Hex(), dest.Hex(), "", "USDC", "with-gas", payer)
+	if err != nil || again.TxHash != w.TxHash || len(signer.spends("gas/with-gas")) != 1 {
+		t.Fatalf("retry %+v %v, gas spends %d", again, err, len(signer.spends("gas/with-gas")))
 	}
 }

@@ -91,6 +91,10 @@ type txSpec struct {
 	// that the fee is exactly gas·price and nothing is left behind.
 	sweep        bool
 	sweepBalance *big.Int
+	// price, when set, is the transaction's tip and fee cap both: the fee
+	// is then exactly gasUsed·price, which a one-time address funded with
+	// gas·price (or holding a known balance) can pay without dust.
+	price *big.Int
 	extra        map[string]string
 	// spend is what the transaction moves (nil: nothing; see intent.Spend).
 	spend *chains.Spend
@@ -293,6 +297,9 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			return chains.TxResult{}, err
 		}
 		value := spec.value
+		if spec.price != nil {
+			tip, feeCap = new(big.Int).Set(spec.price), new(big.Int).Set(spec.price)
+		}
 		if spec.sweep {
 			tip = feeCap
 			if value, err = sweepValue(spec.sweepBalance, spec.gas, feeCap); err != nil {

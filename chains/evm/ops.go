@@ -177,12 +177,20 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 
 // Withdraw moves amount of asset from stealthAddress (signed with from,
 // whose EphemeralPub selects the one-time key) to `to`; gas is paid by the
-// stealth address itself. An empty amount withdraws everything: for the
-// native asset the transaction's fee is exactly gas × price (tip = fee cap)
-// and the value is the balance less that fee, so nothing is left; for a
-// token the whole token balance moves (the native gas stipend stays; sweep
-// it with a native withdrawal afterwards).
+// stealth address itself (WithdrawWithGas has the agent's account pay what
+// it lacks). An empty amount withdraws everything: for the native asset
+// the transaction's fee is exactly gas × price (tip = fee cap) and the
+// value is the balance less that fee, so nothing is left; for a token the
+// whole token balance moves, and the native asset the address holds beyond
+// the transfer's gas (a payment's gas stipend) follows it to `to` in a
+// second transaction (key "rest/<key>"). A token transfer is priced with
+// tip = fee cap and a gas margin of at most dustGas, so what stays behind
+// costs more to move than it is worth.
 func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+	return c.withdraw(ctx, from, stealthAddress, to, amount, assetSym, idempotencyKey, nil)
+}
+
+func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string, payer *chains.GasPayer) (chains.TxResult, error) {
 	src, err := parseAddress(stealthAddress)
 	if err != nil {
 		return chains.TxResult{}, err
@@ -216,6 +224,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 	}
 	spec := txSpec{op: "withdraw", fingerprint: fp, from: src, ref: from,
 		extra: map[string]string{"to": dst.Hex(), "asset": a.symbol, "amount": amount}}
+	var rest *txSpec // the native rest of an "all" token withdrawal
 	// The spend names the amount that moves: the given one, or for "all"
 	// the balance (an upper bound: a native sweep moves it less the fee).
 	spend := chains.Spend{Key: key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol, Recipient: dst.Hex()}
@@ -277,13 +286,25 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 		}
 		spec.to = a.token
 		spec.data = c.token.PackTransfer(dst, amt)
-		if spec.gas, err = c.estimateGas(ctx, src, a.token, nil, spec.data); err != nil {
+		gas, price, err := c.tokenGas(ctx, src, a.token, spec.data)
+		if err != nil {
 			return chains.TxResult{}, err
 		}
-		fee := new(big.Int).Mul(new(big.Int).SetUint64(spec.gas), feeCap)
-		if native.Cmp(fee) < 0 {
-			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s for gas, the transfer needs up to %s", chains.ErrInsufficientFunds, src.Hex(),
-				chains.FormatAmount(native, NativeDecimals), c.cfg.Chain.NativeAsset(), chains.FormatAmount(fee, NativeDecimals))
+		spec.gas = gas
+		if spec.price, err = c.fundGas(ctx, payer, src, gas, price, native, key); err != nil {
+			return chains.TxResult{}, err
+		}
+		// What the address holds beyond this transfer's gas (a payment's
+		// stipend) follows the tokens when everything is withdrawn.
+		if all {
+			left := new(big.Int).Sub(native, new(big.Int).Mul(new(big.Int).SetUint64(gas+21000), spec.price))
+			if left.Sign() > 0 {
+				rest = &txSpec{op: "withdraw", fingerprint: fingerprint("rest", src.Hex(), dst.Hex()), from: src, ref: from, to: dst,
+					value: left, gas: 21000, price: spec.price,
+					extra: map[string]string{"to": dst.Hex(), "asset": c.cfg.Chain.NativeAsset(), "amount": chains.FormatAmount(left, NativeDecimals), "rest": key},
+					spend: &chains.Spend{Key: "rest/" + key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: c.cfg.Chain.NativeAsset(),
+						Amount: chains.NewAmount(left, NativeDecimals), Recipient: dst.Hex()}}
+			}
 		}
 	}
 	if all && a.native {
@@ -292,7 +313,18 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAdd
 		spend.Amount = chains.NewAmount(amt, a.decimals)
 	}
 	spec.spend = &spend
-	return c.submit(ctx, key, spec)
+	res, err := c.submit(ctx, key, spec)
+	if err != nil || rest == nil {
+		return res, err
+	}
+	// The stipend's rest, at the next nonce: best effort (the tokens have
+	// moved; a failure leaves the rest for a native withdrawal).
+	if r, err := c.submit(ctx, "rest/"+key, *rest); err != nil {
+		c.log.Warn("withdrawal: the native rest stays on the one-time address", "address", src.Hex(), "key", key, "err", err)
+	} else {
+		c.log.Info("withdrawal: native rest moved with the tokens", "address", src.Hex(), "tx", r.TxHash, "key", key)
+	}
+	return res, nil
 }
 
 // settledBalance waits until every transaction the ledger sent from a is
