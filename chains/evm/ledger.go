@@ -95,7 +95,7 @@ type txSpec struct {
 	// is then exactly gasUsed·price, which a one-time address funded with
 	// gas·price (or holding a known balance) can pay without dust.
 	price *big.Int
-	extra        map[string]string
+	extra map[string]string
 	// spend is what the transaction moves (nil: nothing; see intent.Spend).
 	spend *chains.Spend
 }
