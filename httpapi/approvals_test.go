@@ -77,12 +77,14 @@ func TestApprovalsEndToEnd(t *testing.T) {
 	}
 	base := "/agent/" + alice.ID + "/approvals"
 
+	var lastAnswer string
 	chat := func(msg string) (agent.ToolCall, string) {
 		t.Helper()
 		r, out := e.chat(t, alice.ID, e.key, map[string]string{"message": msg})
 		if r.status != 200 || len(out.ToolCalls) != 1 {
 			t.Fatalf("%q = %d %s", msg, r.status, r.body)
 		}
+		lastAnswer = out.Response
 		return out.ToolCalls[0], out.ConversationID
 	}
 	hold := func(msg string) (heldDetail, string) {
@@ -111,6 +113,10 @@ func TestApprovalsEndToEnd(t *testing.T) {
 
 	// Above: held.
 	held, conv := hold("send 0.02 ETH to payee")
+	// The answer must not claim a payment that was not made.
+	if strings.Contains(lastAnswer, "Sent") || !strings.Contains(lastAnswer, "Nothing was sent") || !strings.Contains(lastAnswer, held.ApprovalID) {
+		t.Fatalf("answer to a held payment: %q", lastAnswer)
+	}
 	r := e.do("GET", base+"?status=pending", e.key, nil)
 	var pending []approvalView
 	r.decode(t, &pending)
@@ -348,5 +354,38 @@ func TestApprovalsNewRecipientsAndSchedules(t *testing.T) {
 	e.do("GET", "/agent/"+alice.ID+"/notifications", e.key, nil).decode(t, &inbox)
 	if inbox.Notifications[0].Type != agent.NoteScheduleExecuted {
 		t.Fatalf("latest notification = %+v", inbox.Notifications[0])
+	}
+}
+
+// A payment the spending policy refuses is refused, not held: the owner is
+// never asked to approve what could not be paid.
+func TestApprovalsDoNotHoldWhatThePolicyRefuses(t *testing.T) {
+	e := newEnv(t, envOptions{evm: true})
+	o := newEVMOwner(t)
+	alice := e.create(t, o, "strict", "ethereum")
+	e.create(t, newEVMOwner(t), "frank", "ethereum")
+	e.create(t, newEVMOwner(t), "mallory", "ethereum")
+	p := policy.Policy{Approvals: policy.Approvals{ApprovalAbove: map[string]string{"ETH": "0"}},
+		PerTransaction: map[string]string{"ETH": "0.01"}, Allowlist: []string{"frank"}}
+	if r := e.do("PUT", "/agent/"+alice.ID+"/policy", e.key, o.policyBody(t, alice.ID, p)); r.status != 200 {
+		t.Fatalf("set policy = %d %s", r.status, r.body)
+	}
+	for msg, want := range map[string]string{
+		"send 0.02 ETH to frank":    "per payment",
+		"send 0.001 ETH to mallory": "allowlist",
+	} {
+		r, out := e.chat(t, alice.ID, e.key, map[string]string{"message": msg})
+		if r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "error" || !strings.Contains(out.ToolCalls[0].Detail, want) {
+			t.Fatalf("%q = %d %s", msg, r.status, r.body)
+		}
+	}
+	r, out := e.chat(t, alice.ID, e.key, map[string]string{"message": "send 0.001 ETH to frank"})
+	if r.status != 200 || len(out.ToolCalls) != 1 || !strings.Contains(out.ToolCalls[0].Detail, "pending_approval") {
+		t.Fatalf("within the policy = %d %s", r.status, r.body)
+	}
+	var all []approvalView
+	e.do("GET", "/agent/"+alice.ID+"/approvals", e.key, nil).decode(t, &all)
+	if len(all) != 1 {
+		t.Fatalf("%d approvals, want 1", len(all))
 	}
 }

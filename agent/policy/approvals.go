@@ -284,6 +284,17 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 	if len(reasons) == 0 {
 		return nil, nil, nil
 	}
+	// A payment the policy refuses anyway is refused now: the owner is not
+	// asked to approve what could not be paid.
+	pay := Payment{Asset: h.Asset, Recipient: h.PayTo}
+	if h.Amount != "" {
+		if pay.Amount, err = amountOf(h.Amount); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.Check(pay); err != nil {
+		return nil, nil, err
+	}
 	now := s.now().UTC()
 	a := &Approval{ID: uuid.NewString(), AgentID: h.AgentID, Status: StatusPending, Kind: h.Kind, Chain: h.Chain,
 		Asset: strings.ToUpper(h.Asset), Amount: h.Amount, Recipient: h.Recipient, PayTo: h.PayTo, From: h.From, Key: h.Key,
@@ -349,7 +360,7 @@ func (s *Store) approvalGate(ctx context.Context, p Policy, agentID, key, asset,
 	if a != nil && a.Status == StatusApproved {
 		return nil
 	}
-	return fmt.Errorf("%w: this payment needs the owner's approval (%s); it must be held and approved first", enclave.ErrPolicy, strings.Join(reasons, "; "))
+	return fmt.Errorf("%w: this needs the owner's approval (%s) and has none; payments the agent makes are held for approval by themselves, a withdrawal cannot be: withdraw an amount at or under the threshold, or ask the owner to change the policy", enclave.ErrPolicy, strings.Join(reasons, "; "))
 }
 
 // Gate is the enclave's Authorizer with approvals: a spend the approval

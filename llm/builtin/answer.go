@@ -23,6 +23,13 @@ func describe(r result) string {
 	switch r.name {
 	case "send_payment", "pay_agent":
 		who := firstNonEmpty(argStr(r, "recipient"), argStr(r, "agent_name"), str(d, "recipient", "agentName", "to", "name"))
+		if str(d, "status") == "pending_approval" {
+			// Held for the owner (docs/approvals.md): nothing was sent.
+			return fmt.Sprintf("Nothing was sent yet: the owner's policy holds the payment of %s to %s%s for the owner's approval (%s). The owner approves or denies approval %s with a signature from the owner wallet; if nobody decides by %s it expires unpaid.",
+				money(firstNonEmpty(str(d, "amount"), argStr(r, "amount")), firstNonEmpty(str(d, "asset"), argStr(r, "asset"))),
+				orDefault(who, "the recipient"), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain"))),
+				strings.Join(strList(d["reasons"]), "; "), str(d, "approvalId"), str(d, "expiresAt"))
+		}
 		s := fmt.Sprintf("Sent %s to %s%s.", money(firstNonEmpty(str(d, "amount"), argStr(r, "amount")), firstNonEmpty(str(d, "asset"), argStr(r, "asset"))),
 			orDefault(who, "the recipient"), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain"))))
 		return s + txText(d)
@@ -282,4 +289,17 @@ func scheduleRef(r result) string {
 		parts = append(parts, everyText(iv))
 	}
 	return strings.Join(parts, " ")
+}
+
+// strList reads a JSON array of strings.
+func strList(v any) []string {
+	var out []string
+	if xs, ok := v.([]any); ok {
+		for _, x := range xs {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
