@@ -2,8 +2,6 @@ package evm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -108,16 +107,9 @@ func (c *Connector) pendingKey(a common.Address, nonce uint64) string {
 	return fmt.Sprintf("%s/%020d", c.addrKey(a), nonce)
 }
 
-func fingerprint(parts ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(h[:16])
-}
+func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
-func newKey(c *Connector) string {
-	var b [16]byte
-	_, _ = c.rand.Read(b[:])
-	return "auto-" + hex.EncodeToString(b[:])
-}
+func newKey(c *Connector) string { return intents.NewKey(c.rand) }
 
 // recorded answers a retry of an idempotency key from its record.
 func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult, error) {

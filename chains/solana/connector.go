@@ -3,9 +3,7 @@ package solana
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +19,7 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/keylock"
 	"github.com/veilhq/veil/persistence"
 )
@@ -303,13 +302,6 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	return c.result(sig.String()), nil
 }
 
-func fingerprint(parts ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(h[:16])
-}
+func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
-func (c *Connector) newKey() string {
-	var b [16]byte
-	_, _ = io.ReadFull(c.rand, b[:])
-	return "auto-" + hex.EncodeToString(b[:])
-}
+func (c *Connector) newKey() string { return intents.NewKey(c.rand) }

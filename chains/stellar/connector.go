@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/keylock"
 	"github.com/veilhq/veil/persistence"
 )
@@ -357,13 +356,6 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	return c.result(v.(hProtocol.Transaction).Hash), nil
 }
 
-func fingerprint(parts ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(h[:16])
-}
+func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
-func (c *Connector) newKey() string {
-	var b [16]byte
-	_, _ = io.ReadFull(c.rand, b[:])
-	return "auto-" + hex.EncodeToString(b[:])
-}
+func (c *Connector) newKey() string { return intents.NewKey(c.rand) }

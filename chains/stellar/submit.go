@@ -3,7 +3,6 @@ package stellar
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,14 +14,14 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/internal/jsonrec"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/persistence"
 )
 
-// Intent states.
+// Intent states (chains/internal/intents).
 const (
-	statePending = "pending" // an attempt is persisted and maybe submitted
-	stateDone    = "done"    // an attempt is in the ledger, successful
+	statePending = intents.Pending
+	stateDone    = intents.Done
 )
 
 // attempt is one signed transaction of an intent.
@@ -35,21 +34,7 @@ type attempt struct {
 }
 
 // intent is the durable record of one payment, withdrawal or registration.
-type intent struct {
-	Op          string            `json:"op"`
-	Fingerprint string            `json:"fp"`
-	Source      string            `json:"source"`
-	KeyRef      chains.KeyRef     `json:"keyRef"`
-	Params      map[string]string `json:"params,omitempty"`
-	Attempts    []attempt         `json:"attempts"`
-	State       string            `json:"state"`
-	TxHash      string            `json:"txHash"`
-	Created     time.Time         `json:"created"`
-	// Spend is the value the transaction moves; every attempt (a rebuild
-	// after tx_bad_seq or expiry) is signed under it again. Nil for a
-	// registration, which moves no value (the enclave checks).
-	Spend *chains.Spend `json:"spend,omitempty"`
-}
+type intent = intents.Intent[attempt]
 
 // builder returns the operations (and memo) of an attempt; it runs again
 // for every rebuilt attempt, with fresh chain state.
@@ -60,11 +45,11 @@ type builder func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, err
 const maxRebuilds = 5
 
 func (c *Connector) loadIntent(ctx context.Context, key string) (*intent, uint64, error) {
-	return jsonrec.Load[intent](ctx, c.store, TableIntents, key)
+	return intents.Load[attempt](ctx, c.store, TableIntents, key)
 }
 
 func (c *Connector) saveIntent(ctx context.Context, key string, it *intent, ver uint64) (uint64, error) {
-	return jsonrec.Save(ctx, c.store, TableIntents, key, it, ver)
+	return intents.Save(ctx, c.store, TableIntents, key, it, ver)
 }
 
 // run submits the intent under key exactly once: a recorded key returns
@@ -332,27 +317,5 @@ func (c *Connector) Maintain(ctx context.Context, restart bool) error {
 	if !restart {
 		return nil
 	}
-	recs, err := c.store.List(ctx, TableIntents, persistence.Query{})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, r := range recs {
-		var it intent
-		if json.Unmarshal(r.Value, &it) != nil || it.State != statePending || len(it.Attempts) == 0 {
-			continue
-		}
-		unlock := c.lockSource(it.Source)
-		cur, ver, err := c.loadIntent(ctx, r.Key)
-		if err == nil && cur != nil && cur.State == statePending {
-			var done bool
-			done, err = c.resume(ctx, r.Key, cur, ver)
-			c.log.Info("settled pending intent", "key", r.Key, "done", done, "err", err)
-			if errors.Is(err, chains.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				errs = append(errs, err)
-			}
-		}
-		unlock()
-	}
-	return errors.Join(errs...)
+	return intents.Settle(ctx, c.store, TableIntents, c.log, c.lockSource, c.resume)
 }
