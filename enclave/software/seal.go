@@ -56,9 +56,14 @@ func sealCheck(root *[32]byte) string {
 	return hex.EncodeToString(d[:8])
 }
 
-func encodeSeal(root *[32]byte) []byte {
+// encodeSeal returns the seal file for root: encrypted (SealFormatEncrypted)
+// when pass is not empty, else the plain SealFormat.
+func encodeSeal(root *[32]byte, pass []byte) ([]byte, error) {
+	if len(pass) > 0 {
+		return encryptSeal(root, pass)
+	}
 	b, _ := json.Marshal(sealJSON{Format: SealFormat, Root: hex.EncodeToString(root[:]), Check: sealCheck(root)})
-	return append(b, '\n')
+	return append(b, '\n'), nil
 }
 
 func sealErr(path, format string, args ...any) error {
@@ -66,14 +71,15 @@ func sealErr(path, format string, args ...any) error {
 }
 
 // loadOrCreateSeal returns the root sealed under dataDir, creating it with
-// crypto/rand on first use. created reports a new root.
-func loadOrCreateSeal(dataDir string) (root [32]byte, created bool, err error) {
+// crypto/rand on first use (encrypted under pass when pass is not empty).
+// created reports a new root.
+func loadOrCreateSeal(dataDir string, pass []byte) (root [32]byte, created bool, err error) {
 	dir := filepath.Join(dataDir, SealDir)
 	if err := ensureDir(dataDir, dir); err != nil {
 		return root, false, err
 	}
 	path := filepath.Join(dir, SealFile)
-	root, err = readSeal(path)
+	root, err = readSeal(path, pass)
 	if err == nil {
 		return root, false, nil
 	}
@@ -83,7 +89,13 @@ func loadOrCreateSeal(dataDir string) (root [32]byte, created bool, err error) {
 	if _, err := io.ReadFull(rand.Reader, root[:]); err != nil {
 		return root, false, fmt.Errorf("enclave: read random root: %w", err)
 	}
-	won, err := writeSealExclusive(dir, path, &root)
+	data, err := encodeSeal(&root, pass)
+	if err != nil {
+		clear(root[:])
+		return root, false, err
+	}
+	defer clear(data)
+	won, err := writeSealExclusive(dir, path, data)
 	if err != nil {
 		clear(root[:])
 		return root, false, err
@@ -92,7 +104,7 @@ func loadOrCreateSeal(dataDir string) (root [32]byte, created bool, err error) {
 		// Another process created the seal between our read and our
 		// write: use its root, never overwrite it.
 		clear(root[:])
-		root, err = readSeal(path)
+		root, err = readSeal(path, pass)
 		return root, false, err
 	}
 	return root, true, nil
@@ -123,39 +135,84 @@ func ensureDir(dataDir, dir string) error {
 	return nil
 }
 
-// readSeal reads and validates the seal at path. A missing file returns an
-// error matching fs.ErrNotExist.
-func readSeal(path string) ([32]byte, error) {
+// readSeal reads, validates and (when encrypted) decrypts the seal at path
+// with pass. A missing file returns an error matching fs.ErrNotExist.
+func readSeal(path string, pass []byte) ([32]byte, error) {
+	root, _, err := readSealInfo(path, pass)
+	return root, err
+}
+
+// readSealInfo is readSeal that also says whether the file is encrypted.
+func readSealInfo(path string, pass []byte) ([32]byte, bool, error) {
 	var root [32]byte
+	data, err := readSealFile(path)
+	if err != nil {
+		return root, false, err
+	}
+	defer clear(data)
+	var head struct {
+		Format string `json:"format"`
+	}
+	// The decoder's messages may quote the content: never pass them on.
+	if err := json.Unmarshal(data, &head); err != nil {
+		return root, false, sealErr(path, "malformed: not a %s or %s JSON document (damaged or truncated file: restore it from a backup)", SealFormat, SealFormatEncrypted)
+	}
+	switch head.Format {
+	case SealFormatEncrypted:
+		if len(pass) == 0 {
+			return root, true, fmt.Errorf("%w: %s is encrypted: give its passphrase in VEIL_SEAL_PASSPHRASE or VEIL_SEAL_KEY_FILE", ErrPassphrase, path)
+		}
+		root, err := decryptSeal(path, data, pass)
+		return root, true, err
+	case SealFormat:
+		if len(pass) > 0 {
+			return root, false, fmt.Errorf("%w: %s is stored unencrypted but a seal passphrase is set: encrypt it first with `veild enclave reseal` (docs/enclave.md), or unset the passphrase", ErrSeal, path)
+		}
+		root, err := decodePlainSeal(path, data)
+		return root, false, err
+	default:
+		return root, false, sealErr(path, "malformed: format is neither %q nor %q", SealFormat, SealFormatEncrypted)
+	}
+}
+
+// readSealFile reads the seal at path after checking what it is: a regular
+// file (no symbolic link), mode 0600 or stricter, at most maxSealSize bytes.
+func readSealFile(path string) ([]byte, error) {
 	lst, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return root, err
+			return nil, err
 		}
-		return root, fmt.Errorf("enclave: %s: %w", path, err)
+		return nil, fmt.Errorf("enclave: %s: %w", path, err)
 	}
 	if !lst.Mode().IsRegular() {
-		return root, sealErr(path, "not a regular file (symbolic links are refused)")
+		return nil, sealErr(path, "not a regular file (symbolic links are refused)")
 	}
 	if perm := lst.Mode().Perm(); perm&^0o600 != 0 {
-		return root, sealErr(path, "file mode is %04o; it must be 0600 or stricter (run: chmod 600 %s)", perm, path)
+		return nil, sealErr(path, "file mode is %04o; it must be 0600 or stricter (run: chmod 600 %s)", perm, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return root, fmt.Errorf("enclave: open %s: %w", path, err)
+		return nil, fmt.Errorf("enclave: open %s: %w", path, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !os.SameFile(st, lst) {
-		return root, sealErr(path, "file changed while being opened")
+		return nil, sealErr(path, "file changed while being opened")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSealSize+1))
 	if err != nil {
-		return root, fmt.Errorf("enclave: read %s: %w", path, err)
+		return nil, fmt.Errorf("enclave: read %s: %w", path, err)
 	}
-	defer clear(data)
 	if len(data) > maxSealSize {
-		return root, sealErr(path, "malformed: larger than %d bytes", maxSealSize)
+		clear(data)
+		return nil, sealErr(path, "malformed: larger than %d bytes", maxSealSize)
 	}
+	return data, nil
+}
+
+// decodePlainSeal decodes a SealFormat file.
+func decodePlainSeal(path string, data []byte) ([32]byte, error) {
+	var root [32]byte
 	var s sealJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -188,30 +245,12 @@ func readSeal(path string) ([32]byte, error) {
 // (fails if path exists), remove the temp name, fsync dir. On a file system
 // without hard links it falls back to rename. won is false when path
 // appeared meanwhile.
-func writeSealExclusive(dir, path string, root *[32]byte) (won bool, err error) {
-	tmp, err := os.CreateTemp(dir, ".root.seal.tmp-*")
+func writeSealExclusive(dir, path string, data []byte) (won bool, err error) {
+	tmpName, err := writeTemp(dir, data)
 	if err != nil {
-		return false, fmt.Errorf("enclave: create seal in %s: %w", dir, err)
+		return false, err
 	}
-	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	data := encodeSeal(root)
-	defer clear(data)
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("enclave: chmod %s: %w", tmpName, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("enclave: write %s: %w", tmpName, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("enclave: fsync %s: %w", tmpName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("enclave: close %s: %w", tmpName, err)
-	}
 	switch err := os.Link(tmpName, path); {
 	case err == nil:
 	case errors.Is(err, fs.ErrExist):
@@ -228,6 +267,34 @@ func writeSealExclusive(dir, path string, root *[32]byte) (won bool, err error) 
 		return false, err
 	}
 	return true, nil
+}
+
+// writeTemp writes data to a new 0600 temp file in dir and fsyncs it.
+func writeTemp(dir string, data []byte) (string, error) {
+	tmp, err := os.CreateTemp(dir, ".root.seal.tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("enclave: create seal in %s: %w", dir, err)
+	}
+	tmpName := tmp.Name()
+	fail := func(what string, err error) (string, error) {
+		tmp.Close()
+		os.Remove(tmpName)
+		return "", fmt.Errorf("enclave: %s %s: %w", what, tmpName, err)
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		return fail("chmod", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail("write", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmpName)
+		return "", fmt.Errorf("enclave: close %s: %w", tmpName, err)
+	}
+	return tmpName, nil
 }
 
 func syncDir(dir string) error {

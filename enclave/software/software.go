@@ -58,6 +58,15 @@ var _ enclave.Provider = (*Provider)(nil)
 // whose mode is looser than 0600, that is not a regular file or that is
 // malformed (errors match ErrSeal and name the file), and an all-zero root.
 func Open(dataDir, rootHex string) (*Provider, error) {
+	return OpenWithPassphrase(dataDir, rootHex, nil)
+}
+
+// OpenWithPassphrase is Open for a seal encrypted under pass (argon2id and
+// AES-256-GCM, docs/enclave.md): a new seal is created encrypted; an
+// existing encrypted seal opens only with its passphrase (ErrPassphrase,
+// the file unchanged); a plain seal is refused while a passphrase is set
+// (encrypt it with Reseal). An empty pass is Open. pass is not kept.
+func OpenWithPassphrase(dataDir, rootHex string, pass []byte) (*Provider, error) {
 	var root [32]byte
 	defer clear(root[:])
 	source := SourceConfigured
@@ -72,7 +81,7 @@ func Open(dataDir, rootHex string) (*Provider, error) {
 		}
 		var created bool
 		var err error
-		if root, created, err = loadOrCreateSeal(dataDir); err != nil {
+		if root, created, err = loadOrCreateSeal(dataDir, pass); err != nil {
 			return nil, err
 		}
 		source = SourceSealed
