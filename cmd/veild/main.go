@@ -30,6 +30,8 @@ Usage:
   veild contracts deploy --chain C --rpc URL --key-file F
                                          deploy Veil's contracts on an EVM network and print
                                          its VEIL_EVM_<CHAIN>_* configuration
+  veild enclave reseal [--data DIR]      encrypt or re-encrypt the enclave root's seal
+                                         (VEIL_SEAL_PASSPHRASE → VEIL_SEAL_NEW_PASSPHRASE)
   veild version                          print the version
 
 Every flag has an env twin: --data is VEIL_DATA, --addr is VEIL_ADDR, ...
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return devnetCmd(ctx, args[1:], stdout, stderr)
 	case "contracts":
 		return contractsCmd(ctx, args[1:], stdout, stderr)
+	case "enclave":
+		return enclaveCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "veild", buildinfo.Read(version))
 		return nil

@@ -198,12 +198,29 @@ type enclaveProvider interface {
 // openEnclave starts the configured enclave provider. The software root
 // comes from VEIL_ENCLAVE_ROOT when set (cluster members must share it; env
 // only, never a flag, so it does not show in process listings), else from
-// the seal file in the data directory. dstack derives it from the guest
+// the seal file in the data directory, encrypted when VEIL_SEAL_PASSPHRASE
+// or VEIL_SEAL_KEY_FILE is set (seal.go). dstack derives it from the guest
 // agent on its Unix socket.
 func openEnclave(ctx context.Context, cfg config, log *slog.Logger) (enclaveProvider, error) {
 	switch cfg.Enclave {
 	case "software":
-		return software.Open(cfg.Data, os.Getenv("VEIL_ENCLAVE_ROOT"))
+		pass, err := sealPassphrase(envSealPassphrase, envSealKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		defer clear(pass)
+		rootHex := os.Getenv("VEIL_ENCLAVE_ROOT")
+		p, err := software.OpenWithPassphrase(cfg.Data, rootHex, pass)
+		if err != nil {
+			return nil, err
+		}
+		if rootHex == "" && len(pass) == 0 {
+			// Said once, at start: a copy of the data directory gives
+			// every agent's keys (docs/SECURITY.md).
+			log.Warn("enclave root is stored unencrypted: anyone with a copy of the data directory has every agent's keys; set "+envSealPassphrase+" or "+envSealKeyFile+" and run `veild enclave reseal` (docs/enclave.md)",
+				slog.String("seal", software.SealPath(cfg.Data)))
+		}
+		return p, nil
 	case "dstack":
 		return dstack.Open(ctx, cfg.DstackSocket, dstack.Options{Logger: log})
 	default:

@@ -2,10 +2,12 @@
 // from a 32-byte root secret with HKDF-SHA256, and the root is either sealed
 // in the data directory (<data>/enclave/root.seal, mode 0600, created with
 // crypto/rand on first start) or given in the configuration (cluster
-// members, which must all derive the same keys). "Sealed" means protected
-// by file permissions only: anyone who can read the file, or the process's
-// memory, has every agent's keys. docs/enclave.md has the exact derivation,
-// file format and attestation format.
+// members, which must all derive the same keys). Without a passphrase
+// "sealed" means protected by file permissions only: anyone who can read
+// the file, or the process's memory, has every agent's keys; with one
+// (OpenWithPassphrase, sealcrypt.go) the file is encrypted with a key
+// derived by argon2id. docs/enclave.md has the exact derivation, file
+// formats and attestation format.
 package software
 
 import (
