@@ -51,6 +51,18 @@ func TestChatMoneyGateStopsHostedModels(t *testing.T) {
 			}
 		}
 	}
+	// The builtin planner (the default provider) reads them the same way:
+	// it calls nothing and says so.
+	for _, msg := range refused {
+		r, out := e.chat(t, alice.ID, e.key, map[string]string{"message": msg})
+		if r.status != 200 || len(out.ToolCalls) != 0 {
+			t.Fatalf("builtin %q = %d %s", msg, r.status, r.body)
+		}
+		low := strings.ToLower(out.Response)
+		if !strings.Contains(low, "nothing") && !strings.Contains(low, "haven't sent") {
+			t.Errorf("builtin %q: answer %q does not say nothing was sent", msg, out.Response)
+		}
+	}
 	// Nothing reached the chain.
 	if n := scanCount(t, e, bob.ID); n != 0 {
 		t.Fatalf("bob received %d payments from refused messages", n)
