@@ -3,27 +3,19 @@
 package evm_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
@@ -57,149 +49,21 @@ func interopBackends(t *testing.T) []backend {
 	return []backend{dev, hardhatBackend(t)}
 }
 
-// hardhatKey is Hardhat's account #0 (publicly known; funded on every
-// Hardhat node): it deploys the contracts, mints the test tokens and funds.
-const hardhatKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
-
-var hardhat struct {
-	once sync.Once
-	err  error
-	cmd  *exec.Cmd
-	res  evmdeploy.Result
-	mu   sync.Mutex // the funder's nonces
-	acct *evmdeploy.Account
-	eth  *ethclient.Client
-}
-
-// stopHardhat ends the shared Hardhat node (TestMain).
-func stopHardhat() {
-	if hardhat.cmd != nil && hardhat.cmd.Process != nil {
-		// npx runs node as a child: end the process group it leads.
-		_ = syscall.Kill(-hardhat.cmd.Process.Pid, syscall.SIGKILL)
-		_ = hardhat.cmd.Wait()
-	}
-	if hardhat.eth != nil {
-		hardhat.eth.Close()
-	}
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopHardhat()
+	evmtest.StopHardhat()
 	os.Exit(code)
 }
 
-// hardhatBackend starts (once per test binary) a Hardhat node on a port it
-// picks itself, deploys Veil's contracts with evmdeploy, and returns the
-// backend. Without node and npm it skips, except under CI=true, where it
-// fails: CI must run the interop suite.
+// hardhatBackend is the test binary's Hardhat node (evmtest.StartHardhat:
+// npm ci when needed, port 0, contracts deployed by evmdeploy).
 func hardhatBackend(t *testing.T) backend {
 	t.Helper()
-	hardhat.once.Do(func() { hardhat.err = startHardhat() })
-	if hardhat.err != nil {
-		if errors.Is(hardhat.err, errNoNode) && os.Getenv("CI") != "true" {
-			t.Skipf("Hardhat interop: %v (CI=true makes this a failure)", hardhat.err)
-		}
-		t.Fatalf("Hardhat interop: %v", hardhat.err)
-	}
-	cfg := hardhat.res.Config()
+	n := evmtest.StartHardhat(t)
+	cfg := n.Deployed.Config()
 	cfg.PollInterval = 20 * time.Millisecond
 	cfg.StuckAfter = time.Hour
-	usdc := cfg.Tokens[0]
-	return backend{name: "hardhat", cfg: cfg, fund: func(t testing.TB, a common.Address) {
-		t.Helper()
-		hardhat.mu.Lock()
-		defer hardhat.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := hardhat.acct.Send(ctx, a, units(t, "10", 18), nil); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := hardhat.acct.Send(ctx, usdc.Address, nil, bindings.NewTestToken().PackMint(a, units(t, "10000", 6))); err != nil {
-			t.Fatal(err)
-		}
-	}}
-}
-
-var errNoNode = errors.New("node or npm not found")
-
-var (
-	hardhatURL = regexp.MustCompile(`Started HTTP and WebSocket JSON-RPC server at (http://[0-9.:]+)`)
-	ansi       = regexp.MustCompile("\x1b\\[[0-9;]*m")
-)
-
-func startHardhat() error {
-	dir, err := filepath.Abs(filepath.Join("testdata", "hardhat"))
-	if err != nil {
-		return err
-	}
-	for _, bin := range []string{"node", "npm", "npx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return fmt.Errorf("%w: %s: %v", errNoNode, bin, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "hardhat")); err != nil {
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
-	// Port 0: the node binds a free port and prints its URL.
-	cmd := exec.Command("npx", "--no-install", "hardhat", "node", "--hostname", "127.0.0.1", "--port", "0")
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	hardhat.cmd = cmd
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := hardhatURL.FindStringSubmatch(ansi.ReplaceAllString(sc.Text(), "")); m != nil {
-				urlc <- m[1]
-				break
-			}
-		}
-		close(urlc)
-		_, _ = io.Copy(io.Discard, out) // the node logs every request
-	}()
-	var url string
-	select {
-	case u, ok := <-urlc:
-		if !ok {
-			return fmt.Errorf("hardhat node exited before serving: %s", stderr.String())
-		}
-		url = u
-	case <-ctx.Done():
-		return fmt.Errorf("hardhat node did not print its URL: %s", stderr.String())
-	}
-	key, err := crypto.HexToECDSA(hardhatKey)
-	if err != nil {
-		return err
-	}
-	state := filepath.Join(os.TempDir(), fmt.Sprintf("veil-hardhat-%d.json", os.Getpid()))
-	defer os.Remove(state)
-	if hardhat.res, err = evmdeploy.Deploy(ctx, evmdeploy.Options{Chain: chains.Ethereum, RPCURL: url, Key: key, ChainID: 31337,
-		TestTokens: true, StatePath: state, Poll: 20 * time.Millisecond}); err != nil {
-		return fmt.Errorf("deploy on hardhat: %w", err)
-	}
-	if hardhat.eth, err = ethclient.Dial(url); err != nil {
-		return err
-	}
-	hardhat.acct = evmdeploy.NewAccount(hardhat.eth, key, big.NewInt(31337))
-	hardhat.acct.Poll = 20 * time.Millisecond
-	return nil
+	return backend{name: "hardhat", cfg: cfg, fund: n.Fund}
 }
 
 // TestInterop runs the connector's main paths on every backend.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"github.com/veilhq/veil/chains/evm/evmtest"
 	"io"
 	"net/http"
 	"os"
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	code := m.Run()
+	evmtest.StopHardhat()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
