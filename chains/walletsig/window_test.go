@@ -3,12 +3,13 @@ package walletsig
 import (
 	"errors"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 )
 
-// TestIssuedAtWindowExtremes signs a create, an export and a policy message
-// for each Issued At below (so that only the timestamp can decide) and
+// TestIssuedAtWindowExtremes signs a create, an export, a policy, an
+// approve and a deny message for each Issued At below (so that only the timestamp can decide) and
 // checks the verdict. The server clock is `now` (2026-01-15T12:05:00Z).
 // Far-future values once passed: now.Sub(year 9999) saturates at the
 // minimum Duration and negating it overflows back to a negative number.
@@ -85,7 +86,19 @@ func TestIssuedAtWindowExtremes(t *testing.T) {
 		create := "Veil wants you to create agent alice.veil on base." + line
 		export := "Veil wants you to export the private key of agent " + agentID + "." + line
 		policy := "Veil wants you to set spending policy " + hash + " for agent " + agentID + "." + line
+		const approvalID = "7c0e9d2a-1b3c-4d5e-8f90-a1b2c3d4e5f6"
+		withIssued := func(built string) string {
+			return strings.SplitN(built, "\nIssued At: ", 2)[0] + "\nIssued At: " + tc.issued
+		}
+		approve := withIssued(ApprovalMessage(approvalID, agentID, evmAddr, false, now))
+		deny := withIssued(ApprovalMessage(approvalID, agentID, evmAddr, true, now))
 		verify := map[Action]func() (Proof, error){
+			ActionApprove: func() (Proof, error) {
+				return VerifyApproval(ApprovalRequest{AgentID: agentID, ApprovalID: approvalID, Wallet: evmAddr, Message: approve, Signature: SignEVM(evmKey, approve)}, now)
+			},
+			ActionDeny: func() (Proof, error) {
+				return VerifyApproval(ApprovalRequest{AgentID: agentID, ApprovalID: approvalID, Wallet: evmAddr, Deny: true, Message: deny, Signature: SignEVM(evmKey, deny)}, now)
+			},
 			ActionCreate: func() (Proof, error) {
 				return VerifyCreate(CreateRequest{Name: "alice", Chain: "base", Wallet: evmAddr, Message: create, Signature: SignEVM(evmKey, create)}, now)
 			},
