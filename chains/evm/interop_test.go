@@ -78,6 +78,7 @@ func TestInterop(t *testing.T) {
 			t.Run("tokens withdrawn from an address without gas", func(t *testing.T) { interopGas(t, b) })
 			t.Run("wrong contract refused at start", func(t *testing.T) { interopWrongContract(t, b) })
 			t.Run("restart", func(t *testing.T) { interopRestart(t, b) })
+			t.Run("names", func(t *testing.T) { interopNames(t, b) })
 		})
 	}
 }
@@ -462,5 +463,38 @@ func interopGas(t *testing.T, b backend) {
 	again, err := c.WithdrawWithGas(ctx, ref, inv.Hex(), dest.Hex(), "", "USDC", "with-gas", payer)
 	if err != nil || again.TxHash != w.TxHash || len(signer.spends("gas/with-gas")) != 1 {
 		t.Fatalf("retry %+v %v, gas spends %d", again, err, len(signer.spends("gas/with-gas")))
+	}
+}
+
+// interopNames: a name registers, resolves both ways, is refused to
+// another owner, and the same registration again answers the first.
+func interopNames(t *testing.T, b backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	alice, bob, signer := agents(t)
+	b.fund(t, alice.Address)
+	b.fund(t, bob.Address)
+	c := connect(t, b.cfg, openStore(t, t.TempDir()), signer, nil)
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	name := fmt.Sprintf("interop-%x", rnd)
+	r, err := c.RegisterName(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), name, alice.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, c, r.TxHash)
+	waitSettled(t, c)
+	if m, err := c.ResolveName(ctx, name+".veil"); err != nil || m != alice.Meta {
+		t.Fatalf("resolve: %q %v", m, err)
+	}
+	if n, err := c.NameOf(ctx, alice.Address.Hex()); err != nil || n != name+".veil" {
+		t.Fatalf("reverse: %q %v", n, err)
+	}
+	if _, err := c.RegisterName(ctx, bob.Ref(c.Chain()), bob.Address.Hex(), name, bob.Meta); !errors.Is(err, chains.ErrNameTaken) {
+		t.Fatalf("taken name: %v", err)
+	}
+	again, err := c.RegisterName(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), name, alice.Meta)
+	if err != nil || again.TxHash != r.TxHash {
+		t.Fatalf("again: %+v %v, want %s", again, err, r.TxHash)
 	}
 }
