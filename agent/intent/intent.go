@@ -51,6 +51,10 @@ const (
 	Reported
 	// Past: something that already happened ("I sent bob 5 yesterday").
 	Past
+	// Future: for a later time the agent does not wait for ("pay bob 5
+	// on friday", "send carol 3 tomorrow"); recurring payments are
+	// schedules and are not this.
+	Future
 	// Negated: says not to ("don't pay bob yet", "never transfer …"), or
 	// was taken back ("never mind").
 	Negated
@@ -62,7 +66,7 @@ const (
 	Pasted
 )
 
-var moodNames = [...]string{"instruction", "statement", "ambiguous", "question", "how-to question", "reported speech", "past tense", "negation", "conditional", "pasted or quoted text"}
+var moodNames = [...]string{"instruction", "statement", "ambiguous", "question", "how-to question", "reported speech", "past tense", "a later time", "negation", "conditional", "pasted or quoted text"}
 
 func (m Mood) String() string {
 	if int(m) < len(moodNames) {
@@ -86,6 +90,8 @@ func (m Mood) Why() string {
 		return "it reports someone else's words"
 	case Past:
 		return "it describes something that already happened"
+	case Future:
+		return "it is for a later time, and a one-off payment can only be made now"
 	case Negated:
 		return "it says not to (or takes the request back)"
 	case Conditional:

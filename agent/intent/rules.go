@@ -2,6 +2,7 @@ package intent
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -28,7 +29,8 @@ var deliberation = []string{
 	"do you think", "i wonder", "wondering", "not sure", "thinking about", "thinking of", "considering",
 	"good idea", "bad idea", "worth it", "any advice", "advise", "recommend", "would you recommend", "what do you think",
 	"is there any risk", "what are the risks", "risky", "safe to", "better to", "should i be", "any risk", "risk in",
-	"risks of", "risk of", "dangerous", "a scam", "legit",
+	"risks of", "risk of", "dangerous", "a scam", "legit", "hypothetically", "let's say", "lets say", "imagine", "suppose",
+	"supposing", "in theory", "theoretically", "pretend", "what would my", "would i have", "how much would",
 }
 
 var howTo = []string{
@@ -68,7 +70,7 @@ var notNegation = []string{"no problem", "no worries", "not only", "no rush", "n
 // reminders are requests to remember, not to act now.
 var reminders = []string{"don't forget", "dont forget", "do not forget", "remember to", "remind me", "make sure to remember"}
 
-var retractions = []string{"never mind", "nevermind", "nvm", "scratch that", "forget it", "forget that", "forget about it",
+var retractions = []string{"jk", "j/k", "just kidding", "kidding", "just joking", "joking", "never mind", "nevermind", "nvm", "scratch that", "forget it", "forget that", "forget about it",
 	"cancel that", "ignore that", "ignore this", "on second thought", "on second thoughts", "actually no", "actually don't",
 	"actually dont", "wait no", "no wait", "hold on", "hold that", "changed my mind", "change of plans", "disregard"}
 
@@ -123,7 +125,7 @@ var hereIs = regexp.MustCompile(`(?i)\b(here'?s|here is|heres|this is|below is|s
 
 // reHeader finds a pasted email or chat: header lines, a greeting line,
 // an injected role or a label before a colon.
-var reHeader = regexp.MustCompile(`(?im)^\s*(from|to|subject|cc|bcc|date|sent|re|fwd?|memo|note|message|msg|email|text|content|body|transcript|input|prompt|system|assistant|user|instructions?)\s*:|^\s*dear\s+\S+|^\s*-{3,}|^\s*on .{3,80} wrote:\s*$|\b(memo|note|message|says|said|reads|wrote|writes)\s*:`)
+var reHeader = regexp.MustCompile(`(?im)^\s*(from|to|subject|cc|bcc|date|sent|re|fwd?|memo|note|message|msg|email|text|content|body|transcript|input|prompt|system|assistant|user|instructions?|reminder|todo|to-do|example|examples|e\.g|eg|for example|for instance|note to self)\s*[:.]\s|\b(?:tell|forward|message|email|text|write|reply|respond|ask|remind|dm)\b[^:\n]{0,40}:|^\s*dear\s+\S+|^\s*-{3,}|^\s*on .{3,80} wrote:\s*$|\b(memo|note|message|says|said|reads|wrote|writes)\s*:`)
 
 // maskPasted blanks pasted text in masked: from a header or label, and
 // what follows an introducer ("summarise this:" → the text after the
@@ -295,6 +297,9 @@ func clauseMood(cw []word, polite bool) Mood {
 	}
 	if m, ok := reported(cw); ok && !imperative {
 		return m
+	}
+	if later(cw) {
+		return Future
 	}
 	if polite {
 		return Instruction
@@ -474,4 +479,64 @@ func startsWithValueVerb(cw []word) bool {
 		head++
 	}
 	return imperatives[cw[head].low]
+}
+
+// laterDays are days and times a one-off request may be put off to.
+var laterWords = set(`tomorrow tmrw tmr tonight later tomorow afterwards`)
+
+var weekdayWords = set(`monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun`)
+
+// later: the clause puts the request off to a later time ("on friday",
+// "tomorrow", "next week", "in 3 days", "at 5pm"), and is not a recurring
+// payment ("every friday", "weekly … until march").
+func later(cw []word) bool {
+	recurring := false
+	for _, w := range cw {
+		switch w.low {
+		case "every", "each", "weekly", "daily", "monthly", "hourly", "per", "until", "till", "til", "starting", "recurring", "schedule", "fridays", "mondays":
+			recurring = true
+		}
+		if strings.HasSuffix(w.low, "days") && w.low != "days" {
+			recurring = true // "on fridays"
+		}
+	}
+	if recurring {
+		return false
+	}
+	for i, w := range cw {
+		next := ""
+		if i+1 < len(cw) {
+			next = cw[i+1].low
+		}
+		switch {
+		case laterWords[w.low]:
+			return true
+		case w.low == "next" && (next == "week" || next == "month" || next == "year" || weekdayWords[next]):
+			return true
+		case w.low == "on" && (weekdayWords[next] || next == "the" && i+2 < len(cw) && reOrdinal.MatchString(cw[i+2].low)):
+			return true
+		case w.low == "this" && (next == "weekend" || next == "evening" || next == "afternoon" || weekdayWords[next]):
+			return true
+		case w.low == "in" && i+2 < len(cw) && (isCount(next)) && strings.TrimSuffix(cw[i+2].low, "s") != "" &&
+			(strings.HasPrefix(cw[i+2].low, "day") || strings.HasPrefix(cw[i+2].low, "week") || strings.HasPrefix(cw[i+2].low, "hour") || strings.HasPrefix(cw[i+2].low, "month") || strings.HasPrefix(cw[i+2].low, "minute")):
+			return true
+		case w.low == "at" && reClock.MatchString(next):
+			return true
+		case w.low == "end" && next == "of":
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	reOrdinal = regexp.MustCompile(`^\d{1,2}(st|nd|rd|th)$`)
+	reClock   = regexp.MustCompile(`^\d{1,2}(:\d\d)?(am|pm)?$|^noon$|^midnight$`)
+)
+
+func isCount(w string) bool {
+	if _, err := strconv.Atoi(w); err == nil {
+		return true
+	}
+	return isNumberWord(w) || w == "a" || w == "an" || w == "a few" || w == "few"
 }

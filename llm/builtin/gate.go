@@ -82,7 +82,7 @@ func onlySmallTalk(acts []action) bool {
 	return true
 }
 
-const pastedText = "I don't act on quoted or pasted text (emails, messages, memos), and I can't translate or summarise it: nothing in it was acted on and nothing was sent. If you want me to pay someone, say it in your own words, e.g. “send 5 USDC to bob”."
+const pastedText = "I don't act on quoted, pasted or example text (emails, messages, memos, notes), and I can't translate or summarise it: nothing in it was acted on and nothing was sent. If you want me to pay someone now, say it in your own words, e.g. “send 5 USDC to bob”."
 
 // gateText answers a request to move value that was not an instruction.
 func gateText(a action, mood intent.Mood) string {
@@ -98,6 +98,11 @@ func gateText(a action, mood intent.Mood) string {
 		return fmt.Sprintf("I don't act on conditions (“if …”, “once …”): I'd have no way to know when it happens. When it does, tell me “%s” and I'll send it. Nothing was sent.", p)
 	case intent.Past:
 		return fmt.Sprintf("Noted: that sounds like it already happened, so I haven't sent anything. If you want me to send another, say “%s”.", p)
+	case intent.Future:
+		if a.kind == "schedule" || a.tool == "schedule_payment" {
+			return fmt.Sprintf("Recurring payments start one interval from now; I can't start one at a later date. Say “%s” when you want it to begin. Nothing was set up.", p)
+		}
+		return fmt.Sprintf("I can only send a one-off payment right away, not at a later time. When it's time, tell me “%s” (or, for a repeating payment, “%s every friday”). Nothing was sent.", p, p)
 	case intent.Reported:
 		return fmt.Sprintf("I only move money on your own instruction, not on someone else's words: nothing was sent. If you want it, say “%s”.", p)
 	case intent.Pasted:
