@@ -355,6 +355,22 @@ func TestApprovalsNewRecipientsAndSchedules(t *testing.T) {
 	if inbox.Notifications[0].Type != agent.NoteScheduleExecuted {
 		t.Fatalf("latest notification = %+v", inbox.Notifications[0])
 	}
+
+	// The next slot: newbie is known now, so it is paid at once, and that
+	// outcome is recorded in the schedule's conversation too.
+	clock.Advance(7 * 24 * time.Hour)
+	if rep, err := rem.RunDue(context.Background()); err != nil || rep.Paid != 1 || rep.Held != 0 {
+		t.Fatalf("second scheduled run: %+v %v", rep, err)
+	}
+	sys = nil
+	for _, m := range e.messages(t, alice.ID, conv) {
+		if m.Role == "system" {
+			sys = append(sys, m.Text)
+		}
+	}
+	if len(sys) != 2 || !strings.Contains(sys[1], "Paid 0.001 ETH") {
+		t.Fatalf("system messages after the second run = %q", sys)
+	}
 }
 
 // A payment the spending policy refuses is refused, not held: the owner is
