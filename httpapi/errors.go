@@ -63,6 +63,10 @@ func classify(err error) (int, string) {
 		return he.Status, he.Message
 	case errors.Is(err, runtime.ErrStopping):
 		return http.StatusServiceUnavailable, "the server is shutting down; retry on another instance or in a moment"
+	case errors.Is(err, runtime.ErrFenced):
+		return http.StatusServiceUnavailable, "this cluster member cannot serve agents right now (it is cut off from most of the cluster, or restarting to rejoin it); nothing was done: retry through another member or in a moment"
+	case errors.Is(err, runtime.ErrStale):
+		return http.StatusServiceUnavailable, "another cluster member took this agent over during the request; retry it (chat: with the same Idempotency-Key, so that nothing is done twice)"
 	case errors.Is(err, runtime.ErrMemberLost):
 		return http.StatusServiceUnavailable, "the cluster member hosting this agent failed during the request; retry it (chat: with the same Idempotency-Key, so that nothing is done twice)"
 	case errors.Is(err, runtime.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
@@ -92,6 +96,10 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		log.Debug("request rejected", slog.Int("status", status), slog.Any("err", err))
+	}
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// Every 503 here is retriable, most within a second or two.
+		w.Header().Set("Retry-After", "1")
 	}
 	writeError(w, status, msg)
 }

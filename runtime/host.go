@@ -30,6 +30,15 @@ var (
 	// (died) while the request was in flight: it may or may not have been
 	// processed, so the client retries (idempotently).
 	ErrMemberLost = errors.New("runtime: the member hosting the agent left the cluster")
+	// ErrFenced reports a request refused, unprocessed, by a cluster member
+	// that may not serve agents now: it sees fewer than a majority of the
+	// cluster's members, or it lost its store lease. The client retries,
+	// through another member or in a moment.
+	ErrFenced = errors.New("runtime: this cluster member is fenced off and serves no agent now")
+	// ErrStale reports a request that met a stale activation: the agent's
+	// store state moved on under it (another member took the agent over).
+	// The activation was passivated; the request may be retried at once.
+	ErrStale = errors.New("runtime: the agent's activation on this member was stale")
 )
 
 // Agent is the behaviour of one activated agent. Receive runs on the actor's
@@ -77,6 +86,12 @@ type HostConfig struct {
 	// tenth, checked every MemoryCheckEvery (default 1s).
 	MemoryLimit      uint64
 	MemoryCheckEvery time.Duration
+	// Stale, when set, tells an error that means the activation's state is
+	// stale (a version conflict on the agent's own records, a lost
+	// ownership epoch). Such an answer passivates the activation at once
+	// and reaches the caller as ErrStale, retriable, never as the raw
+	// conflict.
+	Stale func(error) bool
 }
 
 func (c *HostConfig) defaults() {
@@ -234,6 +249,16 @@ func (h *Host) Request(ctx context.Context, id string, msg any) (any, error) {
 	r, ok := res.(*reply)
 	if !ok {
 		return nil, fmt.Errorf("runtime: agent %s answered %T", id, res)
+	}
+	if r.err != nil && !errors.Is(r.err, ErrStale) && h.cfg.Stale != nil && h.cfg.Stale(r.err) {
+		// The next request activates the agent afresh from the store (or
+		// finds that another member owns it now).
+		h.Passivate(id)
+		h.log.Warn("stale agent activation passivated", slog.String("agent", id), slog.String("err", r.err.Error()))
+		return nil, fmt.Errorf("agent %s: %w: %w", id, ErrStale, r.err)
+	}
+	if errors.Is(r.err, ErrStale) {
+		h.Passivate(id)
 	}
 	return r.value, r.err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/msg"
+	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
+	"github.com/veilhq/veil/runtime/lease"
 	"github.com/veilhq/veil/runtime/metrics"
 )
 
@@ -26,15 +29,52 @@ func checkCluster(cfg config) error {
 	if cfg.Store != "postgres" {
 		return &usageError{"--cluster needs --store postgres (with --postgres-dsn): every member must see the same state"}
 	}
+	if cfg.ClusterProvider == "k8s" && cfg.ClusterSize <= 0 {
+		return &usageError{"--cluster-provider k8s needs --cluster-size N (the StatefulSet's replicas): a member that sees fewer than a majority of N serves no agent"}
+	}
 	if cfg.Enclave == "software" && os.Getenv("VEIL_ENCLAVE_ROOT") == "" {
 		return &usageError{"--cluster with the software enclave needs VEIL_ENCLAVE_ROOT (the same 64 hex digits on every member), or agents would get different keys on each member"}
 	}
 	return nil
 }
 
+// exitRejoin is veild's exit status when a cluster member restarts to
+// rejoin (EX_TEMPFAIL): the others dropped it for good (it was paused or
+// cut off), and only a new process, with a fresh cluster identity, is
+// admitted again. Its supervisor (systemd Restart=, Kubernetes) starts it
+// again; docs/cluster.md.
+const exitRejoin = 75
+
+// errRejoin is the cause of a shutdown to rejoin the cluster.
+var errRejoin = errors.New("left the cluster to rejoin it with a fresh identity: start veild again (a supervisor does)")
+
+// agentLoader is the agents' activation: in a cluster each activation takes
+// an ownership epoch from the store (cluster.FencedLoader), so that a
+// stale owner's writes are refused.
+func agentLoader(cfg config, deps agent.Deps, self func() string) runtime.Loader {
+	if !cfg.Cluster {
+		return agent.Loader(deps)
+	}
+	return cluster.FencedLoader(deps.Store, self, func(st persistence.Store) runtime.Loader {
+		d := deps
+		d.Store = st
+		return agent.Loader(d)
+	})
+}
+
+// staleActivation tells the errors that mean an agent's activation worked
+// on stale state: a version conflict that no agent code turned into an
+// answer of its own (those would otherwise be 500s).
+func staleActivation(err error) bool {
+	return errors.Is(err, persistence.ErrConflict)
+}
+
 // joinCluster starts this process's membership; agents are then reached
-// through the returned member wherever they live.
-func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, host *runtime.Host, mets *metrics.Metrics, log *slog.Logger) (*cluster.Member, error) {
+// through the returned member wherever they live. The member holds a store
+// lease ("cluster/member/<address>") while it serves: one that cannot renew
+// it (cut off from the database, or paused past its TTL) is fenced.
+// rejoin is called when the member must restart to rejoin.
+func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, host *runtime.Host, store persistence.Store, rejoin context.CancelCauseFunc, mets *metrics.Metrics, log *slog.Logger) (*cluster.Member, error) {
 	codec := msg.NewCodec()
 	agent.RegisterWire(codec)
 	var seeds []string
@@ -46,18 +86,39 @@ func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, hos
 	jctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(jctx, system, cluster.Config{
-		Name:       cfg.ClusterName,
-		Addr:       cfg.ClusterAddr,
-		Provider:   cfg.ClusterProvider,
-		Seeds:      seeds,
-		HealthAddr: cfg.ClusterHealth,
-		Host:       host,
-		Codec:      codec,
-		Log:        log.With(slog.String("component", "cluster")),
-		Observe:    mets.ClusterRequest,
+		Name:            cfg.ClusterName,
+		Addr:            cfg.ClusterAddr,
+		Advertise:       cfg.ClusterAdvertise,
+		Provider:        cfg.ClusterProvider,
+		Seeds:           seeds,
+		HealthAddr:      cfg.ClusterHealth,
+		HealthAdvertise: cfg.ClusterHealthAdvertise,
+		Expected:        cfg.ClusterSize,
+		Rejoin:          func(string) { rejoin(errRejoin) },
+		Host:            host,
+		Codec:           codec,
+		Log:             log.With(slog.String("component", "cluster")),
+		Observe:         mets.ClusterRequest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
+	m.SetLease(false)
+	// Exclusive: the name is this member's address, and the newest
+	// process at an address is the member (a restarted one does not wait
+	// a TTL for its killed predecessor's record; a predecessor that was
+	// only paused loses the lease at its next renewal, and is fenced).
+	leases, err := lease.New(lease.Options{Store: store, Holder: lease.NewHolderID(), Exclusive: true, Log: log.With(slog.String("component", "lease"))})
+	if err != nil {
+		m.Stop()
+		return nil, err
+	}
+	go func() {
+		_ = leases.Run(ctx, "cluster/member/"+m.Self(), func(lctx context.Context) {
+			m.SetLease(true)
+			<-lctx.Done()
+			m.SetLease(false)
+		})
+	}()
 	return m, nil
 }

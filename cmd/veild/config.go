@@ -54,6 +54,12 @@ type config struct {
 	ClusterProvider string
 	ClusterSeeds    string
 	ClusterHealth   string
+	// ClusterAdvertise and ClusterHealthAdvertise are where the others
+	// reach this member when that is not where it binds (NAT, a proxy).
+	ClusterAdvertise       string
+	ClusterHealthAdvertise string
+	// ClusterSize is the configured member count for the majority rule.
+	ClusterSize int
 	ChainsConfig    string
 }
 
@@ -93,7 +99,10 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterAddr, "cluster-addr", "127.0.0.1:0", "with --cluster: host:port of this member's actor remoting (gRPC), reachable by the other members")
 	fs.StringVar(&c.ClusterProvider, "cluster-provider", "automanaged", "with --cluster: membership provider: automanaged (--cluster-seeds) or k8s")
 	fs.StringVar(&c.ClusterSeeds, "cluster-seeds", "", "with --cluster-provider automanaged: comma-separated host:port health addresses of all members")
-	fs.StringVar(&c.ClusterHealth, "cluster-health-addr", "", "with --cluster-provider automanaged: host:port this member's health endpoint binds (must appear in --cluster-seeds)")
+	fs.StringVar(&c.ClusterHealth, "cluster-health-addr", "", "with --cluster-provider automanaged: host:port this member's health endpoint binds (must appear in --cluster-seeds, unless --cluster-health-advertise-addr does)")
+	fs.StringVar(&c.ClusterAdvertise, "cluster-advertise-addr", "", "with --cluster: host:port the other members dial for this member's remoting, when not --cluster-addr (NAT, proxy); it is the member's identity in placement")
+	fs.StringVar(&c.ClusterHealthAdvertise, "cluster-health-advertise-addr", "", "with --cluster-provider automanaged: this member's entry in --cluster-seeds, when the others reach its health endpoint elsewhere than --cluster-health-addr")
+	fs.IntVar(&c.ClusterSize, "cluster-size", 0, "with --cluster: how many members the cluster has; one that sees fewer than a majority serves no agent (default: the number of --cluster-seeds; required with k8s)")
 	fs.StringVar(&c.ChainsConfig, "chains-config", "", "JSON file of chain connector settings written by `veild devnet` (shared devnets for a cluster); default: start embedded devnets")
 }
 

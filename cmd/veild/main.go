@@ -57,6 +57,9 @@ func exitCode(err error) int {
 	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
 		return 2
 	}
+	if errors.Is(err, errRejoin) {
+		return exitRejoin
+	}
 	return 1
 }
 

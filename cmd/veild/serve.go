@@ -115,7 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer chainSet.close()
 	feed := agent.NewFeed()
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+	deps := agent.Deps{
 		Store:     store,
 		Feed:      feed,
 		Log:       log,
@@ -125,16 +125,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		PublicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		Metrics:   mets,
 		Failpoint: agentFailpoint(),
-	}), runtime.HostConfig{
+	}
+	var member *cluster.Member
+	host := runtime.NewHost(system, agentLoader(cfg, deps, func() string { return member.Self() }), runtime.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 		MaxActive:      cfg.MaxActive,
 		MemoryLimit:    uint64(cfg.MemoryLimitMiB) << 20,
+		Stale:          staleActivation,
 	}, log, mets)
 
 	var agents httpapi.Agents = host
-	var member *cluster.Member
 	if cfg.Cluster {
-		if member, err = joinCluster(ctx, cfg, system, host, mets, log); err != nil {
+		var rejoin context.CancelCauseFunc
+		ctx, rejoin = context.WithCancelCause(ctx)
+		defer rejoin(nil)
+		if member, err = joinCluster(ctx, cfg, system, host, store, rejoin, mets, log); err != nil {
 			return err
 		}
 		stopSystem = member.Stop
@@ -186,6 +191,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Error("actor shutdown incomplete", slog.Any("err", err))
 	}
 	log.Info("veild stopped")
+	if err := context.Cause(ctx); errors.Is(err, errRejoin) {
+		return err
+	}
 	return nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,34 +46,26 @@ type benchMember struct {
 	member *cluster.Member
 }
 
-func freeAddrTB(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startBenchMember starts one member with production's defaults but for the
-// given refresh period; addr "" picks a free remoting port.
+// given refresh period, in slot s (see the tests' slot).
 // Unless keep, it is killed when tb's test ends.
-func startBenchMember(tb testing.TB, name, addr, health string, seeds []string, refresh time.Duration, keep bool) *benchMember {
+func startBenchMember(tb testing.TB, name string, s slot, seeds []string, refresh time.Duration, keep bool) *benchMember {
 	tb.Helper()
 	n := &benchMember{name: name}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet() }))
 	n.host = runtime.NewHost(n.system, func(ctx context.Context, id string) (runtime.Agent, error) {
 		return &echoAgent{member: name}, nil
 	}, runtime.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(ctx, n.system, cluster.Config{
-		Name: "bench", Addr: addr, Seeds: seeds, HealthAddr: health,
+		Name: "bench", Addr: s.ip() + ":0", Advertise: s.remote.Addr(),
+		Seeds: seeds, HealthAddr: s.ip() + ":0", HealthAdvertise: s.health.Addr(),
 		RefreshEvery: refresh, Host: n.host, Codec: codec(), Log: quiet(),
+		OnListen: func(remote, health string) {
+			s.remote.SetTarget(remote)
+			s.health.SetTarget(health)
+		},
 	})
 	if err != nil {
 		tb.Fatalf("start %s: %v", name, err)
@@ -90,19 +81,16 @@ func startBenchMember(tb testing.TB, name, addr, health string, seeds []string, 
 // tests' kill).
 func (n *benchMember) kill() { n.member.Stop() }
 
-func startBenchCluster(tb testing.TB, size int, refresh time.Duration, keep bool) ([]*benchMember, []string) {
+func startBenchCluster(tb testing.TB, size int, refresh time.Duration, keep bool) ([]*benchMember, []slot, []string) {
 	tb.Helper()
-	seeds := make([]string, size)
-	for i := range seeds {
-		seeds[i] = freeAddrTB(tb)
-	}
+	slots, seeds := newSlots(tb, size)
 	nodes := make([]*benchMember, size)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes[i] = startBenchMember(tb, fmt.Sprintf("m%d", i), "", seeds[i], seeds, refresh, keep)
+			nodes[i] = startBenchMember(tb, fmt.Sprintf("m%d", i), slots[i], seeds, refresh, keep)
 		}()
 	}
 	wg.Wait()
@@ -112,15 +100,15 @@ func startBenchCluster(tb testing.TB, size int, refresh time.Duration, keep bool
 	for _, n := range nodes {
 		waitSees(tb, n, size)
 	}
-	return nodes, seeds
+	return nodes, slots, seeds
 }
 
 func waitSees(tb testing.TB, n *benchMember, want int) {
 	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(n.member.Members()) != want {
+	for len(n.member.Members()) != want || n.member.Fenced() != "" {
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s sees members %v, want %d", n.name, n.member.Members(), want)
+			tb.Fatalf("%s sees members %v, want %d; fenced: %q", n.name, n.member.Members(), want, n.member.Fenced())
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, not timing it
 	}
@@ -153,7 +141,7 @@ func benchRequest(b *testing.B, owner int, parallel int) {
 	pairOnce.Do(func() {
 		// One pair for every round of every Request benchmark: starting
 		// members takes seconds, and the framework runs several rounds.
-		pair, _ = startBenchCluster(b, 2, time.Second, true)
+		pair, _, _ = startBenchCluster(b, 2, time.Second, true)
 	})
 	if pair == nil {
 		b.Fatal("the two members did not start")
@@ -232,11 +220,7 @@ func BenchmarkFailover(b *testing.B) {
 }
 
 func benchFailover(b *testing.B, refresh time.Duration) {
-	nodes, seeds := startBenchCluster(b, 3, refresh, false)
-	addrs := make([]string, len(nodes))
-	for i, n := range nodes {
-		addrs[i] = n.member.Self()
-	}
+	nodes, slots, seeds := startBenchCluster(b, 3, refresh, false)
 	var samples, detect []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -288,7 +272,7 @@ func benchFailover(b *testing.B, refresh time.Duration) {
 		detect = append(detect, <-leftc)
 
 		// The victim rejoins at its address; wait until all agree.
-		nodes[vi] = startBenchMember(b, victim.name, addrs[vi], seeds[vi], seeds, refresh, false)
+		nodes[vi] = startBenchMember(b, victim.name, slots[vi], seeds, refresh, false)
 		for _, n := range nodes {
 			waitSees(b, n, len(nodes))
 		}

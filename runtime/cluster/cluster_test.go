@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/msg"
+	"github.com/veilhq/veil/internal/faultproxy"
 	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
 )
@@ -71,17 +72,45 @@ type node struct {
 	held   chan string
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+// slot is where the others reach member i, whatever process plays it:
+// proxies the test binds (and keeps) in front of the addresses the member
+// binds itself, so a member that restarts is reached at the same address
+// and no port is ever picked, released and reused. Member i binds
+// 127.0.0.(40+i), so that members started at once tell their listeners
+// apart.
+type slot struct {
+	i              int
+	health, remote *faultproxy.Proxy
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func newSlots(t testing.TB, n int) ([]slot, []string) {
+	t.Helper()
+	slots := make([]slot, n)
+	seeds := make([]string, n)
+	for i := range slots {
+		h, err := faultproxy.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := faultproxy.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(); r.Close() })
+		slots[i] = slot{i: i, health: h, remote: r}
+		seeds[i] = h.Addr()
+	}
+	return slots, seeds
+}
+
+func (s slot) ip() string { return fmt.Sprintf("127.0.0.%d", 40+s.i) }
+
+func quiet() *slog.Logger {
+	if os.Getenv("CLUSTER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 func codec() *msg.Codec {
 	c := msg.NewCodec()
@@ -90,22 +119,24 @@ func codec() *msg.Codec {
 	return c
 }
 
-// startNode starts one member; addr "" picks a free remoting port.
-func startNode(t *testing.T, name, addr, health string, seeds []string) *node {
+// startNode starts one member in slot s.
+func startNode(t *testing.T, name string, s slot, seeds []string) *node {
 	t.Helper()
 	n := &node{name: name, hold: make(chan struct{}), held: make(chan string, 16)}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet() }))
 	n.host = runtime.NewHost(n.system, func(ctx context.Context, id string) (runtime.Agent, error) {
 		return &agentOn{member: name, hold: n.hold, held: n.held}, nil
 	}, runtime.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(ctx, n.system, cluster.Config{
-		Name: "test", Addr: addr, Seeds: seeds, HealthAddr: health,
+		Name: "test", Addr: s.ip() + ":0", Advertise: s.remote.Addr(),
+		Seeds: seeds, HealthAddr: s.ip() + ":0", HealthAdvertise: s.health.Addr(),
 		RefreshEvery: 200 * time.Millisecond, Host: n.host, Codec: codec(), Log: quiet(),
+		OnListen: func(remote, health string) {
+			s.remote.SetTarget(remote)
+			s.health.SetTarget(health)
+		},
 	})
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -120,19 +151,16 @@ func (n *node) kill() {
 	n.member.Stop() // idempotent; shuts the actor system down too
 }
 
-func startCluster(t *testing.T, size int) ([]*node, []string) {
+func startCluster(t *testing.T, size int) ([]*node, []slot, []string) {
 	t.Helper()
-	seeds := make([]string, size)
-	for i := range seeds {
-		seeds[i] = freeAddr(t)
-	}
+	slots, seeds := newSlots(t, size)
 	nodes := make([]*node, size)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes[i] = startNode(t, fmt.Sprintf("m%d", i), "", seeds[i], seeds)
+			nodes[i] = startNode(t, fmt.Sprintf("m%d", i), slots[i], seeds)
 		}()
 	}
 	wg.Wait()
@@ -142,15 +170,17 @@ func startCluster(t *testing.T, size int) ([]*node, []string) {
 	for _, n := range nodes {
 		waitMembers(t, n, size)
 	}
-	return nodes, seeds
+	return nodes, slots, seeds
 }
 
+// waitMembers waits until n sees want members and serves (the others
+// count it too).
 func waitMembers(t *testing.T, n *node, want int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(n.member.Members()) != want {
+	deadline := time.Now().Add(60 * time.Second)
+	for len(n.member.Members()) != want || n.member.Fenced() != "" {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s sees members %v, want %d", n.name, n.member.Members(), want)
+			t.Fatalf("%s sees members %v, want %d; fenced: %q", n.name, n.member.Members(), want, n.member.Fenced())
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition, not timing it
 	}
@@ -162,7 +192,7 @@ func ping(t *testing.T, n *node, id string) *Pong {
 	defer cancel()
 	v, err := n.member.Request(ctx, id, &Ping{})
 	if err != nil {
-		t.Fatalf("ping %s via %s: %v", id, n.name, err)
+		t.Fatalf("ping %s via %s: %v (its view: owner %s of %v, fenced %q)", id, n.name, err, n.member.Owner(id), n.member.Members(), n.member.Fenced())
 	}
 	return v.(*Pong)
 }
@@ -177,7 +207,7 @@ func nameOf(nodes []*node, addr string) string {
 }
 
 func TestEveryMemberRoutesAnAgentToItsOneOwner(t *testing.T) {
-	nodes, _ := startCluster(t, 3)
+	nodes, _, _ := startCluster(t, 3)
 	hosts := map[string]int{}
 	for i := 0; i < 60; i++ {
 		id := fmt.Sprintf("agent-%d", i)
@@ -201,7 +231,7 @@ func TestEveryMemberRoutesAnAgentToItsOneOwner(t *testing.T) {
 }
 
 func TestErrorsKeepTheirKindAcrossMembers(t *testing.T) {
-	nodes, _ := startCluster(t, 2)
+	nodes, _, _ := startCluster(t, 2)
 	// An agent owned by member 1, asked through member 0.
 	var id string
 	for i := 0; ; i++ {
@@ -227,7 +257,7 @@ func TestErrorsKeepTheirKindAcrossMembers(t *testing.T) {
 }
 
 func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
-	nodes, seeds := startCluster(t, 3)
+	nodes, slots, seeds := startCluster(t, 3)
 	victim := nodes[2]
 	var ids []string
 	for i := 0; len(ids) < 5; i++ {
@@ -248,7 +278,6 @@ func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the held request never reached the victim's agent")
 	}
-	victimAddr := victim.member.Self()
 	victim.kill()
 
 	select {
@@ -270,7 +299,7 @@ func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
 	}
 
 	// A member rejoining at the same address takes its agents back.
-	back := startNode(t, "m2-again", victimAddr, seeds[2], seeds)
+	back := startNode(t, "m2-again", slots[2], seeds)
 	for _, n := range []*node{nodes[0], nodes[1], back} {
 		waitMembers(t, n, 3)
 	}

@@ -46,6 +46,9 @@ const routerName = "veil-agents"
 // not own the agent in its view of the topology.
 const codeNotOwner = "cluster.not-owner"
 
+// codeFenced marks a request refused, unprocessed, by a fenced member.
+const codeFenced = "cluster.fenced"
+
 // errNotOwner is what a member answers for an agent it does not own.
 var errNotOwner = errors.New("cluster: this member does not own the agent")
 
@@ -54,15 +57,30 @@ type Config struct {
 	// Name is the cluster's name; members of other clusters are ignored.
 	Name string
 	// Addr is host:port of this member's remoting (gRPC) listener; port 0
-	// picks a free one. Other members must reach it at this host.
+	// picks a free one. When the host is an IP, connections to the other
+	// members also leave from it.
 	Addr string
+	// Advertise is host:port the other members dial to reach this
+	// member's remoting, when that is not Addr (NAT, a proxy); it is this
+	// member's identity in placement. Default: the address Addr bound.
+	Advertise string
 	// Provider is "automanaged" (Seeds, HealthAddr) or "k8s".
 	Provider string
-	// Seeds are the health addresses of every member (automanaged).
+	// Seeds are the health addresses of every member (automanaged), as
+	// the members reach them.
 	Seeds []string
 	// HealthAddr is where this member's health endpoint listens
-	// (automanaged); it must be one of Seeds.
+	// (automanaged); port 0 picks a free one.
 	HealthAddr string
+	// HealthAdvertise is this member's own entry in Seeds, when the others
+	// reach its health endpoint at another address than HealthAddr
+	// (default HealthAddr). This member polls itself directly.
+	HealthAdvertise string
+	// Expected is the number of members the cluster is configured with.
+	// A member that sees fewer than a majority of them is fenced: it
+	// serves no agent (keep-majority, docs/cluster.md). Default: the number
+	// of Seeds (automanaged); with k8s 0 turns the quorum rule off.
+	Expected int
 	// RefreshEvery is how often the automanaged provider polls the seeds;
 	// a killed member leaves the topology within about twice this.
 	// Default 1s.
@@ -70,6 +88,13 @@ type Config struct {
 	// DefaultTimeout bounds a forwarded request whose context has no
 	// deadline. Default 60s.
 	DefaultTimeout time.Duration
+	// Rejoin is called (once) when this member finds that the others
+	// dropped it for good: protoactor blocks a member that left by its
+	// actor system id, so a paused or partitioned process that comes back
+	// is never admitted again. It must restart the process (a fresh id
+	// rejoins); veild exits with ExitRejoin for its supervisor. Nil: the
+	// member stays fenced.
+	Rejoin func(reason string)
 
 	Host  *runtime.Host
 	Codec *msg.Codec
@@ -77,6 +102,11 @@ type Config struct {
 	// Observe, when set, is called after every request with whether it
 	// crossed to another member, for metrics.
 	Observe func(remote bool, d time.Duration, err error)
+	// OnListen, when set, is called once the remoting and health
+	// listeners are bound, before this member talks to any other: what
+	// forwards Advertise and HealthAdvertise to them (a proxy in tests)
+	// must be in place by the time it returns.
+	OnListen func(remote, health string)
 }
 
 func (c *Config) defaults() {
@@ -95,6 +125,12 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
+	if c.HealthAdvertise == "" {
+		c.HealthAdvertise = c.HealthAddr
+	}
+	if c.Expected == 0 && c.Provider == "automanaged" {
+		c.Expected = len(c.Seeds)
+	}
 }
 
 // Member is this process's membership in the cluster. It implements the
@@ -110,13 +146,20 @@ type Member struct {
 	// cluster's non-graceful Shutdown leaves its polling loop running.
 	auto *automanaged.AutoManagedProvider
 
+	listen     string // the remoting listener's own address
+	healthAddr string // the health listener's own address
+	client     *http.Client
+
 	mu       sync.RWMutex
 	members  []string                      // live members' addresses, sorted
+	ids      map[string]bool               // live members' actor system ids
 	inflight map[string]map[*call]struct{} // forwarded requests by member
 	changed  chan struct{}                 // closed and replaced on every topology change
+	fence    fenceState
 
 	stopping atomic.Bool
 	stopOnce sync.Once
+	done     chan struct{} // closed by Stop: ends the watchdog
 }
 
 // call is one forwarded request waiting for its answer.
@@ -140,14 +183,46 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 	if err != nil {
 		return nil, fmt.Errorf("cluster address %q: bad port: %w", cfg.Addr, err)
 	}
-	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{})}
+	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), done: make(chan struct{})}
+	m.fence.init()
 
 	provider, err := m.provider()
 	if err != nil {
 		return nil, err
 	}
 	m.auto, _ = provider.(*automanaged.AutoManagedProvider)
-	ccfg := cluster.Configure(cfg.Name, provider, noLookup{}, remote.Configure(host, port),
+	var ropts []remote.ConfigOption
+	if cfg.Advertise != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(cfg.Advertise))
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		// Connections to the other members leave from the cluster
+		// address: on a host with several interfaces the others (and
+		// their firewalls) see this member's traffic come from it.
+		ropts = append(ropts, remote.WithDialOptions(dialFrom(ip)...))
+	}
+	before := listenSockets()
+	lookup := &noLookup{bound: func() error {
+		// Called by protoactor right after its remoting listener bound,
+		// before gossip starts.
+		m.listen = system.Address()
+		if cfg.Advertise != "" {
+			if port != 0 {
+				m.listen = cfg.Addr
+			} else {
+				var err error
+				if m.listen, err = boundRemoting(host, before); err != nil {
+					return err
+				}
+			}
+		}
+		cfg.Log.Info("cluster member listening", slog.String("address", system.Address()), slog.String("listen", m.listen), slog.String("health", m.healthAddr))
+		if cfg.OnListen != nil {
+			cfg.OnListen(m.listen, m.healthAddr)
+		}
+		return nil
+	}}
+	ccfg := cluster.Configure(cfg.Name, provider, lookup, remote.Configure(host, port, ropts...),
 		// A member that stops answering gossip for this long is blocked.
 		cluster.WithHeartbeatExpiration(10*time.Second))
 	m.cl = cluster.New(system, ccfg)
@@ -175,7 +250,10 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 	m.mu.Lock()
 	m.self = system.Address()
 	m.mu.Unlock()
-	cfg.Log.Info("cluster member started", slog.String("address", m.self), slog.String("provider", cfg.Provider), slog.String("cluster", cfg.Name))
+	cfg.Log.Info("cluster member started", slog.String("address", m.self), slog.String("listen", m.listen),
+		slog.String("health", m.healthAddr), slog.String("provider", cfg.Provider), slog.String("cluster", cfg.Name),
+		slog.Int("expected_members", cfg.Expected), slog.String("system_id", system.ID))
+	go m.watch()
 
 	for {
 		m.mu.RLock()
@@ -201,8 +279,8 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 		if len(m.cfg.Seeds) == 0 || m.cfg.HealthAddr == "" {
 			return nil, errors.New("cluster: the automanaged provider needs --cluster-seeds and --cluster-health-addr")
 		}
-		if !slices.Contains(m.cfg.Seeds, m.cfg.HealthAddr) {
-			return nil, fmt.Errorf("cluster: --cluster-health-addr %s is not in --cluster-seeds %v: the member would not see itself", m.cfg.HealthAddr, m.cfg.Seeds)
+		if !slices.Contains(m.cfg.Seeds, m.cfg.HealthAdvertise) {
+			return nil, fmt.Errorf("cluster: this member's health address %s is not in --cluster-seeds %v: the others would not see it (list it, or set --cluster-health-advertise-addr to the seed that reaches it)", m.cfg.HealthAdvertise, m.cfg.Seeds)
 		}
 		// Our own health server on our own address: the provider's would
 		// bind every interface.
@@ -210,7 +288,8 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster: health endpoint on %s: %w (choose another --cluster-health-addr)", m.cfg.HealthAddr, err)
 		}
-		_, hp, _ := net.SplitHostPort(ln.Addr().String())
+		m.healthAddr = ln.Addr().String()
+		_, hp, _ := net.SplitHostPort(m.healthAddr)
 		healthPort, _ := strconv.Atoi(hp)
 		e := echo.New()
 		e.HideBanner = true
@@ -224,10 +303,19 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 			if err != nil {
 				return c.NoContent(http.StatusServiceUnavailable)
 			}
-			return c.JSON(http.StatusOK, automanaged.NewNode(m.cfg.Name, m.system.ID, h, p, healthPort, m.cl.GetClusterKinds()))
+			return c.JSON(http.StatusOK, healthNode{
+				NodeModel: automanaged.NewNode(m.cfg.Name, m.system.ID, h, p, healthPort, m.cl.GetClusterKinds()),
+				Members:   m.memberIDs(),
+			})
 		})
 		m.health = e.Server
-		return automanaged.NewWithTesting(m.cfg.RefreshEvery, healthPort, e, m.cfg.Seeds...), nil
+		m.client = &http.Client{Timeout: 2 * time.Second}
+		// This member polls itself directly: a partition never hides a
+		// member from itself.
+		seeds := slices.Clone(m.cfg.Seeds)
+		seeds[slices.Index(seeds, m.cfg.HealthAdvertise)] = m.healthAddr
+		m.cfg.Seeds = seeds
+		return automanaged.NewWithTesting(m.cfg.RefreshEvery, healthPort, e, seeds...), nil
 	case "k8s":
 		return k8sProvider()
 	default:
@@ -241,6 +329,13 @@ func (m *Member) Self() string {
 	defer m.mu.RUnlock()
 	return m.self
 }
+
+// Listen is where this member's remoting listener bound (Advertise is
+// what the others dial).
+func (m *Member) Listen() string { return m.listen }
+
+// HealthAddr is where this member's health endpoint bound ("" with k8s).
+func (m *Member) HealthAddr() string { return m.healthAddr }
 
 // Members lists the live members' addresses as this member sees them.
 func (m *Member) Members() []string {
@@ -297,11 +392,14 @@ func mix(x uint64) uint64 {
 // passivated so that each agent is active on one member.
 func (m *Member) onTopology(t *cluster.ClusterTopology) {
 	next := make([]string, 0, len(t.Members))
+	ids := make(map[string]bool, len(t.Members))
 	for _, mem := range t.Members {
 		next = append(next, mem.Address())
+		ids[mem.Id] = true
 	}
 	slices.Sort(next)
 	m.mu.Lock()
+	m.ids = ids
 	if slices.Equal(next, m.members) {
 		m.mu.Unlock()
 		return
@@ -326,6 +424,7 @@ func (m *Member) onTopology(t *cluster.ClusterTopology) {
 		close(c.lost)
 	}
 	m.cfg.Log.Info("cluster topology changed", slog.Int("members", len(next)), slog.Any("addresses", next), slog.Int("before", len(prev)), slog.Int("requests_failed_over", len(lost)))
+	m.checkQuorum()
 	if self != "" {
 		m.cfg.Host.PassivateWhere(func(id string) bool { return m.Owner(id) != self })
 	}
@@ -349,6 +448,7 @@ func (m *Member) Leave() {
 func (m *Member) Stop() {
 	m.stopOnce.Do(func() {
 		m.stopping.Store(true)
+		close(m.done)
 		m.closeHealth()
 		if m.auto != nil {
 			// Ends its poll loop (after its current sleep), which would
@@ -364,10 +464,17 @@ func (m *Member) Stop() {
 }
 
 // noLookup satisfies protoactor's IdentityLookup: placement is ours
-// (owner), so no grain kind is ever looked up through it.
-type noLookup struct{}
+// (owner), so no grain kind is ever looked up through it. Its Setup is the
+// one hook between protoactor binding the remoting listener and the member
+// starting to gossip: bound runs there (a failure panics, which Start
+// turns into its error).
+type noLookup struct{ bound func() error }
 
-func (noLookup) Get(*cluster.ClusterIdentity) *actor.PID        { return nil }
-func (noLookup) RemovePid(*cluster.ClusterIdentity, *actor.PID) {}
-func (noLookup) Setup(*cluster.Cluster, []string, bool)         {}
-func (noLookup) Shutdown()                                      {}
+func (*noLookup) Get(*cluster.ClusterIdentity) *actor.PID        { return nil }
+func (*noLookup) RemovePid(*cluster.ClusterIdentity, *actor.PID) {}
+func (l *noLookup) Setup(*cluster.Cluster, []string, bool) {
+	if err := l.bound(); err != nil {
+		panic(err)
+	}
+}
+func (*noLookup) Shutdown() {}

@@ -30,6 +30,9 @@ func (m *Member) Request(ctx context.Context, id string, message any) (v any, er
 		return nil, runtime.ErrStopping
 	}
 	for attempt := 0; ; attempt++ {
+		if err := m.fencedErr(); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", id, err)
+		}
 		m.mu.RLock()
 		self := m.self
 		to := owner(m.members, id, self)
@@ -115,7 +118,9 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 			}
 			return nil, fmt.Errorf("agent %s on member %s answered %T", id, addr, r.v), false
 		}
-		if reply.GetError().GetCode() == codeNotOwner {
+		if code := reply.GetError().GetCode(); code == codeNotOwner || code == codeFenced {
+			// Refused unprocessed: route again once the views agree (or
+			// the fenced member has left them).
 			return nil, nil, true
 		}
 		v, err := m.cfg.Codec.DecodeReply(reply)
@@ -138,16 +143,31 @@ func (m *Member) receive(c actor.Context) {
 	if sender == nil {
 		return
 	}
+	// Fencing is decided when the request is taken off the wire: one that
+	// waited in a buffer while this process was paused is refused even if
+	// the watchdog has not run yet.
+	fenced := m.Fenced()
 	go func() {
-		m.system.Root.Send(sender, m.serve(req))
+		m.system.Root.Send(sender, m.serve(req, fenced))
 	}()
 }
 
-// serve runs one forwarded request on the local host.
-func (m *Member) serve(req *msg.AgentRequest) *msg.AgentReply {
+// serve runs one forwarded request on the local host, unless this member
+// was fenced when it arrived (why).
+func (m *Member) serve(req *msg.AgentRequest, why string) *msg.AgentReply {
 	id := req.GetAgentId()
 	if m.stopping.Load() {
 		return m.cfg.Codec.EncodeReply(nil, runtime.ErrStopping)
+	}
+	if why != "" {
+		// Refused unprocessed: the sender routes it again, or its caller
+		// has already been told it failed (a request that waited out a
+		// pause here must not run after that).
+		return &msg.AgentReply{Error: &msg.Error{Code: codeFenced, Message: fmt.Sprintf("member %s is fenced: %s", m.Self(), why)}}
+	}
+	if d := req.GetDeadlineUnixNano(); d > 0 && time.Now().UnixNano() >= d {
+		// Its caller has its answer (a timeout) already.
+		return m.cfg.Codec.EncodeReply(nil, fmt.Errorf("agent %s: the request's deadline passed before it could run: %w", id, context.DeadlineExceeded))
 	}
 	if o, self := m.Owner(id), m.Self(); o != self {
 		// Refused unprocessed: the sender routes again once the views agree,
@@ -180,6 +200,8 @@ func registerErrors(c *msg.Codec) {
 		{"runtime.stopping", runtime.ErrStopping},
 		{"runtime.timeout", runtime.ErrTimeout},
 		{"runtime.member-lost", runtime.ErrMemberLost},
+		{"runtime.fenced", runtime.ErrFenced},
+		{"runtime.stale", runtime.ErrStale},
 		{"context.deadline", context.DeadlineExceeded},
 		{"context.canceled", context.Canceled},
 		{codeNotOwner + ".local", errNotOwner},

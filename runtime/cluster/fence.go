@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime"
+)
+
+// TableEpochs holds one record per agent: the ownership epoch of its
+// latest activation in the cluster. Its version is the fencing token.
+const TableEpochs = "agent_epochs"
+
+// epochRecord is what an activation writes when it takes the agent over.
+type epochRecord struct {
+	Member      string    `json:"member"`
+	ActivatedAt time.Time `json:"activated_at"`
+}
+
+// FencedLoader wraps the agent loader so that every activation takes an
+// ownership epoch from the store before it loads the agent: it writes the
+// agent's TableEpochs record, and the record's new version is the
+// activation's fencing token. Every write of that activation (build gets a
+// store that adds the check to each batch) and the start of every request
+// check that the token is still current, so once another member has
+// activated the agent (a partition healed, a paused member woke up), the
+// stale activation's writes are refused before they land and before the
+// request goes on to sign anything; its requests fail with runtime.ErrStale
+// and it is passivated. member names this member in the record (for people
+// reading the table).
+func FencedLoader(store persistence.Store, member func() string, build func(persistence.Store) runtime.Loader) runtime.Loader {
+	return func(ctx context.Context, id string) (runtime.Agent, error) {
+		epoch, err := takeEpoch(ctx, store, id, member())
+		if err != nil {
+			return nil, err
+		}
+		fs := &fencedStore{Store: store, id: id, epoch: epoch}
+		inner, err := build(fs)(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		fa := &fencedAgent{inner: inner, store: fs}
+		if p, ok := inner.(runtime.Passivator); ok {
+			return &fencedPassivator{fencedAgent: fa, p: p}, nil
+		}
+		return fa, nil
+	}
+}
+
+// takeEpoch bumps the agent's epoch record and returns its new version.
+func takeEpoch(ctx context.Context, store persistence.Store, id, member string) (uint64, error) {
+	raw, _ := json.Marshal(epochRecord{Member: member, ActivatedAt: time.Now().UTC()})
+	for range 5 {
+		expect := persistence.Absent()
+		rec, err := store.Get(ctx, TableEpochs, id)
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("agent %s: read its ownership epoch: %w", id, err)
+		default:
+			expect = persistence.AtVersion(rec.Version)
+		}
+		vs, err := store.Apply(ctx, persistence.Put(TableEpochs, id, raw, expect))
+		if errors.Is(err, persistence.ErrConflict) {
+			continue // another activation raced us; read again
+		}
+		if err != nil {
+			return 0, fmt.Errorf("agent %s: take its ownership epoch: %w", id, err)
+		}
+		return vs[0], nil
+	}
+	return 0, fmt.Errorf("agent %s: %w: its ownership epoch kept moving (two members activating it at once)", id, runtime.ErrStale)
+}
+
+// fencedStore adds the activation's epoch check to every batch it applies.
+type fencedStore struct {
+	persistence.Store
+	id    string
+	epoch uint64
+}
+
+func (s *fencedStore) fence() persistence.Op {
+	return persistence.Check(TableEpochs, s.id, persistence.AtVersion(s.epoch))
+}
+
+// Apply runs ops only while the activation's epoch is current. A failed
+// fence is runtime.ErrStale, never a persistence conflict: callers that
+// turn conflicts into answers of their own (a replayed signature, a
+// concurrent create) must not mistake it for theirs.
+func (s *fencedStore) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, error) {
+	vs, err := s.Store.Apply(ctx, append([]persistence.Op{s.fence()}, ops...)...)
+	if err != nil {
+		return nil, s.stale(err)
+	}
+	return vs[1:], nil
+}
+
+// verify checks the epoch alone.
+func (s *fencedStore) verify(ctx context.Context) error {
+	_, err := s.Store.Apply(ctx, s.fence())
+	return s.stale(err)
+}
+
+func (s *fencedStore) stale(err error) error {
+	var ce *persistence.ConflictError
+	if errors.As(err, &ce) && ce.Table == TableEpochs && ce.Key == s.id {
+		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, runtime.ErrStale, s.epoch, ce.Actual)
+	}
+	return err
+}
+
+// fencedAgent checks the epoch before each request.
+type fencedAgent struct {
+	inner runtime.Agent
+	store *fencedStore
+}
+
+func (a *fencedAgent) Receive(ctx context.Context, msg any) (any, error) {
+	if err := a.store.verify(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.Receive(ctx, msg)
+}
+
+type fencedPassivator struct {
+	*fencedAgent
+	p runtime.Passivator
+}
+
+func (a *fencedPassivator) Passivate() { a.p.Passivate() }

@@ -1,0 +1,340 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+
+	"github.com/veilhq/veil/runtime"
+)
+
+// Fencing: money is a CP system, so a member that may be on the wrong side
+// of a partition serves nothing (keep-majority, as Akka's split brain
+// resolver). A member is fenced while any of these holds:
+//
+//   - quorum: its topology has fewer than a majority of Config.Expected;
+//   - dropped: the members that answer its health polls do not list it in
+//     their topologies (they dropped it while it was paused or cut off);
+//   - paused: its own clock jumped (the process was stopped: SIGSTOP, a
+//     frozen VM, a long GC), until a whole health poll round that started
+//     after the jump has confirmed its place;
+//   - lease: it does not hold its store lease (SetLease).
+//
+// While fenced it answers every agent request with runtime.ErrFenced
+// (a 503 with Retry-After), refuses forwarded requests unprocessed, and has
+// passivated every agent. A member the others dropped for good (protoactor
+// blocks it by system id) calls Config.Rejoin to restart with a fresh id.
+
+// Tunables of the watchdog.
+const (
+	// tick is the watchdog's period for noticing that the process was
+	// paused; a gap above pauseGap between two ticks is a pause.
+	tick     = 100 * time.Millisecond
+	pauseGap = 2 * time.Second
+	// droppedFor is how long the others must have consistently left this
+	// member out (while they answer) before it restarts to rejoin: longer
+	// than a normal join takes to show up in their next poll.
+	droppedFor = 3 * time.Second
+	// joinFor is the same for a member the others have never counted:
+	// joining takes a poll round or two on their side, longer under load.
+	joinFor = 30 * time.Second
+)
+
+// fenceState is guarded by Member.mu.
+type fenceState struct {
+	reasons   map[string]string // why fenced, by condition; empty: serving
+	lastTick  time.Time         // the watchdog's last tick (wall clock with monotonic reading)
+	pausedAt  time.Time         // when a pause was noticed; zero: none pending
+	droppedAt time.Time         // since when the others leave this member out
+	counted   bool              // the others have counted this member at least once
+	rejoining bool
+}
+
+func (f *fenceState) init() { f.reasons = map[string]string{} }
+
+// healthNode is the health endpoint's answer: protoactor's node, plus the
+// actor system ids of this member's topology, so that a member learns
+// whether the others count it.
+type healthNode struct {
+	*automanaged.NodeModel
+	Members []string `json:"veil_members"`
+}
+
+// Fenced says why this member serves no agent now ("" when it serves).
+func (m *Member) Fenced() string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.fencedLocked(time.Now())
+}
+
+func (m *Member) fencedLocked(now time.Time) string {
+	if !m.fence.lastTick.IsZero() && now.Sub(m.fence.lastTick) > pauseGap {
+		// The watchdog has not run: this process was stopped, and this
+		// request may have waited in a buffer while its sender gave up.
+		return "this process was paused"
+	}
+	if len(m.fence.reasons) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m.fence.reasons))
+	for k := range m.fence.reasons {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, m.fence.reasons[k])
+	}
+	return strings.Join(out, "; ")
+}
+
+// fencedErr is the error for a request refused because of fencing.
+func (m *Member) fencedErr() error {
+	if why := m.Fenced(); why != "" {
+		return fmt.Errorf("%w: %s", runtime.ErrFenced, why)
+	}
+	return nil
+}
+
+// setFence sets (why != "") or clears one fencing condition. Becoming
+// fenced passivates every agent at once: another member may be about to
+// serve them.
+func (m *Member) setFence(cond, why string) {
+	m.mu.Lock()
+	was := len(m.fence.reasons) > 0
+	if why == "" {
+		delete(m.fence.reasons, cond)
+	} else {
+		m.fence.reasons[cond] = why
+	}
+	is := len(m.fence.reasons) > 0
+	now := m.fencedLocked(time.Now())
+	m.mu.Unlock()
+	switch {
+	case is && !was:
+		m.cfg.Log.Warn("cluster member fenced: serving no agent, passivating them all", slog.String("reason", now))
+		m.cfg.Host.PassivateWhere(func(string) bool { return true })
+	case was && !is:
+		m.cfg.Log.Info("cluster member serving again")
+	}
+}
+
+// SetLease reports whether this member holds its store lease; without it
+// the member is fenced. A member that is given no lease is not fenced by
+// this condition.
+func (m *Member) SetLease(held bool) {
+	if held {
+		m.setFence("lease", "")
+	} else {
+		m.setFence("lease", "it does not hold its store lease")
+	}
+}
+
+// checkQuorum fences this member when its topology is not a majority.
+func (m *Member) checkQuorum() {
+	if m.cfg.Expected <= 0 {
+		return
+	}
+	m.mu.RLock()
+	n := len(m.members)
+	m.mu.RUnlock()
+	if need := m.cfg.Expected/2 + 1; n < need {
+		m.setFence("quorum", fmt.Sprintf("it sees %d of %d members, fewer than the majority of %d", n, m.cfg.Expected, need))
+	} else {
+		m.setFence("quorum", "")
+	}
+}
+
+// memberIDs lists the actor system ids of this member's topology.
+func (m *Member) memberIDs() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.ids))
+	for id := range m.ids {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// watch is the watchdog: it notices pauses and, with the automanaged
+// provider, polls the seeds to learn whether the others count this member.
+func (m *Member) watch() {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	m.checkQuorum()
+	var lastPoll time.Time
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		m.mu.Lock()
+		gap := now.Sub(m.fence.lastTick)
+		paused := !m.fence.lastTick.IsZero() && gap > pauseGap
+		if paused {
+			m.fence.pausedAt = now
+		}
+		m.fence.lastTick = now
+		m.mu.Unlock()
+		if paused {
+			m.cfg.Log.Warn("cluster member was paused: fenced until the others confirm its place", slog.Duration("pause", gap))
+			m.setFence("paused", fmt.Sprintf("this process was paused for %v; waiting for the others to confirm its place", gap.Round(time.Millisecond)))
+		}
+		if m.cl.Remote != nil && m.cl.Remote.BlockList().IsBlocked(m.system.ID) {
+			m.rejoin("the other members blocked this member's id")
+			continue
+		}
+		if m.client == nil {
+			// No seeds to poll (k8s): a pause is confirmed once the
+			// provider has had two periods to deliver a topology.
+			m.mu.Lock()
+			confirmed := !m.fence.pausedAt.IsZero() && now.Sub(m.fence.pausedAt) > 2*m.cfg.RefreshEvery
+			if confirmed {
+				m.fence.pausedAt = time.Time{}
+			}
+			m.mu.Unlock()
+			if confirmed {
+				m.setFence("paused", "")
+			}
+			continue
+		}
+		if now.Sub(lastPoll) < m.cfg.RefreshEvery {
+			continue
+		}
+		lastPoll = now
+		m.poll(now)
+	}
+}
+
+// poll asks every seed whom it counts, and fences or restarts this member
+// when the others do not count it.
+func (m *Member) poll(started time.Time) {
+	answers := m.pollSeeds()
+	self := m.system.ID
+	m.mu.RLock()
+	mine := m.ids
+	m.mu.RUnlock()
+	var others, countMe, unknown int
+	for _, a := range answers {
+		if a.ID == self || a.ClusterName != m.cfg.Name {
+			continue
+		}
+		others++
+		if slices.Contains(a.Members, self) {
+			countMe++
+		}
+		if !mine[a.ID] {
+			unknown++
+		}
+	}
+	var why string
+	switch {
+	case others > 0 && countMe*2 < others:
+		// Most of the members that answer leave this one out.
+		why = fmt.Sprintf("%d of the %d other members that answer do not count it", others-countMe, others)
+	case unknown > 0 && m.cfg.Expected > 0 && len(mine)*2 <= m.cfg.Expected:
+		// In a minority, while members it does not count answer: it
+		// blocked them (their heartbeats expired while it was cut off).
+		why = fmt.Sprintf("%d members answer that its own topology does not hold", unknown)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	if why == "" {
+		m.fence.droppedAt = time.Time{}
+		if countMe > 0 {
+			m.fence.counted = true
+		}
+	} else if m.fence.droppedAt.IsZero() {
+		m.fence.droppedAt = now
+	}
+	since, counted := m.fence.droppedAt, m.fence.counted
+	confirmed := why == "" && !m.fence.pausedAt.IsZero() && started.After(m.fence.pausedAt)
+	if confirmed {
+		m.fence.pausedAt = time.Time{}
+	}
+	m.mu.Unlock()
+	m.setFence("dropped", why)
+	if confirmed {
+		m.cfg.Log.Info("cluster member's place confirmed after a pause")
+		m.setFence("paused", "")
+	}
+	// A member that was counted and is not any more was dropped: protoactor
+	// never admits its id again. One that has never been counted may still
+	// be joining: it gets longer.
+	wait := droppedFor
+	if !counted {
+		wait = joinFor
+	}
+	if why != "" && now.Sub(since) >= wait {
+		m.rejoin(fmt.Sprintf("%s, for %v", why, now.Sub(since).Round(time.Second)))
+	}
+}
+
+// pollSeeds reads every seed's health answer; seeds that do not answer
+// are left out.
+func (m *Member) pollSeeds() []healthNode {
+	var (
+		mu  sync.Mutex
+		out []healthNode
+		wg  sync.WaitGroup
+	)
+	for _, seed := range m.cfg.Seeds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+seed+"/_health", nil)
+			if err != nil {
+				return
+			}
+			resp, err := m.client.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return
+			}
+			var n healthNode
+			if json.NewDecoder(resp.Body).Decode(&n) != nil || n.NodeModel == nil {
+				return
+			}
+			mu.Lock()
+			out = append(out, n)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// rejoin hands the member to Config.Rejoin, once.
+func (m *Member) rejoin(why string) {
+	m.setFence("rejoin", "it is restarting to rejoin the cluster")
+	m.mu.Lock()
+	first := !m.fence.rejoining
+	m.fence.rejoining = true
+	m.mu.Unlock()
+	if !first {
+		return
+	}
+	if m.cfg.Rejoin == nil {
+		m.cfg.Log.Error("cluster member dropped by the others for good; it stays fenced until restarted", slog.String("reason", why))
+		return
+	}
+	m.cfg.Log.Error("cluster member dropped by the others for good: restarting to rejoin with a fresh identity", slog.String("reason", why))
+	go m.cfg.Rejoin(why)
+}
