@@ -59,8 +59,8 @@ type config struct {
 	ClusterAdvertise       string
 	ClusterHealthAdvertise string
 	// ClusterSize is the configured member count for the majority rule.
-	ClusterSize int
-	ChainsConfig    string
+	ClusterSize  int
+	ChainsConfig string
 }
 
 func envName(flagName string) string {

@@ -109,4 +109,3 @@ func findBound(host string, before map[int64]bool) (string, bool) {
 	}
 	return "", false
 }
-
