@@ -361,3 +361,31 @@ func TestPassivateWherePassivatesOnlyTheChosen(t *testing.T) {
 		t.Fatalf("active = %d after passivating 5 of 10, want 5", n)
 	}
 }
+
+// A version conflict that reaches the host (another writer moved the
+// agent's state on under its activation) is runtime.ErrStale, retriable,
+// and the stale activation is passivated at once: the next request loads
+// the current state instead of failing again.
+func TestStaleActivationIsPassivatedAndRetriable(t *testing.T) {
+	f := newFixture(t, runtime.HostConfig{Stale: func(err error) bool { return errors.Is(err, persistence.ErrConflict) }})
+	f.mustAsk(t, "s", "inc")
+	// Someone else (another member's activation) writes the agent.
+	if _, err := f.st.Apply(context.Background(), persistence.Put("counters", "s", []byte("7"), persistence.AtVersion(1))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.ask(t, "s", "inc")
+	if !errors.Is(err, runtime.ErrStale) {
+		t.Fatalf("write on stale state: %v, want runtime.ErrStale", err)
+	}
+	select {
+	case id := <-f.ev.passivated:
+		if id != "s" {
+			t.Fatalf("passivated %s, want s", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stale activation was not passivated")
+	}
+	if v := f.mustAsk(t, "s", "inc"); v != 8 {
+		t.Fatalf("after reactivation: %v, want 8 (7 from the store, +1)", v)
+	}
+}

@@ -3,213 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
-	"github.com/veilhq/veil/chains/walletsig"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/persistence/postgres"
-	"github.com/veilhq/veil/runtime/cluster"
 )
-
-var memberAddrRE = regexp.MustCompile(`msg="cluster member started" .*address=(\S+)`)
-var topologyRE = regexp.MustCompile(`msg="cluster topology changed" .*members=(\d+) `)
-
-// member is one veild of the test cluster, with its log followed.
-type member struct {
-	*proc
-	i      int
-	remote string // its remoting address, what placement hashes
-	logs   *lockedBuffer
-	dead   bool
-}
-
-type testCluster struct {
-	t       *testing.T
-	dir     string
-	dsn     string
-	chains  string
-	seeds   []string
-	remotes []string
-	key     string
-	mu      sync.Mutex
-	members []*member
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// start runs member i (again, after a kill) on its data directory.
-func (c *testCluster) start(i int) *member {
-	c.t.Helper()
-	p := start(c.t, filepath.Join(c.dir, fmt.Sprintf("m%d", i)),
-		"--store", "postgres", "--postgres-dsn", c.dsn, "--chains-config", c.chains,
-		"--cluster", "--cluster-seeds", strings.Join(c.seeds, ","), "--cluster-health-addr", c.seeds[i], "--cluster-addr", c.remotes[i],
-		"--rate-limit", "0")
-	m := &member{proc: p, i: i, logs: &lockedBuffer{}}
-	_, _ = m.logs.Write(p.stderr.all.Bytes())
-	go func() {
-		for line := range p.stderr.lines {
-			_, _ = m.logs.Write([]byte(line + "\n"))
-		}
-	}()
-	sub := memberAddrRE.FindStringSubmatch(m.logs.String())
-	if sub == nil {
-		c.t.Fatalf("member %d did not log its cluster address:\n%s", i, m.logs)
-	}
-	m.remote = sub[1]
-	c.mu.Lock()
-	for len(c.members) <= i {
-		c.members = append(c.members, nil)
-	}
-	c.members[i] = m
-	c.mu.Unlock()
-	return m
-}
-
-// waitTopology waits until every live member has logged a topology of n.
-func (c *testCluster) waitTopology(n int) {
-	c.t.Helper()
-	want := fmt.Sprint(n)
-	deadline := time.Now().Add(60 * time.Second)
-	for _, m := range c.live() {
-		for {
-			all := topologyRE.FindAllStringSubmatch(m.logs.String(), -1)
-			if len(all) > 0 && all[len(all)-1][1] == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("member %d never saw %d members:\n%s", m.i, n, m.logs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-}
-
-func (c *testCluster) live() []*member {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*member
-	for _, m := range c.members {
-		if m != nil && !m.dead {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// ownerOf is the member that hosts the agent, as placement computes it.
-func (c *testCluster) ownerOf(id string) *member {
-	live := c.live()
-	addrs := make([]string, len(live))
-	for i, m := range live {
-		addrs[i] = m.remote
-	}
-	want := cluster.Place(addrs, id)
-	for _, m := range live {
-		if m.remote == want {
-			return m
-		}
-	}
-	return nil
-}
-
-// outcome of one client call, for the failover report.
-type outcome struct {
-	retriable int // 503s and refused connections seen before the answer
-	status    int
-	body      []byte
-}
-
-// do sends a request through member via, moving to the next live member
-// on a refused connection or a 503, with the same Idempotency-Key, as a
-// client behind a load balancer does. Any other 5xx fails the test.
-func (c *testCluster) do(via int, method, path, idem string, body any) outcome {
-	c.t.Helper()
-	var raw []byte
-	if body != nil {
-		raw, _ = json.Marshal(body)
-	}
-	var o outcome
-	deadline := time.Now().Add(90 * time.Second)
-	for attempt := 0; ; attempt++ {
-		members := c.live()
-		m := members[(via+attempt)%len(members)]
-		req, _ := http.NewRequest(method, "http://"+m.addr+path, bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bearer "+c.key)
-		if idem != "" {
-			req.Header.Set("Idempotency-Key", idem)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-		if err == nil {
-			o.status = resp.StatusCode
-			o.body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-		cancel()
-		switch {
-		case err != nil || o.status == http.StatusServiceUnavailable:
-			o.retriable++
-		case o.status >= 500:
-			c.t.Errorf("%s %s via member %d: %d %s (only retriable errors are allowed during failover)", method, path, m.i, o.status, o.body)
-			return o
-		default:
-			return o
-		}
-		if time.Now().After(deadline) {
-			c.t.Errorf("%s %s: no answer within 90s (%d retriable failures)", method, path, o.retriable)
-			o.status = 0
-			return o
-		}
-		time.Sleep(100 * time.Millisecond) // client back-off between retries
-	}
-}
-
-func (c *testCluster) createAgent(via int, name string) string {
-	c.t.Helper()
-	owner, _ := crypto.GenerateKey()
-	wallet := walletsig.EVMAddress(&owner.PublicKey)
-	msg := walletsig.CreateMessage(name, "all", wallet, time.Now())
-	o := c.do(via, "POST", "/agent/create", "", map[string]string{
-		"name": name, "chain": "all", "wallet": wallet, "signature": walletsig.SignEVM(owner, msg), "message": msg,
-	})
-	if o.status != 201 {
-		c.t.Fatalf("create %s = %d %s", name, o.status, o.body)
-	}
-	var ag struct{ ID string }
-	_ = json.Unmarshal(o.body, &ag)
-	return ag.ID
-}
-
-type chatOut struct {
-	Response       string
-	ConversationID string
-	ToolCalls      []struct{ Name, Status, Detail string }
-}
 
 // A three-member cluster on one PostgreSQL and one set of devnets: state is
 // the same through every member; under a steady load of chats and payments
@@ -221,31 +27,9 @@ func TestClusterOfThreeMembers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a devnet and three veild members for a few minutes")
 	}
-	dsn := freshDB(t)
-	dir := t.TempDir()
-	c := &testCluster{t: t, dir: dir, dsn: dsn, chains: filepath.Join(dir, "chains.json")}
-	startDevnet(t, filepath.Join(dir, "devnet"), c.chains)
-	var root [32]byte
-	_, _ = rand.Read(root[:])
-	t.Setenv("VEIL_ENCLAVE_ROOT", hex.EncodeToString(root[:]))
-	c.seeds = []string{freePort(t), freePort(t), freePort(t)}
-	// Fixed remoting addresses: a member that rejoins at its address owns
-	// the same agents again.
-	c.remotes = []string{freePort(t), freePort(t), freePort(t)}
-
-	m0 := c.start(0)
-	c.key = keyRE.FindString(m0.stdout.String())
-	if c.key == "" {
-		t.Fatalf("the first member printed no bootstrap key: %s", m0.stdout)
-	}
-	c.start(1)
-	c.start(2)
-	c.waitTopology(3)
-	for _, m := range c.live()[1:] {
-		if keyRE.MatchString(m.stdout.String()) {
-			t.Fatalf("member %d printed a second bootstrap key: the store is not shared", m.i)
-		}
-	}
+	c := newTestCluster(t, 3)
+	c.startAll()
+	dsn := c.dsn
 
 	// Agents created through different members; the payee receives.
 	payee := c.createAgent(0, "c-payee")
@@ -280,18 +64,15 @@ func TestClusterOfThreeMembers(t *testing.T) {
 		t.Fatalf("messages via another member = %d %s", o.status, o.body)
 	}
 
-	// The victim: the member that hosts the payee and some payers would be
-	// ideal, but placement decides; kill member 2 whatever it hosts, and
-	// make sure it hosts at least one agent under load.
-	victim := c.members[2]
+	// The victim is the member that hosts the first payer (placement is
+	// deterministic given the members' addresses), so it surely hosts an
+	// agent under load.
+	victim := c.ownerOf(payers[0])
 	var victimAgents []string
 	for _, id := range all {
 		if c.ownerOf(id) == victim {
 			victimAgents = append(victimAgents, id)
 		}
-	}
-	if len(victimAgents) == 0 {
-		t.Fatalf("member 2 hosts none of %d agents; placement is not spreading", len(all))
 	}
 
 	// A schedule whose first slot the test makes due during the failover.
@@ -375,19 +156,17 @@ func TestClusterOfThreeMembers(t *testing.T) {
 	}
 	waitAcks(12)
 	rewindSchedule(t, dsn)
-	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
 	acksMu.Lock()
 	killedAt = time.Now()
 	acksMu.Unlock()
-	c.mu.Lock()
-	victim.dead = true
-	c.mu.Unlock()
-	_ = victim.cmd.Wait()
+	c.kill(victim)
 	// Failover: how long until an agent of the dead member answers again.
 	for {
 		o := c.do(0, "GET", "/agent/"+victimAgents[0]+"/status", "", nil)
 		if o.status == 200 {
+			acksMu.Lock()
 			failover = time.Since(killedAt)
+			acksMu.Unlock()
 			break
 		}
 		if t.Failed() {
@@ -400,7 +179,6 @@ func TestClusterOfThreeMembers(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	c.waitTopology(2)
 	t.Logf("%d chats acknowledged; %d retriable failures seen by clients; first answer from a moved agent %v after the kill", len(acks), retriable, failover)
 
 	// Every acknowledged write is there, through any member.
@@ -463,7 +241,7 @@ func TestClusterOfThreeMembers(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			for _, m := range c.members {
+			for _, m := range c.live() {
 				for _, line := range strings.Split(m.logs.String(), "\n") {
 					if strings.Contains(line, "schedule") || strings.Contains(line, "reminder") || strings.Contains(line, "lease") {
 						t.Logf("member %d: %s", m.i, line)
@@ -485,27 +263,23 @@ func TestClusterOfThreeMembers(t *testing.T) {
 	}
 
 	// The victim rejoins at its address and takes its agents back:
-	// requests for them activate them there.
-	back := c.start(2)
-	c.waitTopology(3)
+	// requests for them activate them there, and every member answers for
+	// every agent.
+	back := c.revive(victim)
 	for _, id := range victimAgents {
-		if c.ownerOf(id) != back {
+		if c.ownerOf(id) != victim {
 			t.Fatalf("agent %s is not placed on the rejoined member", id)
 		}
 	}
-	for i, id := range all {
-		if o := c.do(i, "GET", "/agent/"+id+"/status", "", nil); o.status != 200 {
-			t.Fatalf("status of %s after rejoin = %d %s", id, o.status, o.body)
-		}
+	if _, err := c.waitHealed(all, 120*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	fams := scrape(t, back.metrics)
 	f := fams["veil_runtime_activations_total"]
 	if f == nil || len(f.Metric) == 0 || f.Metric[0].GetCounter().GetValue() == 0 {
 		t.Fatalf("the rejoined member activated no agent")
 	}
-	for _, m := range c.live() {
-		m.stop(t, syscall.SIGTERM)
-	}
+	c.stopAll()
 }
 
 // rewindSchedule makes every active schedule due now, as if its interval

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// clusterLoad is the traffic the fault tests run under: chats that pay
+// the payee (unique amounts) or write a note, with Idempotency-Keys and
+// retries across members; and payments without an Idempotency-Key, sent
+// once, whose callers never retry.
+type clusterLoad struct {
+	c      *testCluster
+	payers []string
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	seq       int
+	acks      []ack
+	once      []onceCall
+	retriable int
+}
+
+type ack struct{ amount, agent, conv, text string }
+
+// onceCall is a payment without Idempotency-Key: acknowledged, or failed
+// at a time after which it must not run.
+type onceCall struct {
+	agent, amount, text string
+	ok                  bool
+	failedAt            time.Time
+	status              int
+}
+
+func startLoad(c *testCluster, payers []string, workers int) *clusterLoad {
+	l := &clusterLoad{c: c, payers: payers, stop: make(chan struct{})}
+	for range workers {
+		l.wg.Add(1)
+		go l.idempotent()
+	}
+	l.wg.Add(1)
+	go l.withoutKey()
+	return l
+}
+
+func (l *clusterLoad) next() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	return l.seq
+}
+
+func (l *clusterLoad) stopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *clusterLoad) idempotent() {
+	defer l.wg.Done()
+	for !l.stopped() && !l.c.t.Failed() {
+		n := l.next()
+		ag := l.payers[n%len(l.payers)]
+		var a ack
+		var msg string
+		if n%2 == 0 {
+			// Ends in 1, so that the chain's formatting keeps it as is.
+			a.amount = fmt.Sprintf("0.00%04d1", n)
+			msg = fmt.Sprintf("send %s ETH to p-payee on ethereum", a.amount)
+		} else {
+			a.text = fmt.Sprintf("note number %d", n)
+			msg = a.text
+		}
+		o := l.c.do(n, "POST", "/agent/"+ag+"/chat", fmt.Sprintf("load-%d", n), map[string]string{"message": msg})
+		if o.status != 200 {
+			l.c.t.Errorf("chat %q = %d %s", msg, o.status, o.body)
+			return
+		}
+		var r chatOut
+		_ = json.Unmarshal(o.body, &r)
+		if a.amount != "" && (len(r.ToolCalls) != 1 || r.ToolCalls[0].Status != "success") {
+			l.c.t.Errorf("payment %q: %s", msg, o.body)
+			return
+		}
+		a.agent, a.conv = ag, r.ConversationID
+		l.mu.Lock()
+		l.acks = append(l.acks, a)
+		l.retriable += o.retriable
+		l.mu.Unlock()
+	}
+}
+
+func (l *clusterLoad) withoutKey() {
+	defer l.wg.Done()
+	for !l.stopped() && !l.c.t.Failed() {
+		n := l.next()
+		ag := l.payers[n%len(l.payers)]
+		call := onceCall{agent: ag, amount: fmt.Sprintf("0.00%04d3", n)}
+		call.text = fmt.Sprintf("send %s ETH to p-payee on ethereum", call.amount)
+		o := l.c.once(n, "POST", "/agent/"+ag+"/chat", map[string]string{"message": call.text})
+		call.status = o.status
+		switch {
+		case o.status == 200:
+			var r chatOut
+			_ = json.Unmarshal(o.body, &r)
+			call.ok = len(r.ToolCalls) == 1 && r.ToolCalls[0].Status == "success"
+			if !call.ok {
+				l.c.t.Errorf("payment %q: %s", call.text, o.body)
+				return
+			}
+		case o.retriable > 0:
+			call.failedAt = o.failedAt
+		default:
+			l.c.t.Errorf("payment %q without Idempotency-Key = %d %s", call.text, o.status, o.body)
+			return
+		}
+		l.mu.Lock()
+		l.once = append(l.once, call)
+		l.mu.Unlock()
+		time.Sleep(200 * time.Millisecond) // pacing, so the keyed load dominates
+	}
+}
+
+// waitAcks waits until n chats were acknowledged since the load began.
+func (l *clusterLoad) waitAcks(n int) {
+	t := l.c.t
+	t.Helper()
+	deadline := time.Now().Add(180 * time.Second)
+	for {
+		l.mu.Lock()
+		got := len(l.acks)
+		l.mu.Unlock()
+		if got >= n || t.Failed() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("load stalled at %d acknowledged chats", got)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, not timing it
+	}
+}
+
+func (l *clusterLoad) acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acks)
+}
+
+func (l *clusterLoad) finish() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+// A three-member cluster under payment load heals from the faults of
+// issue 25: a member stopped with SIGSTOP for 3 s and for 10 s while
+// requests are in flight to it, and a real two-sided partition (member 0
+// cut from 1 and 2, both ways, remoting and health) that both sides
+// survive. After each fault the cluster converges to one topology and
+// every member answers every agent with 200; at the end every acknowledged
+// write is there, every acknowledged payment reached the payee exactly
+// once, a payment sent without an Idempotency-Key never twice, and no
+// request ran after its caller had been told it failed.
+func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a devnet and three veild members for several minutes")
+	}
+	c := newTestCluster(t, 3)
+	c.startAll()
+	payee := c.createAgent(0, "p-payee")
+	var payers []string
+	for i := range 6 {
+		payers = append(payers, c.createAgent(i%3, fmt.Sprintf("p-payer-%d", i)))
+	}
+	all := append([]string{payee}, payers...)
+
+	load := startLoad(c, payers, 3)
+	defer func() {
+		if t.Failed() {
+			for _, m := range c.live() {
+				t.Logf("--- member %d:\n%s", m.i, tail(m.logs.String(), 60))
+			}
+		}
+	}()
+	load.waitAcks(6)
+
+	type figure struct {
+		fault string
+		heal  time.Duration
+		note  string
+	}
+	var figures []figure
+	pause := func(i int, d time.Duration) {
+		c.signal(i, syscall.SIGSTOP)
+		// The pause is the fault being tested: its length is the input,
+		// not an assertion on timing.
+		time.Sleep(d)
+		c.signal(i, syscall.SIGCONT)
+	}
+	for _, f := range []struct {
+		name   string
+		member int
+		pause  time.Duration
+	}{
+		{"SIGSTOP 3s", c.ownerOf(payers[0]), 3 * time.Second},
+		{"SIGSTOP 10s", c.ownerOf(payers[1]), 10 * time.Second},
+	} {
+		before := load.acked()
+		pause(f.member, f.pause)
+		heal, err := c.waitHealed(all, 180*time.Second)
+		if err != nil {
+			t.Fatalf("%s of member %d: %v", f.name, f.member, err)
+		}
+		figures = append(figures, figure{fault: f.name, heal: heal})
+		t.Logf("%s of member %d: healed %v after SIGCONT", f.name, f.member, heal)
+		load.waitAcks(before + 6) // the load goes on after the fault
+	}
+
+	// The partition: member 0 alone on one side. A probe asks member 0
+	// directly for every agent while it is cut off.
+	before := load.acked()
+	c.partition(0)
+	var refused, answered, failed int
+	probeUntil := time.Now().Add(10 * time.Second)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for time.Now().Before(probeUntil) {
+		m := c.member(0)
+		for _, id := range all {
+			switch st, _ := c.get(client, m, "/agent/"+id+"/status"); st {
+			case 503:
+				refused++
+			case 200:
+				answered++
+			default:
+				failed++
+			}
+		}
+	}
+	c.heal()
+	heal, err := c.waitHealed(all, 180*time.Second)
+	if err != nil {
+		t.Fatalf("partition of member 0: %v", err)
+	}
+	figures = append(figures, figure{fault: "partition {0} | {1,2}, 10s", heal: heal,
+		note: fmt.Sprintf("minority answered %d requests, refused %d (503), %d timed out", answered, refused, failed)})
+	t.Logf("partition {0}|{1,2} for 10s: healed %v after the cut healed; the minority side answered %d status requests (before it noticed), refused %d with 503, %d other", heal, answered, refused, failed)
+	if refused == 0 {
+		t.Errorf("the minority side never refused a request during a 10s partition")
+	}
+	load.waitAcks(before + 6)
+	load.finish()
+	if t.Failed() {
+		return
+	}
+	c.mu.Lock()
+	rejoins := c.rejoins
+	c.mu.Unlock()
+	t.Logf("%d chats acknowledged, %d retriable failures seen by clients, %d payments without Idempotency-Key (%d failed), %d restarts to rejoin",
+		len(load.acks), load.retriable, len(load.once), countFailed(load.once), rejoins)
+	for _, f := range figures {
+		t.Logf("FIGURE %s: one topology and every agent answering on every member %v after the fault ended. %s", f.fault, f.heal.Round(10*time.Millisecond), f.note)
+	}
+
+	checkAcknowledged(t, c, load.acks)
+	checkPayments(t, c, payee, load.acks, load.once)
+	checkNotRunAfterFailure(t, c, payers, load.once)
+	c.stopAll()
+}
+
+func countFailed(calls []onceCall) int {
+	n := 0
+	for _, c := range calls {
+		if !c.ok {
+			n++
+		}
+	}
+	return n
+}
+
+// checkAcknowledged: every acknowledged note is in its conversation.
+func checkAcknowledged(t *testing.T, c *testCluster, acks []ack) {
+	t.Helper()
+	for i, a := range acks {
+		if a.text == "" {
+			continue
+		}
+		o := c.do(i, "GET", "/agent/"+a.agent+"/conversations/"+a.conv+"/messages", "", nil)
+		if o.status != 200 || !strings.Contains(string(o.body), a.text) {
+			t.Fatalf("acknowledged message %q missing from %s/%s: %d %s", a.text, a.agent, a.conv, o.status, o.body)
+		}
+	}
+}
+
+// checkPayments: every acknowledged payment reached the payee exactly
+// once; none (acknowledged or not, with or without a key) twice.
+func checkPayments(t *testing.T, c *testCluster, payee string, acks []ack, once []onceCall) {
+	t.Helper()
+	want := map[string]bool{} // amount → must arrive
+	for _, a := range acks {
+		if a.amount != "" {
+			want[a.amount] = true
+		}
+	}
+	for _, o := range once {
+		want[o.amount] = want[o.amount] || o.ok
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		o := c.do(0, "GET", "/agent/"+payee+"/notifications", "", nil)
+		var inbox struct {
+			Notifications []struct{ Type, Body string }
+		}
+		_ = json.Unmarshal(o.body, &inbox)
+		counts := map[string]int{}
+		for _, n := range inbox.Notifications {
+			if n.Type != "payment_received" {
+				continue
+			}
+			if amount, _, ok := strings.Cut(n.Body, " ETH "); ok {
+				counts[amount]++
+			}
+		}
+		missing := 0
+		for amount, must := range want {
+			if counts[amount] > 1 {
+				t.Fatalf("payment of %s ETH reached the payee %d times", amount, counts[amount])
+			}
+			if must && counts[amount] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d acknowledged payments never reached the payee", missing)
+		}
+		time.Sleep(500 * time.Millisecond) // polling a condition, not timing it
+	}
+}
+
+// checkNotRunAfterFailure: a payment without Idempotency-Key whose caller
+// was told it failed did not start after that answer (its user message,
+// stored when the chat starts, is not younger than the failure).
+func checkNotRunAfterFailure(t *testing.T, c *testCluster, payers []string, once []onceCall) {
+	t.Helper()
+	started := map[string]time.Time{} // message text → when stored
+	for i, ag := range payers {
+		o := c.do(i, "GET", "/agent/"+ag+"/conversations", "", nil)
+		var convs []struct{ ID string }
+		if err := json.Unmarshal(o.body, &convs); err != nil || o.status != 200 {
+			t.Fatalf("conversations of %s: %d %s", ag, o.status, o.body)
+		}
+		for _, cv := range convs {
+			o := c.do(i, "GET", "/agent/"+ag+"/conversations/"+cv.ID+"/messages", "", nil)
+			var msgs []struct {
+				Role, Text string
+				CreatedAt  time.Time
+			}
+			_ = json.Unmarshal(o.body, &msgs)
+			for _, m := range msgs {
+				if m.Role == "user" {
+					started[m.Text] = m.CreatedAt
+				}
+			}
+		}
+	}
+	for _, call := range once {
+		if call.ok {
+			continue
+		}
+		if at, ran := started[call.text]; ran && at.After(call.failedAt) {
+			t.Errorf("%q started at %v, after its caller was told it failed (%d) at %v", call.text, at, call.status, call.failedAt)
+		}
+	}
+}
