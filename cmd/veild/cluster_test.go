@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/persistence"
