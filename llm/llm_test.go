@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -347,14 +349,9 @@ func TestCallerCancelIsNotAProviderError(t *testing.T) {
 }
 
 func TestProviderUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := refusingAddr(t)
 	model, _ := llm.Config{AnthropicBaseURL: "http://" + addr + "/v1"}.Model(llm.Anthropic, "sk-x")
-	_, err = model.GenerateContent(context.Background(), conversation("hi"))
+	_, err := model.GenerateContent(context.Background(), conversation("hi"))
 	if !llm.IsProviderError(err) || !strings.Contains(err.Error(), "Anthropic could not be reached") {
 		t.Errorf("error %v", err)
 	}
@@ -512,4 +509,25 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// refusingAddr is a loopback address that refuses connections for the whole
+// test: a socket bound to it and never listening holds the port, so no
+// other process can take it (a listener closed and its port reused could
+// be anyone's by then).
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }

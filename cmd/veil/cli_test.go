@@ -271,7 +271,14 @@ func TestConversationAndNotificationCommands(t *testing.T) {
 
 	// --follow polls until interrupted, then exits 0.
 	cmd := execVeil(env, "notifications", "talker", "--follow", "--interval", "200ms")
-	time.Sleep(1200 * time.Millisecond)
+	// Interrupt once it follows (waiting on that, not on a fixed time that
+	// a loaded machine may not give it).
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(cmd.Stderr.(*syncBuf).String(), "Following notifications of talker.veil"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("follow never started; stderr %s", cmd.Stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not timing it
+	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("follow: %v; stderr %s", err, cmd.Stderr)
