@@ -57,6 +57,9 @@ func readiness(cfg config, store persistence.Store, set *chainSet, enclaveCheck 
 			case !slices.Contains(members, self):
 				return fmt.Errorf("this member (%s) is not in the topology it sees (%d members): it is joining or leaving", self, len(members))
 			}
+			if why := member.Fenced(); why != "" {
+				return fmt.Errorf("this member serves no agent now (fenced): %s", why)
+			}
 			return nil
 		}))
 	}
