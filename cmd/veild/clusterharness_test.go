@@ -44,10 +44,7 @@ import (
 //   - hp[j][i] is member i's health endpoint as member j polls it (j's
 //     --cluster-seeds), one per link, so health can be cut one way.
 
-var (
-	memberListeningRE = regexp.MustCompile(`msg="cluster member listening" .*listen=(\S+) health=(\S+)`)
-	topologyRE        = regexp.MustCompile(`msg="cluster topology changed" .*members=(\d+) `)
-)
+var memberListeningRE = regexp.MustCompile(`msg="cluster member listening" .*listen=(\S+) health=(\S+)`)
 
 // member is one veild process of the test cluster.
 type member struct {
