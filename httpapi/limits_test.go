@@ -328,3 +328,49 @@ func TestHeaderCapAndIdleTimeout(t *testing.T) {
 		t.Fatalf("idle connection: read = %v, want EOF from the server's close", err)
 	}
 }
+
+// The chat route gets its own write deadline: with an ordinary write
+// deadline far shorter than the (held) agent's answer, a chat is still
+// answered when ChatWriteTimeout covers it, and is cut when it does not.
+func TestChatGetsItsOwnWriteDeadline(t *testing.T) {
+	const short = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		chat     time.Duration
+		answered bool
+	}{
+		{"chat deadline covers the answer", time.Minute, true},
+		{"chat deadline as short as the others", short, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hold atomic.Bool
+			e := newEnv(t, envOptions{limits: httpapi.Limits{WriteTimeout: short, ChatWriteTimeout: tc.chat}, failpoint: func(name string) error {
+				if name == agent.FailAfterTools && hold.Load() {
+					<-time.After(5 * short) // a slow model, on the server side
+				}
+				return nil
+			}})
+			addr := serveLimited(t, e)
+			a := e.create(t, newEVMOwner(t), "writer", "ethereum")
+			hold.Store(true)
+			req, _ := http.NewRequest("POST", "http://"+addr+"/agent/"+a.ID+"/chat", strings.NewReader(`{"message":"what's my balance"}`))
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+			if tc.answered {
+				if err != nil {
+					t.Fatalf("chat: %v", err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("chat = %d", resp.StatusCode)
+				}
+				return
+			}
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("chat past its write deadline was answered: %d", resp.StatusCode)
+			}
+		})
+	}
+}
