@@ -25,6 +25,7 @@ type approvalView struct {
 	Amount         string   `json:"amount"`
 	Asset          string   `json:"asset"`
 	Reasons        []string `json:"reasons"`
+	Recipient      string   `json:"recipient"`
 	ConversationID string   `json:"conversationId"`
 	TxHash         string   `json:"txHash"`
 	Error          string   `json:"error"`
@@ -120,7 +121,8 @@ func TestApprovalsEndToEnd(t *testing.T) {
 	r := e.do("GET", base+"?status=pending", e.key, nil)
 	var pending []approvalView
 	r.decode(t, &pending)
-	if r.status != 200 || len(pending) != 1 || pending[0].ID != held.ApprovalID || pending[0].Amount != "0.02" || pending[0].ConversationID != conv || len(pending[0].Reasons) != 1 {
+	if r.status != 200 || len(pending) != 1 || pending[0].ID != held.ApprovalID || pending[0].Amount != "0.02" || pending[0].ConversationID != conv || len(pending[0].Reasons) != 1 ||
+		pending[0].Recipient != "payee.veil" {
 		t.Fatalf("pending = %d %s", r.status, r.body)
 	}
 	if r := e.do("GET", base+"?status=nonsense", e.key, nil); r.status != 400 {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -45,13 +47,38 @@ func (a *Actor) scheduleOrigin(ctx context.Context, scheduleID string) string {
 	return string(rec.Value)
 }
 
-// recipientName shows a meta-address as the Veil agent it belongs to when
-// one of ours has it (approvals show names the owner recognises).
-func (a *Actor) recipientName(ctx context.Context, meta string) string {
-	// Payments to names are resolved to meta-addresses before they reach
-	// the chain; the reverse lookup is a scan we avoid: the meta-address
-	// is what is paid, shortened for display.
-	_ = ctx
+// namingDirectory is the request's directory: it remembers the Veil name
+// of every meta-address it resolved.
+type namingDirectory struct {
+	Directory
+	mu    sync.Mutex
+	known map[string]string // meta-address → name.veil
+}
+
+func (d *namingDirectory) LookupAgent(ctx context.Context, name string) (tools.Agent, error) {
+	ag, err := d.Directory.LookupAgent(ctx, name)
+	if err == nil {
+		d.mu.Lock()
+		if d.known == nil {
+			d.known = map[string]string{}
+		}
+		for _, m := range ag.MetaAddresses {
+			d.known[m] = ag.Name + chains.NameSuffix
+		}
+		d.mu.Unlock()
+	}
+	return ag, err
+}
+
+// name is how a held payment shows its recipient: the Veil name when this
+// request resolved it, else the meta-address shortened.
+func (d *namingDirectory) name(meta string) string {
+	d.mu.Lock()
+	n, ok := d.known[meta]
+	d.mu.Unlock()
+	if ok {
+		return n
+	}
 	if strings.HasPrefix(strings.ToLower(meta), "st:") && len(meta) > 24 {
 		return meta[:14] + "…" + meta[len(meta)-6:]
 	}

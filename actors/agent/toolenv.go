@@ -52,11 +52,12 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 	payments := state.NewPayments(st, a.id, now)
 	invoices := state.NewInvoices(st, a.id, now, a.rec.Name, a.deps.PublicURL, state.StealthAddresses(meta, rand.Reader))
 	n := &notifier{a: a}
+	dir := &namingDirectory{Directory: Directory{Store: st}}
 	return tools.Env{
 		Agent:     ag,
 		Now:       now,
-		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID},
-		Directory: Directory{Store: st},
+		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID, names: dir},
+		Directory: dir,
 		Invoices:  invoices,
 		Schedules: originSchedules{Schedules: state.NewSchedules(st, a.id, now), st: st, agentID: a.id, convID: convID},
 		Memories:  state.NewMemories(st, a.id, now),
@@ -89,6 +90,9 @@ type chainOps struct {
 	invoices *state.Invoices
 	notifier *notifier
 	convID   string
+	// names knows the Veil names of the meta-addresses this request's
+	// tools resolved, so a held payment shows "bob.veil", not a key.
+	names *namingDirectory
 }
 
 func (o *chainOps) conn(id chains.ID) (*chainactor.Ref, error) { return o.a.deps.Chains.Chain(id) }
@@ -111,7 +115,7 @@ func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, 
 	// chain is needed only when it runs); the enclave checks them again,
 	// with the spending policy, before it signs.
 	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: asset, Amount: amount,
-		Recipient: o.a.recipientName(ctx, meta), PayTo: meta, Key: key, ConversationID: o.convID}); err != nil {
+		Recipient: o.names.name(meta), PayTo: meta, Key: key, ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
 	c, err := o.conn(id)
