@@ -13,6 +13,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/enclave"
 )
 
 // InvoicePaidRequest is the optional body of POST /invoice/:id/paid.
@@ -35,6 +36,10 @@ func moneyError(err error) error {
 		return &Error{Status: http.StatusNotFound, Message: "schedule not found", Err: err}
 	case errors.Is(err, agent.ErrScheduleTransition):
 		return &Error{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), agent.ErrScheduleTransition.Error()+": "), Err: err}
+	case errors.Is(err, enclave.ErrPolicy):
+		// Resuming a schedule the owner's policy refuses: nothing changed;
+		// the message names the rule (the owner can sign a new policy).
+		return &Error{Status: http.StatusConflict, Message: err.Error(), Err: err}
 	}
 	return apiError(err)
 }

@@ -27,9 +27,11 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/actors/scanner"
+	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
@@ -91,7 +93,11 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 		t.Fatal(err)
 	}
 	cfg, _ := d.Config(chains.Ethereum)
-	conn, err := evm.New(ctx, cfg, evm.Options{Store: st, Signer: prov, Log: quiet})
+	clock := &testClock{}
+	// The connector signs through the owner's policy, as veild's does; its
+	// daily budgets follow the test's clock.
+	signer := enclave.WithPolicy(prov, policy.NewStore(st, clock.Now))
+	conn, err := evm.New(ctx, cfg, evm.Options{Store: st, Signer: signer, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +108,6 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	var handler http.Handler = http.NotFoundHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	var models llm.Config
-	clock := &testClock{}
 	me := &moneyEnv{}
 	host := runtime.NewHost(system, agent.Loader(agent.Deps{
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},

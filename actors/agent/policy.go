@@ -80,6 +80,9 @@ func (a *Actor) setPolicy(ctx context.Context, m *SetPolicy) (*PolicyView, error
 		}
 		return nil, fmt.Errorf("agent %s: save policy: %w", a.id, err)
 	}
+	// Schedules made under the old policy that break this one stop now,
+	// each with a notification saying why (their runs would be refused).
+	a.recheckSchedules(ctx, norm)
 	return a.getPolicy(ctx)
 }
 

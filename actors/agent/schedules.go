@@ -12,6 +12,7 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -48,8 +49,10 @@ func SlotKey(scheduleID string, slot time.Time) string {
 	return "schedule/" + scheduleID + "/" + slot.UTC().Format(time.RFC3339Nano)
 }
 
+// schedules is the agent's schedules, every one made or resumed checked
+// against the owner's spending policy first.
 func (a *Actor) schedules() *state.Schedules {
-	return state.NewSchedules(a.deps.Store, a.id, a.deps.now)
+	return state.NewSchedules(a.deps.Store, a.id, a.deps.now).WithCheck(a.checkSchedule)
 }
 
 func (a *Actor) listSchedules(ctx context.Context) ([]tools.Schedule, error) {
@@ -133,7 +136,14 @@ func (a *Actor) runSchedule(ctx context.Context, m *RunSchedule) (*RunReport, er
 		return &RunReport{Outcome: RunRetry, RetryAt: run.RetryAt, Err: run.LastError}, nil
 	}
 
-	res, payErr := a.paySchedule(ctx, sc, m.Slot)
+	// The owner's policy first (cap, allowlist: a policy set since the
+	// schedule was made); the daily budget is checked when the payment is
+	// signed. A refusal fails the slot without paying (not retried).
+	var res chains.TxResult
+	payErr := a.checkSchedule(ctx, sc)
+	if payErr == nil {
+		res, payErr = a.paySchedule(ctx, sc, m.Slot)
+	}
 	var held *tools.HeldError
 	if errors.As(payErr, &held) {
 		// Held for the owner (approval_required was notified): the slot
@@ -291,10 +301,12 @@ func (a *Actor) scheduleMeta(ctx context.Context, sc tools.Schedule) (string, er
 }
 
 // retryable: failures that may heal (funds arrive, the chain comes back,
-// an unexpected error); a bad recipient, amount or asset does not.
+// an unexpected error); a bad recipient, amount or asset does not, nor a
+// refusal of the owner's policy (a retry the same day would be refused
+// again, or worse, pass a budget meant for the day it was due).
 func retryable(err error) bool {
 	for _, permanent := range []error{tools.ErrUnknownRecipient, chains.ErrInvalidAddress, chains.ErrInvalidAmount,
-		chains.ErrUnknownAsset, chains.ErrIdempotencyConflict} {
+		chains.ErrUnknownAsset, chains.ErrIdempotencyConflict, enclave.ErrPolicy, enclave.ErrUnauthorized} {
 		if errors.Is(err, permanent) {
 			return false
 		}

@@ -59,7 +59,7 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID, names: dir},
 		Directory: dir,
 		Invoices:  invoices,
-		Schedules: originSchedules{Schedules: state.NewSchedules(st, a.id, now), st: st, agentID: a.id, convID: convID},
+		Schedules: originSchedules{Schedules: a.schedules(), st: st, agentID: a.id, convID: convID},
 		Memories:  state.NewMemories(st, a.id, now),
 		Payments:  payments,
 		Notifier:  n,

@@ -213,6 +213,9 @@ type Payment struct {
 	// Recipient is a name (with or without .veil), a meta-address or an
 	// address.
 	Recipient string
+	// ResolvedTo, when set, is the meta-address the named Recipient
+	// resolves to now: the allowlist passes when either is on it.
+	ResolvedTo string
 }
 
 // Check applies the rules that hold for every single payment: the
@@ -224,13 +227,18 @@ type Payment struct {
 // budget is Authorize's: it depends on what was already paid today.
 func (p Policy) Check(pay Payment) error {
 	if len(p.Allowlist) > 0 {
-		r := recipientKey(pay.Recipient)
 		allowed := false
-		for _, e := range p.Allowlist {
-			allowed = allowed || e == r
-		}
-		for _, e := range p.Resolved {
-			allowed = allowed || e == r
+		for _, who := range []string{pay.Recipient, pay.ResolvedTo} {
+			r := recipientKey(who)
+			if r == "" {
+				continue
+			}
+			for _, e := range p.Allowlist {
+				allowed = allowed || e == r
+			}
+			for _, e := range p.Resolved {
+				allowed = allowed || e == r
+			}
 		}
 		if !allowed {
 			return fmt.Errorf("%w: %s is not on the allowlist; the owner can add it with a new signed policy", enclave.ErrPolicy, truncate(pay.Recipient))

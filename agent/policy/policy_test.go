@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,6 +149,38 @@ func TestNormalizeAndHash(t *testing.T) {
 	} {
 		if _, err := policy.Normalize(bad); !errors.Is(err, policy.ErrInvalid) {
 			t.Fatalf("%+v: err = %v", bad, err)
+		}
+	}
+}
+
+// Check is the one place of the per-payment rules: schedules (made,
+// resumed, re-checked) and the enclave's Authorize call it.
+func TestCheck(t *testing.T) {
+	p, err := policy.Normalize(policy.Policy{
+		PerTransaction: map[string]string{"ETH": "0.01"}, Daily: map[string]string{"USDC": "5"},
+		Allowlist: []string{"bob.veil"}, Resolved: []string{"st:eth:0xBOB"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rat := func(s string) *big.Rat { r, _ := new(big.Rat).SetString(s); return r }
+	cases := []struct {
+		name string
+		pay  policy.Payment
+		rule string // "" passes; else in the error
+	}{
+		{"name on the list", policy.Payment{Asset: "eth", Amount: rat("0.01"), Recipient: "bob"}, ""},
+		{"resolved meta-address, any case", policy.Payment{Asset: "ETH", Amount: rat("0.001"), Recipient: "st:eth:0xbob"}, ""},
+		{"off the list, but resolves to a listed meta-address", policy.Payment{Asset: "ETH", Amount: rat("0.001"), Recipient: "robert", ResolvedTo: "st:eth:0xBOB"}, ""},
+		{"off the list", policy.Payment{Asset: "ETH", Amount: rat("0.001"), Recipient: "carol", ResolvedTo: "st:eth:0xcarol"}, "allowlist"},
+		{"over the cap", policy.Payment{Asset: "ETH", Amount: rat("0.010000001"), Recipient: "bob"}, "per payment"},
+		{"everything of an asset with a daily budget", policy.Payment{Asset: "USDC", Recipient: "bob"}, "explicit amount"},
+		{"everything of an uncapped asset", policy.Payment{Asset: "POL", Recipient: "bob"}, ""},
+	}
+	for _, tc := range cases {
+		err := p.Check(tc.pay)
+		if tc.rule == "" && err != nil || tc.rule != "" && (!errors.Is(err, enclave.ErrPolicy) || !strings.Contains(err.Error(), tc.rule)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.rule)
 		}
 	}
 }

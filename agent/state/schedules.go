@@ -85,6 +85,18 @@ type Schedules struct {
 	store   persistence.Store
 	agentID string
 	now     func() time.Time
+	check   func(context.Context, tools.Schedule) error
+}
+
+// WithCheck returns s with check run on every schedule about to become
+// active — one being created, one being resumed — before it is stored; an
+// error refuses the change and is returned as is. The agent passes the
+// owner's spending policy here (agent/policy), so that no path makes or
+// resumes a schedule the policy would refuse.
+func (s *Schedules) WithCheck(check func(context.Context, tools.Schedule) error) *Schedules {
+	c := *s
+	c.check = check
+	return &c
 }
 
 var _ tools.Schedules = (*Schedules)(nil)
@@ -150,6 +162,11 @@ func (s *Schedules) Create(ctx context.Context, in tools.Schedule) (tools.Schedu
 		if got, err := s.Get(ctx, id); err == nil {
 			return sameSchedule(got, sc)
 		} else if !errors.Is(err, ErrNotFound) {
+			return tools.Schedule{}, err
+		}
+	}
+	if s.check != nil {
+		if err := s.check(ctx, sc); err != nil {
 			return tools.Schedule{}, err
 		}
 	}
@@ -268,6 +285,11 @@ func (s *Schedules) Transition(ctx context.Context, idPrefix, action string) (to
 		case action == ActionPause:
 			return fmt.Errorf("%w: schedule %s is already paused", ErrInvalidTransition, id)
 		case action == ActionResume && sc.Status == SchedulePaused:
+			if s.check != nil {
+				if err := s.check(ctx, sc); err != nil {
+					return err
+				}
+			}
 			now := s.now().UTC()
 			if !next.NextRun.After(now) {
 				if next.NextRun, err = tools.NextRun(sc.CreatedAt, now, sc.Interval); err != nil {
@@ -296,6 +318,21 @@ func (s *Schedules) Transition(ctx context.Context, idPrefix, action string) (to
 		return nil
 	})
 	return out, err
+}
+
+// PauseOps returns the writes that pause schedule id, as Transition's
+// pause does, for the caller to apply in one batch with other writes (the
+// notification that says why); ok is false when the schedule is not
+// active. The writes expect the version read: a concurrent change makes
+// them conflict (persistence.ErrConflict), and the caller reads again.
+func (s *Schedules) PauseOps(ctx context.Context, id string) (sc tools.Schedule, ops []persistence.Op, ok bool, err error) {
+	sc, v, err := s.get(ctx, id)
+	if err != nil || sc.Status != ScheduleActive {
+		return sc, nil, false, err
+	}
+	next := sc
+	next.Status = SchedulePaused
+	return next, []persistence.Op{s.undueOp(sc), persistence.Put(TableSchedules, s.key(id), mustJSON(next), persistence.AtVersion(v))}, true, nil
 }
 
 // Advance records that the run of slot (the schedule's NextRun) happened:
