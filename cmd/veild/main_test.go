@@ -78,9 +78,15 @@ var (
 
 func start(t *testing.T, data string, extra ...string) *proc {
 	t.Helper()
+	return startEnv(t, data, nil, extra...)
+}
+
+// startEnv is start with env added to veild's environment.
+func startEnv(t *testing.T, data string, env []string, extra ...string) *proc {
+	t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--shutdown-grace", "5s", "--devnet-base-port", "0", "--metrics-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(veildBin, args...)
-	cmd.Env = append(os.Environ(), "VEIL_DATA="+data)
+	cmd.Env = append(append(os.Environ(), "VEIL_DATA="+data), env...)
 	p := &proc{cmd: cmd, stdout: &lockedBuffer{}, stderr: &syncBuffer{lines: make(chan string, 1000)}}
 	cmd.Stdout = p.stdout
 	errPipe, err := cmd.StderrPipe()
