@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"unicode"
@@ -93,6 +94,22 @@ func (s *Server) ask(ctx context.Context, id string, msg any) (any, error) {
 	return v, nil
 }
 
+// reply checks the type of an actor's answer: a reply of another type is a
+// protocol mismatch between httpapi and the agent's messages, answered as
+// a 500 that says so rather than a panic. Use it around ask or
+// Agents.Request: rec, err := reply[*agent.Record](s.ask(ctx, id, msg)).
+func reply[T any](v any, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	t, ok := v.(T)
+	if !ok {
+		return zero, fmt.Errorf("httpapi: the agent answered %T where %T was expected", v, zero)
+	}
+	return t, nil
+}
+
 // apiError turns the errors of the layers below into user-facing ones.
 func apiError(err error) error {
 	var wse *walletsig.Error
@@ -175,7 +192,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	id := uuid.NewString()
-	v, err := s.ask(r.Context(), id, &agent.Create{
+	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Create{
 		AccountID:   acc.ID,
 		Name:        req.Name,
 		Chain:       req.Chain,
@@ -184,7 +201,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 		OwnerScheme: string(proof.Scheme),
 		ReplayKey:   proof.ReplayKey,
 		KeepUntil:   proof.KeepUntil,
-	})
+	}))
 	if errors.Is(err, agent.ErrReplayed) || errors.Is(err, agent.ErrNameTaken) {
 		// Two copies of one request racing: the one that lost answers
 		// like a retry.
@@ -196,7 +213,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, createResponse(v.(*agent.Record)))
+	writeJSON(w, http.StatusCreated, createResponse(rec))
 	return nil
 }
 
@@ -275,11 +292,11 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) writeAgentInfo(w http.ResponseWriter, r *http.Request, id string) error {
-	v, err := s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
+	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID}))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, infoOf(v.(*agent.Record)))
+	writeJSON(w, http.StatusOK, infoOf(rec))
 	return nil
 }
 
@@ -343,12 +360,12 @@ func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	v, err := s.ask(r.Context(), id, &agent.Export{AccountID: accountFrom(r.Context()).ID, Signature: req.Signature, Message: req.Message})
+	secret, err := reply[string](s.ask(r.Context(), id, &agent.Export{AccountID: accountFrom(r.Context()).ID, Signature: req.Signature, Message: req.Message}))
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]string{"secret": v.(string)})
+	writeJSON(w, http.StatusOK, map[string]string{"secret": secret})
 	return nil
 }
 

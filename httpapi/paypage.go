@@ -69,7 +69,7 @@ func (s *Server) payView(r *http.Request) (*agent.PayView, error) {
 	if err != nil {
 		return nil, moneyError(err)
 	}
-	return v.(*agent.PayView), nil
+	return reply[*agent.PayView](v, nil)
 }
 
 func securityHeaders(w http.ResponseWriter) {

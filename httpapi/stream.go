@@ -29,11 +29,11 @@ func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	v, err := s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
+	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID}))
 	if err != nil {
 		return err
 	}
-	last := v.(*agent.Record).LastNotificationID
+	last := rec.LastNotificationID
 	resume := r.Header.Get("Last-Event-ID")
 	if q := r.URL.Query().Get("after"); q != "" {
 		resume = q
