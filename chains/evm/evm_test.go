@@ -460,7 +460,8 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.Now = clock })
+	signer := &recordingSigner{Signer: evmtest.NewSigner(alice, bob)}
+	c := connect(t, cfg, openStore(t, t.TempDir()), signer, func(o *evm.Options) { o.Now = clock })
 	ctx := context.Background()
 	f, err := c.Fund(ctx, alice.Address.Hex())
 	if err != nil {
@@ -483,6 +484,19 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	rep, err = c.MaintainOnce(ctx, false)
 	if err != nil || rep.Bumped != 1 {
 		t.Fatalf("stuck tx: %+v %v", rep, err)
+	}
+	// The fee bump was signed under the payment's own spend again (the
+	// enclave counts it once, by its key), not as an unlabelled re-sign.
+	reqs := signer.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d signatures, want the payment and its bump", len(reqs))
+	}
+	for i, q := range reqs {
+		sp := q.Spend
+		if sp == nil || sp.Key != "stuck" || sp.AgentID != alice.ID || sp.Asset != "ETH" || sp.Recipient != bob.Meta ||
+			sp.Amount.Units().Cmp(units(t, "0.5", 18)) != 0 || sp.Amount.Decimals() != 18 {
+			t.Fatalf("signature %d: spend %+v", i, sp)
+		}
 	}
 	net.SetMining(true)
 	deadline := time.Now().Add(20 * time.Second)
@@ -514,4 +528,24 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 		t.Fatalf("%d announcements, want 1", len(anns))
 	}
 	checkNonces(t, c, alice.Address, 0, 1)
+}
+
+// recordingSigner records every sign request it passes on.
+type recordingSigner struct {
+	chains.Signer
+	mu   sync.Mutex
+	reqs []chains.SignRequest
+}
+
+func (r *recordingSigner) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return r.Signer.Sign(ctx, req)
+}
+
+func (r *recordingSigner) requests() []chains.SignRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]chains.SignRequest(nil), r.reqs...)
 }
