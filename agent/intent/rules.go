@@ -206,27 +206,41 @@ func readSentence(ws []word, sr [2]int, endsWithQ bool, pasteFrom int) []Clause 
 		polite = true
 	}
 	sentence := Instruction
+	formOnly := false // the sentence's mood comes only from its form (a "?", its first words)
 	switch {
 	case hasSeq(ws, howTo...):
 		sentence = HowTo
 	case hasSeq(ws, deliberation...):
 		sentence = Question
 	case !polite && startsWith(rest, ambiguousStarts):
-		sentence = Ambiguous
+		sentence, formOnly = Ambiguous, true
 	case !polite && questionStarts[rest[0].low]:
-		sentence = Question
+		sentence, formOnly = Question, true
 	case !polite && endsWithQ:
-		sentence = Ambiguous
+		sentence, formOnly = Ambiguous, true
 	}
 	if conditional(ws) {
 		sentence = Conditional
 	}
+	spans := clauses(ws)
+	if formOnly {
+		// The "?" belongs to a later polite request ("I owe bob 5 usdc,
+		// can you pay him?"): the sentence is a request.
+		for k, sp := range spans {
+			if k > 0 && startsWith(skipFillers(ws[sp[0]:sp[1]]), politeStarts) {
+				sentence = Instruction
+			}
+		}
+	}
 	var out []Clause
 	prev := Instruction
 	carry := false // the previous clause was a bare "do not," that governs what follows
-	for k, sp := range clauses(ws) {
+	for k, sp := range spans {
 		cw := ws[sp[0]:sp[1]]
-		m := clauseMood(cw, polite && k == 0)
+		// A later clause can be a polite request of its own ("I owe bob
+		// 5 usdc for lunch, can you pay him?").
+		clausePolite := k > 0 && startsWith(skipFillers(cw), politeStarts)
+		m := clauseMood(cw, polite && k == 0 || clausePolite)
 		if m == Instruction && k > 0 && (!has(cw, ownVerbs) || carry) {
 			m = prev // "don't pay bob 5, or carol 3"; "do not, under any circumstances, send …"
 		}
@@ -539,4 +553,12 @@ func isCount(w string) bool {
 		return true
 	}
 	return isNumberWord(w) || w == "a" || w == "an" || w == "a few" || w == "few"
+}
+
+func skipFillers(cw []word) []word {
+	head := 0
+	for head < len(cw)-1 && (fillers[cw[head].low] || splitters[cw[head].low]) {
+		head++
+	}
+	return cw[head:]
 }

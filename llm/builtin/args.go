@@ -199,7 +199,10 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 		if j < len(ws) {
 			if r, ok := recipientOf(ws[j]); ok {
 				add(r)
-				if j+2 < len(ws) && (ws[j+1].low == "or" || ws[j+1].low == "and" || ws[j+1].low == "&" || ws[j+1].low == "and/or") {
+				// "to hugo or iris" (and nothing after, or "each"/"both"…),
+				// not "to bob and tell him thanks".
+				if j+2 < len(ws) && (ws[j+1].low == "or" || ws[j+1].low == "and" || ws[j+1].low == "&" || ws[j+1].low == "and/or") &&
+					(j+3 >= len(ws) || map[string]bool{"each": true, "both": true, "too": true, "equally": true, "please": true, "now": true, "on": true, "via": true}[ws[j+3].low]) {
 					if r2, ok := recipientOf(ws[j+2]); ok {
 						add(r2)
 					}
@@ -208,7 +211,7 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 		}
 	}
 	for i, t := range ws {
-		if t.low == "to" || t.low == "towards" {
+		if t.low == "to" || t.low == "towards" || t.low == "→" || t.low == "-" && i > 0 {
 			scan(i + 1)
 		}
 	}

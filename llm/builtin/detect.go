@@ -104,6 +104,15 @@ func payish(c clause) bool {
 			return true
 		}
 	}
+	// Terse: "5 usdc to bob", "$5 → bob".
+	if len(c.toks) >= 3 && len(c.toks) <= 6 {
+		// With its asset: "7 to nora" after a payment continues it instead.
+		if amts := amounts(c, nil); len(amts) == 1 && amts[0].idx <= 1 && assetOf(c, amts) != "" {
+			if rs, _ := recipients(c, false); len(rs) == 1 && !c.has("invoice", "request", "from") {
+				return true
+			}
+		}
+	}
 	// "bob should get 5 USDC from me", "I owe bob 20".
 	if len(amounts(c, nil)) > 0 && (c.has("owe", "owes") || c.has("get", "gets", "receive") && (c.seq("from", "me") >= 0 || c.seq("from", "my") >= 0)) {
 		return true

@@ -66,7 +66,8 @@ var thanksWords = map[string]bool{
 var notRecipient = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`me myself my mine you your yours yourself him her hers them they us we our ours it its she he his i i'm im i'll i've was great good thx lol
+	for _, w := range strings.Fields(`tell ask let remind message email text check show make create get see look find go keep put call wait hold stop thank
+		me myself my mine you your yours yourself him her hers them they us we our ours it its she he his i i'm im i'll i've was great good thx lol
 		this that these those the a an some someone somebody anyone anybody everyone everybody all each every
 		friend friends wallet wallets account accounts address addresses agent agents user users person people money
 		funds fund cash tokens token coins coin crypto payment payments there here who what which whom whose
