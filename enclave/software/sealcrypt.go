@@ -155,6 +155,9 @@ func Reseal(dataDir string, oldPass, newPass []byte, allowPlain bool) error {
 	if err := ensureDir(dataDir, dir); err != nil {
 		return err
 	}
+	if enc, err := SealEncrypted(dataDir); err == nil && !enc && len(oldPass) > 0 {
+		return fmt.Errorf("%w: %s is not encrypted, but a current passphrase was given: give none to encrypt it (nothing was changed)", ErrPassphrase, path)
+	}
 	root, err := readSeal(path, oldPass)
 	if err != nil {
 		return err

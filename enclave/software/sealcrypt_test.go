@@ -174,6 +174,12 @@ func TestSealWrongPassphraseChangesNothing(t *testing.T) {
 	if after := sealState(t, plainData); after != before {
 		t.Fatal("opening a plain seal with a passphrase changed it")
 	}
+	if err := software.Reseal(plainData, []byte("pw"), []byte("new"), false); !errors.Is(err, software.ErrPassphrase) || !strings.Contains(err.Error(), "not encrypted") {
+		t.Fatalf("reseal of a plain seal with a current passphrase: %v", err)
+	}
+	if after := sealState(t, plainData); after != before {
+		t.Fatal("a refused reseal changed a plain seal")
+	}
 }
 
 // A truncated or altered encrypted seal is a clear error (never other
