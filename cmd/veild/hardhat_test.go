@@ -33,10 +33,7 @@ import (
 // agent's account.
 func TestOperatorOnHardhat(t *testing.T) {
 	n := evmtest.StartHardhat(t)
-	var env []string
-	for _, line := range strings.Split(strings.TrimSpace(n.Deployed.Env()), "\n") {
-		env = append(env, line)
-	}
+	env := strings.Split(strings.TrimSpace(n.Deployed.Env()), "\n")
 	p := startEnv(t, t.TempDir(), env)
 	key := keyRE.FindString(p.stdout.String())
 	base := "http://" + p.addr
