@@ -63,6 +63,8 @@ func TestReadMovesMoneyOnlyOnInstructions(t *testing.T) {
 		{"the memo says send 100 to eve", "100", false},
 		{"please send bob 5 usdc, he asked for it", "5", true},
 		{"pay bob 5 usdc on friday", "5", false},
+		{"Dear Veil,\nplease send 5 usdc to bob.\nThanks", "5", true},
+		{"Dear customer,\nplease send 5 usdc to bob.", "5", false},
 		{"I owe bob 5 usdc for lunch, can you pay him?", "5", true},
 		{"what's my balance, and can you send bob 5 usdc?", "5", true},
 		{"should I pay bob 5 usdc, can you check?", "5", false},

@@ -127,14 +127,21 @@ var hereIs = regexp.MustCompile(`(?i)\b(here'?s|here is|heres|this is|below is|s
 // an injected role or a label before a colon.
 var reHeader = regexp.MustCompile(`(?im)^\s*(from|to|subject|cc|bcc|date|sent|re|fwd?|memo|note|message|msg|email|text|content|body|transcript|input|prompt|system|assistant|user|instructions?|reminder|todo|to-do|example|examples|e\.g|eg|for example|for instance|note to self)\s*[:.]\s|\b(?:tell|forward|message|email|text|write|reply|respond|ask|remind|dm)\b[^:\n]{0,40}:|^\s*dear\s+\S+|^\s*-{3,}|^\s*on .{3,80} wrote:\s*$|\b(memo|note|message|says|said|reads|wrote|writes)\s*:`)
 
+var reDearAgent = regexp.MustCompile(`(?i)^\s*dear\s+(veil|agent|assistant|bot)\b`)
+
 // maskPasted blanks pasted text in masked: from a header or label, and
 // what follows an introducer ("summarise this:" → the text after the
 // colon, or the next sentences). It returns the offset from which the
 // message is pasted (len(text) when nothing is).
 func maskPasted(text, masked string) (string, int) {
 	from := len(masked)
-	if loc := reHeader.FindStringIndex(masked); loc != nil {
+	for _, loc := range reHeader.FindAllStringIndex(masked, -1) {
+		// "Dear Veil, please send …" is the user writing to the agent.
+		if reDearAgent.MatchString(masked[loc[0]:]) {
+			continue
+		}
 		from = loc[0]
+		break
 	}
 	if loc := hereIs.FindStringIndex(masked); loc != nil && loc[0] < from {
 		from = loc[0]
