@@ -230,13 +230,18 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	before := load.acked()
 	c.partition(0)
 	var refused, answered, failed int
-	probeUntil := time.Now().Add(10 * time.Second)
+	var firstRefusal string
+	cutAt := time.Now()
+	probeUntil := cutAt.Add(10 * time.Second)
 	client := &http.Client{Timeout: 5 * time.Second}
 	for time.Now().Before(probeUntil) {
 		m := c.member(0)
 		for _, id := range all {
-			switch st, _ := c.get(client, m, "/agent/"+id+"/status"); st {
+			switch st, body := c.get(client, m, "/agent/"+id+"/status"); st {
 			case 503:
+				if refused == 0 {
+					firstRefusal = fmt.Sprintf("%v after the cut: %s", time.Since(cutAt).Round(time.Millisecond), body)
+				}
 				refused++
 			case 200:
 				answered++
@@ -252,7 +257,7 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	}
 	figures = append(figures, figure{fault: "partition {0} | {1,2}, 10s", heal: heal,
 		note: fmt.Sprintf("minority answered %d requests, refused %d (503), %d timed out", answered, refused, failed)})
-	t.Logf("partition {0}|{1,2} for 10s: healed %v after the cut healed; the minority side answered %d status requests (before it noticed), refused %d with 503, %d other", heal, answered, refused, failed)
+	t.Logf("partition {0}|{1,2} for 10s: healed %v after the cut healed; the minority side answered %d status requests (before it noticed), refused %d with 503, %d other; first refusal %s", heal, answered, refused, failed, firstRefusal)
 	if refused == 0 {
 		t.Errorf("the minority side never refused a request during a 10s partition")
 	}

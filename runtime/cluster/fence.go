@@ -99,10 +99,21 @@ func (s *fencedStore) Apply(ctx context.Context, ops ...persistence.Op) ([]uint6
 	return vs[1:], nil
 }
 
-// verify checks the epoch alone.
+// verify checks the epoch alone, with a read (no commit): the epoch
+// record only ever moves forward, so a read that finds it at this
+// activation's version proves no later activation had taken the agent
+// when the request started.
 func (s *fencedStore) verify(ctx context.Context) error {
-	_, err := s.Store.Apply(ctx, s.fence())
-	return s.stale(err)
+	rec, err := s.Store.Get(ctx, TableEpochs, s.id)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		return fmt.Errorf("agent %s: %w: its ownership epoch record is gone", s.id, runtime.ErrStale)
+	case err != nil:
+		return fmt.Errorf("agent %s: read its ownership epoch: %w", s.id, err)
+	case rec.Version != s.epoch:
+		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, runtime.ErrStale, s.epoch, rec.Version)
+	}
+	return nil
 }
 
 func (s *fencedStore) stale(err error) error {
