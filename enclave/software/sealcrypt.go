@@ -155,7 +155,7 @@ func Reseal(dataDir string, oldPass, newPass []byte, allowPlain bool) error {
 	if err := ensureDir(dataDir, dir); err != nil {
 		return err
 	}
-	if enc, err := SealEncrypted(dataDir); err == nil && !enc && len(oldPass) > 0 {
+	if f, err := sealFormat(path); err == nil && f == SealFormat && len(oldPass) > 0 {
 		return fmt.Errorf("%w: %s is not encrypted, but a current passphrase was given: give none to encrypt it (nothing was changed)", ErrPassphrase, path)
 	}
 	root, err := readSeal(path, oldPass)
@@ -191,16 +191,22 @@ func Reseal(dataDir string, oldPass, newPass []byte, allowPlain bool) error {
 // SealEncrypted reports whether the seal under dataDir is encrypted; an
 // error when there is none or it is unreadable.
 func SealEncrypted(dataDir string) (bool, error) {
-	data, err := readSealFile(SealPath(dataDir))
+	f, err := sealFormat(SealPath(dataDir))
+	return f == SealFormatEncrypted, err
+}
+
+// sealFormat is the format tag of the seal at path.
+func sealFormat(path string) (string, error) {
+	data, err := readSealFile(path)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer clear(data)
 	var head struct {
 		Format string `json:"format"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return false, sealErr(SealPath(dataDir), "malformed")
+		return "", sealErr(path, "malformed")
 	}
-	return head.Format == SealFormatEncrypted, nil
+	return head.Format, nil
 }
