@@ -53,14 +53,6 @@ func needKey(env *Env) error {
 	return nil
 }
 
-// result keeps a nil result a nil interface.
-func result[T any](v *T, err error) (any, error) {
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
 // chainErr explains a chain failure to the model.
 func chainErr(op string, c chains.ID, err error) error {
 	switch {

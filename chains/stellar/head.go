@@ -14,7 +14,7 @@ import (
 func (c *Connector) Head(ctx context.Context) (uint64, time.Time, error) {
 	v, err := c.call(ctx, func() (any, error) { return c.hc.Root() })
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("Horizon root at %s: %w", c.cfg.HorizonURL, err)
+		return 0, time.Time{}, fmt.Errorf("stellar: Horizon root at %s: %w", c.cfg.HorizonURL, err)
 	}
 	root := v.(hProtocol.Root)
 	return uint64(root.HorizonSequence), root.HorizonLatestClosedAt, nil

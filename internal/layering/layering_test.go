@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -206,7 +204,10 @@ func listImports(t *testing.T) map[string][]string {
 	t.Helper()
 	names, std := map[string]string{}, map[string]bool{}
 	defer func() { pkgNames, stdUsed = names, std }()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
 	out := map[string]map[string]bool{}
 	for _, tags := range []string{"", "nodevnet", "nodevnet,nok8s"} {
 		cmd := exec.Command(goBin, "list", "-tags", tags, "-f", `{{.ImportPath}} {{.Name}}{{range .Imports}} {{.}}{{end}}`, "github.com/veilhq/veil/...")
