@@ -13,6 +13,10 @@ import (
 // gas yet, the chain is unavailable) is retried, on the agent's requests.
 const resumeEvery = time.Minute
 
+// resumeTimeout bounds one registration retry (a registration returns
+// once the node accepted it; it does not wait for the block).
+const resumeTimeout = 10 * time.Second
+
 // resumeSetup finishes the name registrations that create left pending:
 // the process died between storing the agent and recording the
 // registration, the chain was unavailable then, or the agent had no funds
@@ -46,14 +50,19 @@ func (a *Actor) resumeSetup(ctx context.Context) {
 	for _, name := range pending {
 		ch := chains.ID(name)
 		owner := chains.KeyRef{AgentID: a.id, Chain: ch}
-		st := a.setupStep(ctx, "register name", ch, func() (chains.TxResult, error) {
+		// Bounded: the retry runs ahead of the request that triggered it,
+		// and a node that hangs must not hold that request for long.
+		rctx, cancel := context.WithTimeout(ctx, resumeTimeout)
+		st := a.setupStep(rctx, "register name", ch, func() (chains.TxResult, error) {
 			c, err := a.deps.Chains.Chain(ch)
 			if err != nil {
 				return chains.TxResult{}, err
 			}
-			return c.RegisterName(ctx, owner, a.rec.Addresses[name], a.rec.Name, a.rec.MetaAddresses[name])
+			return c.RegisterName(rctx, owner, a.rec.Addresses[name], a.rec.Name, a.rec.MetaAddresses[name])
 		})
-		if ctx.Err() != nil {
+		timedOut := rctx.Err() != nil
+		cancel()
+		if timedOut {
 			// The request ran out of time, not the registration: pending.
 			break
 		}
