@@ -52,10 +52,7 @@ func TestApprovedPaymentSurvivesACrash(t *testing.T) {
 	}
 	alice, aliceAddr, owner := create("crashpay")
 	create("crashee")
-	pol := policy.Policy{Approvals: policy.Approvals{ApprovalAbove: map[string]string{"ETH": "0.0001"}}}
-	hash, _ := policy.Hash(pol)
-	msg := walletsig.PolicyMessage(hash, alice, owner.wallet, time.Now())
-	if status, body := call(t, "PUT", base+"/agent/"+alice+"/policy", key, map[string]any{"policy": pol, "message": msg, "signature": walletsig.SignEVM(owner.key, msg)}); status != 200 {
+	if status, body := call(t, "PUT", base+"/agent/"+alice+"/policy", key, signedPolicy(alice, owner)); status != 200 {
 		t.Fatalf("policy = %d %s", status, body)
 	}
 	status, body := call(t, "POST", base+"/agent/"+alice+"/chat", key, map[string]string{"message": "send 0.001 ETH to crashee"})
@@ -156,4 +153,13 @@ func callNoFail(url, key string, body any) (int, string) {
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out)
+}
+
+// signedPolicy is a PUT /agent/:id/policy body holding ETH payments above
+// 0.0001 for approval, signed by o.
+func signedPolicy(agentID string, o *walletOwner) map[string]any {
+	pol := policy.Policy{Approvals: policy.Approvals{ApprovalAbove: map[string]string{"ETH": "0.0001"}}}
+	hash, _ := policy.Hash(pol)
+	msg := walletsig.PolicyMessage(hash, agentID, o.wallet, time.Now())
+	return map[string]any{"policy": pol, "message": msg, "signature": walletsig.SignEVM(o.key, msg)}
 }
