@@ -519,7 +519,9 @@ func (c *robustClient) createAgent(t *testing.T, name string) string {
 		})
 		var a struct{ ID string }
 		switch status {
-		case http.StatusCreated:
+		case http.StatusCreated, http.StatusOK:
+			// 200: a retry of the same signed create whose first answer
+			// was lost when veild died returns the agent it made.
 			_ = json.Unmarshal(body, &a)
 			return a.ID
 		case http.StatusConflict:
