@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -80,6 +81,39 @@ func (d Directory) ByAccount(ctx context.Context, accountID string) ([]*Record, 
 // signature with replayKey made (a retried create answers that agent).
 func (d Directory) IDByCreateSignature(ctx context.Context, replayKey string) (string, error) {
 	return d.index(ctx, TableCreateSigs, replayKey)
+}
+
+// Deployments pages through every agent in id order and calls fn with its
+// id and deployed chains. An agent for which known answers true is skipped
+// before its record is decoded, so a caller that remembers what it has seen
+// (the scanner's refresh) reads only what is new.
+func (d Directory) Deployments(ctx context.Context, known func(id string) bool, fn func(id string, deployed []chains.ID) error) error {
+	const page = 1000
+	after := ""
+	for {
+		recs, err := d.Store.List(ctx, TableAgents, persistence.Query{After: after, Limit: page})
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if known(r.Key) {
+				continue
+			}
+			var a struct {
+				Chains []chains.ID `json:"chains"`
+			}
+			if err := json.Unmarshal(r.Value, &a); err != nil {
+				return fmt.Errorf("agent directory: decode agent %s: %w", r.Key, err)
+			}
+			if err := fn(r.Key, a.Chains); err != nil {
+				return err
+			}
+		}
+		if len(recs) < page {
+			return nil
+		}
+		after = recs[len(recs)-1].Key
+	}
 }
 
 func (d Directory) index(ctx context.Context, table, key string) (string, error) {

@@ -16,10 +16,10 @@ package scanner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -438,65 +438,45 @@ type keySet struct {
 	edsc  *edstealth.Scanner
 }
 
-// refresh adds the agents deployed on the chain since the last refresh. It
-// reads the agent table (ids and chains only), one page at a time.
+// refresh adds the agents deployed on the chain since the last refresh
+// (agent.Directory reads the agent table, ids and chains only, and skips
+// the agents already known).
 func (k *keySet) refresh(ctx context.Context, st persistence.Store, keys Keys) error {
 	added := false
-	after := ""
-	for {
-		recs, err := st.List(ctx, agent.TableAgents, persistence.Query{After: after, Limit: 1000})
+	err := agent.Directory{Store: st}.Deployments(ctx, func(id string) bool { return k.known[id] }, func(id string, deployed []chains.ID) error {
+		if !slices.Contains(deployed, k.chain) {
+			k.known[id] = true
+			return nil
+		}
+		sk, err := keys.ScanKeys(ctx, id, k.chain)
 		if err != nil {
-			return err
+			return fmt.Errorf("scanner: scan keys of agent %s on %s: %w", id, k.chain, err)
 		}
-		for _, r := range recs {
-			if k.known[r.Key] {
-				continue
-			}
-			var a struct {
-				Chains []chains.ID `json:"chains"`
-			}
-			if err := json.Unmarshal(r.Value, &a); err != nil {
-				return fmt.Errorf("scanner: decode agent %s: %w", r.Key, err)
-			}
-			on := false
-			for _, c := range a.Chains {
-				on = on || c == k.chain
-			}
-			if !on {
-				k.known[r.Key] = true
-				continue
-			}
-			sk, err := keys.ScanKeys(ctx, r.Key, k.chain)
+		defer sk.Zero()
+		if k.chain.Family() == chains.FamilyEVM {
+			e, err := sk.Secp256k1Entry()
 			if err != nil {
-				return fmt.Errorf("scanner: scan keys of agent %s on %s: %w", r.Key, k.chain, err)
+				return err
 			}
-			if k.chain.Family() == chains.FamilyEVM {
-				e, err := sk.Secp256k1Entry()
-				if err != nil {
-					return err
-				}
-				k.secp = append(k.secp, e)
-			} else {
-				e, err := sk.Ed25519Entry()
-				if err != nil {
-					return err
-				}
-				k.ed = append(k.ed, e)
+			k.secp = append(k.secp, e)
+		} else {
+			e, err := sk.Ed25519Entry()
+			if err != nil {
+				return err
 			}
-			sk.Zero()
-			k.known[r.Key] = true
-			k.ids = append(k.ids, r.Key)
-			added = true
+			k.ed = append(k.ed, e)
 		}
-		if len(recs) < 1000 {
-			break
-		}
-		after = recs[len(recs)-1].Key
+		k.known[id] = true
+		k.ids = append(k.ids, id)
+		added = true
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if !added {
 		return nil
 	}
-	var err error
 	if k.chain.Family() == chains.FamilyEVM {
 		k.sc, err = secpstealth.NewScanner(k.secp)
 	} else {
