@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 )
@@ -26,6 +25,7 @@ const (
 	crashDBEnv    = "VEIL_EVM_CRASH_DB"
 	crashPointEnv = "VEIL_EVM_CRASH_POINT"
 	crashKeyEnv   = "VEIL_EVM_CRASH_KEY"
+	crashAgentEnv = "VEIL_EVM_CRASH_AGENTS" // prefix of the agents' ids
 )
 
 // TestCrashChild is the child's body; it runs only under the parent.
@@ -40,7 +40,8 @@ func TestCrashChild(t *testing.T) {
 	}
 	point := evm.Failpoint(os.Getenv(crashPointEnv))
 	store := openStore(t, os.Getenv(crashDBEnv))
-	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
+	prefix := os.Getenv(crashAgentEnv)
+	alice, bob := evmtest.NewAgent(prefix+"alice"), evmtest.NewAgent(prefix+"bob")
 	c := connect(t, cfg, store, evmtest.NewSigner(alice, bob), func(o *evm.Options) {
 		o.Failpoint = func(p evm.Failpoint) error {
 			if p == point {
@@ -65,26 +66,31 @@ func TestCrashChild(t *testing.T) {
 	t.Fatalf("failpoint %s was never reached", point)
 }
 
+// On the devnet and on a Hardhat node (its own wordings for "already
+// known" and "nonce too low" on rebroadcast).
 func TestFailpointsCrashRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	d := startDevnet(t, chains.Base)
-	cfg, _ := d.Config(chains.Base)
+	for _, b := range interopBackends(t) {
+		t.Run(b.name, func(t *testing.T) { failpointsCrashRestart(t, b) })
+	}
+}
+
+func failpointsCrashRestart(t *testing.T, b backend) {
+	cfg := b.cfg
 	dir := t.TempDir()
-	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
+	prefix := "crash-" + b.name + "-"
+	alice, bob := evmtest.NewAgent(prefix+"alice"), evmtest.NewAgent(prefix+"bob")
 	signer := evmtest.NewSigner(alice, bob)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
+	b.fund(t, alice.Address)
+	var cursor string
 	{
 		store := openStore(t, dir)
 		c := connect(t, cfg, store, signer, nil)
-		f, err := c.Fund(ctx, alice.Address.Hex())
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustMined(t, c, f.TxHash)
+		cursor = scanHead(t, c)
 		c.Close()
 		_ = store.Close()
 	}
@@ -95,7 +101,7 @@ func TestFailpointsCrashRestart(t *testing.T) {
 		key := "crash-" + string(p)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashCfgEnv+"="+string(cfgJSON), crashDBEnv+"="+dir,
-			crashPointEnv+"="+string(p), crashKeyEnv+"="+key)
+			crashPointEnv+"="+string(p), crashKeyEnv+"="+key, crashAgentEnv+"="+prefix)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -109,7 +115,7 @@ func TestFailpointsCrashRestart(t *testing.T) {
 		if _, err := c.MaintainOnce(ctx, true); err != nil {
 			t.Fatalf("%s: maintenance after restart: %v", p, err)
 		}
-		r, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), bob.Meta, "0.1", "", key)
+		r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), bob.Meta, "0.1", "", key)
 		if err != nil {
 			t.Fatalf("%s: retry: %v", p, err)
 		}
@@ -128,7 +134,7 @@ func TestFailpointsCrashRestart(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		// A second retry answers the same transaction.
-		r2, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), bob.Meta, "0.1", "", key)
+		r2, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), bob.Meta, "0.1", "", key)
 		if err != nil || r2.TxHash != r.TxHash {
 			t.Fatalf("%s: second retry %+v %v, want %s", p, r2, err, r.TxHash)
 		}
@@ -141,16 +147,22 @@ func TestFailpointsCrashRestart(t *testing.T) {
 	store := openStore(t, dir)
 	defer store.Close()
 	c := connect(t, cfg, store, signer, nil)
-	anns := scanAll(t, c, 1000)
-	if len(anns) != len(points) {
-		t.Fatalf("%d payments on chain for %d keys", len(anns), len(points))
+	all, _, err := c.Scan(ctx, cursor, 1000)
+	if err != nil {
+		t.Fatal(err)
 	}
 	byTx := map[string]bool{}
-	for _, a := range anns {
-		if ok, _ := bob.Owns(a); !ok || a.Amount != "0.1" {
+	for _, a := range all {
+		if ok, _ := bob.Owns(a); !ok {
+			continue // another test's payment on a shared node
+		}
+		if a.Amount != "0.1" || byTx[a.TxHash] {
 			t.Fatalf("unexpected announcement %+v", a)
 		}
 		byTx[a.TxHash] = true
+	}
+	if len(byTx) != len(points) {
+		t.Fatalf("%d payments on chain for %d keys", len(byTx), len(points))
 	}
 	for k, h := range results {
 		if !byTx[h] {
