@@ -7,8 +7,9 @@
 // (after the caller checked the owner's fresh signature) and ScanKeys (the
 // viewing key the in-process scanner needs; see enclave.Provider).
 //
-// Messages are Go structs local to this node; a later change turns the ones
-// that must cross cluster members into protobuf.
+// Messages are Go structs local to this node: none crosses cluster
+// members (each member runs its own enclave actors, and an agent's
+// requests run on the member that hosts the agent).
 package enclaveactor
 
 import (
