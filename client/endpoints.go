@@ -123,6 +123,18 @@ func (c *Client) AgentStatus(ctx context.Context, id string, opts ...CallOption)
 	return &out, nil
 }
 
+// AgentStatusOn calls GET /agent/:id/status?chain=… : the balance, tokens
+// and addresses on one of the agent's chains.
+func (c *Client) AgentStatusOn(ctx context.Context, id, chain string, opts ...CallOption) (*AgentStatus, error) {
+	r := get("/agent/"+esc(id)+"/status", opts)
+	r.query = url.Values{"chain": {chain}}
+	var out AgentStatus
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ExportKey calls POST /agent/:id/export. It is never retried (a signature
 // is accepted once). Build req with SignExport, or use ExportKeySigned.
 func (c *Client) ExportKey(ctx context.Context, id string, req ExportRequest, opts ...CallOption) (*ExportedKey, error) {

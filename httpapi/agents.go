@@ -126,6 +126,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusNotFound, Message: "approval not found", Err: err}
 	case errors.Is(err, agent.ErrApprovalDecided):
 		return &Error{Status: http.StatusConflict, Message: err.Error() + "; a payment is decided once", Err: err}
+	case errors.Is(err, agent.ErrNotOnChain):
+		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, agent.ErrBadDecision):
 		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, agent.ErrReplayed):
@@ -337,7 +339,16 @@ func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.ask(r.Context(), id, &agent.GetStatus{AccountID: accountFrom(r.Context()).ID})
+	// ?chain= picks one of the agent's chains (default: its first).
+	var chain string
+	if c := r.URL.Query().Get("chain"); c != "" {
+		cid, err := chains.Parse(c)
+		if err != nil {
+			return Errorf(http.StatusBadRequest, "unknown chain %q: use one of horizen, ethereum, polygon, base, stellar or solana", truncate(c, 40))
+		}
+		chain = string(cid)
+	}
+	v, err := s.ask(r.Context(), id, &agent.GetStatus{AccountID: accountFrom(r.Context()).ID, Chain: chain})
 	if err != nil {
 		return err
 	}

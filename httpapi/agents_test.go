@@ -563,3 +563,25 @@ func TestTEE(t *testing.T) {
 		t.Fatalf("attest without nonce = %d %s", r.status, r.body)
 	}
 }
+
+func TestStatusChainParameter(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	a := e.create(t, newEVMOwner(t), "status-chains", "ethereum")
+	tests := []struct {
+		query  string
+		status int
+		want   string
+	}{
+		{"?chain=nowhere", 400, "unknown chain"},
+		{"?chain=base", 400, "it is on ethereum, not base"},
+		// A chain it is on: no connector here, so the balance is not guessed.
+		{"?chain=ethereum", 503, ""},
+		{"", 503, ""},
+	}
+	for _, tc := range tests {
+		r := e.do("GET", "/agent/"+a.ID+"/status"+tc.query, e.key, nil)
+		if r.status != tc.status || !strings.Contains(string(r.body), tc.want) {
+			t.Fatalf("%s: %d %s", tc.query, r.status, r.body)
+		}
+	}
+}

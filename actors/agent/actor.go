@@ -195,7 +195,7 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 	case *Get:
 		return a.rec, nil
 	case *GetStatus:
-		return a.status(ctx)
+		return a.status(ctx, m.Chain)
 	case *Export:
 		return a.export(ctx, m)
 	case *Attest:

@@ -29,7 +29,12 @@ type Create struct {
 type Get struct{ AccountID string }
 
 // GetStatus answers *Status.
-type GetStatus struct{ AccountID string }
+type GetStatus struct {
+	AccountID string
+	// Chain is the chain to report ("" = the agent's first chain); one
+	// the agent is not deployed on is ErrNotOnChain.
+	Chain string
+}
 
 // Export answers the account key of the agent's first chain (0x hex) after
 // the owner's fresh signature. The actor verifies the signature itself,

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
 	"github.com/veilhq/veil/persistence"
 )
+
+// ErrNotOnChain: a status asked for a chain the agent is not deployed on.
+var ErrNotOnChain = errors.New("the agent is not deployed on that chain")
 
 // Status is the spec's AgentStatus.
 type Status struct {
@@ -22,8 +27,14 @@ type Status struct {
 
 // status reports the first deployed chain's balance (from the chain actor)
 // and the pending invoices (from the store).
-func (a *Actor) status(ctx context.Context) (*Status, error) {
+func (a *Actor) status(ctx context.Context, chain string) (*Status, error) {
 	ch := chains.ID(a.rec.Chains[0])
+	if chain != "" {
+		if !slices.Contains(a.rec.Chains, chain) {
+			return nil, fmt.Errorf("%w: it is on %s, not %s", ErrNotOnChain, strings.Join(a.rec.Chains, ", "), chain)
+		}
+		ch = chains.ID(chain)
+	}
 	addr := a.rec.Addresses[string(ch)]
 	pending, err := a.pendingInvoices(ctx)
 	if err != nil {

@@ -92,6 +92,7 @@ func RegisterWire(c *msg.Codec) {
 		{"agent.approval-not-found", ErrApprovalNotFound},
 		{"agent.approval-decided", ErrApprovalDecided},
 		{"agent.bad-decision", ErrBadDecision},
+		{"agent.not-on-chain", ErrNotOnChain},
 		{"policy.invalid", policy.ErrInvalid},
 		{"enclave.invalid-input", enclave.ErrInvalidInput},
 		{"enclave.unavailable", enclave.ErrUnavailable},

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -84,8 +85,8 @@ sign it there within 10 minutes, and pass --wallet, --signature and --message-fi
 			"veil agent create dave --chain base --wallet 0x2c75… --print-message > msg.txt",
 			"veil agent create dave --chain base --wallet 0x2c75… --signature 0xd763… --message-file msg.txt",
 		},
-		flags: func(a *app, fs *flag.FlagSet) {
-			fs.StringVar(&create.chain, "chain", "", "`chain` to deploy on: horizen, ethereum, polygon, base, stellar, solana or all (required)")
+		flags: func(a *app, fs *pflag.FlagSet) {
+			fs.StringVarP(&create.chain, "chain", "C", "", "`chain` to deploy on: horizen, ethereum, polygon, base, stellar, solana or all (required)")
 			create.w.add(fs)
 		},
 		run: func(a *app, args []string) error {
@@ -217,28 +218,62 @@ sign it there within 10 minutes, and pass --wallet, --signature and --message-fi
 		},
 	})
 
+	var statusChain string
 	register(&command{
-		path:     "agent status",
-		args:     "AGENT",
-		summary:  "show an agent's balance, tokens and pending invoices",
-		examples: []string{"veil agent status alice", "veil agent status alice --json | jq -r .balance"},
+		path:    "agent status",
+		args:    "AGENT [--chain CHAIN]",
+		summary: "show an agent's balances, tokens and pending invoices on each of its chains",
+		detail: `Balances are cut (never rounded up) to 6 decimals, with their symbol. With --json the output
+is an array with the API's AgentStatus of each chain (one chain with --chain: that object).
+A chain whose node does not answer is reported and the others are still shown (exit 6 if any
+failed).`,
+		examples: []string{"veil agent status alice", "veil agent status alice --chain base --json | jq -r .balance", "veil agent status alice --json | jq -r '.[] | .chain + \" \" + .balance'"},
+		flags: func(a *app, fs *pflag.FlagSet) {
+			fs.StringVarP(&statusChain, "chain", "C", "", "only this `chain`")
+		},
 		run: func(a *app, args []string) error {
 			return a.withAgent("agent status", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-				st, err := c.AgentStatus(ctx, ag.ID)
-				if err != nil {
-					return err
+				if statusChain != "" {
+					st, err := c.AgentStatusOn(ctx, ag.ID, statusChain)
+					if err != nil {
+						return err
+					}
+					if a.g.json {
+						return a.printJSON(st)
+					}
+					return a.printStatus(ag, []*client.AgentStatus{st}, nil)
+				}
+				var list []*client.AgentStatus
+				failed := map[string]error{}
+				var firstErr error
+				for _, ch := range ag.Chains {
+					st, err := c.AgentStatusOn(ctx, ag.ID, ch)
+					if err != nil {
+						if code := exitCode(err); code != exitUnavailable {
+							return err
+						}
+						failed[ch] = err
+						firstErr = cmp.Or(firstErr, err)
+						continue
+					}
+					list = append(list, st)
 				}
 				if a.g.json {
-					return a.printJSON(st)
+					if list == nil {
+						list = []*client.AgentStatus{}
+					}
+					if err := a.printJSON(list); err != nil {
+						return err
+					}
+					return firstErr
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "%s on %s\n", ag.FullName(), st.Chain)
-				fmt.Fprintf(tw, "  balance\t%s\n", st.Balance)
-				for _, sym := range sortedKeys(st.Tokens) {
-					fmt.Fprintf(tw, "  %s\t%s\n", sym, st.Tokens[sym])
+				if err := a.printStatus(ag, list, failed); err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "  pending invoices\t%d\n  address\t%s\n  meta-address\t%s\n", st.PendingInvoices, st.Address, st.MetaAddress)
-				return tw.Flush()
+				if firstErr != nil {
+					return errQuietCode{exitUnavailable}
+				}
+				return nil
 			})
 		},
 	})
@@ -256,7 +291,7 @@ file only you can read.`,
 			"veil agent export bob --stellar-secret-file ~/.stellar/bob.seed --json",
 			"veil agent export alice --wallet 0x2c75… --print-message",
 		},
-		flags: func(a *app, fs *flag.FlagSet) { export.add(fs) },
+		flags: func(a *app, fs *pflag.FlagSet) { export.add(fs) },
 		run: func(a *app, args []string) error {
 			return a.withAgent("agent export", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
 				w := &export

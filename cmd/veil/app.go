@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -15,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/veilhq/veil/client"
-	"github.com/veilhq/veil/internal/buildinfo"
 )
 
 // Exit codes (docs/cli.md): scripts may rely on them.
@@ -30,6 +29,7 @@ const (
 	exitAuth        = 4 // 401: API key missing, malformed or unknown
 	exitConflict    = 5 // 409: the agent name is taken
 	exitUnavailable = 6 // server unreachable, 503 or 429: retry later
+	exitPayment     = 7 // chat: a payment the message asked for failed (the answer is printed)
 	exitInterrupted = 130
 )
 
@@ -69,14 +69,14 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 // addGlobals registers the global flags on fs.
-func (a *app) addGlobals(fs *flag.FlagSet) {
-	fs.StringVar(&a.g.url, "url", a.g.url, "server URL (env VEIL_URL; default "+client.DefaultURL+")")
+func (a *app) addGlobals(fs *pflag.FlagSet) {
+	fs.StringVarP(&a.g.url, "url", "U", a.g.url, "server URL (env VEIL_URL; default "+client.DefaultURL+")")
 	fs.StringVar(&a.g.apiKey, "api-key", a.g.apiKey, "API key (env VEIL_API_KEY)")
 	fs.StringVar(&a.g.configPath, "config", a.g.configPath, "config file (env VEIL_CONFIG; default $XDG_CONFIG_HOME/veil/config.json)")
 	fs.StringVar(&a.g.provider, "provider", a.g.provider, "AI provider for chat: veil, openai or anthropic (env VEIL_AI_PROVIDER)")
 	fs.StringVar(&a.g.aiKey, "ai-key", a.g.aiKey, "your key with that AI provider (env VEIL_AI_KEY)")
-	fs.BoolVar(&a.g.json, "json", a.g.json, "print JSON for scripts")
-	fs.DurationVar(&a.g.timeout, "timeout", a.g.timeout, "time limit of each request, retries included (default 30s; chat 3m)")
+	fs.BoolVarP(&a.g.json, "json", "j", a.g.json, "print JSON for scripts")
+	fs.DurationVarP(&a.g.timeout, "timeout", "t", a.g.timeout, "time limit of each request, retries included (default 30s; chat 3m)")
 }
 
 // command is one leaf command.
@@ -86,7 +86,7 @@ type command struct {
 	summary  string
 	detail   string
 	examples []string
-	flags    func(a *app, fs *flag.FlagSet) // its own flags
+	flags    func(a *app, fs *pflag.FlagSet) // its own flags
 	run      func(a *app, args []string) error
 }
 
@@ -98,9 +98,15 @@ func (a *app) run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a.ctx, a.stopSignals = ctx, stop
-	err := a.dispatch(args)
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
 	code := exitCode(err)
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errQuiet) && code != exitInterrupted {
+	var quiet errQuietCode
+	if err != nil && !errors.Is(err, pflag.ErrHelp) && !errors.Is(err, errQuiet) && !errors.As(err, &quiet) && code != exitInterrupted {
 		a.printError(err, code)
 	}
 	if code == exitError && a.ctx.Err() != nil {
@@ -112,122 +118,11 @@ func (a *app) run(args []string) int {
 // errQuiet ends a command with exit 1 after it said what went wrong.
 var errQuiet = errors.New("")
 
-func (a *app) dispatch(args []string) error {
-	top := flag.NewFlagSet("veil", flag.ContinueOnError)
-	top.SetOutput(io.Discard)
-	a.addGlobals(top)
-	var showVersion bool
-	top.BoolVar(&showVersion, "version", false, "print the version")
-	if err := top.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			a.printTopHelp(a.stdout)
-			return flag.ErrHelp
-		}
-		return usagef("%v (see veil --help)", err)
-	}
-	if showVersion {
-		fmt.Fprintln(a.stdout, "veil", buildinfo.Read(version))
-		return nil
-	}
-	rest := top.Args()
-	if len(rest) == 0 {
-		a.printTopHelp(a.stderr)
-		return usagef("no command given")
-	}
-	if rest[0] == "help" {
-		return a.help(rest[1:])
-	}
-	cmd, args, group := findCommand(rest)
-	if cmd == nil {
-		if len(group) > 0 {
-			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-				a.printGroupHelp(a.stdout, group)
-				return flag.ErrHelp
-			}
-			a.printGroupHelp(a.stderr, group)
-			if len(args) == 0 {
-				return usagef("%s: which subcommand?", strings.Fields(group[0].path)[0])
-			}
-			return usagef("%s: unknown subcommand %q", strings.Fields(group[0].path)[0], args[0])
-		}
-		return usagef("unknown command %q (see veil --help)", rest[0])
-	}
-	fs := flag.NewFlagSet("veil "+cmd.path, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	a.addGlobals(fs)
-	if cmd.flags != nil {
-		cmd.flags(a, fs)
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			a.printCommandHelp(a.stdout, cmd, fs)
-			return flag.ErrHelp
-		}
-		return usagef("%v (see veil %s --help)", err, cmd.path)
-	}
-	if err := a.loadSettings(); err != nil {
-		return err
-	}
-	return cmd.run(a, pos)
-}
+// errQuietCode ends a command with its exit code after it said what went
+// wrong.
+type errQuietCode struct{ code int }
 
-// findCommand matches the longest command path at the start of args. When
-// no command matches but args[0] names a group, group lists its commands.
-// A group's default command ("conversations AGENT" is "conversations
-// list AGENT") is the one registered with the group's bare name.
-func findCommand(args []string) (*command, []string, []*command) {
-	group := groupOf(args[0])
-	if len(args) >= 2 {
-		for _, c := range commands {
-			if c.path == args[0]+" "+args[1] {
-				return c, args[2:], nil
-			}
-		}
-	}
-	for _, c := range commands {
-		if c.path == args[0] {
-			return c, args[1:], nil
-		}
-	}
-	return nil, args[1:], group
-}
-
-// groupOf returns the two-word commands whose first word is name.
-func groupOf(name string) []*command {
-	var group []*command
-	for _, c := range commands {
-		words := strings.Fields(c.path)
-		if len(words) == 2 && words[0] == name {
-			group = append(group, c)
-		}
-	}
-	return group
-}
-
-// parseInterspersed parses flags anywhere among the arguments ("veil chat
-// alice -m hi"); everything after "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var tail []string
-	for i, s := range args {
-		if s == "--" {
-			args, tail = args[:i], args[i+1:]
-			break
-		}
-	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return append(pos, tail...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
+func (e errQuietCode) Error() string { return "" }
 
 // loadSettings resolves each setting: flag, then environment, then config
 // file, then default.
@@ -304,9 +199,16 @@ func exitCode(err error) int {
 	var ue *usageError
 	var ae *authError
 	var te *url.Error
+	var pe *errPaymentFailed
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
+	case errors.As(err, &pe):
+		return exitPayment
+	case errors.As(err, new(errQuietCode)):
+		var q errQuietCode
+		errors.As(err, &q)
+		return q.code
 	case errors.Is(err, errInterrupted):
 		return exitInterrupted
 	case errors.As(err, &ue):

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,8 +52,8 @@ func init() {
 			return tw.Flush()
 		})
 	}
-	statusFlag := func(a *app, fs *flag.FlagSet) {
-		fs.StringVar(&status, "status", "pending", "only approvals in this `status`: pending, approved, denied, expired or all")
+	statusFlag := func(a *app, fs *pflag.FlagSet) {
+		fs.StringVarP(&status, "status", "s", "pending", "only approvals in this `status`: pending, approved, denied, expired or all")
 	}
 	register(&command{
 		path:     "approvals",
@@ -88,7 +88,7 @@ decision is refused (exit status of a conflict).`,
 				"veil approvals " + verb + " alice 3f2a6c1e-… --evm-key-file owner.key --json",
 				"veil approvals " + verb + " alice 3f2a6c1e-… --wallet 0x2c75… --print-message",
 			},
-			flags: func(a *app, fs *flag.FlagSet) { w.add(fs) },
+			flags: func(a *app, fs *pflag.FlagSet) { w.add(fs) },
 			run: func(a *app, args []string) error {
 				return a.withAgent("approvals "+verb, args, 1, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error {
 					id := rest[0]

@@ -5,14 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
-	"os"
-	"os/signal"
-	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/veilhq/veil/client"
@@ -30,7 +26,7 @@ func init() {
 	}
 	register(&command{
 		path:    "chat",
-		args:    "AGENT [-m MESSAGE] [-c CONVERSATION]",
+		args:    "AGENT [--message TEXT] [--conversation ID|last]",
 		summary: "talk to an agent: an interactive prompt, or one message with -m",
 		detail: `On a terminal, veil chat opens a prompt; a spinner runs while the agent works, then the tools
 it ran are listed (✓ success, ✗ error), followed by its answer and the links it reported
@@ -47,9 +43,9 @@ Without -c a new conversation starts; -c last continues the most recent one.
 			`veil chat alice --provider openai --ai-key "$OPENAI_API_KEY"`,
 			`printf 'balance\nscan payments\n' | veil chat alice --json`,
 		},
-		flags: func(a *app, fs *flag.FlagSet) {
-			fs.StringVar(&f.message, "m", "", "send this one `message` and exit")
-			fs.StringVar(&f.conv, "c", "", "continue this `conversation` (its id, or last)")
+		flags: func(a *app, fs *pflag.FlagSet) {
+			fs.StringVarP(&f.message, "message", "m", "", "send this one `message` and exit")
+			fs.StringVarP(&f.conv, "conversation", "c", "", "continue this `conversation` (its id, or last)")
 		},
 		run: func(a *app, args []string) error {
 			ref, rest, err := a.agentArg(args, "chat")
@@ -136,15 +132,29 @@ func (s *chatSession) oneShot(msg string) error {
 		return err
 	}
 	if s.app.g.json {
-		return s.app.printJSON(resp)
+		if err := s.app.printJSON(toJSONChat(resp)); err != nil {
+			return err
+		}
+	} else {
+		s.printReply(resp, false)
+		fmt.Fprintf(s.app.stderr, "(conversation %s: continue with -c %s)\n", resp.ConversationID, resp.ConversationID)
 	}
-	s.printReply(resp, false)
-	fmt.Fprintf(s.app.stderr, "(conversation %s: continue with -c %s)\n", resp.ConversationID, resp.ConversationID)
+	return failedPayment(resp)
+}
+
+// failedPayment is the error (exit 7) of an answer in which a payment
+// the user asked for failed, else nil.
+func failedPayment(resp *client.ChatResponse) error {
+	if tc, failed := paymentFailed(resp); failed {
+		return &errPaymentFailed{tool: tc.Name, text: tc.ErrorText()}
+	}
 	return nil
 }
 
-// lines sends every line of standard input as one message.
+// lines sends every line of standard input as one message. A failed
+// payment does not stop the later lines; the exit status reports it.
 func (s *chatSession) lines() error {
+	var failed error
 	sc := bufio.NewScanner(s.app.stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	enc := json.NewEncoder(s.app.stdout)
@@ -157,115 +167,21 @@ func (s *chatSession) lines() error {
 		if err != nil {
 			return err
 		}
+		if failed == nil {
+			failed = failedPayment(resp)
+		}
 		if s.app.g.json {
-			if err := enc.Encode(resp); err != nil {
+			if err := enc.Encode(toJSONChat(resp)); err != nil {
 				return err
 			}
 			continue
 		}
 		s.printReply(resp, false)
 	}
-	return sc.Err()
-}
-
-// interactive is the prompt on a terminal.
-func (s *chatSession) interactive() error {
-	a := s.app
-	// Ctrl-C cancels the running request instead of ending the program:
-	// the process-wide signal context gives way to the handling below.
-	a.stopSignals()
-	a.ctx = context.Background()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	input := make(chan string)
-	inputErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(a.stdin)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			input <- sc.Text()
-		}
-		inputErr <- sc.Err()
-		close(input)
-	}()
-
-	where := "a new conversation"
-	if s.conv != "" {
-		where = "conversation " + s.conv
+	if err := sc.Err(); err != nil {
+		return err
 	}
-	fmt.Fprintf(a.stdout, "Chatting with %s in %s. /help for commands, /quit or Ctrl-D to leave.\n", s.agent.FullName(), where)
-	for {
-		fmt.Fprint(a.stdout, "you> ")
-		var line string
-		select {
-		case l, ok := <-input:
-			if !ok {
-				fmt.Fprintln(a.stdout)
-				return <-inputErr
-			}
-			line = strings.TrimSpace(l)
-		case sig := <-sigs:
-			fmt.Fprintln(a.stdout)
-			if sig == syscall.SIGTERM {
-				return nil
-			}
-			return errInterrupted
-		}
-		switch {
-		case line == "":
-			continue
-		case line == "/quit" || line == "/exit" || line == "/q":
-			return nil
-		case line == "/help" || line == "/?":
-			fmt.Fprintln(a.stdout, chatHelp)
-			continue
-		case line == "/new":
-			s.conv = ""
-			fmt.Fprintln(a.stdout, "(a new conversation starts with your next message)")
-			continue
-		case line == "/id":
-			if s.conv == "" {
-				fmt.Fprintln(a.stdout, "(no conversation yet)")
-			} else {
-				fmt.Fprintln(a.stdout, s.conv)
-			}
-			continue
-		case line == "/history":
-			if err := s.history(); err != nil {
-				fmt.Fprintf(a.stdout, "(%s)\n", errText(err))
-			}
-			continue
-		case strings.HasPrefix(line, "/") && !strings.Contains(line, " "):
-			fmt.Fprintf(a.stdout, "unknown command %s\n%s\n", line, chatHelp)
-			continue
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			select {
-			case <-sigs:
-				cancel()
-			case <-done:
-			}
-		}()
-		resp, err := s.send(ctx, line)
-		close(done)
-		cancelled := ctx.Err() != nil
-		cancel()
-		switch {
-		case cancelled:
-			fmt.Fprintln(a.stdout, "(cancelled)")
-		case err != nil:
-			fmt.Fprintf(a.stdout, "(%s)\n", errText(err))
-			if code := exitCode(err); code == exitAuth || code == exitNotFound && s.conv == "" {
-				return err
-			}
-		default:
-			s.printReply(resp, true)
-		}
-	}
+	return failed
 }
 
 var errInterrupted = errors.New("interrupted")
@@ -289,110 +205,8 @@ func (s *chatSession) history() error {
 	if err != nil {
 		return err
 	}
-	printMessages(s.app.stdout, s.agent, msgs)
+	s.app.printMessages(s.app.stdout, s.agent, msgs)
 	return nil
-}
-
-// printReply prints the tools the agent ran, its answer and the links.
-func (s *chatSession) printReply(resp *client.ChatResponse, prompt bool) {
-	w := s.app.stdout
-	for _, tc := range resp.ToolCalls {
-		fmt.Fprintln(w, toolLine(tc))
-	}
-	if prompt {
-		fmt.Fprintf(w, "%s> %s\n", s.agent.Name, resp.Response)
-	} else {
-		fmt.Fprintln(w, resp.Response)
-	}
-	for _, l := range resp.Links() {
-		fmt.Fprintf(w, "  %-4s %s\n", linkLabel(l.Kind), l.URL)
-	}
-}
-
-func linkLabel(kind string) string {
-	switch strings.ToLower(kind) {
-	case "txlink":
-		return "tx"
-	case "paymentlink":
-		return "pay"
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(kind, "Link"), "link")
-}
-
-// toolLine is one line per tool call: mark, name and the short scalar
-// members of its result (links are printed apart), or its error.
-func toolLine(tc client.ToolCall) string {
-	if !tc.OK() {
-		return fmt.Sprintf("  ✗ %s: %s", tc.Name, oneLine(tc.ErrorText(), 140))
-	}
-	var m map[string]any
-	_ = json.Unmarshal([]byte(tc.Detail), &m)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// The spec's known members first, then the rest by name.
-	rank := map[string]int{"txHash": 0, "id": 1, "count": 2, "amount": 3, "asset": 4, "status": 5}
-	sort.Slice(keys, func(i, j int) bool {
-		ri, oki := rank[keys[i]]
-		rj, okj := rank[keys[j]]
-		switch {
-		case oki && okj:
-			return ri < rj
-		case oki != okj:
-			return oki
-		}
-		return keys[i] < keys[j]
-	})
-	var parts []string
-	for _, k := range keys {
-		if strings.HasSuffix(strings.ToLower(k), "link") {
-			continue
-		}
-		switch v := m[k].(type) {
-		case string:
-			if v != "" && len(v) <= 70 {
-				parts = append(parts, k+" "+v)
-			}
-		case float64:
-			parts = append(parts, fmt.Sprintf("%s %v", k, v))
-		case bool:
-			parts = append(parts, fmt.Sprintf("%s %v", k, v))
-		}
-		if len(parts) == 4 {
-			break
-		}
-	}
-	return "  " + oneLine(fmt.Sprintf("✓ %s  %s", tc.Name, strings.Join(parts, ", ")), 160)
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
-}
-
-// printMessages prints a conversation for people.
-func printMessages(w io.Writer, ag *client.AgentInfo, msgs []client.Message) {
-	for _, m := range msgs {
-		at := m.CreatedAt.Local().Format("15:04")
-		switch m.Role {
-		case client.RoleUser:
-			fmt.Fprintf(w, "[%s] you> %s\n", at, m.Text)
-		case client.RoleAgent:
-			fmt.Fprintf(w, "[%s] %s> %s\n", at, ag.Name, m.Text)
-		case client.RoleTool:
-			if tc, ok := m.ToolCall(); ok {
-				fmt.Fprintf(w, "[%s] %s\n", at, strings.TrimSpace(toolLine(tc)))
-			} else {
-				fmt.Fprintf(w, "[%s] tool: %s\n", at, m.Text)
-			}
-		default:
-			fmt.Fprintf(w, "[%s] %s: %s\n", at, m.Role, m.Text)
-		}
-	}
 }
 
 // startSpinner animates label on w until the returned function is called,

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,11 +33,38 @@ func chatServer(t *testing.T) (*server, []string) {
 	if r.code != 0 {
 		t.Fatalf("first chat: %s", r)
 	}
-	resp := decode[client.ChatResponse](t, r.stdout)
+	resp := chatJSON(t, r.stdout)
 	if resp.Response == "" || !client.IsAgentID(resp.ConversationID) {
 		t.Fatalf("chat --json %+v", resp)
 	}
 	return s, env
+}
+
+// chatJSON decodes veil chat --json: the API's ChatResponse, but each
+// tool's detail is an object, turned back into the client's form here.
+func chatJSON(t *testing.T, s string) client.ChatResponse {
+	t.Helper()
+	var raw struct {
+		Response       string `json:"response"`
+		ConversationID string `json:"conversationId"`
+		ToolCalls      []struct {
+			Name   string          `json:"name"`
+			Status string          `json:"status"`
+			Detail json.RawMessage `json:"detail"`
+		} `json:"toolCalls"`
+	}
+	raw2 := decode[json.RawMessage](t, s)
+	if err := json.Unmarshal(raw2, &raw); err != nil {
+		t.Fatal(err)
+	}
+	out := client.ChatResponse{Response: raw.Response, ConversationID: raw.ConversationID}
+	for _, tc := range raw.ToolCalls {
+		if len(tc.Detail) > 0 && tc.Detail[0] == '"' {
+			t.Fatalf("tool %s: detail is a JSON string, want an object: %s", tc.Name, tc.Detail)
+		}
+		out.ToolCalls = append(out.ToolCalls, client.ToolCall{Name: tc.Name, Status: tc.Status, Detail: string(tc.Detail)})
+	}
+	return out
 }
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -50,7 +80,7 @@ func TestChatOneShotAndScripted(t *testing.T) {
 	}
 	conv := uuidRE.FindString(r.stderr)
 	r = ok(t, env, "chat", "chatter", "-c", "last", "-m", "create an invoice for 25 USDC for the logo work", "--json")
-	resp := decode[client.ChatResponse](t, r.stdout)
+	resp := chatJSON(t, r.stdout)
 	if resp.ConversationID != conv {
 		t.Fatalf("-c last went to %s, want %s", resp.ConversationID, conv)
 	}
@@ -91,7 +121,7 @@ func TestChatOneShotAndScripted(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("want 2 JSON lines, got %q", r.stdout)
 	}
-	a, b := decode[client.ChatResponse](t, lines[0]), decode[client.ChatResponse](t, lines[1])
+	a, b := chatJSON(t, lines[0]), chatJSON(t, lines[1])
 	if a.ConversationID == "" || a.ConversationID != b.ConversationID {
 		t.Fatalf("piped conversations %s %s", a.ConversationID, b.ConversationID)
 	}
@@ -101,6 +131,23 @@ func TestChatOneShotAndScripted(t *testing.T) {
 	}
 	if r := ok(t, env, "conversations", "show", "chatter", "last"); !strings.Contains(r.stdout, "you> what's my balance?") || !strings.Contains(r.stdout, "chatter> ") {
 		t.Fatalf("conversation for people: %s", r.stdout)
+	}
+
+	// A payment the message asked for that fails: the answer is printed,
+	// the chain's refusal is in words, and the exit status is 7.
+	key2, _ := crypto.GenerateKey()
+	ok(t, append(env, "VEIL_EVM_KEY=0x"+hex.EncodeToString(crypto.FromECDSA(key2))), "agent", "create", "payee", "--chain", "base")
+	r = veil(t, env, "", "chat", "chatter", "-m", "send 500 ETH to payee.veil on base")
+	if r.code != exitPayment || !strings.Contains(r.stderr, "payment failed") || !strings.Contains(r.stdout, "✗ ") {
+		t.Fatalf("failed payment: %s", r)
+	}
+	if strings.Contains(r.stdout+r.stderr, "wei") {
+		t.Fatalf("raw wei shown: %s", r)
+	}
+	t.Logf("failed payment as shown:\n%s%s", r.stdout, r.stderr)
+	r = veil(t, env, "", "chat", "chatter", "-m", "send 500 ETH to payee.veil on base", "--json")
+	if e := decode[jsonError](t, r.stderr); r.code != exitPayment || e.ExitCode != exitPayment {
+		t.Fatalf("failed payment --json: %s", r)
 	}
 
 	// Errors: an unknown conversation is 404 (exit 3), an unknown provider
@@ -167,10 +214,30 @@ func (tm *ptyTerm) wait() int {
 	return tm.cmd.ProcessState.ExitCode()
 }
 
+// waitForRE waits until the output matches re.
+func (tm *ptyTerm) waitForRE(re *regexp.Regexp) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if m := re.FindString(tm.out.String()); m != "" {
+			return m
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("no %s on the terminal; it shows:\n%s", re, tm.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const arrowUp = "\x1b[A"
+
 func TestChatInteractiveTerminal(t *testing.T) {
 	_, env := chatServer(t)
+	histFile := filepath.Join(t.TempDir(), "state", "chat_history")
+	env = append(env, "VEIL_CHAT_HISTORY="+histFile)
+	plain := append(env, "NO_COLOR=1")
 
-	tm := startTerm(t, env, "chat", "chatter")
+	tm := startTerm(t, plain, "chat", "chatter")
 	tm.waitFor("Chatting with chatter.veil in a new conversation", 1)
 	tm.waitFor("you> ", 1)
 	tm.typeLine("/help")
@@ -183,37 +250,45 @@ func TestChatInteractiveTerminal(t *testing.T) {
 	if !strings.Contains(tm.out.String(), "chatter is working…") {
 		t.Fatalf("no spinner while the agent worked:\n%s", tm.out.String())
 	}
-	tm.waitFor("you> ", 4)
 	tm.typeLine("/id")
-	tm.waitFor("you> ", 5)
-	ids := uuidRE.FindAllString(tm.out.String(), -1)
-	if len(ids) == 0 {
-		t.Fatalf("/id printed no conversation id:\n%s", tm.out.String())
-	}
-	conv := ids[len(ids)-1]
+	conv := tm.waitForRE(uuidRE)
 
 	tm.typeLine("create an invoice for 7 USDC for stickers")
 	tm.waitFor("chatter> ", 2)
-	tm.waitFor("you> ", 6)
+	tm.typeLine("/history")
+	tm.waitFor("] you> what's my balance?", 1)
+	// Line editing: the up arrow recalls /history (not "^[[A").
+	tm.typeLine(arrowUp)
+	tm.waitFor("] you> what's my balance?", 2)
 	out := tm.out.String()
 	if strings.Contains(out, "✓ create_invoice") && !strings.Contains(out, "  pay  http") {
 		t.Fatalf("invoice made but no pay link printed:\n%s", out)
 	}
-	tm.typeLine("/history")
-	tm.waitFor("you> what's my balance?", 1)
-	tm.waitFor("you> ", 8)
+	if strings.Contains(out, "^[[A") || strings.Contains(out, "\x1b[32m") {
+		t.Fatalf("raw escape or colour despite NO_COLOR:\n%q", out)
+	}
 	tm.typeLine("/quit")
 	if code := tm.wait(); code != 0 {
 		t.Fatalf("/quit: exit %d\n%s", code, tm.out.String())
 	}
+	// The history is kept, readable by its owner only.
+	fi, err := os.Stat(histFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("history file %v %v", fi, err)
+	}
+	if raw, _ := os.ReadFile(histFile); !strings.Contains(string(raw), "what's my balance?") {
+		t.Fatalf("history file: %q", raw)
+	}
 
+	// A new session recalls the last one's lines: up twice is /history.
 	// Continue that conversation; Ctrl-D leaves with 0.
-	tm = startTerm(t, env, "chat", "chatter", "-c", conv)
+	tm = startTerm(t, plain, "chat", "chatter", "-c", conv)
 	tm.waitFor("Chatting with chatter.veil in conversation "+conv, 1)
 	tm.waitFor("you> ", 1)
+	tm.typeLine(arrowUp + arrowUp)
+	tm.waitFor("] you> what's my balance?", 1)
 	tm.typeLine("hello again")
 	tm.waitFor("chatter> ", 1)
-	tm.waitFor("you> ", 2)
 	if _, err := tm.pty.Write([]byte{4}); err != nil {
 		t.Fatal(err)
 	}
@@ -221,9 +296,13 @@ func TestChatInteractiveTerminal(t *testing.T) {
 		t.Fatalf("Ctrl-D: exit %d\n%s", code, tm.out.String())
 	}
 
-	// Ctrl-C at the prompt leaves with 130.
+	// Colour on a terminal without NO_COLOR; Ctrl-C at the prompt leaves
+	// with 130.
 	tm = startTerm(t, env, "chat", "chatter")
-	tm.waitFor("you> ", 1)
+	tm.waitFor("you>", 1)
+	if !strings.Contains(tm.out.String(), "\x1b[36mchatter.veil") {
+		t.Fatalf("no colour on a terminal:\n%q", tm.out.String())
+	}
 	if _, err := tm.pty.Write([]byte{3}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,14 +34,14 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{{"chat", "--help"}, {"help", "chat"}, {"agent", "create", "-h"}, {"notifications", "--help"}, {"invoice", "paid", "--help"}} {
 		r := ok(t, env, args...)
-		if !strings.Contains(r.stdout, "Usage: veil ") || !strings.Contains(r.stdout, "Examples:") {
+		if !strings.Contains(r.stdout, "Usage:\n  veil ") || !strings.Contains(r.stdout, "Examples:") {
 			t.Fatalf("veil %v:\n%s", args, r.stdout)
 		}
 	}
-	if r := ok(t, env, "help", "agent"); !strings.Contains(r.stdout, "veil agent export AGENT") {
+	if r := ok(t, env, "help", "agent"); !strings.Contains(r.stdout, "export") {
 		t.Fatalf("group help:\n%s", r.stdout)
 	}
-	if r := ok(t, env, "agent", "--help"); !strings.Contains(r.stdout, "veil agent list") {
+	if r := ok(t, env, "agent", "--help"); !strings.Contains(r.stdout, "veil agent [command]") || !strings.Contains(r.stdout, "list") {
 		t.Fatalf("group --help:\n%s", r.stdout)
 	}
 	if r := ok(t, env, "version"); !strings.HasPrefix(r.stdout, "veil ") {
@@ -98,8 +98,10 @@ func TestAgentCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "Created alice.veil") || !strings.Contains(r.stdout, "st:eth:0x") {
 		t.Fatalf("create: %s", r)
 	}
-	// The same name again: conflict, exit 5, JSON error on stderr.
-	r = fails(t, append(env, "VEIL_EVM_KEY="+evmHex), 5, "agent", "create", "alice", "--chain", "base", "--json")
+	// The same name by another owner: conflict, exit 5, JSON error on
+	// stderr (the same owner again is an idempotent repeat).
+	otherKey, _ := crypto.GenerateKey()
+	r = fails(t, append(env, "VEIL_EVM_KEY=0x"+hex.EncodeToString(crypto.FromECDSA(otherKey))), 5, "agent", "create", "alice", "--chain", "base", "--json")
 	if e := decode[jsonError](t, r.stderr); e.StatusCode != 409 || e.ExitCode != 5 || r.stdout != "" {
 		t.Fatalf("conflict %+v %s", e, r)
 	}
@@ -178,16 +180,32 @@ func TestAgentCommands(t *testing.T) {
 	fails(t, env, 3, "agent", "show", uuid.NewString())
 	fails(t, append(env, "VEIL_API_KEY=veil_live_"+strings.Repeat("A", 43)), 4, "agent", "list")
 
-	// Status: 0 with a balance, or 6 when the chain is not reachable.
-	r = veil(t, env, "", "agent", "status", "alice", "--json")
-	switch r.code {
-	case 0:
-		if st := decode[client.AgentStatus](t, r.stdout); st.Chain != "base" || st.Address != alice.Addresses["base"] {
-			t.Fatalf("status %+v", st)
+	// Status per chain: an array with --json, one object with --chain;
+	// amounts for people are cut to 6 decimals with their symbol.
+	sts := decode[[]client.AgentStatus](t, ok(t, env, "agent", "status", "bob", "--json").stdout)
+	if len(sts) != 6 {
+		t.Fatalf("bob's statuses %+v", sts)
+	}
+	for i, st := range sts {
+		if st.Chain != list[1].Chains[i] || st.Address != list[1].Addresses[st.Chain] {
+			t.Fatalf("status %d %+v", i, st)
 		}
-	case 6:
-	default:
-		t.Fatalf("status: %s", r)
+	}
+	if st := decode[client.AgentStatus](t, ok(t, env, "agent", "status", "alice", "--chain", "base", "--json").stdout); st.Chain != "base" || st.Address != alice.Addresses["base"] {
+		t.Fatalf("status --chain base %+v", st)
+	}
+	r = ok(t, env, "agent", "status", "bob")
+	for _, want := range []string{"ETH", "ZEN", "POL", "XLM", "SOL", list[1].Addresses["solana"]} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("status for people lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if regexp.MustCompile(`\.\d{7,}`).MatchString(r.stdout) {
+		t.Fatalf("status prints more than 6 decimals:\n%s", r.stdout)
+	}
+	r = fails(t, env, 1, "agent", "status", "alice", "--chain", "solana", "--json")
+	if e := decode[jsonError](t, r.stderr); e.StatusCode != 400 || !strings.Contains(e.Message, "not solana") {
+		t.Fatalf("status on a chain alice is not on: %+v", e)
 	}
 
 	// Export with the owner's keystore; a stranger's key is refused.

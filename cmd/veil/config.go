@@ -19,6 +19,9 @@ type config struct {
 	AIKey    string `json:"aiKey,omitempty"`
 	// Agent is the agent used when a command's AGENT is omitted.
 	Agent string `json:"agent,omitempty"`
+	// Explorers are transaction link templates by chain ("{hash}" is the
+	// transaction), over the server's links.
+	Explorers map[string]string `json:"explorers,omitempty"`
 
 	path string
 }

@@ -77,7 +77,7 @@ func init() {
 					}
 					return a.printJSON(msgs)
 				}
-				printMessages(a.stdout, ag, msgs)
+				a.printMessages(a.stdout, ag, msgs)
 				return nil
 			})
 		},

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"text/tabwriter"
 	"time"
 
@@ -35,7 +35,7 @@ func init() {
 		detail: `The server checks the payment on chain (the invoice's address, asset and amount) before the
 invoice turns paid; --tx names the transaction. Repeating it is harmless.`,
 		examples: []string{"veil invoice paid 7d1e… --tx 0x5be2…", "veil invoice paid 7d1e… --json"},
-		flags:    func(a *app, fs *flag.FlagSet) { fs.StringVar(&tx, "tx", "", "hash of the paying `transaction`") },
+		flags:    func(a *app, fs *pflag.FlagSet) { fs.StringVar(&tx, "tx", "", "hash of the paying `transaction`") },
 		run: func(a *app, args []string) error {
 			return a.withInvoice("invoice paid", args, func(ctx context.Context, c *client.Client, id string) error {
 				inv, err := c.MarkInvoicePaid(ctx, id, tx)

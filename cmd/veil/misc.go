@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"text/tabwriter"
 
 	"github.com/veilhq/veil/client"
@@ -81,8 +81,8 @@ func init() {
 		args:     "AGENT [--nonce TEXT]",
 		summary:  "get the enclave's attestation of an agent's keys (docs/enclave.md says how to verify it)",
 		examples: []string{`veil tee attest alice --nonce "$(openssl rand -hex 16)" --json > alice-attestation.json`},
-		flags: func(a *app, fs *flag.FlagSet) {
-			fs.StringVar(&nonce, "nonce", "", "your fresh nonce (at most 128 characters)")
+		flags: func(a *app, fs *pflag.FlagSet) {
+			fs.StringVarP(&nonce, "nonce", "n", "", "your fresh nonce (at most 128 characters)")
 		},
 		run: func(a *app, args []string) error {
 			return a.withAgent("tee attest", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"time"
 
@@ -31,12 +31,11 @@ Subcommands: notifications read AGENT (mark all read), notifications clear AGENT
 			"veil notifications alice --follow --interval 10s",
 			"veil notifications alice --follow --json | jq -r 'select(.type==\"payment_received\") | .body'",
 		},
-		flags: func(a *app, fs *flag.FlagSet) {
-			fs.BoolVar(&f.follow, "follow", false, "keep following and print new notifications as they arrive")
-			fs.BoolVar(&f.follow, "f", false, "short for --follow")
-			fs.BoolVar(&f.unread, "unread", false, "only unread notifications")
+		flags: func(a *app, fs *pflag.FlagSet) {
+			fs.BoolVarP(&f.follow, "follow", "f", false, "keep following and print new notifications as they arrive")
+			fs.BoolVarP(&f.unread, "unread", "u", false, "only unread notifications")
 			fs.BoolVar(&f.markRead, "mark-read", false, "mark all read after printing")
-			fs.DurationVar(&f.interval, "interval", 5*time.Second, "with --follow: wait this `interval` before reopening a dropped stream")
+			fs.DurationVarP(&f.interval, "interval", "i", 5*time.Second, "with --follow: wait this `interval` before reopening a dropped stream")
 		},
 		run: func(a *app, args []string) error {
 			if f.interval < 100*time.Millisecond {

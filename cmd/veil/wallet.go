@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"strings"
 
@@ -25,14 +25,14 @@ type walletFlags struct {
 	printMessage                            bool
 }
 
-func (w *walletFlags) add(fs *flag.FlagSet) {
+func (w *walletFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&w.evmKeyFile, "evm-key-file", "", "`file` holding an EVM private key in hex (env VEIL_EVM_KEY holds the key itself)")
-	fs.StringVar(&w.keystore, "keystore", "", "EVM keystore `file` (geth, cast wallet, MetaMask export)")
+	fs.StringVarP(&w.keystore, "keystore", "k", "", "EVM keystore `file` (geth, cast wallet, MetaMask export)")
 	fs.StringVar(&w.passwordFile, "password-file", "", "`file` holding the keystore passphrase (env VEIL_KEYSTORE_PASSWORD; else asked on the terminal)")
 	fs.StringVar(&w.stellarSecretFile, "stellar-secret-file", "", "`file` holding a Stellar secret seed S… (env VEIL_STELLAR_SECRET holds the seed itself)")
 	fs.BoolVar(&w.sep53, "sep53", false, "sign the Stellar message the SEP-53 way (as Freighter does)")
 	fs.StringVar(&w.solanaKeypair, "solana-keypair", "", "Solana keypair `file` (the Solana CLI's id.json, or base58 text)")
-	fs.StringVar(&w.wallet, "wallet", "", "owner wallet `address`, with --signature (signed elsewhere) or --print-message")
+	fs.StringVarP(&w.wallet, "wallet", "w", "", "owner wallet `address`, with --signature (signed elsewhere) or --print-message")
 	fs.StringVar(&w.signature, "signature", "", "a `signature` made elsewhere over the message (with --wallet and --message)")
 	fs.StringVar(&w.message, "message", "", "the exact signed message `text` (with --signature)")
 	fs.StringVar(&w.messageFile, "message-file", "", "`file` holding the exact signed message (with --signature)")

@@ -125,6 +125,22 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		}
 	}
 
+	// Devnet transactions link to the console's explorer page on this
+	// server (the console is a later issue; the link is its address), not
+	// to the devnet's RPC, which answers raw JSON.
+	for id, c := range configs {
+		if !set.real[id] {
+			c.ExplorerTx = devnetExplorer(cfg.PublicURL, id)
+			configs[id] = c
+		}
+	}
+	if !stellarReal {
+		scfg.ExplorerTx = devnetExplorer(cfg.PublicURL, chains.Stellar)
+	}
+	if !solanaReal {
+		lcfg.ExplorerTx = devnetExplorer(cfg.PublicURL, chains.Solana)
+	}
+
 	start := func(id chains.ID, conn chains.Connector) error {
 		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log, Observer: obs})
 		if err != nil {
@@ -163,6 +179,12 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	}
 	ok = true
 	return set, nil
+}
+
+// devnetExplorer is the transaction link template of a devnet chain:
+// the console's explorer page, /console/explorer/tx/<hash>?chain=<chain>.
+func devnetExplorer(publicURL string, id chains.ID) string {
+	return strings.TrimRight(publicURL, "/") + "/console/explorer/tx/{hash}?chain=" + string(id)
 }
 
 // envChain is a chain's suffix in VEIL_RPC_<CHAIN>.
