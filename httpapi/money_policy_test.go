@@ -245,6 +245,32 @@ func TestSchedulesUnderPolicy(t *testing.T) {
 		t.Fatalf("resume within the policy = %d %s", r.status, r.body)
 	}
 	e.steps(t, a.ID, []step{{"resume the " + scheds["0.009"].ID[:8] + " schedule", "manage_schedule", "success", ""}})
+	// A run checks the policy itself, whatever the re-check did: with a
+	// stricter cap written behind the server's back (no re-check ran),
+	// both runs fail naming the cap and pay nothing.
+	op, err := policy.SetOp(a.ID, policy.Policy{PerTransaction: map[string]string{"ETH": "0.005"}, Allowlist: []string{"bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Apply(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	before := len(e.noteBodies(t, a.ID, agent.NoteScheduleFailed))
+	e.clock.Advance(24*time.Hour + time.Minute)
+	rep, err = reminder.New(reminder.Options{Store: e.store, Agents: e.host, Now: e.clock.Now, Log: quietLog()}).RunDue(ctx)
+	if err != nil || rep.Paid != 0 || rep.Failed != 2 {
+		t.Fatalf("runs over the written cap: %+v %v", rep, err)
+	}
+	failed = e.noteBodies(t, a.ID, agent.NoteScheduleFailed)
+	if len(failed) != before+2 || !strings.Contains(failed[0], "per payment") || !strings.Contains(failed[1], "per payment") {
+		t.Fatalf("schedule_failed after the runs: %q", failed)
+	}
+	if _, err := sc.ScanOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countType(e.notes(t, b.ID), agent.NotePaymentReceived); n != 1 {
+		t.Fatalf("bob received %d payments, want still 1", n)
+	}
 	// An allowlist without bob pauses them again (the rule named).
 	e.setPolicy(t, o, a.ID, policy.Policy{Allowlist: []string{"carol"}})
 	for _, s := range e.scheduleList(t, a.ID) {
