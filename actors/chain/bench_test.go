@@ -149,6 +149,10 @@ func BenchmarkScanEndToEnd(b *testing.B) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	bobKey, err := secp256k1.NewScanKey(secp256k1.ViewKeyEntry{ViewPriv: e.bob.Keys.ViewPriv, SpendPub: e.bob.Keys.Meta.Spend})
+	if err != nil {
+		b.Fatal(err)
+	}
 	scan := func(check bool) (n, mine int) {
 		cursor := ""
 		for {
@@ -161,7 +165,7 @@ func BenchmarkScanEndToEnd(b *testing.B) {
 				for _, a := range anns {
 					eph, _ := secp256k1.ParseEphemeralPub(a.EphemeralPubKey)
 					addr := common.HexToAddress(a.StealthAddress)
-					ok, err := secp256k1.Check(e.bob.Keys.ViewPriv, e.bob.Keys.Meta.Spend, secp256k1.Announcement{StealthAddress: addr, EphemeralPub: eph, ViewTag: a.ViewTag})
+					ok, err := bobKey.Check(secp256k1.Announcement{StealthAddress: addr, EphemeralPub: eph, ViewTag: a.ViewTag})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -1,6 +1,9 @@
 package secp256k1
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/veilhq/veil/chains/stealth"
 )
 
@@ -18,27 +21,21 @@ type Match = stealth.Match
 // on all cores. It is safe for concurrent use; the keys are fixed at
 // construction.
 type Scanner struct {
-	keys []scanKey
+	keys []ScanKey
 }
 
-type scanKey struct {
-	view    [32]byte
-	spendXY [64]byte // decompressed once, here
-}
-
-// NewScanner validates the keys and precomputes what each check reuses (the
-// decompressed spending key). It fails on the first invalid entry; the error
-// says which.
+// NewScanner validates the keys and decodes each once (see ScanKey). It
+// fails on the first invalid entry; the error says which.
 func NewScanner(keys []ViewKeyEntry) (*Scanner, error) {
-	s := &Scanner{keys: make([]scanKey, len(keys))}
+	s := &Scanner{keys: make([]ScanKey, len(keys))}
 	for i := range keys {
-		if !validScalar(&keys[i].ViewPriv) {
-			return nil, stealth.Errorf(stealth.ErrZeroScalar, "key %d: viewing private key is zero or not below the group order", i)
+		if err := s.keys[i].parse(&keys[i]); err != nil {
+			var e *stealth.Error
+			if errors.As(err, &e) {
+				return nil, stealth.Errorf(e.Kind, "key %d: %s", i, e.Detail)
+			}
+			return nil, fmt.Errorf("key %d: %w", i, err)
 		}
-		if !decompress(&keys[i].SpendPub, &s.keys[i].spendXY) {
-			return nil, stealth.Errorf(stealth.ErrInvalidPoint, "key %d: spending public key is not a compressed secp256k1 point", i)
-		}
-		s.keys[i].view = keys[i].ViewPriv
 	}
 	return s, nil
 }
@@ -68,8 +65,7 @@ func (s *Scanner) Scan(anns []Announcement) []Match {
 			if !curOK {
 				return false
 			}
-			k := &s.keys[ki]
-			ok, _ := c.check(&ephXY, &k.view, &k.spendXY, &anns[ai])
+			ok, _ := c.check(&ephXY, &s.keys[ki], &anns[ai])
 			return ok
 		}, func() { putChecker(c) }
 	})

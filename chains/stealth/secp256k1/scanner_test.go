@@ -2,12 +2,16 @@ package secp256k1
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	dcr "github.com/decred/dcrd/dcrec/secp256k1/v4"
 	gethsecp "github.com/ethereum/go-ethereum/crypto/secp256k1"
+
+	"github.com/veilhq/veil/chains/stealth"
 )
 
 func TestScannerMatchesCheck(t *testing.T) {
@@ -86,20 +90,61 @@ func TestScanNoAllocPerAnnouncement(t *testing.T) {
 	}
 	c := newChecker()
 	hit, _ := Generate(me.Meta, rand.Reader)
-	var eph, spend [64]byte
+	var eph [64]byte
 	decompress(&many[0].EphemeralPub, &eph)
-	decompress(&me.Meta.Spend, &spend)
+	key, err := NewScanKey(ViewKeyEntry{ViewPriv: me.ViewPriv, SpendPub: me.Meta.Spend})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var heph [64]byte
 	decompress(&hit.EphemeralPub, &heph)
-	if n := testing.AllocsPerRun(20, func() { c.check(&eph, &me.ViewPriv, &spend, &many[0]) }); n != 0 {
+	if n := testing.AllocsPerRun(20, func() { c.check(&eph, key, &many[0]) }); n != 0 {
 		t.Fatalf("check (miss) allocates %v", n)
 	}
 	if n := testing.AllocsPerRun(20, func() {
-		if ok, _ := c.check(&heph, &me.ViewPriv, &spend, &hit); !ok {
+		if ok, _ := c.check(&heph, key, &hit); !ok {
 			panic("no hit")
 		}
 	}); n != 0 {
 		t.Fatalf("check (hit) allocates %v", n)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if ok, err := key.Check(hit); !ok || err != nil {
+			panic("no hit")
+		}
+	}); n != 0 {
+		t.Fatalf("ScanKey.Check allocates %v", n)
+	}
+}
+
+// TestScanKeyRejectsBadKeys: a bad key fails when parsed, with the kind
+// callers test for, and the batch scanner says which entry.
+func TestScanKeyRejectsBadKeys(t *testing.T) {
+	me := randKeys(t)
+	n := [32]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
+		0xba, 0xae, 0xdc, 0xe6, 0xaf, 0x48, 0xa0, 0x3b, 0xbf, 0xd2, 0x5e, 0x8c, 0xd0, 0x36, 0x41, 0x41}
+	notOnCurve := me.Meta.Spend
+	notOnCurve[0] = 4
+	for _, tc := range []struct {
+		name string
+		e    ViewKeyEntry
+		want error
+	}{
+		{"zero view key", ViewKeyEntry{SpendPub: me.Meta.Spend}, stealth.ErrZeroScalar},
+		{"view key = n", ViewKeyEntry{ViewPriv: n, SpendPub: me.Meta.Spend}, stealth.ErrZeroScalar},
+		{"zero spend key", ViewKeyEntry{ViewPriv: me.ViewPriv}, stealth.ErrInvalidPoint},
+		{"spend key with a bad prefix", ViewKeyEntry{ViewPriv: me.ViewPriv, SpendPub: notOnCurve}, stealth.ErrInvalidPoint},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if k, err := NewScanKey(tc.e); !errors.Is(err, tc.want) || k != nil {
+				t.Errorf("NewScanKey = %v, %v; want %v", k, err, tc.want)
+			}
+			good := ViewKeyEntry{ViewPriv: me.ViewPriv, SpendPub: me.Meta.Spend}
+			_, err := NewScanner([]ViewKeyEntry{good, tc.e})
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "key 1:") {
+				t.Errorf("NewScanner = %v; want %v naming key 1", err, tc.want)
+			}
+		})
 	}
 }
 
