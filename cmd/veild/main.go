@@ -32,6 +32,9 @@ Usage:
                                          its VEIL_EVM_<CHAIN>_* configuration
   veild enclave reseal [--data DIR]      encrypt or re-encrypt the enclave root's seal
                                          (VEIL_SEAL_PASSPHRASE → VEIL_SEAL_NEW_PASSPHRASE)
+  veild backup --data DIR --out FILE     consistent copy of the bbolt file, from the running
+                                         server (its admin socket) or from the stopped file
+  veild restore --data DIR --from FILE   put a backup in place (server stopped)
   veild version                          print the version
 
 Every flag has an env twin: --data is VEIL_DATA, --addr is VEIL_ADDR, ...
@@ -73,6 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "apikey":
 		return apikeyCmd(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, args[1:], stdout, stderr)
+	case "restore":
+		return restoreCmd(ctx, args[1:], stdout, stderr)
 	case "devnet":
 		return devnetCmd(ctx, args[1:], stdout, stderr)
 	case "contracts":

@@ -69,6 +69,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 
+	// Online backups (veild backup) through a socket in the data directory.
+	stopAdmin := serveAdmin(cfg.Data, store, log)
+	defer stopAdmin()
+
 	key, err := apikey.Bootstrap(ctx, store, time.Now())
 	if err != nil {
 		return err
