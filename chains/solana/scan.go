@@ -17,6 +17,7 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/names"
 	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
 	"github.com/veilhq/veil/persistence"
 )
@@ -426,25 +427,10 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 // ResolveName returns the meta-address registered for name, or an error
 // matching chains.ErrNotFound.
 func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	n, err := chains.ParseName(name)
-	if err != nil {
-		return "", err
-	}
-	rec, found, err := c.lookupName(ctx, n)
-	if err != nil {
-		return "", err
-	}
-	if !found {
-		return "", fmt.Errorf("%w: %s.veil on solana", chains.ErrNotFound, n)
-	}
-	raw, err := hex.DecodeString(rec.Meta)
-	if err != nil || len(raw) != 64 {
-		return "", fmt.Errorf("solana: name index entry of %s is corrupt", n)
-	}
-	m := edstealth.MetaAddress{Chain: edstealth.Solana}
-	copy(m.Spend[:], raw[:32])
-	copy(m.View[:], raw[32:])
-	return m.String(), nil
+	return names.Resolve(ctx, name, chains.Solana, edstealth.Solana, func(ctx context.Context, n string) (string, bool, error) {
+		rec, found, err := c.lookupName(ctx, n)
+		return rec.Meta, found, err
+	})
 }
 
 var _ chains.PaymentVerifier = (*Connector)(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/names"
 	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
 	"github.com/veilhq/veil/persistence"
 )
@@ -332,25 +333,10 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 // ResolveName returns the meta-address registered for name, or an error
 // matching chains.ErrNotFound.
 func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	n, err := chains.ParseName(name)
-	if err != nil {
-		return "", err
-	}
-	rec, found, err := c.lookupName(ctx, n)
-	if err != nil {
-		return "", err
-	}
-	if !found {
-		return "", fmt.Errorf("%w: %s.veil on stellar", chains.ErrNotFound, n)
-	}
-	raw, err := hex.DecodeString(rec.Meta)
-	if err != nil || len(raw) != 64 {
-		return "", fmt.Errorf("stellar: name index entry of %s is corrupt", n)
-	}
-	m := edstealth.MetaAddress{Chain: edstealth.Stellar}
-	copy(m.Spend[:], raw[:32])
-	copy(m.View[:], raw[32:])
-	return m.String(), nil
+	return names.Resolve(ctx, name, chains.Stellar, edstealth.Stellar, func(ctx context.Context, n string) (string, bool, error) {
+		rec, found, err := c.lookupName(ctx, n)
+		return rec.Meta, found, err
+	})
 }
 
 var _ chains.PaymentVerifier = (*Connector)(nil)
