@@ -23,6 +23,20 @@ const clients = 64
 // its status.
 func load(b *testing.B, n int, want int, do func(c *http.Client, i int) int) {
 	b.Helper()
+	b.ResetTimer()
+	rps, lat := drive(b, n, want, do)
+	b.StopTimer()
+	b.ReportMetric(rps, "req/s")
+	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// drive is the loader: n requests over `clients` concurrent clients, each
+// with its own keep-alive connection. It returns requests/s and the sorted
+// latencies, and fails the benchmark if any request got another status.
+func drive(b *testing.B, n int, want int, do func(c *http.Client, i int) int) (float64, []time.Duration) {
+	b.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -30,7 +44,6 @@ func load(b *testing.B, n int, want int, do func(c *http.Client, i int) int) {
 	var next atomic.Int64
 	var bad atomic.Int64
 	var wg sync.WaitGroup
-	b.ResetTimer()
 	start := time.Now()
 	for w := 0; w < clients; w++ {
 		wg.Add(1)
@@ -51,15 +64,11 @@ func load(b *testing.B, n int, want int, do func(c *http.Client, i int) int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
 	if bad.Load() > 0 {
 		b.Fatalf("%d of %d requests failed", bad.Load(), n)
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(0, "ns/op")
+	return float64(n) / elapsed.Seconds(), lat
 }
 
 func get(c *http.Client, url, key string) int {
