@@ -1,3 +1,5 @@
+//go:build !nodevnet
+
 package solana_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build !nodevnet
+
 package stellar_test
 
 import (
