@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // WriteTo writes a consistent copy of the whole database to w while the
@@ -37,7 +38,7 @@ func CopyBoltFile(path string, w io.Writer, lockTimeout time.Duration) (int64, e
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return 0, fmt.Errorf("%s: %w", path, ErrLocked)
 		}
 		return 0, fmt.Errorf("open %s: %w", path, err)
@@ -57,7 +58,7 @@ func CopyBoltFile(path string, w io.Writer, lockTimeout time.Duration) (int64, e
 func CheckBoltFile(path string, lockTimeout time.Duration) error {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return fmt.Errorf("%s: %w", path, ErrLocked)
 		}
 		return fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
