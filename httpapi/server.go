@@ -173,6 +173,7 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.authenticate, s.rateLimit)
 		s.agentRoutes(r)
 		s.ownerRoutes(r)
+		s.mcpRoutes(r)
 	})
 	return r
 }

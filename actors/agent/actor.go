@@ -186,6 +186,8 @@ func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
 	switch m := msg.(type) {
 	case *Chat:
 		return a.chat(ctx, m)
+	case *CallTool:
+		return a.callTool(ctx, m)
 	case *SetPolicy:
 		return a.setPolicy(ctx, m)
 	case *GetPolicy:
@@ -228,6 +230,8 @@ func (a *Actor) authorize(msg any) error {
 	var account string
 	switch m := msg.(type) {
 	case *Chat:
+		account = m.AccountID
+	case *CallTool:
 		account = m.AccountID
 	case *SetPolicy:
 		account = m.AccountID

@@ -240,11 +240,24 @@ func (a *Actor) runTools(ctx context.Context, env tools.Env, offered []tools.Too
 	return out
 }
 
-func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool, requestKey string, turn, index int, tc llms.ToolCall) (res ToolCall) {
+func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool, requestKey string, turn, index int, tc llms.ToolCall) ToolCall {
 	name, args := "", "{}"
 	if tc.FunctionCall != nil {
 		name, args = tc.FunctionCall.Name, tc.FunctionCall.Arguments
 	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	// Stable across a retried request: same request key, same turn and
+	// position, same call.
+	h := sha256.Sum256([]byte(strings.Join([]string{a.id, requestKey, fmt.Sprint(turn), fmt.Sprint(index), name, args}, "\x00")))
+	return a.execTool(ctx, env, offered, name, args, hex.EncodeToString(h[:16]))
+}
+
+// execTool runs one tool call under the idempotency key key, through
+// Tool.Call (the money gate, unless env is a direct call's). A tool's
+// failure is a result, not an error.
+func (a *Actor) execTool(ctx context.Context, env tools.Env, offered []tools.Tool, name, args, key string) (res ToolCall) {
 	res.Name = name
 	fail := func(err error) ToolCall {
 		raw, _ := json.Marshal(map[string]string{"error": err.Error()})
@@ -267,17 +280,11 @@ func (a *Actor) runTool(ctx context.Context, env tools.Env, offered []tools.Tool
 	if tool == nil {
 		return fail(fmt.Errorf("unknown tool %q", name))
 	}
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
 	if !json.Valid([]byte(args)) {
 		return fail(errors.New("the arguments are not valid JSON"))
 	}
 	callEnv := env
-	// Stable across a retried request: same request key, same turn and
-	// position, same call.
-	h := sha256.Sum256([]byte(strings.Join([]string{a.id, requestKey, fmt.Sprint(turn), fmt.Sprint(index), name, args}, "\x00")))
-	callEnv.IdempotencyKey = hex.EncodeToString(h[:16])
+	callEnv.IdempotencyKey = key
 	v, err := tool.Call(ctx, &callEnv, json.RawMessage(args))
 	if err != nil {
 		return fail(err)

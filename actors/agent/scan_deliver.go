@@ -19,7 +19,9 @@ import (
 // a crash, the on-demand scan and the background scanner finding the same
 // payment, POST /invoice/:id/paid repeated). The marker is written in the
 // same atomic batch as the notification. Keys:
-// "<agentID>/pay/<chain>/<address>/<txHash>" and "<agentID>/inv/<invoiceID>".
+// "<agentID>/pay/<chain>/<address>/<txHash>", "<agentID>/inv/<invoiceID>"
+// and, for a tool call's notification, "<agentID>/tool/<hash of its
+// idempotency key and text>" (toolenv.go).
 const TableNotified = "agent_notified"
 
 // errNotified reports that the event's notification exists already.

@@ -3,7 +3,11 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	chainactor "github.com/veilhq/veil/actors/chain"
@@ -74,10 +78,23 @@ type notifier struct {
 	a  *Actor
 }
 
-func (n *notifier) Notify(ctx context.Context, typ, title, body string) error {
+// Notify raises the notification once per call key and text: a chat or
+// MCP call retried with its idempotency key gets the first payment's
+// answer back, and must not announce that payment a second time. The text
+// is in the marker because one call may raise several (withdraw_all).
+func (n *notifier) Notify(ctx context.Context, key, typ, title, body string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	_, err := n.a.notify(ctx, &Notify{Type: typ, Title: title, Body: body})
+	note := &Notify{Type: typ, Title: title, Body: body}
+	if key == "" {
+		_, err := n.a.notify(ctx, note)
+		return err
+	}
+	h := sha256.Sum256([]byte(strings.Join([]string{key, typ, title, body}, "\x00")))
+	err := n.a.notifyOnce(ctx, note, n.a.id+"/tool/"+hex.EncodeToString(h[:16]))
+	if errors.Is(err, errNotified) {
+		return nil
+	}
 	return err
 }
 

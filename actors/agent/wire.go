@@ -23,13 +23,13 @@ func RegisterWire(c *msg.Codec) {
 		&Create{}, &Get{}, &GetStatus{}, &Export{}, &Attest{},
 		&ListConversations{}, &CreateConversation{}, &ListMessages{}, &DeleteConversation{},
 		&ListNotifications{}, &MarkNotificationsRead{}, &DeleteNotifications{}, &Notify{},
-		&Chat{}, &SetPolicy{}, &GetPolicy{}, &PreviewPolicy{},
+		&Chat{}, &CallTool{}, &SetPolicy{}, &GetPolicy{}, &PreviewPolicy{},
 		&DeliverPayments{}, &GetInvoice{}, &ConfirmInvoicePaid{}, &PublicInvoice{},
 		&ListSchedules{}, &ScheduleAction{}, &RunSchedule{},
 		&ListApprovals{}, &GetApproval{}, &DecideApproval{}, &WakeApproval{},
 		// Answers.
 		&Record{}, &Status{}, "", enclave.Attestation{}, []Conversation{}, &Conversation{},
-		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &PolicyView{}, &PolicyPreview{},
+		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &ToolCall{}, &PolicyView{}, &PolicyPreview{},
 		&DeliverReport{}, &tools.Invoice{}, &PayView{}, []tools.Schedule{}, &tools.Schedule{}, &RunReport{},
 		[]ApprovalView{}, &ApprovalView{}, &ApprovalDecision{},
 	)

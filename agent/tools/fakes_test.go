@@ -418,7 +418,7 @@ type fakeNotifier struct {
 	notes []string
 }
 
-func (n *fakeNotifier) Notify(ctx context.Context, typ, title, body string) error {
+func (n *fakeNotifier) Notify(ctx context.Context, key, typ, title, body string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.notes = append(n.notes, typ+": "+body)

@@ -77,7 +77,7 @@ func txLink(env *Env, c chains.ID, tx chains.TxResult) string {
 
 func notify(ctx context.Context, env *Env, typ, title, body string) {
 	if env.Notifier != nil {
-		_ = env.Notifier.Notify(ctx, typ, title, body)
+		_ = env.Notifier.Notify(ctx, env.IdempotencyKey, typ, title, body)
 	}
 }
 

@@ -68,6 +68,12 @@ type Env struct {
 	// UserText is the user's message of this turn (prompt-injection
 	// limits: a payment the user did not ask for needs a restatement).
 	UserText string
+	// Explicit marks a direct tool call (MCP): the call itself is the
+	// caller's instruction, so the restatement rule and the money gate,
+	// which guard against a model acting on text the user did not
+	// instruct, do not apply. Validation, the owner's approval rules and
+	// the enclave's spending policy still do.
+	Explicit bool
 	Now      func() time.Time
 
 	Chains    ChainOps
@@ -98,7 +104,10 @@ var (
 
 // Notifier raises a notification in the agent's inbox.
 type Notifier interface {
-	Notify(ctx context.Context, typ, title, body string) error
+	// Notify raises one notification. key is the tool call's idempotency
+	// key: a retried call (same key) raising the same notification again
+	// raises it once. "" raises it every time.
+	Notify(ctx context.Context, key, typ, title, body string) error
 }
 
 // ChainOps reaches the chain actors on behalf of this agent. Keys stay in

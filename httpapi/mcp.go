@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/agent/tools"
+)
+
+// MetaIdempotencyKey is the key in a tools/call request's _meta whose
+// string value makes the call idempotent (docs/mcp.md): a retry with the
+// same key, tool and arguments never pays twice.
+const MetaIdempotencyKey = "idempotencyKey"
+
+// notificationsLimit bounds the notifications resource to the most recent.
+const notificationsLimit = 50
+
+// mcpRoutes mounts every agent's MCP server (streamable HTTP, stateless:
+// each POST is answered by itself, so any instance of a cluster serves it
+// and nothing is kept between requests). It sits behind the API key like
+// every agent endpoint.
+func (s *Server) mcpRoutes(r chi.Router) {
+	r.Method(http.MethodPost, "/agent/{id}/mcp", handler(s.serveMCP))
+}
+
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
+	id, err := agentID(r, "id")
+	if err != nil {
+		return err
+	}
+	account := accountFrom(r.Context()).ID
+	// Another account's agent is a 404 in the spec's format before any
+	// MCP message is read, like every agent endpoint.
+	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Get{AccountID: account}))
+	if err != nil {
+		return err
+	}
+	// A tool call may wait for a chain, as a chat does.
+	extendWrite(w, s.bounds.ChatWriteTimeout)
+	srv := s.mcpServer(account, rec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		// The SDK refuses loopback requests with a foreign Host (DNS
+		// rebinding); a browser page cannot send the bearer API key this
+		// endpoint requires, and veild often runs behind a local proxy.
+		DisableLocalhostProtection: true,
+	})
+	h.ServeHTTP(w, r)
+	return nil
+}
+
+// mcpServer is one agent's MCP server: the agent's tools with their
+// schemas (agent/tools, the chat's own definitions) and three resources.
+func (s *Server) mcpServer(account string, rec *agent.Record) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "veil-agent-" + rec.Name, Version: "1"}, &mcp.ServerOptions{
+		Instructions: fmt.Sprintf("Tools of the Veil agent %s.veil. Payments run under the owner's spending policy and approval rules.", rec.Name),
+		Logger:       s.log,
+	})
+	for _, t := range tools.All() {
+		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters},
+			s.mcpTool(account, rec.ID, t.Name))
+	}
+	base := "veil://agent/" + rec.ID + "/"
+	resources := []struct {
+		name, desc string
+		read       func(ctx context.Context) (any, error)
+	}{
+		{"info", "The agent's id, name, chains, addresses and meta-addresses (GET /agent/:id).", func(ctx context.Context) (any, error) {
+			r, err := reply[*agent.Record](s.ask(ctx, rec.ID, &agent.Get{AccountID: account}))
+			if err != nil {
+				return nil, err
+			}
+			return infoOf(r), nil
+		}},
+		{"balances", "The agent's balances on every deployed chain, with received stealth payments not yet withdrawn (the get_balance tool).", func(ctx context.Context) (any, error) {
+			tc, err := reply[*agent.ToolCall](s.ask(ctx, rec.ID, &agent.CallTool{AccountID: account, Tool: "get_balance", Arguments: "{}"}))
+			if err != nil {
+				return nil, err
+			}
+			if tc.Status != "success" {
+				return nil, fmt.Errorf("balances: %s", tc.Detail)
+			}
+			return json.RawMessage(tc.Detail), nil
+		}},
+		{"notifications", fmt.Sprintf("The agent's %d most recent notifications, newest first, with the unread count.", notificationsLimit), func(ctx context.Context) (any, error) {
+			in, err := reply[*agent.Inbox](s.ask(ctx, rec.ID, &agent.ListNotifications{AccountID: account}))
+			if err != nil {
+				return nil, err
+			}
+			if len(in.Notifications) > notificationsLimit {
+				cp := *in
+				cp.Notifications = cp.Notifications[:notificationsLimit]
+				in = &cp
+			}
+			return in, nil
+		}},
+	}
+	for _, res := range resources {
+		uri := base + res.name
+		srv.AddResource(&mcp.Resource{URI: uri, Name: res.name, Description: res.desc, MIMEType: "application/json"},
+			func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				v, err := res.read(ctx)
+				if err != nil {
+					return nil, s.mcpError(ctx, err)
+				}
+				raw, err := json.Marshal(v)
+				if err != nil {
+					return nil, s.mcpError(ctx, err)
+				}
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(raw)}}}, nil
+			})
+	}
+	return srv
+}
+
+// mcpTool runs a tools/call through the agent actor (agent.CallTool): the
+// tool's validation, the owner's approval rules and the enclave's policy
+// apply as in chat. A tool's failure (bad arguments, a refused or held
+// payment) is a result with isError and the tool's detail, which the
+// model can read; only a failure to reach the agent is a protocol error.
+func (s *Server) mcpTool(account, agentID, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		key := ""
+		if v, ok := req.Params.Meta[MetaIdempotencyKey]; ok {
+			k, isString := v.(string)
+			if !isString {
+				return nil, errors.New("_meta." + MetaIdempotencyKey + " must be a string")
+			}
+			if len(k) > agent.MaxToolKeyLen {
+				return nil, fmt.Errorf("_meta.%s is too long: at most %d characters", MetaIdempotencyKey, agent.MaxToolKeyLen)
+			}
+			key = k
+		}
+		tc, err := reply[*agent.ToolCall](s.ask(ctx, agentID, &agent.CallTool{
+			AccountID: account, Tool: name, Arguments: string(req.Params.Arguments), IdempotencyKey: key,
+		}))
+		if err != nil {
+			return nil, s.mcpError(ctx, err)
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tc.Detail}}, IsError: tc.Status != "success"}
+		// A JSON object result is also the structured content, for
+		// clients that read it rather than parse the text.
+		var obj map[string]any
+		if json.Unmarshal([]byte(tc.Detail), &obj) == nil && obj != nil {
+			res.StructuredContent = json.RawMessage(tc.Detail)
+		}
+		return res, nil
+	}
+}
+
+// mcpError is what an MCP client sees of a failure: the API's user-facing
+// message (classify), never an internal detail, which is logged.
+func (s *Server) mcpError(ctx context.Context, err error) error {
+	status, msg := classify(err)
+	if status >= 500 {
+		loggerFrom(ctx).Error("mcp request failed", slog.Int("status", status), slog.Any("err", err))
+	}
+	return errors.New(msg)
+}
