@@ -55,15 +55,13 @@ func (s *Server) payRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/pay/{invoiceId}/qr.svg", handler(s.payQR))
 }
 
-// payView reads the invoice for the pay page; the transaction link of a
-// paid invoice comes from its agent (which knows the chain's explorer).
+// payView reads the invoice for the pay page from its agent, which knows
+// the chain: the payment URI with the token and chain id, and the
+// explorer link of a paid invoice.
 func (s *Server) payView(r *http.Request) (*agent.PayView, error) {
 	rec, err := s.invoiceOwner(r)
 	if err != nil {
 		return nil, err
-	}
-	if rec.Status != state.InvoicePaid {
-		return agent.PayViewOf(rec), nil
 	}
 	v, err := s.agents.Request(r.Context(), rec.AgentID, &agent.PublicInvoice{InvoiceID: rec.ID})
 	if err != nil {
@@ -84,6 +82,11 @@ type payPageData struct {
 	*agent.PayView
 	ChainName string
 	Paid      bool
+	// WalletURI is PaymentURI marked safe for an href: html/template
+	// otherwise replaces non-http schemes (ethereum:, solana:,
+	// web+stellar:) with #ZgotmplZ. It is built by chains/payuri from
+	// stored, validated fields only.
+	WalletURI template.URL
 }
 
 func (s *Server) payPage(w http.ResponseWriter, r *http.Request) error {
@@ -100,7 +103,7 @@ func (s *Server) payPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := payTmpl.Execute(&buf, payPageData{PayView: v, ChainName: chainName(string(v.Chain)), Paid: v.Status == state.InvoicePaid}); err != nil {
+	if err := payTmpl.Execute(&buf, payPageData{PayView: v, ChainName: chainName(string(v.Chain)), Paid: v.Status == state.InvoicePaid, WalletURI: template.URL(v.PaymentURI)}); err != nil {
 		return err
 	}
 	securityHeaders(w)
@@ -119,13 +122,18 @@ func (s *Server) payStatus(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// payQR is the QR code of the address to pay, as SVG.
+// payQR is the QR code of the invoice's payment URI (the bare address
+// when the chain cannot give one), as SVG.
 func (s *Server) payQR(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.invoiceOwner(r)
+	v, err := s.payView(r)
 	if err != nil {
 		return err
 	}
-	svg, err := qrSVG(rec.PayTo)
+	text := v.PaymentURI
+	if text == "" {
+		text = v.PayTo
+	}
+	svg, err := qrSVG(text)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +61,13 @@ func TestPayPageInChromium(t *testing.T) {
 		pending.Chain != "Ethereum" || pending.Address != inv.PayTo || pending.Status != "waiting for payment" || pending.DataStatus != "pending" ||
 		!pending.PendingShown || pending.PaidShown {
 		t.Fatalf("pending page: %+v", pending)
+	}
+	// The QR code and the "Open in wallet" link hold the EIP-681 request:
+	// the one-time address, the devnet's chain id and the amount in wei.
+	if !strings.HasPrefix(pending.Wallet, "ethereum:"+inv.PayTo+"@") || !strings.HasSuffix(pending.Wallet, "?value=40000000000000000") ||
+		!strings.Contains(pending.ChainID, "chain id ") || !strings.Contains(pending.Wallet, "@"+strings.TrimSuffix(strings.SplitN(pending.ChainID, "chain id ", 2)[1], ")")+"?") ||
+		pending.Token != "ETH (native)" || pending.Created == "" {
+		t.Fatalf("wallet request on the page: %+v", pending)
 	}
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`(function () { var q = document.getElementById("qr"); return q.complete && q.naturalWidth > 0; })()`,
 		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
@@ -117,6 +126,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // pageState is what the pay page shows, read from the DOM.
 type pageState struct {
 	Payee, Amount, Asset, Memo, Chain, Address, Status, DataStatus, TxHash, TxHref string
+	Wallet, ChainID, Token, Created                                                string
 	PendingShown, PaidShown, LinkShown, SameOrigin                                 bool
 }
 
@@ -129,6 +139,8 @@ func snapshot(t *testing.T, ctx context.Context) pageState {
 			Memo: $("memo").textContent, Chain: $("chain").textContent, Address: $("address").textContent,
 			Status: $("status").textContent, DataStatus: document.body.getAttribute("data-status"),
 			TxHash: $("tx-hash").textContent, TxHref: $("tx-link").getAttribute("href") || "",
+			Wallet: $("wallet") ? $("wallet").getAttribute("href") : "", ChainID: $("chain-id").textContent,
+			Token: $("token").textContent, Created: $("created").getAttribute("datetime"),
 			PendingShown: !$("pending").hidden, PaidShown: !$("paid").hidden, LinkShown: !$("tx-link").hidden,
 			// Nothing was fetched from another origin (no CDN).
 			SameOrigin: performance.getEntriesByType("resource").every(function (r) { return r.name.indexOf(location.origin + "/") === 0; })
@@ -163,10 +175,20 @@ func TestPayPageHTTP(t *testing.T) {
 	var v struct {
 		Payee, Amount, Asset, PayTo, Status string
 		AgentID                             string `json:"agentId"`
+		PaymentURI                          string `json:"paymentUri"`
+		Token                               string `json:"token"`
+		ChainID                             uint64 `json:"chainId"`
 	}
 	r.decode(t, &v)
 	if r.status != 200 || v.Payee != "alice.veil" || v.Amount != "25" || v.Asset != "USDC" || v.PayTo != inv.PayTo || v.Status != "pending" || v.AgentID != "" {
 		t.Fatalf("status = %d %s", r.status, r.body)
+	}
+	// A token invoice: EIP-681 transfer on the USDC contract, in base units.
+	if want := fmt.Sprintf("ethereum:%s@%d/transfer?address=%s&uint256=25000000", v.Token, v.ChainID, inv.PayTo); v.Token == "" || v.ChainID == 0 || v.PaymentURI != want {
+		t.Fatalf("paymentUri = %q, want %q (%s)", v.PaymentURI, want, r.body)
+	}
+	if !strings.Contains(body, v.Token) || !strings.Contains(body, `href="`+html.EscapeString(v.PaymentURI)+`"`) {
+		t.Fatalf("the page lacks the token contract or the wallet link %s: %s", v.PaymentURI, body)
 	}
 	if strings.Contains(string(r.body), a.ID) {
 		t.Fatalf("the public status leaks the agent id: %s", r.body)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"strings"
 
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/payuri"
 )
 
 func (a *Actor) invoiceRecord(ctx context.Context, id string) (state.InvoiceRecord, error) {
@@ -154,12 +156,46 @@ func (a *Actor) publicInvoice(ctx context.Context, m *PublicInvoice) (*PayView, 
 		return nil, err
 	}
 	v := PayViewOf(rec)
+	ref, err := a.deps.Chains.Chain(rec.Chain)
+	if err != nil {
+		return v, nil // the page still shows the address
+	}
 	if rec.TxHash != nil {
-		if conn, err := a.deps.Chains.Chain(rec.Chain); err == nil {
-			v.TxLink = conn.TxLink(*rec.TxHash)
-		}
+		v.TxLink = ref.TxLink(*rec.TxHash)
+	}
+	if err := paymentURI(v, rec, ref.Connector()); err != nil {
+		a.log(ctx).Warn("no payment URI for the invoice", slog.String("invoice", rec.ID), slog.String("err", err.Error()))
 	}
 	return v, nil
+}
+
+// paymentURI fills v's wallet request from what conn says about the
+// invoice's asset on its chain. The Solana Pay reference is left out: the
+// invoice's one-time address already finds its payment, and the
+// invoice's memo travels as the wallet-shown message, never on chain.
+func paymentURI(v *PayView, rec state.InvoiceRecord, conn chains.Connector) error {
+	t, ok := conn.(payuri.Target)
+	if !ok {
+		return nil
+	}
+	chainID, token, ok := t.PaymentTarget(rec.Asset)
+	if !ok {
+		return fmt.Errorf("%s does not carry %s", rec.Chain, rec.Asset)
+	}
+	asset, err := tools.LookupAsset(rec.Chain, rec.Asset)
+	if err != nil {
+		return err
+	}
+	req := payuri.Request{PayTo: rec.PayTo, Amount: rec.Amount, Decimals: asset.Decimals, AssetCode: asset.Symbol, Token: token, ChainID: chainID}
+	if rec.Chain.Family() == chains.FamilySolana {
+		req.Label, req.Message = v.Payee, rec.Memo
+	}
+	uri, err := payuri.For(rec.Chain.Family(), req)
+	if err != nil {
+		return err
+	}
+	v.PaymentURI, v.Token, v.ChainID = uri, token, chainID
+	return nil
 }
 
 // PayViewOf is the pay page's view of a stored invoice (without TxLink,

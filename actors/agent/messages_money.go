@@ -88,6 +88,13 @@ type PayView struct {
 	TxLink    string     `json:"txLink,omitempty"`
 	CreatedAt time.Time  `json:"createdAt"`
 	PaidAt    *time.Time `json:"paidAt,omitempty"`
+	// PaymentURI is what the QR code and the "Open in wallet" link hold
+	// (chains/payuri); Token is the asset's contract, mint or issuer (""
+	// for the native asset) and ChainID the EVM chain id. Empty when the
+	// chain's connector cannot say (docs/invoices.md).
+	PaymentURI string `json:"paymentUri,omitempty"`
+	Token      string `json:"token,omitempty"`
+	ChainID    uint64 `json:"chainId,omitempty"`
 }
 
 // ListSchedules answers []tools.Schedule, oldest first.

@@ -377,3 +377,17 @@ func (c *Connector) feeCaps(ctx context.Context) (tip, feeCap *big.Int, err erro
 	feeCap = new(big.Int).Add(new(big.Int).Lsh(base, 1), tip)
 	return new(big.Int).Set(tip), feeCap, nil
 }
+
+// PaymentTarget implements payuri.Target: the chain id and the token's
+// contract ("" for the native asset).
+func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {
+	if strings.EqualFold(asset, c.cfg.Chain.NativeAsset()) {
+		return c.cfg.ChainID, "", true
+	}
+	for _, t := range c.cfg.Tokens {
+		if strings.EqualFold(t.Symbol, asset) {
+			return c.cfg.ChainID, t.Address.Hex(), true
+		}
+	}
+	return 0, "", false
+}

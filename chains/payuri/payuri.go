@@ -180,3 +180,11 @@ func clipBytes(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Target is implemented by connectors that can say what a payer's wallet
+// needs beyond the address: the EIP-155 chain id (EVM; 0 elsewhere) and the
+// asset's token — ERC-20 contract, SPL mint or Stellar issuer, "" for the
+// native asset. ok is false for an asset the connector does not carry.
+type Target interface {
+	PaymentTarget(asset string) (chainID uint64, token string, ok bool)
+}

@@ -305,3 +305,16 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
 func (c *Connector) newKey() string { return intents.NewKey(c.rand) }
+
+// PaymentTarget implements payuri.Target: the token's mint ("" for SOL).
+func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {
+	if strings.EqualFold(asset, "SOL") {
+		return 0, "", true
+	}
+	for _, t := range c.cfg.Tokens {
+		if strings.EqualFold(t.Symbol, asset) {
+			return 0, t.Mint, true
+		}
+	}
+	return 0, "", false
+}

@@ -359,3 +359,16 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
 func (c *Connector) newKey() string { return intents.NewKey(c.rand) }
+
+// PaymentTarget implements payuri.Target: the asset's issuer ("" for XLM).
+func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {
+	if strings.EqualFold(asset, "XLM") {
+		return 0, "", true
+	}
+	for _, a := range c.cfg.Assets {
+		if strings.EqualFold(a.Code, asset) {
+			return 0, a.Issuer, true
+		}
+	}
+	return 0, "", false
+}
