@@ -69,7 +69,8 @@ func nativeBalance(t *testing.T, s *mcp.ClientSession) string {
 // TestMCPAgentServer: an agent is an MCP server over streamable HTTP. The
 // Go SDK's client initializes, lists the agent's tools with the chat's
 // schemas, reads its balance, pays another agent on the devnet within the
-// owner's policy, is refused (nothing moves) over it, retries a payment
+// owner's policy, is refused (nothing moves) over it, is held for the
+// owner's approval above its threshold, retries a payment
 // with the same idempotency key without paying twice, and reads the
 // agent's resources.
 func TestMCPAgentServer(t *testing.T) {
@@ -153,6 +154,24 @@ func TestMCPAgentServer(t *testing.T) {
 	}
 	if p3 := pay("0.001", nil); p3.TxHash == p1.TxHash {
 		t.Fatalf("a call without a key reused %s", p1.TxHash)
+	}
+
+	// The owner's approval rules hold a payment on this path too: the
+	// result names the approval, nothing moves, and the owner sees it
+	// pending.
+	e.setPolicy(t, o, a.ID, policy.Policy{PerTransaction: map[string]string{"ETH": "0.01"},
+		Approvals: policy.Approvals{ApprovalAbove: map[string]string{"ETH": "0.002"}}})
+	held := nativeBalance(t, s)
+	out, failed = callTool(t, s, "pay_agent", map[string]any{"agent_name": "mcpbob", "amount": "0.003", "asset": "ETH"}, nil)
+	var h tools.PaymentHeld
+	if failed || json.Unmarshal([]byte(out), &h) != nil || h.Status != tools.StatusPendingApproval || h.ApprovalID == "" {
+		t.Fatalf("pay over the approval threshold = %v %s", failed, out)
+	}
+	if after := nativeBalance(t, s); after != held {
+		t.Fatalf("a held payment moved money: %s -> %s", held, after)
+	}
+	if r := e.do("GET", "/agent/"+a.ID+"/approvals", e.key, nil); r.status != 200 || !strings.Contains(string(r.body), h.ApprovalID) {
+		t.Fatalf("approvals = %d %s", r.status, r.body)
 	}
 
 	// Bad arguments are the tool's own validation error.
