@@ -42,9 +42,20 @@ func TestReplacedNonceIsDroppedOnlyAfterDropAfter(t *testing.T) {
 	}
 	// The same key, outside the ledger: a self-transfer at the same nonce
 	// with a far higher fee replaces the payment in the pool.
-	nonce, err := c.Client().PendingNonceAt(ctx, alice.Address)
-	if err != nil || nonce == 0 {
-		t.Fatalf("pending nonce %d, %v", nonce, err)
+	// geth's pool promotes a transaction in its background reorg loop, so
+	// the pending nonce can lag the send on a loaded machine: wait for it.
+	var nonce uint64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n, err := c.Client().PendingNonceAt(ctx, alice.Address)
+		if err != nil {
+			t.Fatalf("pending nonce: %v", err)
+		}
+		if nonce = n; nonce != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the payment never reached the node's pending pool (pending nonce still 0)")
+		}
 	}
 	gwei := big.NewInt(1_000_000_000)
 	tx, err := types.SignNewTx(alice.Account, types.LatestSignerForChainID(new(big.Int).SetUint64(cfg.ChainID)), &types.DynamicFeeTx{
