@@ -194,6 +194,24 @@ func (tm *ptyTerm) waitFor(s string, n int) {
 	}
 }
 
+// waitForPrompt waits until the prompt is drawn again after the last
+// answer ("chatter> "): a key sent before it can reach the terminal while
+// the answer is still being printed and be lost.
+func (tm *ptyTerm) waitForPrompt() {
+	tm.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out := tm.out.String()
+		if i := strings.LastIndex(out, "chatter> "); i >= 0 && strings.Contains(out[i:], "you> ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("no prompt after the answer; the terminal shows:\n%s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (tm *ptyTerm) typeLine(s string) {
 	tm.t.Helper()
 	if _, err := tm.pty.Write([]byte(s + "\r")); err != nil {
@@ -289,6 +307,7 @@ func TestChatInteractiveTerminal(t *testing.T) {
 	tm.waitFor("] you> what's my balance?", 1)
 	tm.typeLine("hello again")
 	tm.waitFor("chatter> ", 1)
+	tm.waitForPrompt()
 	if _, err := tm.pty.Write([]byte{4}); err != nil {
 		t.Fatal(err)
 	}
