@@ -95,20 +95,30 @@ func (s *chatSession) interactive() error {
 		Stdout:            a.stdout,
 		Stderr:            a.stderr,
 	}
+	// The prompt reads the terminal through a reader its Close can end:
+	// readline's own Close waits for its reading goroutine, which may sit
+	// in a read of the terminal (a Ctrl-D typed while the agent worked
+	// reaches it as a NUL in raw mode, which readline takes for end of
+	// input while reading on), and a plain *os.File read does not return.
+	var in io.Reader = readline.Stdin
 	if stdin != nil {
-		cfg.Stdin = stdin
+		in = stdin
 	}
+	cin := readline.NewCancelableStdin(in)
+	cfg.Stdin = cin
 	rl, err := readline.NewEx(cfg)
 	if err != nil {
+		_ = cin.Close()
 		return fmt.Errorf("open the prompt: %w", err)
 	}
-	defer rl.Close()
+	closePrompt := func() { _ = cin.Close(); _ = rl.Close() }
+	defer closePrompt()
 	left := make(chan struct{})
 	defer close(left)
 	go func() {
 		select {
 		case <-terms:
-			_ = rl.Close() // Readline returns io.EOF: leave with 0
+			closePrompt() // Readline returns io.EOF: leave with 0
 		case <-left:
 		}
 	}()

@@ -308,9 +308,14 @@ func TestChatInteractiveTerminal(t *testing.T) {
 	tm.typeLine("hello again")
 	tm.waitFor("chatter> ", 1)
 	tm.waitForPrompt()
+	// Ctrl-D typed ahead while the agent works (the terminal is not in
+	// raw mode then) leaves once the answer is shown.
+	tm.typeLine("what's my balance?")
+	tm.waitFor("chatter is working", 2)
 	if _, err := tm.pty.Write([]byte{4}); err != nil {
 		t.Fatal(err)
 	}
+	tm.waitFor("chatter> ", 2)
 	if code := tm.wait(); code != 0 {
 		t.Fatalf("Ctrl-D: exit %d\n%s", code, tm.out.String())
 	}
