@@ -32,6 +32,8 @@ func moneyError(err error) error {
 		return &Error{Status: http.StatusNotFound, Message: "invoice not found", Err: err}
 	case errors.Is(err, agent.ErrNoPayment):
 		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), agent.ErrNoPayment.Error()+": "), Err: err}
+	case errors.Is(err, agent.ErrInvoiceExpired):
+		return &Error{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), agent.ErrInvoiceExpired.Error()+": "), Err: err}
 	case errors.Is(err, agent.ErrScheduleNotFound):
 		return &Error{Status: http.StatusNotFound, Message: "schedule not found", Err: err}
 	case errors.Is(err, agent.ErrScheduleTransition):

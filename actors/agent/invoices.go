@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/big"
 	"strings"
+	"time"
 
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
@@ -48,6 +49,9 @@ func (a *Actor) confirmInvoicePaid(ctx context.Context, m *ConfirmInvoicePaid) (
 			return nil, err
 		}
 		return a.getInvoice(ctx, &GetInvoice{InvoiceID: rec.ID})
+	}
+	if rec.Expired(a.deps.now()) {
+		return nil, fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid, ask the payee for a new invoice", ErrInvoiceExpired, rec.ID, rec.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	txHash := strings.TrimSpace(m.TxHash)
 	if txHash != "" {
@@ -156,6 +160,7 @@ func (a *Actor) publicInvoice(ctx context.Context, m *PublicInvoice) (*PayView, 
 		return nil, err
 	}
 	v := PayViewOf(rec)
+	v.Expired = rec.Status != state.InvoicePaid && rec.Expired(a.deps.now())
 	ref, err := a.deps.Chains.Chain(rec.Chain)
 	if err != nil {
 		return v, nil // the page still shows the address
@@ -204,5 +209,6 @@ func PayViewOf(rec state.InvoiceRecord) *PayView {
 	return &PayView{
 		ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
 		Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, TxHash: rec.TxHash, CreatedAt: rec.CreatedAt, PaidAt: rec.PaidAt,
+		ExpiresAt: rec.ExpiresAt,
 	}
 }

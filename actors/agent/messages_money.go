@@ -21,6 +21,9 @@ var (
 	// ErrNoPayment: the chain shows no payment that settles the invoice
 	// (400). Its message says what was checked.
 	ErrNoPayment = errors.New("no payment settles this invoice")
+	// ErrInvoiceExpired: the invoice is past its expiry and cannot be
+	// paid (409). Its message says when it expired.
+	ErrInvoiceExpired = errors.New("invoice expired")
 	// ErrScheduleNotFound: no such schedule for this agent (404).
 	ErrScheduleNotFound = errors.New("schedule not found")
 	// ErrScheduleTransition: the action is not allowed in the schedule's
@@ -88,6 +91,10 @@ type PayView struct {
 	TxLink    string     `json:"txLink,omitempty"`
 	CreatedAt time.Time  `json:"createdAt"`
 	PaidAt    *time.Time `json:"paidAt,omitempty"`
+	// ExpiresAt is null for an invoice that never expires; Expired is
+	// true once it has (the page then offers no way to pay).
+	ExpiresAt *time.Time `json:"expiresAt"`
+	Expired   bool       `json:"expired"`
 	// PaymentURI is what the QR code and the "Open in wallet" link hold
 	// (chains/payuri); Token is the asset's contract, mint or issuer (""
 	// for the native asset) and ChainID the EVM chain id. Empty when the

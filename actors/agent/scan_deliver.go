@@ -120,6 +120,12 @@ func (a *Actor) deliverIncoming(ctx context.Context, c chains.ID, in Incoming, n
 		return isNew, "", nil
 	}
 	changed, err := a.settleInvoice(ctx, inv.ID, in.TxHash, notify)
+	if errors.Is(err, ErrInvoiceExpired) {
+		// The payment is recorded (it is the agent's money) but settles
+		// nothing: the invoice expired before it arrived.
+		a.log(ctx).Info("payment to an expired invoice", slog.String("invoice", inv.ID), slog.String("tx", in.TxHash))
+		return isNew, "", nil
+	}
 	if err != nil {
 		return isNew, "", err
 	}
@@ -133,6 +139,9 @@ func (a *Actor) deliverIncoming(ctx context.Context, c chains.ID, in Incoming, n
 // keeps its first transaction) and raises invoice_paid once.
 func (a *Actor) settleInvoice(ctx context.Context, id, txHash string, notify notifyOnceFunc) (bool, error) {
 	inv, _, err := a.invoices().MarkPaid(ctx, id, txHash)
+	if errors.Is(err, state.ErrExpired) {
+		return false, fmt.Errorf("%w: %s", ErrInvoiceExpired, strings.TrimPrefix(err.Error(), state.ErrExpired.Error()+": "))
+	}
 	if err != nil {
 		return false, err
 	}

@@ -87,6 +87,7 @@ func RegisterWire(c *msg.Codec) {
 		{"agent.bad-chat", ErrBadChat},
 		{"agent.invoice-not-found", ErrInvoiceNotFound},
 		{"agent.no-payment", ErrNoPayment},
+		{"agent.invoice-expired", ErrInvoiceExpired},
 		{"agent.schedule-not-found", ErrScheduleNotFound},
 		{"agent.schedule-transition", ErrScheduleTransition},
 		{"agent.approval-not-found", ErrApprovalNotFound},

@@ -106,6 +106,9 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	if memo == "" || len([]rune(memo)) > tools.MaxMemoLen {
 		return tools.Invoice{}, fmt.Errorf("%w: memo must be 1 to %d characters", ErrInvalid, tools.MaxMemoLen)
 	}
+	if inv.ExpiresAt != nil && !inv.ExpiresAt.After(s.now()) {
+		return tools.Invoice{}, fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, inv.ExpiresAt.UTC().Format(time.RFC3339))
+	}
 	want := tools.Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
 	if key != "" {
 		if got, err := s.byKey(ctx, key); err == nil {
@@ -132,6 +135,7 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 		Invoice: tools.Invoice{
 			ID: id, AgentID: s.agentID, AgentName: s.agentName, Amount: amount, Asset: asset.Symbol, Memo: memo,
 			Status: InvoicePending, PaymentLink: s.publicURL + "/pay/" + id, CreatedAt: s.now().UTC(), Chain: c, PayTo: addr,
+			ExpiresAt: utcPtr(inv.ExpiresAt),
 		},
 		AgentID:         s.agentID,
 		EphemeralPubKey: hex.EncodeToString(eph),
@@ -156,6 +160,14 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 		return tools.Invoice{}, fmt.Errorf("store invoice: %w", err)
 	}
 	return rec.Invoice, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // byKey returns the invoice first created with idempotency key key.
@@ -237,7 +249,9 @@ func (s *Invoices) record(ctx context.Context, id string) (InvoiceRecord, uint64
 
 // MarkPaid flips a pending invoice to paid with txHash. It is idempotent:
 // an invoice already paid is returned unchanged with changed false (raise
-// invoice_paid only when changed is true).
+// invoice_paid only when changed is true). A pending invoice past its
+// expiry is refused with ErrExpired: this is the one place the rule is
+// checked, whichever path (scanner, POST /paid, scan) settles.
 func (s *Invoices) MarkPaid(ctx context.Context, id, txHash string) (inv tools.Invoice, changed bool, err error) {
 	if strings.TrimSpace(txHash) == "" {
 		return tools.Invoice{}, false, fmt.Errorf("%w: empty transaction hash", ErrInvalid)
@@ -252,6 +266,9 @@ func (s *Invoices) MarkPaid(ctx context.Context, id, txHash string) (inv tools.I
 			return nil
 		}
 		now := s.now().UTC()
+		if rec.Expired(now) {
+			return fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid, ask the payee for a new invoice", ErrExpired, id, rec.ExpiresAt.UTC().Format(time.RFC3339))
+		}
 		h := txHash
 		rec.Status, rec.TxHash, rec.PaidAt = InvoicePaid, &h, &now
 		if _, err := s.store.Apply(ctx, persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.AtVersion(v))); err != nil {

@@ -58,6 +58,8 @@ var (
 	// ErrMemoryFull: the agent has MaxMemories memories, all more
 	// important than the new one.
 	ErrMemoryFull = errors.New("state: memory is full")
+	// ErrExpired: an invoice past its expiry cannot be marked paid.
+	ErrExpired = errors.New("state: invoice expired")
 )
 
 // retryBudget bounds the re-read-and-retry loop of an update that keeps

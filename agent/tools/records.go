@@ -42,6 +42,7 @@ var invoiceSpec = spec{
 	{name: "memo", required: true, maxLen: MaxMemoLen, example: "logo work", desc: "What the invoice is for (shown to the payer)."},
 	pAsset,
 	{name: "chain", enum: chainEnum(), desc: "Chain to be paid on. Default: chosen by asset, else the agent's default chain."},
+	{name: "expires_in", maxLen: 32, example: "7d", desc: "Optional: how long the invoice can be paid, a number and a unit: m (minutes), h (hours), d (days) or w (weeks), e.g. \"30m\", \"24h\", \"7d\"; 1 minute to 365 days. Default: never expires."},
 }
 
 func createInvoice() Tool {
@@ -73,7 +74,16 @@ func createInvoice() Tool {
 			// The key, not the id, carries idempotency: invoice ids are
 			// public (pay links) and must not be derivable from the agent,
 			// the message or the arguments.
-			inv, err := env.Invoices.Create(ctx, Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}, callKey(env, "create_invoice"))
+			want := Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
+			if s := a.str("expires_in"); s != "" {
+				d, err := ParseExpiry(s)
+				if err != nil {
+					return nil, err
+				}
+				at := env.now().Add(d).UTC()
+				want.ExpiresAt = &at
+			}
+			inv, err := env.Invoices.Create(ctx, want, callKey(env, "create_invoice"))
 			if err != nil {
 				return nil, fmt.Errorf("creating the invoice: %w", err)
 			}
@@ -558,4 +568,48 @@ func saveMemory() Tool {
 			return &m, nil
 		},
 	}
+}
+
+// Bounds of create_invoice's expires_in.
+const (
+	MinExpiry = time.Minute
+	MaxExpiry = 365 * 24 * time.Hour
+)
+
+// ParseExpiry reads an invoice lifetime: a whole number and a unit, with
+// or without a space, the unit short or spelled out ("30m", "2 h", "7d",
+// "1 week", "90 minutes"), between MinExpiry and MaxExpiry.
+func ParseExpiry(s string) (time.Duration, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	unit := strings.TrimSpace(t[i:])
+	bad := argErr("expires_in %q: give a whole number and a unit m, h, d or w, e.g. \"30m\", \"24h\", \"7d\"", clip(s, 32))
+	if i == 0 || i > 6 {
+		return 0, bad
+	}
+	n, err := strconv.Atoi(t[:i])
+	if err != nil {
+		return 0, bad
+	}
+	var per time.Duration
+	switch unit {
+	case "m", "min", "mins", "minute", "minutes":
+		per = time.Minute
+	case "h", "hr", "hrs", "hour", "hours":
+		per = time.Hour
+	case "d", "day", "days":
+		per = 24 * time.Hour
+	case "w", "wk", "wks", "week", "weeks":
+		per = 7 * 24 * time.Hour
+	default:
+		return 0, bad
+	}
+	d := time.Duration(n) * per
+	if d < MinExpiry || d > MaxExpiry {
+		return 0, argErr("expires_in %q: an invoice can expire after 1 minute to 365 days", clip(s, 32))
+	}
+	return d, nil
 }

@@ -184,6 +184,14 @@ type Invoice struct {
 	CreatedAt   time.Time `json:"createdAt"`
 	Chain       chains.ID `json:"chain"`
 	PayTo       string    `json:"payTo"`
+	// ExpiresAt is when the invoice stops accepting payment (null: never);
+	// create_invoice's expires_in sets it (docs/invoices.md).
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// Expired says whether inv can no longer be paid at now.
+func (inv Invoice) Expired(now time.Time) bool {
+	return inv.ExpiresAt != nil && !now.Before(*inv.ExpiresAt)
 }
 
 // Invoices creates and lists the agent's invoices.

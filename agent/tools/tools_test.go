@@ -951,3 +951,40 @@ func TestNotConfigured(t *testing.T) {
 		}
 	}
 }
+
+func TestParseExpiry(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30m", 30 * time.Minute, true},
+		{"1m", time.Minute, true},
+		{"2 h", 2 * time.Hour, true},
+		{"24H", 24 * time.Hour, true},
+		{"7d", 7 * 24 * time.Hour, true},
+		{" 3 days ", 3 * 24 * time.Hour, true},
+		{"1 week", 7 * 24 * time.Hour, true},
+		{"90 minutes", 90 * time.Minute, true},
+		{"365d", 365 * 24 * time.Hour, true},
+		{"366d", 0, false},
+		{"0m", 0, false},
+		{"59s", 0, false},
+		{"1.5h", 0, false},
+		{"-1h", 0, false},
+		{"h", 0, false},
+		{"10", 0, false},
+		{"1y", 0, false},
+		{"9999999999d", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseExpiry(tt.in)
+		if tt.ok != (err == nil) || got != tt.want {
+			t.Errorf("ParseExpiry(%q) = %v, %v; want %v ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidArgs) {
+			t.Errorf("ParseExpiry(%q): %v is not ErrInvalidArgs", tt.in, err)
+		}
+	}
+}

@@ -27,7 +27,13 @@
   }
 
   function show(v) {
-    body.setAttribute("data-status", v.status);
+    body.setAttribute("data-status", v.expired ? "expired" : v.status);
+    if (v.expired) {
+      $("pending").hidden = true;
+      $("expired").hidden = false;
+      $("status").textContent = "expired";
+      return;
+    }
     if (v.status !== "paid") { return; }
     $("pending").hidden = true;
     $("paid").hidden = false;
@@ -45,7 +51,7 @@
         delay = 2000;
         $("checked").textContent = "(checked " + new Date().toLocaleTimeString() + ")";
         show(v);
-        if (v.status !== "paid") { setTimeout(poll, delay); }
+        if (v.status !== "paid" && !v.expired) { setTimeout(poll, delay); }
       })
       .catch(function () {
         delay = Math.min(delay * 2, 30000);
@@ -53,5 +59,6 @@
         setTimeout(poll, delay);
       });
   }
-  if (body.getAttribute("data-status") !== "paid") { setTimeout(poll, delay); }
+  var initial = body.getAttribute("data-status");
+  if (initial !== "paid" && initial !== "expired") { setTimeout(poll, delay); }
 })();
