@@ -61,6 +61,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		Provider:       string(provider),
 		ProviderKey:    r.Header.Get(HeaderProviderKey),
 		IdempotencyKey: idem,
+		RequestID:      uuid.NewString(),
 	})
 	if err != nil {
 		return chatError(err)

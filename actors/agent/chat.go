@@ -46,6 +46,13 @@ type Chat struct {
 	// reuse the payment keys of the first attempt, so a retry after a
 	// crash never pays twice. Without it every request is a new intent.
 	IdempotencyKey string
+	// RequestID names this one HTTP request (the HTTP layer makes it
+	// fresh for each). Without an IdempotencyKey it stands in for one, so
+	// that if the request itself is ever run twice (in a cluster, a
+	// forwarded copy the sender took for undelivered and sent again) both
+	// runs derive the same payment keys and pay once; a client's own retry is a new request
+	// and a new intent, as before.
+	RequestID string
 }
 
 // ToolCall is the spec's ToolCall.
@@ -133,7 +140,11 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		return nil, err
 	}
 	requestKey := c.IdempotencyKey
-	if requestKey == "" {
+	switch {
+	case requestKey != "":
+	case c.RequestID != "":
+		requestKey = "request/" + c.RequestID
+	default:
 		requestKey = fmt.Sprintf("msg-%d", a.rec.LastMessageID)
 	}
 
