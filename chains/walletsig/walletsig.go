@@ -80,14 +80,8 @@ type Proof struct {
 // VerifyCreate checks a create request's signature at time now. On success
 // the Proof's Wallet is what the server stores as the agent's owner wallet.
 func VerifyCreate(req CreateRequest, now time.Time) (Proof, error) {
-	var missing []string
-	for _, f := range []struct{ name, v string }{{"name", req.Name}, {"chain", req.Chain}, {"wallet", req.Wallet}, {"signature", req.Signature}} {
-		if f.v == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; a create request needs name, chain, wallet and signature (message is optional)", strings.Join(missing, ", "))
+	if missing := missingFields(field{"name", req.Name}, field{"chain", req.Chain}, field{"wallet", req.Wallet}, field{"signature", req.Signature}); missing != "" {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; a create request needs name, chain, wallet and signature (message is optional)", missing)
 	}
 	want, err := ChainScheme(req.Chain)
 	if err != nil {
@@ -129,14 +123,8 @@ func VerifyCreate(req CreateRequest, now time.Time) (Proof, error) {
 // is required and must carry an Issued At within the window (a fresh
 // signature).
 func VerifyExport(req ExportRequest, now time.Time) (Proof, error) {
-	var missing []string
-	for _, f := range []struct{ name, v string }{{"signature", req.Signature}, {"message", req.Message}} {
-		if f.v == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; exporting a key needs a fresh signature and the signed message", strings.Join(missing, ", "))
+	if missing := missingFields(field{"signature", req.Signature}, field{"message", req.Message}); missing != "" {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; exporting a key needs a fresh signature and the signed message", missing)
 	}
 	if req.AgentID == "" || req.Wallet == "" {
 		// Server-side values: a programming error, reported without detail.
@@ -177,14 +165,8 @@ type PolicyRequest struct {
 // VerifyPolicy checks a policy change's signature at time now: a fresh
 // message naming this policy (by hash) and this agent, signed by the owner.
 func VerifyPolicy(req PolicyRequest, now time.Time) (Proof, error) {
-	var missing []string
-	for _, f := range []struct{ name, v string }{{"signature", req.Signature}, {"message", req.Message}} {
-		if f.v == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; setting a spending policy needs a fresh owner signature and the signed message", strings.Join(missing, ", "))
+	if missing := missingFields(field{"signature", req.Signature}, field{"message", req.Message}); missing != "" {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; setting a spending policy needs a fresh owner signature and the signed message", missing)
 	}
 	if req.AgentID == "" || req.Wallet == "" || req.PolicyHash == "" {
 		return Proof{}, fail(ErrMissingField, "the agent's id, owner wallet or policy is unknown: the policy cannot be set")
@@ -232,14 +214,8 @@ func VerifyApproval(req ApprovalRequest, now time.Time) (Proof, error) {
 	if req.Deny {
 		verb, action = "deny", ActionDeny
 	}
-	var missing []string
-	for _, f := range []struct{ name, v string }{{"signature", req.Signature}, {"message", req.Message}} {
-		if f.v == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; a decision on a held payment needs the owner's fresh signature of \"Veil wants you to %s payment %s of agent %s.\" (docs/approvals.md)", strings.Join(missing, ", "), verb, req.ApprovalID, req.AgentID)
+	if missing := missingFields(field{"signature", req.Signature}, field{"message", req.Message}); missing != "" {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; a decision on a held payment needs the owner's fresh signature of \"Veil wants you to %s payment %s of agent %s.\" (docs/approvals.md)", missing, verb, req.ApprovalID, req.AgentID)
 	}
 	if req.AgentID == "" || req.Wallet == "" || req.ApprovalID == "" {
 		return Proof{}, fail(ErrMissingField, "the agent's id, owner wallet or approval is unknown: the decision cannot be checked")
@@ -333,4 +309,20 @@ func article(s Scheme) string {
 		return "an EVM"
 	}
 	return "a " + schemeName(s)
+}
+
+// field is a required request field: its name as the client sends it, and
+// its value.
+type field struct{ name, v string }
+
+// missingFields names the empty fields, in order, joined by ", " ("" when
+// every one is set).
+func missingFields(fs ...field) string {
+	var missing []string
+	for _, f := range fs {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	return strings.Join(missing, ", ")
 }
