@@ -19,7 +19,7 @@ import (
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // server is a real API on a loopback listener, wired like httpapi's own
@@ -47,12 +47,12 @@ func newServer(t testing.TB) *server {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+	host := host.NewHost(system, agent.Loader(agent.Deps{
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{},
 		// The builtin planner (llm.Config's zero value) answers chat.
 		Models:    func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) },
 		PublicURL: "http://veil.test",
-	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: host, Logger: quiet, TEE: prov})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())

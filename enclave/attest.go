@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 

@@ -29,7 +29,7 @@ import (
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // env is a real server on a loopback listener: bbolt on disk, the actor
@@ -39,7 +39,7 @@ type env struct {
 	url   string
 	key   string
 	store persistence.Store
-	host  *runtime.Host
+	host  *host.Host
 	api   *httpapi.Server
 	rpc   string // the ethereum devnet's JSON-RPC URL, with evm
 }
@@ -96,13 +96,13 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		chainSet, rpc = startEVM(t, system, st, signer, quiet)
 	}
 	feed := agent.NewFeed()
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+	host := host.NewHost(system, agent.Loader(agent.Deps{
 		Store: st, Log: quiet, Keys: opts.keys, Chains: chainSet, Feed: feed,
 		Models:    func(p, key string) (llms.Model, error) { return opts.models.Model(llm.Provider(p), key) },
 		PublicURL: "http://veil.test",
 		Failpoint: opts.failpoint,
 		Now:       opts.agentNow,
-	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}

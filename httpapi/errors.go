@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // Error is a user-facing error: its Message goes to the client as is, in the
@@ -61,15 +61,15 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.As(err, &he):
 		return he.Status, he.Message
-	case errors.Is(err, runtime.ErrStopping):
+	case errors.Is(err, host.ErrStopping):
 		return http.StatusServiceUnavailable, "the server is shutting down; retry on another instance or in a moment"
-	case errors.Is(err, runtime.ErrFenced):
+	case errors.Is(err, host.ErrFenced):
 		return http.StatusServiceUnavailable, "this cluster member cannot serve agents right now (it is cut off from most of the cluster, or restarting to rejoin it); nothing was done: retry through another member or in a moment"
-	case errors.Is(err, runtime.ErrStale):
+	case errors.Is(err, host.ErrStale):
 		return http.StatusServiceUnavailable, "another cluster member took this agent over during the request; retry it (chat: with the same Idempotency-Key, so that nothing is done twice)"
-	case errors.Is(err, runtime.ErrMemberLost):
+	case errors.Is(err, host.ErrMemberLost):
 		return http.StatusServiceUnavailable, "the cluster member hosting this agent failed during the request; retry it (chat: with the same Idempotency-Key, so that nothing is done twice)"
-	case errors.Is(err, runtime.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, host.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "the agent did not answer in time; retry the request"
 	case errors.Is(err, context.Canceled):
 		// The client went away; whatever we write is not read.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // The runtime's cluster and lifecycle errors are 503s in the spec's error
@@ -22,11 +22,11 @@ func TestRuntimeErrorsAreRetriable503s(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"fenced member", fmt.Errorf("agent a: %w: it sees 1 of 3 members", runtime.ErrFenced), 503},
-		{"stale activation", fmt.Errorf("agent a: %w: %w", runtime.ErrStale, conflict), 503},
-		{"member lost", fmt.Errorf("agent a: %w", runtime.ErrMemberLost), 503},
-		{"stopping", runtime.ErrStopping, 503},
-		{"timeout", runtime.ErrTimeout, 503},
+		{"fenced member", fmt.Errorf("agent a: %w: it sees 1 of 3 members", host.ErrFenced), 503},
+		{"stale activation", fmt.Errorf("agent a: %w: %w", host.ErrStale, conflict), 503},
+		{"member lost", fmt.Errorf("agent a: %w", host.ErrMemberLost), 503},
+		{"stopping", host.ErrStopping, 503},
+		{"timeout", host.ErrTimeout, 503},
 		{"anything else", errors.New("boom"), 500},
 	} {
 		rec := httptest.NewRecorder()

@@ -17,7 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/veilhq/veil/httpapi/apikey"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 type ctxKey int
@@ -103,7 +103,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		log := s.log.With(slog.String("request_id", id))
 		ctx := context.WithValue(r.Context(), keyRequestID, id)
 		ctx = context.WithValue(ctx, keyLogger, log)
-		ctx = runtime.WithLogger(ctx, log)
+		ctx = host.WithLogger(ctx, log)
 		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {

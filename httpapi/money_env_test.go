@@ -37,7 +37,7 @@ import (
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // moneyEnv is env with an ethereum devnet whose connector and chain actor
@@ -109,7 +109,7 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	var models llm.Config
 	me := &moneyEnv{}
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{
+	host := host.NewHost(system, agent.Loader(agent.Deps{
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: srv.URL, Now: clock.Now,
@@ -119,7 +119,7 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 			}
 			return nil
 		},
-	}), runtime.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: prov})
 	handler = api
 	key, err := apikey.Bootstrap(ctx, st, time.Now())

@@ -59,7 +59,7 @@ type Config struct {
 }
 
 // Agents delivers a message to an agent actor and returns its answer:
-// runtime.Host on one node, runtime/cluster.Member in a cluster.
+// host.Host on one node, runtime/cluster.Member in a cluster.
 type Agents interface {
 	Request(ctx context.Context, id string, msg any) (any, error)
 }

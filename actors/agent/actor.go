@@ -12,7 +12,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // Errors the agent actor answers; httpapi maps them to statuses.
@@ -67,7 +67,7 @@ type Deps struct {
 	Failpoint func(name string) error
 }
 
-// Metrics is what the agent reports (runtime/metrics implements it).
+// Metrics is what the agent reports (runtime/prom implements it).
 type Metrics interface {
 	Chat(agentID string, d time.Duration)
 	Tool(agentID, tool, status string)
@@ -120,14 +120,14 @@ func (d *Deps) now() time.Time {
 // Loader returns the runtime's activation function for agent actors. An
 // activation reads the agent record only; conversations and the inbox are
 // read when a message needs them.
-func Loader(d Deps) runtime.Loader {
+func Loader(d Deps) host.Loader {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
 	if d.Metrics == nil {
 		d.Metrics = nopMetrics{}
 	}
-	return func(ctx context.Context, id string) (runtime.Agent, error) {
+	return func(ctx context.Context, id string) (host.Agent, error) {
 		a := &Actor{deps: d, id: id}
 		rec, err := d.Store.Get(ctx, TableAgents, id)
 		switch {
@@ -159,7 +159,7 @@ type Actor struct {
 
 // log is the request's logger (with its request id) when there is one.
 func (a *Actor) log(ctx context.Context) *slog.Logger {
-	return runtime.Logger(ctx, a.deps.Log).With(slog.String("agent", a.id))
+	return host.Logger(ctx, a.deps.Log).With(slog.String("agent", a.id))
 }
 
 // Receive handles one message.

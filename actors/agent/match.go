@@ -7,7 +7,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave"
 )

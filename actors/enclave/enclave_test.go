@@ -17,7 +17,7 @@ import (
 
 	enclaveactor "github.com/veilhq/veil/actors/enclave"
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"

@@ -26,7 +26,7 @@ import (
 	"github.com/veilhq/veil/persistence"
 )
 
-// Agents delivers messages to agent actors (runtime.Host).
+// Agents delivers messages to agent actors (host.Host).
 type Agents interface {
 	Request(ctx context.Context, id string, msg any) (any, error)
 }

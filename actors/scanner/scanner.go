@@ -27,7 +27,7 @@ import (
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
@@ -40,7 +40,7 @@ const (
 	ConsumerTransfers     = "scanner-transfers"
 )
 
-// Agents delivers messages to agent actors (runtime.Host).
+// Agents delivers messages to agent actors (host.Host).
 type Agents interface {
 	Request(ctx context.Context, id string, msg any) (any, error)
 }

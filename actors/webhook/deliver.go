@@ -63,7 +63,7 @@ func Sign(secret string, t time.Time, body []byte) string {
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// Metrics is what the deliverer reports (runtime/metrics implements it).
+// Metrics is what the deliverer reports (runtime/prom implements it).
 type Metrics interface {
 	WebhookAttempt(outcome string, took time.Duration)
 	WebhookBacklog(n int)

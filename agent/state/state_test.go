@@ -19,7 +19,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/persistence"
 )
@@ -66,8 +66,8 @@ func seed(s string) [32]byte { return sha256.Sum256([]byte(s)) }
 
 type agentKeys struct {
 	evm  secp256k1.Keys
-	xlm  ed25519.Keys
-	sol  ed25519.Keys
+	xlm  edstealth.Keys
+	sol  edstealth.Keys
 	meta map[chains.ID]string
 }
 
@@ -77,10 +77,10 @@ func keysFor(t testing.TB, who string) agentKeys {
 	if k.evm, err = secp256k1.KeysFromSeeds(seed(who+"/s"), seed(who+"/v")); err != nil {
 		t.Fatal(err)
 	}
-	if k.xlm, err = ed25519.KeysFromSeeds(ed25519.Stellar, seed(who+"/s"), seed(who+"/v")); err != nil {
+	if k.xlm, err = edstealth.KeysFromSeeds(edstealth.Stellar, seed(who+"/s"), seed(who+"/v")); err != nil {
 		t.Fatal(err)
 	}
-	if k.sol, err = ed25519.KeysFromSeeds(ed25519.Solana, seed(who+"/s"), seed(who+"/v")); err != nil {
+	if k.sol, err = edstealth.KeysFromSeeds(edstealth.Solana, seed(who+"/s"), seed(who+"/v")); err != nil {
 		t.Fatal(err)
 	}
 	k.meta = map[chains.ID]string{chains.Base: k.evm.Meta.String(), chains.Ethereum: k.evm.Meta.String(), chains.Stellar: k.xlm.Meta.String(), chains.Solana: k.sol.Meta.String()}
@@ -109,18 +109,18 @@ func (k agentKeys) ownsAddress(t *testing.T, c chains.ID, addr, ephHex string) {
 			t.Errorf("%s is not the stealth address of eph %s", addr, ephHex)
 		}
 	default:
-		keys, ec := k.xlm, ed25519.Stellar
+		keys, ec := k.xlm, edstealth.Stellar
 		if c == chains.Solana {
-			keys, ec = k.sol, ed25519.Solana
+			keys, ec = k.sol, edstealth.Solana
 		}
 		var e [32]byte
 		copy(e[:], eph)
-		scalar, err := ed25519.DeriveStealthPrivateKey(keys.SpendScalar, keys.ViewPriv, e)
+		scalar, err := edstealth.DeriveStealthPrivateKey(keys.SpendScalar, keys.ViewPriv, e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub, _ := ed25519.PublicKeyFromScalar(scalar)
-		if got := ed25519.Address(ec, pub); got != addr {
+		pub, _ := edstealth.PublicKeyFromScalar(scalar)
+		if got := edstealth.Address(ec, pub); got != addr {
 			t.Errorf("%s is not the stealth address (%s)", addr, got)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
@@ -39,19 +39,19 @@ func StealthAddresses(meta map[chains.ID]string, rand io.Reader) AddressGenerato
 			}
 			return addr, ann.EphemeralPub[:], nil
 		default:
-			ec := ed25519.Stellar
+			ec := edstealth.Stellar
 			if c == chains.Solana {
-				ec = ed25519.Solana
+				ec = edstealth.Solana
 			}
-			ma, err := ed25519.ParseMetaAddressFor(ec, m)
+			ma, err := edstealth.ParseMetaAddressFor(ec, m)
 			if err != nil {
 				return "", nil, err
 			}
-			ann, err := ed25519.Generate(ma, rand)
+			ann, err := edstealth.Generate(ma, rand)
 			if err != nil {
 				return "", nil, err
 			}
-			return ed25519.Address(ec, ann.OneTimePub), ann.EphemeralPub[:], nil
+			return edstealth.Address(ec, ann.OneTimePub), ann.EphemeralPub[:], nil
 		}
 	}
 }

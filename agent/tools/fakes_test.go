@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
@@ -31,8 +31,8 @@ func evmMeta(t testing.TB, who string) string {
 	return k.Meta.String()
 }
 
-func edMeta(t testing.TB, c ed25519.Chain, who string) string {
-	k, err := ed25519.KeysFromSeeds(c, seed(who+"/spend"), seed(who+"/view"))
+func edMeta(t testing.TB, c edstealth.Chain, who string) string {
+	k, err := edstealth.KeysFromSeeds(c, seed(who+"/spend"), seed(who+"/view"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,17 +48,17 @@ func evmAddr(t testing.TB, who string) string {
 	return a
 }
 
-func xlmAddr(who string) string { return ed25519.StellarAddress(seed(who + "/addr")) }
-func solAddr(who string) string { return ed25519.SolanaAddress(seed(who + "/addr")) }
+func xlmAddr(who string) string { return edstealth.StellarAddress(seed(who + "/addr")) }
+func solAddr(who string) string { return edstealth.SolanaAddress(seed(who + "/addr")) }
 
 func metas(t testing.TB, who string, cs ...chains.ID) map[chains.ID]string {
 	m := map[chains.ID]string{}
 	for _, c := range cs {
 		switch c {
 		case chains.Stellar:
-			m[c] = edMeta(t, ed25519.Stellar, who)
+			m[c] = edMeta(t, edstealth.Stellar, who)
 		case chains.Solana:
-			m[c] = edMeta(t, ed25519.Solana, who)
+			m[c] = edMeta(t, edstealth.Solana, who)
 		default:
 			m[c] = evmMeta(t, who)
 		}
@@ -451,7 +451,7 @@ func newFixture(t testing.TB) *fixture {
 			cs.fund(c, a.Symbol, "1000")
 		}
 	}
-	cs.onchain[chains.Stellar] = map[string]string{"erin": edMeta(t, ed25519.Stellar, "erin")}
+	cs.onchain[chains.Stellar] = map[string]string{"erin": edMeta(t, edstealth.Stellar, "erin")}
 	dir := &fakeDirectory{agents: map[string]Agent{
 		"bob":   {Name: "bob", Chains: []chains.ID{chains.Base, chains.Stellar}, MetaAddresses: metas(t, "bob", chains.Base, chains.Stellar)},
 		"carol": {Name: "carol", Chains: []chains.ID{chains.Solana}, MetaAddresses: metas(t, "carol", chains.Solana)},

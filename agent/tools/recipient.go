@@ -10,7 +10,7 @@ import (
 	"golang.org/x/crypto/sha3"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
@@ -71,13 +71,13 @@ func parseMeta(s string) (chains.Family, chains.ID, error) {
 			return "", "", fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
 		}
 		return chains.FamilyEVM, "", nil
-	case strings.HasPrefix(s, ed25519.Stellar.Prefix()):
-		if _, err := ed25519.ParseMetaAddressFor(ed25519.Stellar, s); err != nil {
+	case strings.HasPrefix(s, edstealth.Stellar.Prefix()):
+		if _, err := edstealth.ParseMetaAddressFor(edstealth.Stellar, s); err != nil {
 			return "", "", fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
 		}
 		return chains.FamilyStellar, chains.Stellar, nil
-	case strings.HasPrefix(s, ed25519.Solana.Prefix()):
-		if _, err := ed25519.ParseMetaAddressFor(ed25519.Solana, s); err != nil {
+	case strings.HasPrefix(s, edstealth.Solana.Prefix()):
+		if _, err := edstealth.ParseMetaAddressFor(edstealth.Solana, s); err != nil {
 			return "", "", fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
 		}
 		return chains.FamilySolana, chains.Solana, nil
@@ -170,7 +170,7 @@ func looksLikePlainAddress(s string) bool {
 		return true
 	}
 	if len(s) >= 32 && len(s) <= 44 {
-		if _, err := ed25519.ParseSolanaAddress(s); err == nil {
+		if _, err := edstealth.ParseSolanaAddress(s); err == nil {
 			return true
 		}
 	}
@@ -203,12 +203,12 @@ func ParseAddress(c chains.ID, s string) (string, error) {
 		}
 		return "0x" + checksumHex(strings.ToLower(h)), nil
 	case chains.FamilyStellar:
-		if _, err := ed25519.ParseStellarAddress(s); err != nil {
+		if _, err := edstealth.ParseStellarAddress(s); err != nil {
 			return "", fmt.Errorf("%w %q for stellar: a Stellar account id is a G… StrKey of 56 characters", chains.ErrInvalidAddress, clip(s, 60))
 		}
 		return s, nil
 	default:
-		if _, err := ed25519.ParseSolanaAddress(s); err != nil {
+		if _, err := edstealth.ParseSolanaAddress(s); err != nil {
 			return "", fmt.Errorf("%w %q for solana: a Solana address is 32 bytes in base58", chains.ErrInvalidAddress, clip(s, 48))
 		}
 		return s, nil

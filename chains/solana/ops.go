@@ -13,7 +13,7 @@ import (
 	"github.com/gagliardetto/solana-go/programs/token"
 
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
 
 func parseMeta(s string) (edstealth.MetaAddress, error) {

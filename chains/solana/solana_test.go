@@ -13,7 +13,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 	"github.com/veilhq/veil/chains/solana"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/persistence"

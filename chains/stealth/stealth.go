@@ -3,7 +3,7 @@
 // the sub-packages:
 //
 //   - chains/stealth/secp256k1: ERC-5564 scheme 1 (EVM chains).
-//   - chains/stealth/ed25519: DKSAP on ed25519 with an X25519 viewing key
+//   - chains/stealth/edstealth: DKSAP on ed25519 with an X25519 viewing key
 //     (Stellar and Solana).
 //
 // The construction, every domain-separation string and every byte format are

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
 
 // BenchmarkSendStealth: stealth payments per second on the devnet, each a

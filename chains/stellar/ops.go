@@ -10,7 +10,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
 
 func parseMeta(s string) (edstealth.MetaAddress, error) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"

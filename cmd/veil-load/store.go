@@ -24,7 +24,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // storeOptions drive the in-process scale run: agents are created through
@@ -69,8 +69,8 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	defer system.Shutdown()
-	host := runtime.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{}}),
-		runtime.HostConfig{PassivateAfter: time.Hour, Shards: 64}, quiet, nil)
+	host := host.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{}}),
+		host.HostConfig{PassivateAfter: time.Hour, Shards: 64}, quiet, nil)
 	defer host.Stop(context.Background())
 
 	ids, err := storeCreate(ctx, host, o, w)
@@ -127,7 +127,7 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 
 const loadAccount = "load-account"
 
-func storeCreate(ctx context.Context, host *runtime.Host, o storeOptions, w io.Writer) ([]string, error) {
+func storeCreate(ctx context.Context, host *host.Host, o storeOptions, w io.Writer) ([]string, error) {
 	fmt.Fprintf(w, "creating %d agents in %s with %d workers\n", o.n, o.data, o.concurrency)
 	s := newStats()
 	stop := make(chan struct{})
@@ -171,7 +171,7 @@ func storeCreate(ctx context.Context, host *runtime.Host, o storeOptions, w io.W
 	return out, ctx.Err()
 }
 
-func activate(ctx context.Context, host *runtime.Host, ids []string, workers int) error {
+func activate(ctx context.Context, host *host.Host, ids []string, workers int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
@@ -198,7 +198,7 @@ func activate(ctx context.Context, host *runtime.Host, ids []string, workers int
 	return nil
 }
 
-func passivateAll(host *runtime.Host) {
+func passivateAll(host *host.Host) {
 	for host.Active() > 0 {
 		host.Shed()
 		time.Sleep(10 * time.Millisecond)

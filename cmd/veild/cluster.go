@@ -14,10 +14,10 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
+	"github.com/veilhq/veil/runtime/host"
 	"github.com/veilhq/veil/runtime/lease"
-	"github.com/veilhq/veil/runtime/metrics"
+	"github.com/veilhq/veil/runtime/prom"
 )
 
 // checkCluster refuses a cluster configuration that would lose or split
@@ -51,11 +51,11 @@ var errRejoin = errors.New("left the cluster to rejoin it with a fresh identity:
 // agentLoader is the agents' activation: in a cluster each activation takes
 // an ownership epoch from the store (cluster.FencedLoader), so that a
 // stale owner's writes are refused.
-func agentLoader(cfg config, deps agent.Deps, self func() string) runtime.Loader {
+func agentLoader(cfg config, deps agent.Deps, self func() string) host.Loader {
 	if !cfg.Cluster {
 		return agent.Loader(deps)
 	}
-	return cluster.FencedLoader(deps.Store, self, func(st persistence.Store) runtime.Loader {
+	return cluster.FencedLoader(deps.Store, self, func(st persistence.Store) host.Loader {
 		d := deps
 		d.Store = st
 		return agent.Loader(d)
@@ -74,7 +74,7 @@ func staleActivation(err error) bool {
 // lease ("cluster/member/<address>") while it serves: one that cannot renew
 // it (cut off from the database, or paused past its TTL) is fenced.
 // rejoin is called when the member must restart to rejoin.
-func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, host *runtime.Host, store persistence.Store, rejoin context.CancelCauseFunc, mets *metrics.Metrics, log *slog.Logger) (*cluster.Member, error) {
+func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, host *host.Host, store persistence.Store, rejoin context.CancelCauseFunc, mets *prom.Metrics, log *slog.Logger) (*cluster.Member, error) {
 	codec := msg.NewCodec()
 	agent.RegisterWire(codec)
 	var seeds []string

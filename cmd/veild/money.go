@@ -13,7 +13,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/lease"
-	"github.com/veilhq/veil/runtime/metrics"
+	"github.com/veilhq/veil/runtime/prom"
 )
 
 // scanHealth is the health of this process's payment scanners, one entry
@@ -33,7 +33,7 @@ const scanNotReadyAfter = 3
 // copy of each between them. A single node takes every lease at once. The
 // returned stop ends them and releases the leases; call it before the
 // agent host stops, since both deliver to agents.
-func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *metrics.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
+func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *prom.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
 	holder := lease.NewHolderID()
 	// bbolt is opened by one process at a time: a lease record another
 	// holder left there is a crashed predecessor's, not a live member's.

@@ -26,9 +26,9 @@ import (
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/internal/buildinfo"
 	"github.com/veilhq/veil/llm"
-	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
-	"github.com/veilhq/veil/runtime/metrics"
+	"github.com/veilhq/veil/runtime/host"
+	"github.com/veilhq/veil/runtime/prom"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,7 +56,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	mets := metrics.New(cfg.MetricsLabelCap)
+	mets := prom.New(cfg.MetricsLabelCap)
 	build := buildinfo.Read(version)
 	mets.SetBuildInfo(build.Version, build.Revision, build.GoVersion)
 	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, mets.Commit)
@@ -131,7 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Failpoint: agentFailpoint(),
 	}
 	var member *cluster.Member
-	host := runtime.NewHost(system, agentLoader(cfg, deps, func() string { return member.Self() }), runtime.HostConfig{
+	host := host.NewHost(system, agentLoader(cfg, deps, func() string { return member.Self() }), host.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
 		MaxActive:      cfg.MaxActive,
 		MemoryLimit:    uint64(cfg.MemoryLimitMiB) << 20,
@@ -290,7 +290,7 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // metricsMux is the private listener: GET /metrics (Prometheus text
 // format) and GET /readyz (for probes that should not use the API port).
-func metricsMux(m *metrics.Metrics, readyz http.Handler) http.Handler {
+func metricsMux(m *prom.Metrics, readyz http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /readyz", readyz)

@@ -20,8 +20,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // echoAgent answers every Ping with a Pong and never fails: the benchmarks
@@ -42,7 +42,7 @@ func (a *echoAgent) Receive(_ context.Context, m any) (any, error) {
 type benchMember struct {
 	name   string
 	system *actor.ActorSystem
-	host   *runtime.Host
+	host   *host.Host
 	member *cluster.Member
 }
 
@@ -53,9 +53,9 @@ func startBenchMember(tb testing.TB, name string, s slot, seeds []string, refres
 	tb.Helper()
 	n := &benchMember{name: name}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet() }))
-	n.host = runtime.NewHost(n.system, func(ctx context.Context, id string) (runtime.Agent, error) {
+	n.host = host.NewHost(n.system, func(ctx context.Context, id string) (host.Agent, error) {
 		return &echoAgent{member: name}, nil
-	}, runtime.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
+	}, host.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(ctx, n.system, cluster.Config{
@@ -184,7 +184,7 @@ func benchRequest(b *testing.B, owner int, parallel int) {
 }
 
 // BenchmarkRequestLocal: the agent is owned by the calling member, so
-// Request is the routing decision plus runtime.Host.Request.
+// Request is the routing decision plus host.Host.Request.
 func BenchmarkRequestLocal(b *testing.B) { benchRequest(b, 0, 0) }
 
 // BenchmarkRequestRemote: the agent is owned by the other member: encode,

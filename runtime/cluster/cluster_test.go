@@ -20,8 +20,8 @@ import (
 
 	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/internal/faultproxy"
-	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // Ping asks an agent which member hosts it and how often it was asked.
@@ -66,7 +66,7 @@ func (a *agentOn) Receive(ctx context.Context, m any) (any, error) {
 type node struct {
 	name   string
 	system *actor.ActorSystem
-	host   *runtime.Host
+	host   *host.Host
 	member *cluster.Member
 	hold   chan struct{}
 	held   chan string
@@ -124,9 +124,9 @@ func startNode(t *testing.T, name string, s slot, seeds []string) *node {
 	t.Helper()
 	n := &node{name: name, hold: make(chan struct{}), held: make(chan string, 16)}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet() }))
-	n.host = runtime.NewHost(n.system, func(ctx context.Context, id string) (runtime.Agent, error) {
+	n.host = host.NewHost(n.system, func(ctx context.Context, id string) (host.Agent, error) {
 		return &agentOn{member: name, hold: n.hold, held: n.held}, nil
-	}, runtime.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
+	}, host.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(ctx, n.system, cluster.Config{
@@ -282,8 +282,8 @@ func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
 
 	select {
 	case err := <-inflight:
-		if !errors.Is(err, runtime.ErrMemberLost) {
-			t.Fatalf("in-flight request when its member died: %v, want runtime.ErrMemberLost", err)
+		if !errors.Is(err, host.ErrMemberLost) {
+			t.Fatalf("in-flight request when its member died: %v, want host.ErrMemberLost", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("in-flight request to a killed member did not fail within 30s")

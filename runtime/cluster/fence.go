@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // TableEpochs holds one record per agent: the ownership epoch of its
@@ -29,11 +29,11 @@ type epochRecord struct {
 // check that the token is still current, so once another member has
 // activated the agent (a partition healed, a paused member woke up), the
 // stale activation's writes are refused before they land and before the
-// request goes on to sign anything; its requests fail with runtime.ErrStale
+// request goes on to sign anything; its requests fail with host.ErrStale
 // and it is passivated. member names this member in the record (for people
 // reading the table).
-func FencedLoader(store persistence.Store, member func() string, build func(persistence.Store) runtime.Loader) runtime.Loader {
-	return func(ctx context.Context, id string) (runtime.Agent, error) {
+func FencedLoader(store persistence.Store, member func() string, build func(persistence.Store) host.Loader) host.Loader {
+	return func(ctx context.Context, id string) (host.Agent, error) {
 		epoch, err := takeEpoch(ctx, store, id, member())
 		if err != nil {
 			return nil, err
@@ -44,7 +44,7 @@ func FencedLoader(store persistence.Store, member func() string, build func(pers
 			return nil, err
 		}
 		fa := &fencedAgent{inner: inner, store: fs}
-		if p, ok := inner.(runtime.Passivator); ok {
+		if p, ok := inner.(host.Passivator); ok {
 			return &fencedPassivator{fencedAgent: fa, p: p}, nil
 		}
 		return fa, nil
@@ -73,7 +73,7 @@ func takeEpoch(ctx context.Context, store persistence.Store, id, member string) 
 		}
 		return vs[0], nil
 	}
-	return 0, fmt.Errorf("agent %s: %w: its ownership epoch kept moving (two members activating it at once)", id, runtime.ErrStale)
+	return 0, fmt.Errorf("agent %s: %w: its ownership epoch kept moving (two members activating it at once)", id, host.ErrStale)
 }
 
 // fencedStore adds the activation's epoch check to every batch it applies.
@@ -88,7 +88,7 @@ func (s *fencedStore) fence() persistence.Op {
 }
 
 // Apply runs ops only while the activation's epoch is current. A failed
-// fence is runtime.ErrStale, never a persistence conflict: callers that
+// fence is host.ErrStale, never a persistence conflict: callers that
 // turn conflicts into answers of their own (a replayed signature, a
 // concurrent create) must not mistake it for theirs.
 func (s *fencedStore) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, error) {
@@ -107,11 +107,11 @@ func (s *fencedStore) verify(ctx context.Context) error {
 	rec, err := s.Store.Get(ctx, TableEpochs, s.id)
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
-		return fmt.Errorf("agent %s: %w: its ownership epoch record is gone", s.id, runtime.ErrStale)
+		return fmt.Errorf("agent %s: %w: its ownership epoch record is gone", s.id, host.ErrStale)
 	case err != nil:
 		return fmt.Errorf("agent %s: read its ownership epoch: %w", s.id, err)
 	case rec.Version != s.epoch:
-		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, runtime.ErrStale, s.epoch, rec.Version)
+		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, host.ErrStale, s.epoch, rec.Version)
 	}
 	return nil
 }
@@ -119,14 +119,14 @@ func (s *fencedStore) verify(ctx context.Context) error {
 func (s *fencedStore) stale(err error) error {
 	var ce *persistence.ConflictError
 	if errors.As(err, &ce) && ce.Table == TableEpochs && ce.Key == s.id {
-		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, runtime.ErrStale, s.epoch, ce.Actual)
+		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, host.ErrStale, s.epoch, ce.Actual)
 	}
 	return err
 }
 
 // fencedAgent checks the epoch before each request.
 type fencedAgent struct {
-	inner runtime.Agent
+	inner host.Agent
 	store *fencedStore
 }
 
@@ -139,7 +139,7 @@ func (a *fencedAgent) Receive(ctx context.Context, msg any) (any, error) {
 
 type fencedPassivator struct {
 	*fencedAgent
-	p runtime.Passivator
+	p host.Passivator
 }
 
 func (a *fencedPassivator) Passivate() { a.p.Passivate() }

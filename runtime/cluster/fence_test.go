@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
 	"github.com/veilhq/veil/runtime/cluster"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // counter is an agent that counts its requests in the store, with a
@@ -46,14 +46,14 @@ func openBolt(t *testing.T) persistence.Store {
 
 // Two activations of one agent (two members that both think they own it):
 // the later one takes the ownership epoch, and the earlier one can neither
-// start a request nor write; its error is runtime.ErrStale, not a conflict
+// start a request nor write; its error is host.ErrStale, not a conflict
 // that agent code could mistake for one of its own.
 func TestStaleActivationIsFencedByItsEpoch(t *testing.T) {
 	st := openBolt(t)
 	ctx := context.Background()
-	load := func(member string) runtime.Loader {
-		return cluster.FencedLoader(st, func() string { return member }, func(s persistence.Store) runtime.Loader {
-			return func(ctx context.Context, id string) (runtime.Agent, error) {
+	load := func(member string) host.Loader {
+		return cluster.FencedLoader(st, func() string { return member }, func(s persistence.Store) host.Loader {
+			return func(ctx context.Context, id string) (host.Agent, error) {
 				rec, err := st.Get(ctx, "counters", id)
 				c := &counter{id: id, store: s}
 				if err == nil {
@@ -78,8 +78,8 @@ func TestStaleActivationIsFencedByItsEpoch(t *testing.T) {
 		t.Fatalf("the new owner: %v %v", v, err)
 	}
 	_, err = old.Receive(ctx, nil)
-	if !errors.Is(err, runtime.ErrStale) || errors.Is(err, persistence.ErrConflict) {
-		t.Fatalf("the stale activation: %v, want runtime.ErrStale and no persistence conflict", err)
+	if !errors.Is(err, host.ErrStale) || errors.Is(err, persistence.ErrConflict) {
+		t.Fatalf("the stale activation: %v, want host.ErrStale and no persistence conflict", err)
 	}
 	rec, err := st.Get(ctx, "counters", "agent-1")
 	if err != nil || rec.Version != 2 {
@@ -113,8 +113,8 @@ func TestMinorityMemberIsFencedAndPassivatesItsAgents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling a condition, not timing it
 	}
 	_, err := lone.member.Request(context.Background(), ids[0], &Ping{})
-	if !errors.Is(err, runtime.ErrFenced) {
-		t.Fatalf("request to a minority member: %v, want runtime.ErrFenced", err)
+	if !errors.Is(err, host.ErrFenced) {
+		t.Fatalf("request to a minority member: %v, want host.ErrFenced", err)
 	}
 	if lone.host.Active() != 0 {
 		t.Fatal("a fenced member activated an agent")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // Fencing: money is a CP system, so a member that may be on the wrong side
@@ -29,7 +29,7 @@ import (
 //     after the jump has confirmed its place;
 //   - lease: it does not hold its store lease (SetLease).
 //
-// While fenced it answers every agent request with runtime.ErrFenced
+// While fenced it answers every agent request with host.ErrFenced
 // (a 503 with Retry-After), refuses forwarded requests unprocessed, and has
 // passivated every agent. A member the others dropped for good (protoactor
 // blocks it by system id) calls Config.Rejoin to restart with a fresh id.
@@ -100,7 +100,7 @@ func (m *Member) fencedLocked(now time.Time) string {
 // fencedErr is the error for a request refused because of fencing.
 func (m *Member) fencedErr() error {
 	if why := m.Fenced(); why != "" {
-		return fmt.Errorf("%w: %s", runtime.ErrFenced, why)
+		return fmt.Errorf("%w: %s", host.ErrFenced, why)
 	}
 	return nil
 }

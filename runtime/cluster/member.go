@@ -3,7 +3,7 @@
 // talk over protoactor's gRPC remoting, and every agent lives on exactly one
 // member, chosen by rendezvous hashing of its id over the live members. Any
 // member accepts any request and forwards it, as a protobuf envelope
-// (actors/msg), to the agent's member, whose runtime.Host activates the
+// (actors/msg), to the agent's member, whose host.Host activates the
 // agent as usual: a virtual actor, placed by the cluster.
 //
 // Why not protoactor's own identity lookup and cluster.Request: disthash
@@ -35,7 +35,7 @@ import (
 	"github.com/labstack/echo"
 
 	"github.com/veilhq/veil/actors/msg"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // routerName is the well-known actor of every member that receives agent
@@ -96,7 +96,7 @@ type Config struct {
 	// member stays fenced.
 	Rejoin func(reason string)
 
-	Host  *runtime.Host
+	Host  *host.Host
 	Codec *msg.Codec
 	Log   *slog.Logger
 	// Observe, when set, is called after every request with whether it
@@ -444,7 +444,7 @@ func (m *Member) Leave() {
 }
 
 // Stop leaves the cluster and stops remoting. It does not stop the actor
-// system's other actors' host; stop the runtime.Host first.
+// system's other actors' host; stop the host.Host first.
 func (m *Member) Stop() {
 	m.stopOnce.Do(func() {
 		m.stopping.Store(true)

@@ -10,13 +10,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/actors/msg"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // Request sends message to the agent with this id wherever it lives and
 // waits for its answer, bounded by ctx. A request is delivered at most once:
 // it is sent again only when it provably was not processed. If the agent's
-// member dies with the request in flight, the answer is runtime.ErrMemberLost
+// member dies with the request in flight, the answer is host.ErrMemberLost
 // (the client retries; chat's Idempotency-Key makes that safe).
 func (m *Member) Request(ctx context.Context, id string, message any) (v any, err error) {
 	start := time.Now()
@@ -27,7 +27,7 @@ func (m *Member) Request(ctx context.Context, id string, message any) (v any, er
 		}
 	}()
 	if m.stopping.Load() {
-		return nil, runtime.ErrStopping
+		return nil, host.ErrStopping
 	}
 	for attempt := 0; ; attempt++ {
 		if err := m.fencedErr(); err != nil {
@@ -106,7 +106,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 		case errors.Is(r.err, actor.ErrDeadLetter):
 			return nil, nil, true
 		case errors.Is(r.err, actor.ErrTimeout):
-			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, runtime.ErrTimeout), false
+			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, host.ErrTimeout), false
 		case r.err != nil:
 			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, r.err), false
 		}
@@ -126,7 +126,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 		v, err := m.cfg.Codec.DecodeReply(reply)
 		return v, err, false
 	case <-c.lost:
-		return nil, fmt.Errorf("agent %s: member %s left the cluster with the request in flight: %w", id, addr, runtime.ErrMemberLost), false
+		return nil, fmt.Errorf("agent %s: member %s left the cluster with the request in flight: %w", id, addr, host.ErrMemberLost), false
 	case <-ctx.Done():
 		return nil, ctx.Err(), false
 	}
@@ -157,7 +157,7 @@ func (m *Member) receive(c actor.Context) {
 func (m *Member) serve(req *msg.AgentRequest, why string) *msg.AgentReply {
 	id := req.GetAgentId()
 	if m.stopping.Load() {
-		return m.cfg.Codec.EncodeReply(nil, runtime.ErrStopping)
+		return m.cfg.Codec.EncodeReply(nil, host.ErrStopping)
 	}
 	if why != "" {
 		// Refused unprocessed: the sender routes it again, or its caller
@@ -196,12 +196,12 @@ func registerErrors(c *msg.Codec) {
 		code string
 		err  error
 	}{
-		{"runtime.panic", runtime.ErrActorPanic},
-		{"runtime.stopping", runtime.ErrStopping},
-		{"runtime.timeout", runtime.ErrTimeout},
-		{"runtime.member-lost", runtime.ErrMemberLost},
-		{"runtime.fenced", runtime.ErrFenced},
-		{"runtime.stale", runtime.ErrStale},
+		{"host.panic", host.ErrActorPanic},
+		{"host.stopping", host.ErrStopping},
+		{"host.timeout", host.ErrTimeout},
+		{"host.member-lost", host.ErrMemberLost},
+		{"host.fenced", host.ErrFenced},
+		{"host.stale", host.ErrStale},
 		{"context.deadline", context.DeadlineExceeded},
 		{"context.canceled", context.Canceled},
 		{codeNotOwner + ".local", errNotOwner},

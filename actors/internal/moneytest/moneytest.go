@@ -24,7 +24,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // Clock is a fake clock.
@@ -238,7 +238,7 @@ type Env struct {
 	Enclave  *software.Provider
 	Chain    *Chain
 	Ref      *chainactor.Ref
-	Host     *runtime.Host
+	Host     *host.Host
 	Clock    *Clock
 	Log      *slog.Logger
 	Failures func(string) error
@@ -273,7 +273,7 @@ func NewEnv(t testing.TB, clock *Clock) *Env {
 }
 
 func (e *Env) startHost() {
-	e.Host = runtime.NewHost(e.System, agent.Loader(agent.Deps{
+	e.Host = host.NewHost(e.System, agent.Loader(agent.Deps{
 		Store: e.Store, Log: e.Log, Keys: agent.EnclaveKeys(e.Enclave),
 		Chains: agent.ChainMap{chains.Ethereum: e.Ref}, Now: e.Clock.Now, PublicURL: "http://veil.test",
 		Failpoint: func(name string) error {
@@ -282,7 +282,7 @@ func (e *Env) startHost() {
 			}
 			return nil
 		},
-	}), runtime.HostConfig{PassivateAfter: time.Hour}, e.Log, nil)
+	}), host.HostConfig{PassivateAfter: time.Hour}, e.Log, nil)
 }
 
 // Restart stops the agent host and starts a new one over the same store:

@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/veilhq/veil/chains"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
 
 // Lookup reads the index entry of a parsed name: its meta-address keys in

@@ -1,5 +1,5 @@
 // Checks Veil's ed25519 DKSAP vectors (dksap-ed25519-vectors.json, written by
-// go test ./chains/stealth/ed25519 -run TestDKSAPVectors -update) with an
+// go test ./chains/stealth/edstealth -run TestDKSAPVectors -update) with an
 // independent implementation of the construction in docs/stealth.md, built on
 // @noble/curves (x25519, ed25519) and @noble/hashes (sha256). Writes
 // dksap-ed25519-checked.json, which TestDKSAPVectorsCheckedByNoble reads.

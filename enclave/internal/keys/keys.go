@@ -17,7 +17,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth"
-	edstealth "github.com/veilhq/veil/chains/stealth/ed25519"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave"
 )

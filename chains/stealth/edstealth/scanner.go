@@ -1,4 +1,4 @@
-package ed25519
+package edstealth
 
 import (
 	"filippo.io/edwards25519"

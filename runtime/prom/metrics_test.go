@@ -1,4 +1,4 @@
-package metrics_test
+package prom_test
 
 import (
 	"io"
@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/runtime/metrics"
+	"github.com/veilhq/veil/runtime/prom"
 )
 
 // scrape fetches the handler's text output and parses it the way
 // Prometheus does.
-func scrape(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, m *prom.Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
@@ -52,7 +52,7 @@ func agentsOf(f *dto.MetricFamily) map[string]float64 {
 }
 
 func TestPerAgentSeriesAreCappedAndRemovedOnPassivation(t *testing.T) {
-	m := metrics.New(1)
+	m := prom.New(1)
 	m.Activated("a1", time.Millisecond)
 	m.Activated("a2", time.Millisecond) // beyond the cap of 1
 	m.Handled("a1", "Get", time.Millisecond)
@@ -62,7 +62,7 @@ func TestPerAgentSeriesAreCappedAndRemovedOnPassivation(t *testing.T) {
 	m.Payment("a1", chains.Ethereum)
 
 	got := agentsOf(scrape(t, m)["veil_agent_messages_total"])
-	if got["a1"] != 1 || got[metrics.OtherAgents] != 2 || len(got) != 2 {
+	if got["a1"] != 1 || got[prom.OtherAgents] != 2 || len(got) != 2 {
 		t.Fatalf("messages by agent = %v", got)
 	}
 	if v := scrape(t, m)["veil_runtime_active_agents"].Metric[0].GetGauge().GetValue(); v != 2 {
@@ -85,7 +85,7 @@ func TestPerAgentSeriesAreCappedAndRemovedOnPassivation(t *testing.T) {
 }
 
 func TestRuntimeStoreHTTPAndChainSeries(t *testing.T) {
-	m := metrics.New(0)
+	m := prom.New(0)
 	m.Commit(12, 3*time.Millisecond)
 	m.Request("GET", "/agent/{id}", 200, time.Millisecond)
 	m.Request("GET", "", 404, time.Millisecond)
@@ -131,12 +131,12 @@ func TestHTTPLabelsAreBounded(t *testing.T) {
 		{"PATCH", 599, "PATCH", "5xx"},
 		{"GET", 999, "GET", "other"},
 	}
-	m := metrics.New(0)
+	m := prom.New(0)
 	for _, tc := range tests {
-		if got := metrics.MethodLabel(tc.method); got != tc.method2 {
+		if got := prom.MethodLabel(tc.method); got != tc.method2 {
 			t.Fatalf("MethodLabel(%.10q) = %q, want %q", tc.method, got, tc.method2)
 		}
-		if got := metrics.CodeLabel(tc.status); got != tc.code {
+		if got := prom.CodeLabel(tc.status); got != tc.code {
 			t.Fatalf("CodeLabel(%d) = %q, want %q", tc.status, got, tc.code)
 		}
 		m.Request(tc.method, "/agent/{id}", tc.status, time.Millisecond)
@@ -162,7 +162,7 @@ func TestHTTPLabelsAreBounded(t *testing.T) {
 }
 
 func TestBuildInfo(t *testing.T) {
-	m := metrics.New(0)
+	m := prom.New(0)
 	m.SetBuildInfo("v1.2.3", "1a2b3c", "go1.26.8")
 	fam := scrape(t, m)["veil_build_info"]
 	if fam == nil || len(fam.Metric) != 1 || fam.Metric[0].GetGauge().GetValue() != 1 {

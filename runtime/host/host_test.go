@@ -1,4 +1,4 @@
-package runtime_test
+package host_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/runtime"
+	"github.com/veilhq/veil/runtime/host"
 )
 
 // counter is a test agent whose state is a number persisted in the store.
@@ -89,18 +89,18 @@ func (e *events) loads(id string) int {
 
 type fixture struct {
 	st   persistence.Store
-	host *runtime.Host
+	host *host.Host
 	ev   *events
 }
 
-func newFixture(t *testing.T, cfg runtime.HostConfig) *fixture {
+func newFixture(t *testing.T, cfg host.HostConfig) *fixture {
 	t.Helper()
 	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "veil.db"), persistence.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev := newEvents()
-	load := func(ctx context.Context, id string) (runtime.Agent, error) {
+	load := func(ctx context.Context, id string) (host.Agent, error) {
 		if id == "missing" {
 			return nil, errMissing
 		}
@@ -121,7 +121,7 @@ func newFixture(t *testing.T, cfg runtime.HostConfig) *fixture {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	host := runtime.NewHost(system, load, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ev)
+	host := host.NewHost(system, load, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ev)
 	t.Cleanup(func() {
 		_ = host.Stop(context.Background())
 		system.Shutdown()
@@ -147,7 +147,7 @@ func (f *fixture) mustAsk(t *testing.T, id string, msg any) any {
 }
 
 func TestActivationOnFirstMessageLoadsFromStore(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour})
 	// State written before the actor ever existed is what it starts from.
 	if _, err := f.st.Apply(context.Background(), persistence.Put("counters", "a", []byte("41"), persistence.Absent())); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestActivationOnFirstMessageLoadsFromStore(t *testing.T) {
 }
 
 func TestLoadErrorIsReturnedAndDropped(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour})
 	_, err := f.ask(t, "missing", "get")
 	if !errors.Is(err, errMissing) {
 		t.Fatalf("err = %v, want errMissing", err)
@@ -189,7 +189,7 @@ func TestLoadErrorIsReturnedAndDropped(t *testing.T) {
 }
 
 func TestPassivationAfterIdleAndReactivation(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: 20 * time.Millisecond})
+	f := newFixture(t, host.HostConfig{PassivateAfter: 20 * time.Millisecond})
 	f.mustAsk(t, "p", "inc")
 	f.mustAsk(t, "p", "dirty") // memory only: must not survive passivation
 	select {
@@ -212,13 +212,13 @@ func TestPassivationAfterIdleAndReactivation(t *testing.T) {
 }
 
 func TestPanicRestartsOnlyThatAgentFromStore(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour})
 	f.mustAsk(t, "bad", "inc")
 	f.mustAsk(t, "good", "inc")
 	f.mustAsk(t, "good", "dirty") // good's memory is 101; a restart would lose it
 
 	_, err := f.ask(t, "bad", "boom")
-	if !errors.Is(err, runtime.ErrActorPanic) {
+	if !errors.Is(err, host.ErrActorPanic) {
 		t.Fatalf("boom err = %v, want ErrActorPanic", err)
 	}
 	select {
@@ -245,7 +245,7 @@ func TestPanicRestartsOnlyThatAgentFromStore(t *testing.T) {
 // Requests racing with passivation are all answered, in order per caller,
 // by exactly one activation at a time: no increment is lost or doubled.
 func TestRequestsDuringPassivationAreNotLost(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 2})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Shards: 2})
 	const workers, per = 8, 50
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*per)
@@ -282,18 +282,18 @@ func TestRequestsDuringPassivationAreNotLost(t *testing.T) {
 }
 
 func TestStopRefusesNewRequests(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour})
 	f.mustAsk(t, "s", "inc")
 	if err := f.host.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.ask(t, "s", "get"); !errors.Is(err, runtime.ErrStopping) {
+	if _, err := f.ask(t, "s", "get"); !errors.Is(err, host.ErrStopping) {
 		t.Fatalf("after stop err = %v, want ErrStopping", err)
 	}
 }
 
 func TestMaxActiveEvictsLeastRecentlyUsed(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 1, MaxActive: 2})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Shards: 1, MaxActive: 2})
 	f.mustAsk(t, "a", "inc")
 	f.mustAsk(t, "b", "inc")
 	f.mustAsk(t, "a", "get") // a is now the most recently used
@@ -316,7 +316,7 @@ func TestMaxActiveEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestShedPassivatesATenth(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 1})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Shards: 1})
 	for i := 0; i < 20; i++ {
 		f.mustAsk(t, fmt.Sprintf("s%02d", i), "get")
 	}
@@ -337,7 +337,7 @@ func TestShedPassivatesATenth(t *testing.T) {
 }
 
 func TestPassivateWherePassivatesOnlyTheChosen(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{PassivateAfter: time.Hour, Shards: 4})
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Shards: 4})
 	for i := 0; i < 10; i++ {
 		f.mustAsk(t, fmt.Sprintf("p%02d", i), "get")
 	}
@@ -363,19 +363,19 @@ func TestPassivateWherePassivatesOnlyTheChosen(t *testing.T) {
 }
 
 // A version conflict that reaches the host (another writer moved the
-// agent's state on under its activation) is runtime.ErrStale, retriable,
+// agent's state on under its activation) is host.ErrStale, retriable,
 // and the stale activation is passivated at once: the next request loads
 // the current state instead of failing again.
 func TestStaleActivationIsPassivatedAndRetriable(t *testing.T) {
-	f := newFixture(t, runtime.HostConfig{Stale: func(err error) bool { return errors.Is(err, persistence.ErrConflict) }})
+	f := newFixture(t, host.HostConfig{Stale: func(err error) bool { return errors.Is(err, persistence.ErrConflict) }})
 	f.mustAsk(t, "s", "inc")
 	// Someone else (another member's activation) writes the agent.
 	if _, err := f.st.Apply(context.Background(), persistence.Put("counters", "s", []byte("7"), persistence.AtVersion(1))); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.ask(t, "s", "inc")
-	if !errors.Is(err, runtime.ErrStale) {
-		t.Fatalf("write on stale state: %v, want runtime.ErrStale", err)
+	if !errors.Is(err, host.ErrStale) {
+		t.Fatalf("write on stale state: %v, want host.ErrStale", err)
 	}
 	select {
 	case id := <-f.ev.passivated:

@@ -1,4 +1,4 @@
-package ed25519
+package edstealth
 
 import (
 	"bytes"
@@ -380,7 +380,7 @@ type dksapFile struct {
 func dksapVectors(t *testing.T) dksapFile {
 	f := dksapFile{
 		Description: "Veil DKSAP on ed25519 with an X25519 viewing key (Stellar, Solana); inputs are SHA-256 of the labels veil/dksap-vector/<i>/{spend,view,ephemeral,other-view}",
-		Spec:        "docs/stealth.md; regenerate with go test ./chains/stealth/ed25519 -run TestDKSAPVectors -update",
+		Spec:        "docs/stealth.md; regenerate with go test ./chains/stealth/edstealth -run TestDKSAPVectors -update",
 		Domains:     []string{DomainViewTag, DomainScalar, DomainNonce},
 	}
 	L := new(big.Int).SetBytes(reverse(edwardsL))

@@ -1,4 +1,4 @@
-package ed25519
+package edstealth
 
 import (
 	"github.com/mr-tron/base58"

@@ -1,4 +1,4 @@
-package ed25519
+package edstealth
 
 import (
 	"crypto/sha512"

@@ -1,4 +1,4 @@
-// Package metrics is Veil's Prometheus instrumentation: one registry per
+// Package prom is Veil's Prometheus instrumentation: one registry per
 // process (never the global one), fed by the observers of the runtime, the
 // agent actors, the chain actors, the store and the HTTP layer, and served
 // in the text format on its own listener.
@@ -8,7 +8,7 @@
 // others aggregate under agent="_other". A passivated agent's series are
 // deleted, so cardinality is bounded by the cap, not by the number of
 // agents stored. No name, key or address is ever a label value.
-package metrics
+package prom
 
 import (
 	"net/http"

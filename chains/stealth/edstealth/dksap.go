@@ -19,7 +19,7 @@
 // Meta-addresses: "st:xlm:" or "st:sol:" + 64 hex digits of K_spend + 64 hex
 // digits of V. No function panics on input; errors wrap the sentinels of
 // package chains/stealth.
-package ed25519
+package edstealth
 
 import (
 	"crypto/sha256"

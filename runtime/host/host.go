@@ -2,7 +2,7 @@
 // actor on the first message for its id, passivates it when idle, supervises
 // it so that one agent's panic neither loses the caller's answer nor touches
 // any other agent, and drains everything on shutdown.
-package runtime
+package host
 
 import (
 	"context"

@@ -1,17 +1,17 @@
-package metrics_test
+package prom_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/actors/webhook"
-	"github.com/veilhq/veil/runtime/metrics"
+	"github.com/veilhq/veil/runtime/prom"
 )
 
-var _ webhook.Metrics = (*metrics.Metrics)(nil)
+var _ webhook.Metrics = (*prom.Metrics)(nil)
 
 func TestWebhookSeries(t *testing.T) {
-	m := metrics.New(0)
+	m := prom.New(0)
 	m.WebhookAttempt(webhook.OutcomeRetry, 20*time.Millisecond)
 	m.WebhookAttempt(webhook.OutcomeRetry, 20*time.Millisecond)
 	m.WebhookAttempt(webhook.OutcomeDelivered, 5*time.Millisecond)
