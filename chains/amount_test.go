@@ -62,3 +62,31 @@ func TestFormatAmount(t *testing.T) {
 		}
 	}
 }
+
+func TestAmountIn(t *testing.T) {
+	cases := []struct {
+		in       string
+		from, to int
+		want     string // "" = ErrInvalidAmount
+	}{
+		{"1.5", 6, 6, "1500000"},
+		{"1.5", 6, 18, "1500000000000000000"},
+		{"1.5", 18, 7, "15000000"},
+		{"0.00000001", 18, 7, ""},
+		{"0.0000001", 18, 7, "1"},
+		{"12", 7, 0, "12"},
+	}
+	for _, c := range cases {
+		a, err := ParseAmountOf(c.in, c.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := a.In(c.to)
+		switch {
+		case c.want == "" && !errors.Is(err, ErrInvalidAmount):
+			t.Errorf("%s (%d) in %d decimals = %v, %v; want ErrInvalidAmount", c.in, c.from, c.to, v, err)
+		case c.want != "" && (err != nil || v.String() != c.want):
+			t.Errorf("%s (%d) in %d decimals = %v, %v; want %s", c.in, c.from, c.to, v, err, c.want)
+		}
+	}
+}

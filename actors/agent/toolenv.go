@@ -126,42 +126,47 @@ func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, e
 	return c.Balance(ctx, o.agent.Addresses[id])
 }
 
-func (o *chainOps) SendStealth(ctx context.Context, id chains.ID, meta, amount, asset, key string) (chains.TxResult, error) {
+func (o *chainOps) SendStealth(ctx context.Context, req chains.SendRequest) (chains.TxResult, error) {
 	// The owner's approval rules first, before the chain is even reached:
 	// a payment they hold is not sent (the tool reports it held, and the
 	// chain is needed only when it runs); the enclave checks them again,
 	// with the spending policy, before it signs.
-	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: asset, Amount: amount,
-		Recipient: o.names.name(meta), PayTo: meta, Key: key, ConversationID: o.convID}); err != nil {
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: req.Chain, Asset: req.Asset, Amount: req.Amount.String(),
+		Recipient: o.names.name(req.To), PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	c, err := o.conn(id)
+	c, err := o.conn(req.Chain)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
 	// The connector signs the payment as a spend (asset, amount, meta,
 	// key); the enclave checks it against the agent's policy.
-	return c.SendStealth(ctx, o.key(id), o.agent.Addresses[id], meta, amount, asset, key)
+	return c.SendStealth(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req.To, req.Amount.String(), req.Asset, req.IdempotencyKey)
 }
 
-func (o *chainOps) Withdraw(ctx context.Context, id chains.ID, stealthAddress, to, amount, asset, key string) (chains.TxResult, error) {
+func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {
+	id := req.Chain
 	c, err := o.conn(id)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	p, err := o.payments.Get(ctx, id, stealthAddress)
+	p, err := o.payments.Get(ctx, id, req.From)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
 	ref := o.key(id)
 	if ref.EphemeralPub, err = decodeHex(p.EphemeralPubKey); err != nil {
-		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", stealthAddress, err)
+		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", req.From, err)
+	}
+	amount := ""
+	if !req.All {
+		amount = req.Amount.String()
 	}
 	// Gas a one-time address lacks (an invoice paid in tokens holds no ETH)
 	// is paid from the agent's own account, under its own spend, which the
 	// enclave checks against the policy like any payment.
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id]}
-	return c.WithdrawWithGas(ctx, ref, stealthAddress, to, amount, asset, key, payer)
+	return c.WithdrawWithGas(ctx, ref, req.From, req.To, amount, req.Asset, req.IdempotencyKey, payer)
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

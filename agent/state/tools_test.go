@@ -108,10 +108,10 @@ var errNoChain = errors.New("test: no chain")
 func (noChains) Balance(context.Context, chains.ID) (chains.Balance, error) {
 	return chains.Balance{}, errNoChain
 }
-func (noChains) SendStealth(context.Context, chains.ID, string, string, string, string) (chains.TxResult, error) {
+func (noChains) SendStealth(context.Context, chains.SendRequest) (chains.TxResult, error) {
 	return chains.TxResult{}, errNoChain
 }
-func (noChains) Withdraw(context.Context, chains.ID, string, string, string, string, string) (chains.TxResult, error) {
+func (noChains) Withdraw(context.Context, chains.WithdrawRequest) (chains.TxResult, error) {
 	return chains.TxResult{}, errNoChain
 }
 func (noChains) RegisterName(context.Context, chains.ID) (chains.TxResult, error) {

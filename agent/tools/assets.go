@@ -67,14 +67,25 @@ func carries(chain chains.ID, symbol string) bool {
 // ParseAmount validates a decimal amount of asset and returns it
 // normalised ("0.50" → "0.5"). Errors match chains.ErrInvalidAmount.
 func ParseAmount(amount string, a Asset) (string, error) {
-	if len(amount) > MaxAmountLen {
-		return "", fmt.Errorf("%w: %d characters is too long", chains.ErrInvalidAmount, len(amount))
-	}
-	v, err := chains.ParseAmount(amount, a.Decimals)
+	v, err := a.Parse(amount)
 	if err != nil {
-		return "", fmt.Errorf("amount for %s (at most %d decimal places, digits and one '.', no exponent): %w", a.Symbol, a.Decimals, err)
+		return "", err
 	}
-	return chains.FormatAmount(v, a.Decimals), nil
+	return v.String(), nil
+}
+
+// Parse reads a decimal amount of the asset in whole units ("1.5") into
+// base units, once: the parsed amount travels on to the connector.
+// Errors match chains.ErrInvalidAmount.
+func (a Asset) Parse(amount string) (chains.Amount, error) {
+	if len(amount) > MaxAmountLen {
+		return chains.Amount{}, fmt.Errorf("%w: %d characters is too long", chains.ErrInvalidAmount, len(amount))
+	}
+	v, err := chains.ParseAmountOf(amount, a.Decimals)
+	if err != nil {
+		return chains.Amount{}, fmt.Errorf("amount for %s (at most %d decimal places, digits and one '.', no exponent): %w", a.Symbol, a.Decimals, err)
+	}
+	return v, nil
 }
 
 func chainList(ids []chains.ID) string {

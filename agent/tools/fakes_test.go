@@ -182,12 +182,16 @@ func (f *fakeChains) Balance(ctx context.Context, c chains.ID) (chains.Balance, 
 	return b, nil
 }
 
-func (f *fakeChains) SendStealth(ctx context.Context, c chains.ID, meta, amount, asset, key string) (chains.TxResult, error) {
-	return f.pay(call{Op: "send", Chain: string(c), To: meta, Amount: amount, Asset: asset, Key: key}, true)
+func (f *fakeChains) SendStealth(ctx context.Context, r chains.SendRequest) (chains.TxResult, error) {
+	return f.pay(call{Op: "send", Chain: string(r.Chain), To: r.To, Amount: r.Amount.String(), Asset: r.Asset, Key: r.IdempotencyKey}, true)
 }
 
-func (f *fakeChains) Withdraw(ctx context.Context, c chains.ID, stealthAddress, to, amount, asset, key string) (chains.TxResult, error) {
-	return f.pay(call{Op: "withdraw", Chain: string(c), To: stealthAddress + ">" + to, Amount: amount, Asset: asset, Key: key}, false)
+func (f *fakeChains) Withdraw(ctx context.Context, r chains.WithdrawRequest) (chains.TxResult, error) {
+	amount := ""
+	if !r.All {
+		amount = r.Amount.String()
+	}
+	return f.pay(call{Op: "withdraw", Chain: string(r.Chain), To: r.From + ">" + r.To, Amount: amount, Asset: r.Asset, Key: r.IdempotencyKey}, false)
 }
 
 func (f *fakeChains) RegisterName(ctx context.Context, c chains.ID) (chains.TxResult, error) {

@@ -95,14 +95,15 @@ func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg
 	if err != nil {
 		return nil, err
 	}
-	amount, err := ParseAmount(amountArg, asset)
+	value, err := asset.Parse(amountArg)
 	if err != nil {
 		return nil, err
 	}
+	amount := value.String()
 	if err := requireAmountStated(env, tool, amountArg); err != nil {
 		return nil, err
 	}
-	tx, err := env.Chains.SendStealth(ctx, c, rc.metaFor(c), amount, asset.Symbol, env.IdempotencyKey)
+	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: value, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
 	var he *HeldError
 	if errors.As(err, &he) {
 		return held(he, amount, asset.Symbol, c, rc.display), nil
@@ -269,11 +270,13 @@ func withdraw() Tool {
 			if err != nil {
 				asset = Asset{Symbol: p.Asset, Decimals: 18}
 			}
+			req := chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: !a.has("amount"), To: to, IdempotencyKey: env.IdempotencyKey}
 			amount := ""
-			if a.has("amount") {
-				if amount, err = ParseAmount(a.str("amount"), asset); err != nil {
+			if !req.All {
+				if req.Amount, err = asset.Parse(a.str("amount")); err != nil {
 					return nil, err
 				}
+				amount = req.Amount.String()
 				if exceeds(amount, p.Balance) {
 					return nil, fmt.Errorf("%w: %s %s is more than the payment holds (%s %s); omit amount to withdraw everything", chains.ErrInsufficientFunds, amount, asset.Symbol, p.Balance, asset.Symbol)
 				}
@@ -284,7 +287,7 @@ func withdraw() Tool {
 			if err := requireAddressStated(env, "withdraw", strings.TrimSpace(a.str("to"))); err != nil {
 				return nil, err
 			}
-			tx, err := env.Chains.Withdraw(ctx, p.Chain, p.StealthAddress, to, amount, p.Asset, env.IdempotencyKey)
+			tx, err := env.Chains.Withdraw(ctx, req)
 			if err != nil {
 				return nil, chainErr("withdrawing from "+p.StealthAddress, p.Chain, err)
 			}
@@ -404,7 +407,7 @@ func withdrawAll() Tool {
 				// One key per payment, derived from the call's key: a
 				// retried call repeats exactly the same withdrawals.
 				key := env.IdempotencyKey + "/" + string(p.Chain) + "/" + p.StealthAddress
-				tx, err := env.Chains.Withdraw(ctx, p.Chain, p.StealthAddress, to, "", p.Asset, key)
+				tx, err := env.Chains.Withdraw(ctx, chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: true, To: to, IdempotencyKey: key})
 				if err != nil {
 					res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: chainErr("withdrawing", p.Chain, err).Error()})
 					continue

@@ -115,10 +115,10 @@ type Notifier interface {
 type ChainOps interface {
 	Balance(ctx context.Context, chain chains.ID) (chains.Balance, error)
 	// SendStealth pays a meta-address from the agent's account.
-	SendStealth(ctx context.Context, chain chains.ID, metaAddress, amount, asset, idempotencyKey string) (chains.TxResult, error)
-	// Withdraw spends a received stealth payment (by its stealth address)
-	// of asset to a plain address; amount "" means everything less fees.
-	Withdraw(ctx context.Context, chain chains.ID, stealthAddress, to, amount, asset, idempotencyKey string) (chains.TxResult, error)
+	SendStealth(ctx context.Context, req chains.SendRequest) (chains.TxResult, error)
+	// Withdraw spends a received stealth payment (req.From, its stealth
+	// address) to a plain address; req.All withdraws everything less fees.
+	Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error)
 	RegisterName(ctx context.Context, chain chains.ID) (chains.TxResult, error)
 	ResolveName(ctx context.Context, chain chains.ID, name string) (string, error)
 	Fund(ctx context.Context, chain chains.ID) (chains.TxResult, error)
