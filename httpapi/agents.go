@@ -47,13 +47,19 @@ type CreateAgentRequest struct {
 	Message   string `json:"message"`
 }
 
-// CreateAgentResponse is the spec's single-chain create answer.
+// CreateAgentResponse is the spec's single-chain create answer, plus the
+// AgentInfo fields chains, addresses and metaAddresses (additive: the spec's
+// five fields are unchanged), which Wraith's TypeScript SDK reads from this
+// answer (docs/compat-wraith.md).
 type CreateAgentResponse struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Chain       string `json:"chain"`
-	Address     string `json:"address"`
-	MetaAddress string `json:"metaAddress"`
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Chain         string            `json:"chain"`
+	Address       string            `json:"address"`
+	MetaAddress   string            `json:"metaAddress"`
+	Chains        []string          `json:"chains"`
+	Addresses     map[string]string `json:"addresses"`
+	MetaAddresses map[string]string `json:"metaAddresses"`
 }
 
 // agentRoutes mounts the agent endpoints of the spec.
@@ -221,9 +227,11 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 
 func createResponse(rec *agent.Record) CreateAgentResponse {
 	first := rec.Chains[0]
+	info := infoOf(rec)
 	return CreateAgentResponse{
 		ID: rec.ID, Name: rec.Name, Chain: rec.Chain,
 		Address: rec.Addresses[first], MetaAddress: rec.MetaAddresses[first],
+		Chains: info.Chains, Addresses: info.Addresses, MetaAddresses: info.MetaAddresses,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -125,6 +126,9 @@ func TestCreateOnEachScheme(t *testing.T) {
 				info.Addresses[tc.chain] != out.Address || info.MetaAddresses[tc.chain] != out.MetaAddress {
 				t.Fatalf("GET agent = %d %+v", r.status, info)
 			}
+			if !reflect.DeepEqual(out.Chains, info.Chains) || !reflect.DeepEqual(out.Addresses, info.Addresses) || !reflect.DeepEqual(out.MetaAddresses, info.MetaAddresses) {
+				t.Fatalf("create answered %+v, GET agent %+v", out, info)
+			}
 		})
 	}
 }
@@ -146,6 +150,11 @@ func TestCreateAllChains(t *testing.T) {
 	}
 	if !gAddrRE.MatchString(info.Addresses["stellar"]) || !b58RE.MatchString(info.Addresses["solana"]) {
 		t.Fatalf("addresses %v", info.Addresses)
+	}
+	// The create answer also carries AgentInfo's three per-chain fields
+	// (additive, for Wraith's SDK: docs/compat-wraith.md), equal to GET's.
+	if strings.Join(out.Chains, ",") != strings.Join(want, ",") || !reflect.DeepEqual(out.Addresses, info.Addresses) || !reflect.DeepEqual(out.MetaAddresses, info.MetaAddresses) {
+		t.Fatalf("create answered chains %v addresses %v metaAddresses %v; GET has %+v", out.Chains, out.Addresses, out.MetaAddresses, info)
 	}
 	// Keys are per chain: no two chains share an address.
 	seen := map[string]string{}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,7 +71,7 @@ func TestCreateRetryAfterLostAnswer(t *testing.T) {
 			if tc.failpoint == "" {
 				var orig httpapi.CreateAgentResponse
 				first.decode(t, &orig)
-				if orig != got {
+				if !reflect.DeepEqual(orig, got) {
 					t.Fatalf("retry answered %+v, the first answer was %+v", got, orig)
 				}
 			}
