@@ -79,6 +79,13 @@ type SignRequest struct {
 	Spend *Spend
 	// NoValue is set for a transaction that moves no value.
 	NoValue bool
+	// Authorization is set when Payload is not a transaction's hash but the
+	// EIP-712 digest of an EIP-3009 transfer authorization (x402's `exact`
+	// EVM scheme): a signature anyone can submit to move the signer's
+	// tokens. It is signed only as a spend (AuthorizationRequest), and the
+	// enclave checks that Payload is this authorization's digest and that
+	// its value, recipient and asset are the spend's.
+	Authorization *TransferAuthorization
 }
 
 // SpendRequest asks for a signature of a transaction that moves value.
@@ -92,6 +99,13 @@ func NoValueRequest(key KeyRef, payload, unsigned []byte, network string) SignRe
 	return SignRequest{Key: key, Payload: payload, Unsigned: unsigned, Network: network, NoValue: true}
 }
 
+// AuthorizationRequest asks for a signature of an EIP-3009 transfer
+// authorization: payload is its EIP-712 digest and s the value it moves
+// (asset, amount = auth.Value, recipient = auth.To).
+func AuthorizationRequest(key KeyRef, payload []byte, auth TransferAuthorization, s Spend) SignRequest {
+	return SignRequest{Key: key, Payload: payload, Spend: &s, Authorization: &auth}
+}
+
 // ErrUnlabelled reports a sign request that is neither a spend nor a
 // no-value request, or both.
 var ErrUnlabelled = errors.New("chains: a signature request must carry either a spend or the no-value label")
@@ -102,6 +116,8 @@ func (r SignRequest) CheckKind() error {
 	switch {
 	case r.Spend == nil && !r.NoValue, r.Spend != nil && r.NoValue:
 		return ErrUnlabelled
+	case r.Authorization != nil && r.Spend == nil:
+		return fmt.Errorf("%w: a transfer authorization moves value and is signed only with a spend", ErrUnlabelled)
 	case r.Spend != nil:
 		if err := r.Spend.Check(); err != nil {
 			return fmt.Errorf("%w: %v", ErrUnlabelled, err)

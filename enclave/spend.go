@@ -35,7 +35,9 @@ type Authorizer interface {
 
 // CheckRequest refuses a sign request that is neither a well-formed spend
 // of the key's own agent and chain nor a no-value request whose
-// transaction provably moves no value (enclave/txcheck). Providers call it
+// transaction provably moves no value (enclave/txcheck), and an EIP-3009
+// transfer authorization whose typed data is not exactly its spend
+// (txcheck.Authorization). Providers call it
 // before every signature; WithPolicy adds the policy.
 func CheckRequest(req chains.SignRequest) error {
 	if err := req.CheckKind(); err != nil {
@@ -45,6 +47,10 @@ func CheckRequest(req chains.SignRequest) error {
 		if err := txcheck.NoValue(req); err != nil {
 			return fmt.Errorf("%w: %w", ErrUnauthorized, err)
 		}
+	}
+	// An EIP-3009 authorization (x402) must be exactly its spend.
+	if err := txcheck.Authorization(req); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
 	return nil
 }

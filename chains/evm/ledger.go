@@ -496,6 +496,9 @@ func (c *Connector) decodeRevert(raw []byte) error {
 		case *bindings.TestTokenInsufficientBalance, *bindings.TestTokenInsufficientAllowance:
 			return fmt.Errorf("%w: token reverted with %T", chains.ErrInsufficientFunds, e)
 		}
+		if why, ok := authorizationRevert(e); ok {
+			return c.refused("%s", why)
+		}
 		return fmt.Errorf("evm: %s: token reverted: %T", c.cfg.Chain, e)
 	}
 	if e, err := c.sender.UnpackError(raw); err == nil {

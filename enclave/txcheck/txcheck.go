@@ -9,7 +9,11 @@
 //   - EVM: a non-zero value; a contract creation; calldata whose selector
 //     is an ERC-20/721 transfer, transferFrom, approve, increaseAllowance,
 //     setApprovalForAll, safeTransferFrom or permit, or a StealthSender
-//     payment (sendNative, sendToken).
+//     payment (sendNative, sendToken). A call of an EIP-3009
+//     transferWithAuthorization passes: it moves the tokens of its `from`
+//     under from's own signature (which, when it is an agent's, was signed
+//     as a spend: see Authorization), and costs the submitter only gas. Veil
+//     settles x402 payments to its invoices this way (docs/x402.md).
 //   - Stellar: any operation that pays or can pay (payment, create account,
 //     path payments, account merge, claimable balances, clawbacks, offers,
 //     liquidity pool deposits and withdrawals, sponsorship, set options,

@@ -29,9 +29,9 @@ var (
 
 // TestTokenMetaData contains all meta data concerning the TestToken contract.
 var TestTokenMetaData = bind.MetaData{
-	ABI: "[{\"inputs\":[{\"internalType\":\"string\",\"name\":\"name_\",\"type\":\"string\"},{\"internalType\":\"string\",\"name\":\"symbol_\",\"type\":\"string\"},{\"internalType\":\"uint8\",\"name\":\"decimals_\",\"type\":\"uint8\"},{\"internalType\":\"address\",\"name\":\"minter_\",\"type\":\"address\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[],\"name\":\"InsufficientAllowance\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"InsufficientBalance\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"NotMinter\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Approval\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Transfer\",\"type\":\"event\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"allowance\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"approve\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"balanceOf\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"decimals\",\"outputs\":[{\"internalType\":\"uint8\",\"name\":\"\",\"type\":\"uint8\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"mint\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"minter\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"name\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"symbol\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"totalSupply\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transfer\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transferFrom\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"}]",
+	ABI: "[{\"inputs\":[{\"internalType\":\"string\",\"name\":\"name_\",\"type\":\"string\"},{\"internalType\":\"string\",\"name\":\"symbol_\",\"type\":\"string\"},{\"internalType\":\"uint8\",\"name\":\"decimals_\",\"type\":\"uint8\"},{\"internalType\":\"address\",\"name\":\"minter_\",\"type\":\"address\"}],\"stateMutability\":\"nonpayable\",\"type\":\"constructor\"},{\"inputs\":[],\"name\":\"AuthorizationExpired\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"AuthorizationNotYetValid\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"AuthorizationUsedOrCanceled\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"CallerMustBePayee\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"InsufficientAllowance\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"InsufficientBalance\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"InvalidSignature\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"NotMinter\",\"type\":\"error\"},{\"inputs\":[],\"name\":\"ZeroAddress\",\"type\":\"error\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"owner\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Approval\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"authorizer\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"}],\"name\":\"AuthorizationCanceled\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"authorizer\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"}],\"name\":\"AuthorizationUsed\",\"type\":\"event\"},{\"anonymous\":false,\"inputs\":[{\"indexed\":true,\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"indexed\":true,\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"indexed\":false,\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"Transfer\",\"type\":\"event\"},{\"inputs\":[],\"name\":\"CANCEL_AUTHORIZATION_TYPEHASH\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"DOMAIN_SEPARATOR\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"RECEIVE_WITH_AUTHORIZATION_TYPEHASH\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"TRANSFER_WITH_AUTHORIZATION_TYPEHASH\",\"outputs\":[{\"internalType\":\"bytes32\",\"name\":\"\",\"type\":\"bytes32\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"allowance\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"spender\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"approve\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"authorizer\",\"type\":\"address\"},{\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"}],\"name\":\"authorizationState\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"name\":\"balanceOf\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"authorizer\",\"type\":\"address\"},{\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"},{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"name\":\"cancelAuthorization\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"decimals\",\"outputs\":[{\"internalType\":\"uint8\",\"name\":\"\",\"type\":\"uint8\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"mint\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"minter\",\"outputs\":[{\"internalType\":\"address\",\"name\":\"\",\"type\":\"address\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"name\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"validAfter\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"validBefore\",\"type\":\"uint256\"},{\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"},{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"name\":\"receiveWithAuthorization\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"symbol\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"totalSupply\",\"outputs\":[{\"internalType\":\"uint256\",\"name\":\"\",\"type\":\"uint256\"}],\"stateMutability\":\"view\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transfer\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"}],\"name\":\"transferFrom\",\"outputs\":[{\"internalType\":\"bool\",\"name\":\"\",\"type\":\"bool\"}],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"validAfter\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"validBefore\",\"type\":\"uint256\"},{\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"},{\"internalType\":\"bytes\",\"name\":\"signature\",\"type\":\"bytes\"}],\"name\":\"transferWithAuthorization\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[{\"internalType\":\"address\",\"name\":\"from\",\"type\":\"address\"},{\"internalType\":\"address\",\"name\":\"to\",\"type\":\"address\"},{\"internalType\":\"uint256\",\"name\":\"value\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"validAfter\",\"type\":\"uint256\"},{\"internalType\":\"uint256\",\"name\":\"validBefore\",\"type\":\"uint256\"},{\"internalType\":\"bytes32\",\"name\":\"nonce\",\"type\":\"bytes32\"},{\"internalType\":\"uint8\",\"name\":\"v\",\"type\":\"uint8\"},{\"internalType\":\"bytes32\",\"name\":\"r\",\"type\":\"bytes32\"},{\"internalType\":\"bytes32\",\"name\":\"s\",\"type\":\"bytes32\"}],\"name\":\"transferWithAuthorization\",\"outputs\":[],\"stateMutability\":\"nonpayable\",\"type\":\"function\"},{\"inputs\":[],\"name\":\"version\",\"outputs\":[{\"internalType\":\"string\",\"name\":\"\",\"type\":\"string\"}],\"stateMutability\":\"view\",\"type\":\"function\"}]",
 	ID:  "TestToken",
-	Bin: "0x60c060405234801561000f575f5ffd5b50604051610a18380380610a1883398101604081905261002e91610100565b5f6100398582610229565b5060016100468482610229565b5060ff9091166080526001600160a01b031660a052506102e79050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f830112610086575f5ffd5b81516001600160401b0381111561009f5761009f610063565b604051601f8201601f19908116603f011681016001600160401b03811182821017156100cd576100cd610063565b6040528181528382016020018510156100e4575f5ffd5b8160208501602083015e5f918101602001919091529392505050565b5f5f5f5f60808587031215610113575f5ffd5b84516001600160401b03811115610128575f5ffd5b61013487828801610077565b602087015190955090506001600160401b03811115610151575f5ffd5b61015d87828801610077565b935050604085015160ff81168114610173575f5ffd5b60608601519092506001600160a01b038116811461018f575f5ffd5b939692955090935050565b600181811c908216806101ae57607f821691505b6020821081036101cc57634e487b7160e01b5f52602260045260245ffd5b50919050565b601f821115610224578282111561022457805f5260205f20601f840160051c60208510156101fd57505f5b90810190601f840160051c035f5b81811015610220575f8382015560010161020b565b5050505b505050565b81516001600160401b0381111561024257610242610063565b61025681610250845461019a565b846101d2565b6020601f821160018114610288575f83156102715750848201515b5f19600385901b1c1916600184901b1784556102e0565b5f84815260208120601f198516915b828110156102b75787850151825560209485019460019092019101610297565b50848210156102d457868401515f19600387901b60f8161c191681555b505060018360011b0184555b5050505050565b60805160a05161070a61030e5f395f818160cd015261039801525f610159015261070a5ff3fe608060405234801561000f575f5ffd5b50600436106100a6575f3560e01c8063313ce5671161006e578063313ce5671461015457806340c10f191461018d57806370a08231146101a257806395d89b41146101c1578063a9059cbb146101c9578063dd62ed3e146101dc575f5ffd5b806306fdde03146100aa57806307546172146100c8578063095ea7b31461010757806318160ddd1461012a57806323b872dd14610141575b5f5ffd5b6100b2610206565b6040516100bf9190610595565b60405180910390f35b6100ef7f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b0390911681526020016100bf565b61011a6101153660046105e5565b610291565b60405190151581526020016100bf565b61013360025481565b6040519081526020016100bf565b61011a61014f36600461060d565b6102fd565b61017b7f000000000000000000000000000000000000000000000000000000000000000081565b60405160ff90911681526020016100bf565b6101a061019b3660046105e5565b61038d565b005b6101336101b0366004610647565b60036020525f908152604090205481565b6100b2610483565b61011a6101d73660046105e5565b610490565b6101336101ea366004610667565b600460209081525f928352604080842090915290825290205481565b5f805461021290610698565b80601f016020809104026020016040519081016040528092919081815260200182805461023e90610698565b80156102895780601f1061026057610100808354040283529160200191610289565b820191905f5260205f20905b81548152906001019060200180831161026c57829003601f168201915b505050505081565b335f8181526004602090815260408083206001600160a01b038716808552925280832085905551919290917f8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925906102eb9086815260200190565b60405180910390a35060015b92915050565b6001600160a01b0383165f9081526004602090815260408083203384529091528120545f1981146103775782811015610349576040516313be252b60e01b815260040160405180910390fd5b61035383826106e4565b6001600160a01b0386165f9081526004602090815260408083203384529091529020555b6103828585856104a5565b506001949350505050565b336001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016146103d657604051633e34a41b60e21b815260040160405180910390fd5b6001600160a01b0382166103fd5760405163d92e233d60e01b815260040160405180910390fd5b8060025f82825461040e91906106f7565b90915550506001600160a01b0382165f908152600360205260408120805483929061043a9084906106f7565b90915550506040518181526001600160a01b038316905f907fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef9060200160405180910390a35050565b6001805461021290610698565b5f61049c3384846104a5565b50600192915050565b6001600160a01b0382166104cc5760405163d92e233d60e01b815260040160405180910390fd5b6001600160a01b0383165f908152600360205260409020548181101561050557604051631e9acf1760e31b815260040160405180910390fd5b6001600160a01b038085165f9081526003602052604080822085850390559185168152908120805484929061053b9084906106f7565b92505081905550826001600160a01b0316846001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef8460405161058791815260200190565b60405180910390a350505050565b602081525f82518060208401528060208501604085015e5f604082850101526040601f19601f83011684010191505092915050565b80356001600160a01b03811681146105e0575f5ffd5b919050565b5f5f604083850312156105f6575f5ffd5b6105ff836105ca565b946020939093013593505050565b5f5f5f6060848603121561061f575f5ffd5b610628846105ca565b9250610636602085016105ca565b929592945050506040919091013590565b5f60208284031215610657575f5ffd5b610660826105ca565b9392505050565b5f5f60408385031215610678575f5ffd5b610681836105ca565b915061068f602084016105ca565b90509250929050565b600181811c908216806106ac57607f821691505b6020821081036106ca57634e487b7160e01b5f52602260045260245ffd5b50919050565b634e487b7160e01b5f52601160045260245ffd5b818103818111156102f7576102f76106d0565b808201808211156102f7576102f76106d056",
+	Bin: "0x60c060405234801561000f575f5ffd5b5060405161143638038061143683398101604081905261002e91610100565b5f6100398582610229565b5060016100468482610229565b5060ff9091166080526001600160a01b031660a052506102e79050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f830112610086575f5ffd5b81516001600160401b0381111561009f5761009f610063565b604051601f8201601f19908116603f011681016001600160401b03811182821017156100cd576100cd610063565b6040528181528382016020018510156100e4575f5ffd5b8160208501602083015e5f918101602001919091529392505050565b5f5f5f5f60808587031215610113575f5ffd5b84516001600160401b03811115610128575f5ffd5b61013487828801610077565b602087015190955090506001600160401b03811115610151575f5ffd5b61015d87828801610077565b935050604085015160ff81168114610173575f5ffd5b60608601519092506001600160a01b038116811461018f575f5ffd5b939692955090935050565b600181811c908216806101ae57607f821691505b6020821081036101cc57634e487b7160e01b5f52602260045260245ffd5b50919050565b601f821115610224578282111561022457805f5260205f20601f840160051c60208510156101fd57505f5b90810190601f840160051c035f5b81811015610220575f8382015560010161020b565b5050505b505050565b81516001600160401b0381111561024257610242610063565b61025681610250845461019a565b846101d2565b6020601f821160018114610288575f83156102715750848201515b5f19600385901b1c1916600184901b1784556102e0565b5f84815260208120601f198516915b828110156102b75787850151825560209485019460019092019101610297565b50848210156102d457868401515f19600387901b60f8161c191681555b505060018360011b0184555b5050505050565b60805160a05161112761030f5f395f818161015901526105f201525f6101e501526111275ff3fe608060405234801561000f575f5ffd5b5060043610610132575f3560e01c806370a08231116100b4578063cf09299511610079578063cf092995146102f1578063d916948714610304578063dd62ed3e1461032b578063e3ee160e14610355578063e94a010214610368578063ef55bec6146103a0575f5ffd5b806370a08231146102695780637f2eecc31461028857806395d89b41146102af578063a0cc6a68146102b7578063a9059cbb146102de575f5ffd5b8063313ce567116100fa578063313ce567146101e05780633644e5151461021957806340c10f191461022157806354fd4d50146102365780635a049a7014610256575f5ffd5b806306fdde03146101365780630754617214610154578063095ea7b31461019357806318160ddd146101b657806323b872dd146101cd575b5f5ffd5b61013e6103b3565b60405161014b9190610d35565b60405180910390f35b61017b7f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b03909116815260200161014b565b6101a66101a1366004610d85565b61043e565b604051901515815260200161014b565b6101bf60025481565b60405190815260200161014b565b6101a66101db366004610dad565b6104aa565b6102077f000000000000000000000000000000000000000000000000000000000000000081565b60405160ff909116815260200161014b565b6101bf61053a565b61023461022f366004610d85565b6105e7565b005b61013e604051806040016040528060018152602001601960f91b81525081565b610234610264366004610df7565b6106dd565b6101bf610277366004610e41565b60036020525f908152604090205481565b6101bf7fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de881565b61013e610824565b6101bf7f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226781565b6101a66102ec366004610d85565b610831565b6102346102ff366004610e75565b610846565b6101bf7f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742981565b6101bf610339366004610f6d565b600460209081525f928352604080842090915290825290205481565b610234610363366004610f9e565b6108a1565b6101a6610376366004610d85565b6001600160a01b03919091165f908152600560209081526040808320938352929052205460ff1690565b6102346103ae366004610f9e565b6108e9565b5f80546103bf90611019565b80601f01602080910402602001604051908101604052809291908181526020018280546103eb90611019565b80156104365780601f1061040d57610100808354040283529160200191610436565b820191905f5260205f20905b81548152906001019060200180831161041957829003601f168201915b505050505081565b335f8181526004602090815260408083206001600160a01b038716808552925280832085905551919290917f8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925906104989086815260200190565b60405180910390a35060015b92915050565b6001600160a01b0383165f9081526004602090815260408083203384529091528120545f19811461052457828110156104f6576040516313be252b60e01b815260040160405180910390fd5b6105008382611065565b6001600160a01b0386165f9081526004602090815260408083203384529091529020555b61052f858585610944565b506001949350505050565b5f7f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f5f60405161056a9190611078565b60408051918290038220828201825260018352601960f91b6020938401528151928301939093528101919091527fad7c5bef027816a800da1736444fb58a807ef4c9603b7848673f7e3a68eb14a560608201524660808201523060a082015260c00160405160208183030381529060405280519060200120905090565b336001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000161461063057604051633e34a41b60e21b815260040160405180910390fd5b6001600160a01b0382166106575760405163d92e233d60e01b815260040160405180910390fd5b8060025f8282546106689190611114565b90915550506001600160a01b0382165f9081526003602052604081208054839290610694908490611114565b90915550506040518181526001600160a01b038316905f907fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef9060200160405180910390a35050565b6001600160a01b0385165f90815260056020908152604080832087845290915290205460ff16156107215760405163cbea100160e01b815260040160405180910390fd5b604080517f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742960208201526001600160a01b03871691810191909152606081018590525f90610788906080015b60405160208183030381529060405280519060200120610a34565b9050856001600160a01b03166107a082868686610a7a565b6001600160a01b0316146107c757604051638baa579f60e01b815260040160405180910390fd5b6001600160a01b0386165f818152600560209081526040808320898452909152808220805460ff19166001179055518792917f1cdd46ff242716cdaa72d159d339a485b3438398348d68f09d7c8c0a59353d8191a3505050505050565b600180546103bf90611019565b5f61083d338484610944565b50600192915050565b5f5f5f61085284610b80565b92509250925061088a7f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a22678b8b8b8b8b8b8a8a8a610bc0565b6108958a8a8a610944565b50505050505050505050565b6108d37f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a22678a8a8a8a8a8a8a8a8a610bc0565b6108de898989610944565b505050505050505050565b6001600160a01b038816331461091257604051635454b17d60e01b815260040160405180910390fd5b6108d37fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de88a8a8a8a8a8a8a8a8a610bc0565b6001600160a01b03821661096b5760405163d92e233d60e01b815260040160405180910390fd5b6001600160a01b0383165f90815260036020526040902054818110156109a457604051631e9acf1760e31b815260040160405180910390fd5b6001600160a01b038085165f908152600360205260408082208585039055918516815290812080548492906109da908490611114565b92505081905550826001600160a01b0316846001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef84604051610a2691815260200190565b60405180910390a350505050565b5f610a3d61053a565b60405161190160f01b6020820152602281019190915260428101839052606201604051602081830303815290604052805190602001209050919050565b5f7f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0821115610abc57604051638baa579f60e01b815260040160405180910390fd5b8360ff16601b14158015610ad457508360ff16601c14155b15610af257604051638baa579f60e01b815260040160405180910390fd5b604080515f8082526020820180845288905260ff871692820192909252606081018590526080810184905260019060a0016020604051602081039080840390855afa158015610b43573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b038116610b7757604051638baa579f60e01b815260040160405180910390fd5b95945050505050565b5f5f5f8351604114610ba557604051638baa579f60e01b815260040160405180910390fd5b505050602081015160408201516060909201515f1a92909190565b854211610be057604051636fc721b960e11b815260040160405180910390fd5b844210610c0057604051630f05f5bf60e01b815260040160405180910390fd5b6001600160a01b0389165f90815260056020908152604080832087845290915290205460ff1615610c445760405163cbea100160e01b815260040160405180910390fd5b60408051602081018c90526001600160a01b03808c169282019290925290891660608201526080810188905260a0810187905260c0810186905260e081018590525f90610c94906101000161076d565b9050896001600160a01b0316610cac82868686610a7a565b6001600160a01b031614610cd357604051638baa579f60e01b815260040160405180910390fd5b6001600160a01b038a165f818152600560209081526040808320898452909152808220805460ff19166001179055518792917f98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a591a35050505050505050505050565b602081525f82518060208401528060208501604085015e5f604082850101526040601f19601f83011684010191505092915050565b80356001600160a01b0381168114610d80575f5ffd5b919050565b5f5f60408385031215610d96575f5ffd5b610d9f83610d6a565b946020939093013593505050565b5f5f5f60608486031215610dbf575f5ffd5b610dc884610d6a565b9250610dd660208501610d6a565b929592945050506040919091013590565b803560ff81168114610d80575f5ffd5b5f5f5f5f5f60a08688031215610e0b575f5ffd5b610e1486610d6a565b945060208601359350610e2960408701610de7565b94979396509394606081013594506080013592915050565b5f60208284031215610e51575f5ffd5b610e5a82610d6a565b9392505050565b634e487b7160e01b5f52604160045260245ffd5b5f5f5f5f5f5f5f60e0888a031215610e8b575f5ffd5b610e9488610d6a565b9650610ea260208901610d6a565b955060408801359450606088013593506080880135925060a0880135915060c088013567ffffffffffffffff811115610ed9575f5ffd5b8801601f81018a13610ee9575f5ffd5b803567ffffffffffffffff811115610f0357610f03610e61565b604051601f8201601f19908116603f0116810167ffffffffffffffff81118282101715610f3257610f32610e61565b6040528181528282016020018c1015610f49575f5ffd5b816020840160208301375f6020838301015280935050505092959891949750929550565b5f5f60408385031215610f7e575f5ffd5b610f8783610d6a565b9150610f9560208401610d6a565b90509250929050565b5f5f5f5f5f5f5f5f5f6101208a8c031215610fb7575f5ffd5b610fc08a610d6a565b9850610fce60208b01610d6a565b975060408a0135965060608a0135955060808a0135945060a08a01359350610ff860c08b01610de7565b989b979a50959894979396929550929360e081013593506101000135919050565b600181811c9082168061102d57607f821691505b60208210810361104b57634e487b7160e01b5f52602260045260245ffd5b50919050565b634e487b7160e01b5f52601160045260245ffd5b818103818111156104a4576104a4611051565b5f5f83545f8160011c9050600182168061109357607f821691505b6020821081036110b157634e487b7160e01b5f52602260045260245ffd5b8080156110c557600181146110da57611108565b60ff1984168752821515830287019450611108565b5f888152602090205f5b84811015611100578154898201526001909101906020016110e4565b505082870194505b50929695505050505050565b808201808211156104a4576104a461105156",
 }
 
 // TestToken is an auto generated Go binding around an Ethereum contract.
@@ -69,6 +69,146 @@ func (testToken *TestToken) PackConstructor(name_ string, symbol_ string, decima
 		panic(err)
 	}
 	return enc
+}
+
+// PackCANCELAUTHORIZATIONTYPEHASH is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xd9169487.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function CANCEL_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) PackCANCELAUTHORIZATIONTYPEHASH() []byte {
+	enc, err := testToken.abi.Pack("CANCEL_AUTHORIZATION_TYPEHASH")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackCANCELAUTHORIZATIONTYPEHASH is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xd9169487.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function CANCEL_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) TryPackCANCELAUTHORIZATIONTYPEHASH() ([]byte, error) {
+	return testToken.abi.Pack("CANCEL_AUTHORIZATION_TYPEHASH")
+}
+
+// UnpackCANCELAUTHORIZATIONTYPEHASH is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xd9169487.
+//
+// Solidity: function CANCEL_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) UnpackCANCELAUTHORIZATIONTYPEHASH(data []byte) ([32]byte, error) {
+	out, err := testToken.abi.Unpack("CANCEL_AUTHORIZATION_TYPEHASH", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackDOMAINSEPARATOR is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x3644e515.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function DOMAIN_SEPARATOR() view returns(bytes32)
+func (testToken *TestToken) PackDOMAINSEPARATOR() []byte {
+	enc, err := testToken.abi.Pack("DOMAIN_SEPARATOR")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackDOMAINSEPARATOR is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x3644e515.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function DOMAIN_SEPARATOR() view returns(bytes32)
+func (testToken *TestToken) TryPackDOMAINSEPARATOR() ([]byte, error) {
+	return testToken.abi.Pack("DOMAIN_SEPARATOR")
+}
+
+// UnpackDOMAINSEPARATOR is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x3644e515.
+//
+// Solidity: function DOMAIN_SEPARATOR() view returns(bytes32)
+func (testToken *TestToken) UnpackDOMAINSEPARATOR(data []byte) ([32]byte, error) {
+	out, err := testToken.abi.Unpack("DOMAIN_SEPARATOR", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackRECEIVEWITHAUTHORIZATIONTYPEHASH is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x7f2eecc3.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function RECEIVE_WITH_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) PackRECEIVEWITHAUTHORIZATIONTYPEHASH() []byte {
+	enc, err := testToken.abi.Pack("RECEIVE_WITH_AUTHORIZATION_TYPEHASH")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackRECEIVEWITHAUTHORIZATIONTYPEHASH is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x7f2eecc3.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function RECEIVE_WITH_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) TryPackRECEIVEWITHAUTHORIZATIONTYPEHASH() ([]byte, error) {
+	return testToken.abi.Pack("RECEIVE_WITH_AUTHORIZATION_TYPEHASH")
+}
+
+// UnpackRECEIVEWITHAUTHORIZATIONTYPEHASH is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x7f2eecc3.
+//
+// Solidity: function RECEIVE_WITH_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) UnpackRECEIVEWITHAUTHORIZATIONTYPEHASH(data []byte) ([32]byte, error) {
+	out, err := testToken.abi.Unpack("RECEIVE_WITH_AUTHORIZATION_TYPEHASH", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
+}
+
+// PackTRANSFERWITHAUTHORIZATIONTYPEHASH is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa0cc6a68.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function TRANSFER_WITH_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) PackTRANSFERWITHAUTHORIZATIONTYPEHASH() []byte {
+	enc, err := testToken.abi.Pack("TRANSFER_WITH_AUTHORIZATION_TYPEHASH")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTRANSFERWITHAUTHORIZATIONTYPEHASH is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xa0cc6a68.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function TRANSFER_WITH_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) TryPackTRANSFERWITHAUTHORIZATIONTYPEHASH() ([]byte, error) {
+	return testToken.abi.Pack("TRANSFER_WITH_AUTHORIZATION_TYPEHASH")
+}
+
+// UnpackTRANSFERWITHAUTHORIZATIONTYPEHASH is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xa0cc6a68.
+//
+// Solidity: function TRANSFER_WITH_AUTHORIZATION_TYPEHASH() view returns(bytes32)
+func (testToken *TestToken) UnpackTRANSFERWITHAUTHORIZATIONTYPEHASH(data []byte) ([32]byte, error) {
+	out, err := testToken.abi.Unpack("TRANSFER_WITH_AUTHORIZATION_TYPEHASH", data)
+	if err != nil {
+		return *new([32]byte), err
+	}
+	out0 := *abi.ConvertType(out[0], new([32]byte)).(*[32]byte)
+	return out0, nil
 }
 
 // PackAllowance is the Go binding used to pack the parameters required for calling
@@ -141,6 +281,41 @@ func (testToken *TestToken) UnpackApprove(data []byte) (bool, error) {
 	return out0, nil
 }
 
+// PackAuthorizationState is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe94a0102.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function authorizationState(address authorizer, bytes32 nonce) view returns(bool)
+func (testToken *TestToken) PackAuthorizationState(authorizer common.Address, nonce [32]byte) []byte {
+	enc, err := testToken.abi.Pack("authorizationState", authorizer, nonce)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackAuthorizationState is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe94a0102.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function authorizationState(address authorizer, bytes32 nonce) view returns(bool)
+func (testToken *TestToken) TryPackAuthorizationState(authorizer common.Address, nonce [32]byte) ([]byte, error) {
+	return testToken.abi.Pack("authorizationState", authorizer, nonce)
+}
+
+// UnpackAuthorizationState is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0xe94a0102.
+//
+// Solidity: function authorizationState(address authorizer, bytes32 nonce) view returns(bool)
+func (testToken *TestToken) UnpackAuthorizationState(data []byte) (bool, error) {
+	out, err := testToken.abi.Unpack("authorizationState", data)
+	if err != nil {
+		return *new(bool), err
+	}
+	out0 := *abi.ConvertType(out[0], new(bool)).(*bool)
+	return out0, nil
+}
+
 // PackBalanceOf is the Go binding used to pack the parameters required for calling
 // the contract method with ID 0x70a08231.  This method will panic if any
 // invalid/nil inputs are passed.
@@ -174,6 +349,28 @@ func (testToken *TestToken) UnpackBalanceOf(data []byte) (*big.Int, error) {
 	}
 	out0 := abi.ConvertType(out[0], new(big.Int)).(*big.Int)
 	return out0, nil
+}
+
+// PackCancelAuthorization is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x5a049a70.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) returns()
+func (testToken *TestToken) PackCancelAuthorization(authorizer common.Address, nonce [32]byte, v uint8, r [32]byte, s [32]byte) []byte {
+	enc, err := testToken.abi.Pack("cancelAuthorization", authorizer, nonce, v, r, s)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackCancelAuthorization is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x5a049a70.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) returns()
+func (testToken *TestToken) TryPackCancelAuthorization(authorizer common.Address, nonce [32]byte, v uint8, r [32]byte, s [32]byte) ([]byte, error) {
+	return testToken.abi.Pack("cancelAuthorization", authorizer, nonce, v, r, s)
 }
 
 // PackDecimals is the Go binding used to pack the parameters required for calling
@@ -301,6 +498,28 @@ func (testToken *TestToken) UnpackName(data []byte) (string, error) {
 	}
 	out0 := *abi.ConvertType(out[0], new(string)).(*string)
 	return out0, nil
+}
+
+// PackReceiveWithAuthorization is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xef55bec6.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function receiveWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) returns()
+func (testToken *TestToken) PackReceiveWithAuthorization(from common.Address, to common.Address, value *big.Int, validAfter *big.Int, validBefore *big.Int, nonce [32]byte, v uint8, r [32]byte, s [32]byte) []byte {
+	enc, err := testToken.abi.Pack("receiveWithAuthorization", from, to, value, validAfter, validBefore, nonce, v, r, s)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackReceiveWithAuthorization is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xef55bec6.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function receiveWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) returns()
+func (testToken *TestToken) TryPackReceiveWithAuthorization(from common.Address, to common.Address, value *big.Int, validAfter *big.Int, validBefore *big.Int, nonce [32]byte, v uint8, r [32]byte, s [32]byte) ([]byte, error) {
+	return testToken.abi.Pack("receiveWithAuthorization", from, to, value, validAfter, validBefore, nonce, v, r, s)
 }
 
 // PackSymbol is the Go binding used to pack the parameters required for calling
@@ -443,6 +662,85 @@ func (testToken *TestToken) UnpackTransferFrom(data []byte) (bool, error) {
 	return out0, nil
 }
 
+// PackTransferWithAuthorization is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xcf092995.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature) returns()
+func (testToken *TestToken) PackTransferWithAuthorization(from common.Address, to common.Address, value *big.Int, validAfter *big.Int, validBefore *big.Int, nonce [32]byte, signature []byte) []byte {
+	enc, err := testToken.abi.Pack("transferWithAuthorization", from, to, value, validAfter, validBefore, nonce, signature)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTransferWithAuthorization is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xcf092995.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature) returns()
+func (testToken *TestToken) TryPackTransferWithAuthorization(from common.Address, to common.Address, value *big.Int, validAfter *big.Int, validBefore *big.Int, nonce [32]byte, signature []byte) ([]byte, error) {
+	return testToken.abi.Pack("transferWithAuthorization", from, to, value, validAfter, validBefore, nonce, signature)
+}
+
+// PackTransferWithAuthorization0 is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe3ee160e.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) returns()
+func (testToken *TestToken) PackTransferWithAuthorization0(from common.Address, to common.Address, value *big.Int, validAfter *big.Int, validBefore *big.Int, nonce [32]byte, v uint8, r [32]byte, s [32]byte) []byte {
+	enc, err := testToken.abi.Pack("transferWithAuthorization0", from, to, value, validAfter, validBefore, nonce, v, r, s)
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackTransferWithAuthorization0 is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0xe3ee160e.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) returns()
+func (testToken *TestToken) TryPackTransferWithAuthorization0(from common.Address, to common.Address, value *big.Int, validAfter *big.Int, validBefore *big.Int, nonce [32]byte, v uint8, r [32]byte, s [32]byte) ([]byte, error) {
+	return testToken.abi.Pack("transferWithAuthorization0", from, to, value, validAfter, validBefore, nonce, v, r, s)
+}
+
+// PackVersion is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x54fd4d50.  This method will panic if any
+// invalid/nil inputs are passed.
+//
+// Solidity: function version() view returns(string)
+func (testToken *TestToken) PackVersion() []byte {
+	enc, err := testToken.abi.Pack("version")
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}
+
+// TryPackVersion is the Go binding used to pack the parameters required for calling
+// the contract method with ID 0x54fd4d50.  This method will return an error
+// if any inputs are invalid/nil.
+//
+// Solidity: function version() view returns(string)
+func (testToken *TestToken) TryPackVersion() ([]byte, error) {
+	return testToken.abi.Pack("version")
+}
+
+// UnpackVersion is the Go binding that unpacks the parameters returned
+// from invoking the contract method with ID 0x54fd4d50.
+//
+// Solidity: function version() view returns(string)
+func (testToken *TestToken) UnpackVersion(data []byte) (string, error) {
+	out, err := testToken.abi.Unpack("version", data)
+	if err != nil {
+		return *new(string), err
+	}
+	out0 := *abi.ConvertType(out[0], new(string)).(*string)
+	return out0, nil
+}
+
 // TestTokenApproval represents a Approval event raised by the TestToken contract.
 type TestTokenApproval struct {
 	Owner   common.Address
@@ -471,6 +769,96 @@ func (testToken *TestToken) UnpackApprovalEvent(log *types.Log) (*TestTokenAppro
 		return nil, bind.ErrEventSignatureMismatch
 	}
 	out := new(TestTokenApproval)
+	if len(log.Data) > 0 {
+		if err := testToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range testToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// TestTokenAuthorizationCanceled represents a AuthorizationCanceled event raised by the TestToken contract.
+type TestTokenAuthorizationCanceled struct {
+	Authorizer common.Address
+	Nonce      [32]byte
+	Raw        *types.Log // Blockchain specific contextual infos
+}
+
+const TestTokenAuthorizationCanceledEventName = "AuthorizationCanceled"
+
+// ContractEventName returns the user-defined event name.
+func (TestTokenAuthorizationCanceled) ContractEventName() string {
+	return TestTokenAuthorizationCanceledEventName
+}
+
+// UnpackAuthorizationCanceledEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)
+func (testToken *TestToken) UnpackAuthorizationCanceledEvent(log *types.Log) (*TestTokenAuthorizationCanceled, error) {
+	event := "AuthorizationCanceled"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != testToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(TestTokenAuthorizationCanceled)
+	if len(log.Data) > 0 {
+		if err := testToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
+			return nil, err
+		}
+	}
+	var indexed abi.Arguments
+	for _, arg := range testToken.abi.Events[event].Inputs {
+		if arg.Indexed {
+			indexed = append(indexed, arg)
+		}
+	}
+	if err := abi.ParseTopics(out, indexed, log.Topics[1:]); err != nil {
+		return nil, err
+	}
+	out.Raw = log
+	return out, nil
+}
+
+// TestTokenAuthorizationUsed represents a AuthorizationUsed event raised by the TestToken contract.
+type TestTokenAuthorizationUsed struct {
+	Authorizer common.Address
+	Nonce      [32]byte
+	Raw        *types.Log // Blockchain specific contextual infos
+}
+
+const TestTokenAuthorizationUsedEventName = "AuthorizationUsed"
+
+// ContractEventName returns the user-defined event name.
+func (TestTokenAuthorizationUsed) ContractEventName() string {
+	return TestTokenAuthorizationUsedEventName
+}
+
+// UnpackAuthorizationUsedEvent is the Go binding that unpacks the event data emitted
+// by contract.
+//
+// Solidity: event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)
+func (testToken *TestToken) UnpackAuthorizationUsedEvent(log *types.Log) (*TestTokenAuthorizationUsed, error) {
+	event := "AuthorizationUsed"
+	if len(log.Topics) == 0 {
+		return nil, bind.ErrNoEventSignature
+	}
+	if log.Topics[0] != testToken.abi.Events[event].ID {
+		return nil, bind.ErrEventSignatureMismatch
+	}
+	out := new(TestTokenAuthorizationUsed)
 	if len(log.Data) > 0 {
 		if err := testToken.abi.UnpackIntoInterface(out, event, log.Data); err != nil {
 			return nil, err
@@ -538,11 +926,26 @@ func (testToken *TestToken) UnpackTransferEvent(log *types.Log) (*TestTokenTrans
 // UnpackError attempts to decode the provided error data using user-defined
 // error definitions.
 func (testToken *TestToken) UnpackError(raw []byte) (any, error) {
+	if bytes.Equal(raw[:4], testToken.abi.Errors["AuthorizationExpired"].ID.Bytes()[:4]) {
+		return testToken.UnpackAuthorizationExpiredError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], testToken.abi.Errors["AuthorizationNotYetValid"].ID.Bytes()[:4]) {
+		return testToken.UnpackAuthorizationNotYetValidError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], testToken.abi.Errors["AuthorizationUsedOrCanceled"].ID.Bytes()[:4]) {
+		return testToken.UnpackAuthorizationUsedOrCanceledError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], testToken.abi.Errors["CallerMustBePayee"].ID.Bytes()[:4]) {
+		return testToken.UnpackCallerMustBePayeeError(raw[4:])
+	}
 	if bytes.Equal(raw[:4], testToken.abi.Errors["InsufficientAllowance"].ID.Bytes()[:4]) {
 		return testToken.UnpackInsufficientAllowanceError(raw[4:])
 	}
 	if bytes.Equal(raw[:4], testToken.abi.Errors["InsufficientBalance"].ID.Bytes()[:4]) {
 		return testToken.UnpackInsufficientBalanceError(raw[4:])
+	}
+	if bytes.Equal(raw[:4], testToken.abi.Errors["InvalidSignature"].ID.Bytes()[:4]) {
+		return testToken.UnpackInvalidSignatureError(raw[4:])
 	}
 	if bytes.Equal(raw[:4], testToken.abi.Errors["NotMinter"].ID.Bytes()[:4]) {
 		return testToken.UnpackNotMinterError(raw[4:])
@@ -551,6 +954,98 @@ func (testToken *TestToken) UnpackError(raw []byte) (any, error) {
 		return testToken.UnpackZeroAddressError(raw[4:])
 	}
 	return nil, errors.New("Unknown error")
+}
+
+// TestTokenAuthorizationExpired represents a AuthorizationExpired error raised by the TestToken contract.
+type TestTokenAuthorizationExpired struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error AuthorizationExpired()
+func TestTokenAuthorizationExpiredErrorID() common.Hash {
+	return common.HexToHash("0x0f05f5bfa72101059ba5651871d96682a3f2a996379bb3603e7e1b277b73f5ac")
+}
+
+// UnpackAuthorizationExpiredError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error AuthorizationExpired()
+func (testToken *TestToken) UnpackAuthorizationExpiredError(raw []byte) (*TestTokenAuthorizationExpired, error) {
+	out := new(TestTokenAuthorizationExpired)
+	if err := testToken.abi.UnpackIntoInterface(out, "AuthorizationExpired", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TestTokenAuthorizationNotYetValid represents a AuthorizationNotYetValid error raised by the TestToken contract.
+type TestTokenAuthorizationNotYetValid struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error AuthorizationNotYetValid()
+func TestTokenAuthorizationNotYetValidErrorID() common.Hash {
+	return common.HexToHash("0xdf8e43724eb8871a7e094011d490881199ac1cedece22088767823602eee8330")
+}
+
+// UnpackAuthorizationNotYetValidError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error AuthorizationNotYetValid()
+func (testToken *TestToken) UnpackAuthorizationNotYetValidError(raw []byte) (*TestTokenAuthorizationNotYetValid, error) {
+	out := new(TestTokenAuthorizationNotYetValid)
+	if err := testToken.abi.UnpackIntoInterface(out, "AuthorizationNotYetValid", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TestTokenAuthorizationUsedOrCanceled represents a AuthorizationUsedOrCanceled error raised by the TestToken contract.
+type TestTokenAuthorizationUsedOrCanceled struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error AuthorizationUsedOrCanceled()
+func TestTokenAuthorizationUsedOrCanceledErrorID() common.Hash {
+	return common.HexToHash("0xcbea1001c4ae26e2db835e8ec06a74b1d2bd9064f98a3e62dc9fa5c99eecc4ba")
+}
+
+// UnpackAuthorizationUsedOrCanceledError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error AuthorizationUsedOrCanceled()
+func (testToken *TestToken) UnpackAuthorizationUsedOrCanceledError(raw []byte) (*TestTokenAuthorizationUsedOrCanceled, error) {
+	out := new(TestTokenAuthorizationUsedOrCanceled)
+	if err := testToken.abi.UnpackIntoInterface(out, "AuthorizationUsedOrCanceled", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TestTokenCallerMustBePayee represents a CallerMustBePayee error raised by the TestToken contract.
+type TestTokenCallerMustBePayee struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error CallerMustBePayee()
+func TestTokenCallerMustBePayeeErrorID() common.Hash {
+	return common.HexToHash("0x5454b17d0d08b6ac6e21b2f5afcaa1df5a9a56a39a7853a9f833d9c08ffb3ff9")
+}
+
+// UnpackCallerMustBePayeeError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error CallerMustBePayee()
+func (testToken *TestToken) UnpackCallerMustBePayeeError(raw []byte) (*TestTokenCallerMustBePayee, error) {
+	out := new(TestTokenCallerMustBePayee)
+	if err := testToken.abi.UnpackIntoInterface(out, "CallerMustBePayee", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // TestTokenInsufficientAllowance represents a InsufficientAllowance error raised by the TestToken contract.
@@ -594,6 +1089,29 @@ func TestTokenInsufficientBalanceErrorID() common.Hash {
 func (testToken *TestToken) UnpackInsufficientBalanceError(raw []byte) (*TestTokenInsufficientBalance, error) {
 	out := new(TestTokenInsufficientBalance)
 	if err := testToken.abi.UnpackIntoInterface(out, "InsufficientBalance", raw); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TestTokenInvalidSignature represents a InvalidSignature error raised by the TestToken contract.
+type TestTokenInvalidSignature struct {
+}
+
+// ErrorID returns the hash of canonical representation of the error's signature.
+//
+// Solidity: error InvalidSignature()
+func TestTokenInvalidSignatureErrorID() common.Hash {
+	return common.HexToHash("0x8baa579fce362245063d36f11747a89dd489c54795634fc673cc0e0db51fedc5")
+}
+
+// UnpackInvalidSignatureError is the Go binding used to decode the provided
+// error data into the corresponding Go error struct.
+//
+// Solidity: error InvalidSignature()
+func (testToken *TestToken) UnpackInvalidSignatureError(raw []byte) (*TestTokenInvalidSignature, error) {
+	out := new(TestTokenInvalidSignature)
+	if err := testToken.abi.UnpackIntoInterface(out, "InvalidSignature", raw); err != nil {
 		return nil, err
 	}
 	return out, nil
