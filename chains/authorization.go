@@ -2,8 +2,18 @@ package chains
 
 import (
 	"context"
+	"errors"
 	"math/big"
 )
+
+// ErrNoAuthorizations reports a chain or asset without EIP-3009 transfer
+// authorizations (x402's `exact` scheme pays EVM tokens only).
+var ErrNoAuthorizations = errors.New("chains: no EIP-3009 transfer authorizations here")
+
+// ErrAuthorizationRefused reports an EIP-3009 authorization the token
+// refuses (expired, not yet valid, nonce used, bad signature) or that does
+// not fit the chain (another chain id, an unknown token).
+var ErrAuthorizationRefused = errors.New("chains: transfer authorization refused")
 
 // TransferAuthorization is an EIP-3009 TransferWithAuthorization message
 // with its EIP-712 domain (chains/evm/eip3009 hashes it). Addresses are

@@ -20,13 +20,11 @@ import (
 
 var _ chains.TransferAuthorizer = (*Connector)(nil)
 
-// ErrAuthorizationRefused reports an EIP-3009 authorization the token
-// refuses (expired, not yet valid, nonce used, bad signature) or that does
-// not fit this chain (another chain id, an unknown token).
-var ErrAuthorizationRefused = errors.New("transfer authorization refused")
+// ErrAuthorizationRefused is chains.ErrAuthorizationRefused.
+var ErrAuthorizationRefused = chains.ErrAuthorizationRefused
 
 func (c *Connector) refused(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrAuthorizationRefused, c.cfg.Chain, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s: %s", chains.ErrAuthorizationRefused, c.cfg.Chain, fmt.Sprintf(format, args...))
 }
 
 // authToken resolves the token an authorization names and checks that it
@@ -65,7 +63,7 @@ func (c *Connector) AuthorizationDomain(ctx context.Context, assetSym string) (c
 		return chains.TransferAuthorization{}, err
 	}
 	if a.native {
-		return chains.TransferAuthorization{}, c.refused("%s is the native asset; EIP-3009 moves tokens only", a.symbol)
+		return chains.TransferAuthorization{}, fmt.Errorf("%w: %s is the native asset of %s; EIP-3009 moves tokens only", chains.ErrNoAuthorizations, a.symbol, c.cfg.Chain)
 	}
 	name, err := c.readString(ctx, a.token, c.token.PackName(), c.token.UnpackName, "name")
 	if err != nil {
