@@ -89,7 +89,29 @@ type payPageData struct {
 	WalletURI template.URL
 }
 
+// wantsJSON: the payment link asked for its JSON form (a payer's agent,
+// docs/invoices.md "Paying an invoice"): an Accept header naming
+// application/json and not text/html. Browsers name text/html.
+func wantsJSON(r *http.Request) bool {
+	json, html := false, false
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		switch strings.ToLower(strings.TrimSpace(mt)) {
+		case "application/json":
+			json = true
+		case "text/html":
+			html = true
+		}
+	}
+	return json && !html
+}
+
 func (s *Server) payPage(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Vary", "Accept")
+	if wantsJSON(r) {
+		// The same object as /status; its errors are the API's JSON.
+		return s.payStatus(w, r)
+	}
 	v, err := s.payView(r)
 	if err != nil {
 		var he *Error

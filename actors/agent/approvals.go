@@ -362,6 +362,10 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 	from := chains.KeyRef{AgentID: a.id, Chain: ap.Chain, Epoch: keyEpoch}
 	// Signed as a spend under the approval's key: the enclave's gate finds
 	// the approval by that key.
+	if ap.Kind == policy.KindInvoice {
+		// An invoice's one-time address is a plain address (PayAddress).
+		return conn.Withdraw(ctx, from, a.rec.Addresses[string(ap.Chain)], ap.PayTo, ap.Amount, ap.Asset, ap.Key)
+	}
 	return conn.SendStealth(ctx, from, a.rec.Addresses[string(ap.Chain)], ap.PayTo, ap.Amount, ap.Asset, ap.Key)
 }
 

@@ -67,6 +67,8 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 		Memories:  state.NewMemories(st, a.id, now),
 		Payments:  payments,
 		Notifier:  n,
+
+		InvoiceLookup: invoiceLookup{st: st, publicURL: a.deps.PublicURL, now: now},
 	}
 }
 

@@ -122,6 +122,7 @@ const (
 	KindPayment    = "payment"    // send_payment, pay_agent
 	KindSchedule   = "schedule"   // a scheduled run
 	KindWithdrawal = "withdrawal" // withdraw
+	KindInvoice    = "invoice"    // pay_invoice: PayTo is the invoice's one-time address
 )
 
 // Approval is one held payment and what became of it. It holds everything

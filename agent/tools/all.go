@@ -1,7 +1,7 @@
 package tools
 
-// All returns the 17 tools in DESIGN.md's order. Each call builds fresh
-// values; callers may keep and share the slice.
+// All returns the 18 tools: DESIGN.md's 17 in its order, then pay_invoice.
+// Each call builds fresh values; callers may keep and share the slice.
 func All() []Tool {
 	return []Tool{
 		sendPayment(),
@@ -21,6 +21,8 @@ func All() []Tool {
 		listSchedules(),
 		manageSchedule(),
 		saveMemory(),
+		// Added after DESIGN.md's 17 (issue 19).
+		payInvoice(),
 	}
 }
 
@@ -32,4 +34,13 @@ func ByName(name string) (Tool, bool) {
 		}
 	}
 	return Tool{}, false
+}
+
+// MovesValue reports whether the tool named name moves value
+// (Tool.MovesValue); false for a name that is no tool. Clients that must
+// tell a failed payment from another failure (the CLI's exit code) ask
+// this instead of keeping their own list.
+func MovesValue(name string) bool {
+	t, ok := ByName(name)
+	return ok && t.MovesValue
 }

@@ -100,6 +100,8 @@ type fakeChains struct {
 	sends    []call // payments that moved money
 	calls    []call // every call
 	n        int
+	// hold, when set, holds every invoice payment for approval for this reason.
+	hold string
 }
 
 type call struct {

@@ -1,4 +1,4 @@
-// Package tools holds the agent's 17 tools as plain functions over small
+// Package tools holds the agent's 18 tools as plain functions over small
 // interfaces: no actor code, no HTTP. The agent actor's chat loop offers
 // them to the model (Name, Description, Parameters) and runs the calls the
 // model makes with Run.
@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/veilhq/veil/chains"
@@ -82,6 +83,11 @@ type Env struct {
 	Schedules Schedules
 	Memories  Memories
 	Payments  Payments
+	// InvoiceLookup finds this server's invoices (pay_invoice); HTTP
+	// fetches another server's payment links (nil: a client with a
+	// timeout that follows no redirect).
+	InvoiceLookup InvoiceLookup
+	HTTP          *http.Client
 	// Notifier, when set, receives payment_sent and withdrawal
 	// notifications after a payment tool succeeds; its errors never fail
 	// the tool (the money has moved).

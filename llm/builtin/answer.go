@@ -33,6 +33,8 @@ func describe(r result) string {
 		s := fmt.Sprintf("Sent %s to %s%s.", money(firstNonEmpty(str(d, "amount"), argStr(r, "amount")), firstNonEmpty(str(d, "asset"), argStr(r, "asset"))),
 			orDefault(who, "the recipient"), onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain"))))
 		return s + txText(d)
+	case "pay_invoice":
+		return describePayInvoice(r, d)
 	case "scan_payments":
 		n, hasCount := count(d, "count", "found", "new")
 		where := onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))
@@ -200,7 +202,7 @@ func describeError(r result) string {
 		"withdraw_all": "withdraw everything to " + argStr(r, "to"), "privacy_check": "run the privacy check",
 		"fund_wallet": "fund your wallet", "schedule_payment": "set up the scheduled payment",
 		"list_schedules": "list your schedules", "manage_schedule": argStr(r, "action") + " " + scheduleRef(r),
-		"save_memory": "save that memory",
+		"save_memory": "save that memory", "pay_invoice": "pay invoice " + argStr(r, "invoice"),
 	}[r.name]
 	if what == "" {
 		what = "run " + orDefault(r.name, "that tool")

@@ -85,6 +85,8 @@ func build(kind string, c clause, inherit map[string]any, now time.Time) []actio
 		return chainCalls(kind, "scan_payments", c)
 	case "pay":
 		return []action{buildPay(c, inherit)}
+	case "payinvoice":
+		return []action{buildPayInvoice(c)}
 	}
 	return []action{ask("unknown", unknownText)}
 }

@@ -18,6 +18,8 @@ func detect(c clause) string {
 		return "greet"
 	case thanksOnly(c):
 		return "thanks"
+	case payInvoiceish(c):
+		return "payinvoice"
 	case manageVerb(c) != "" && (scheduleNoun(c) || scheduleID(c) != "" || c.has("paying", "subscription") ||
 		c.has("payment", "payments", "transfer", "transfers", "one") && (interval(c) != "" || c.has("to", "for") || possessive(c) != "")):
 		// "pause the weekly 5 USDC payment to bob", "put the daily payment
@@ -39,6 +41,10 @@ func detect(c clause) string {
 		return "withdraw"
 	case fundish(c):
 		return "fund"
+	case invoiceRef(c) != "" && !c.has("check", "show", "list", "status", "paid", "unpaid", "pending", "see", "view", "create", "make", "new"):
+		// "bob sent me an invoice <link>, pay it": no request of its own;
+		// it joins the next clause ("pay it"), which says what to do.
+		return ""
 	case invoiceish(c):
 		return "invoice"
 	case c.has("trace", "traced", "track", "tracked", "deanonymize", "doxx", "dox") && !payishStrict(c),

@@ -11,7 +11,7 @@ import (
 
 // moneyKinds are the requests whose tools move value (the tools'
 // MovesValue): they run only behind the money gate.
-var moneyKinds = map[string]bool{"pay": true, "schedule": true, "withdraw": true}
+var moneyKinds = map[string]bool{"pay": true, "schedule": true, "withdraw": true, "payinvoice": true}
 
 // gate applies the money gate (package intent) to the planned actions: a
 // request to move value in a part of the message that is not an
@@ -53,7 +53,7 @@ func actionMood(r intent.Reading, a action) intent.Mood {
 	key := argText(a.args, "amount")
 	has := func(seg string) bool { return intent.States(seg, key) }
 	if key == "" {
-		if key = argText(a.args, "to"); key != "" {
+		if key = argText(a.args, "to", "invoice"); key != "" {
 			has = func(seg string) bool { return strings.Contains(seg, key) }
 		}
 	}
@@ -133,6 +133,8 @@ func phrase(a action) string {
 		return fmt.Sprintf("send %s to %s %s", money, arg("recipient"), everyText(arg("interval")))
 	case "withdraw_all":
 		return "withdraw everything to " + arg("to")
+	case "pay_invoice":
+		return "pay invoice " + arg("invoice")
 	case "withdraw":
 		if arg("amount") != "" {
 			return fmt.Sprintf("withdraw %s from %s to %s", arg("amount"), arg("from"), arg("to"))
@@ -144,6 +146,8 @@ func phrase(a action) string {
 		return "send 5 USDC to bob every week"
 	case "withdraw":
 		return "withdraw everything to 0x…"
+	case "payinvoice":
+		return "pay invoice <id or payment link>"
 	}
 	return "send 5 USDC to bob"
 }

@@ -1,5 +1,5 @@
 // Package builtin is Veil's offline model: a deterministic llms.Model that
-// turns plain-English requests into calls of the agent's 17 tools and
+// turns plain-English requests into calls of the agent's 18 tools and
 // writes the answer from the tools' results. It is the hosted default when
 // no model endpoint is configured, so every path through the chat loop
 // runs offline, and its answers are meant to read well.
@@ -43,12 +43,13 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// ToolNames are the 17 tools the planner knows, as DESIGN.md names them.
+// ToolNames are the 18 tools the planner knows: DESIGN.md's 17, then
+// pay_invoice.
 var ToolNames = []string{
 	"send_payment", "pay_agent", "scan_payments", "get_balance", "create_invoice",
 	"check_invoices", "resolve_name", "register_name", "get_agent_info", "withdraw",
 	"withdraw_all", "privacy_check", "fund_wallet", "schedule_payment", "list_schedules",
-	"manage_schedule", "save_memory",
+	"manage_schedule", "save_memory", "pay_invoice",
 }
 
 // Model is the builtin planner. It is safe for concurrent use.

@@ -299,6 +299,9 @@ func sentence(text string, ws []tok, sentenceEnd int, now time.Time) []action {
 // bareRequest answers a message with no recognised request: an amount or
 // a name alone gets a pointed question, anything else the short help.
 func bareRequest(c clause) action {
+	if ref := invoiceRef(c); ref != "" {
+		return ask("unknown", fmt.Sprintf("Do you want me to pay this invoice? If so, say “pay %s”, and I'll pay exactly what it asks.", ref))
+	}
 	if len(amounts(c, nil)) > 0 {
 		return ask("unknown", "What should I do with that amount? For example “send 5 USDC to bob” or “create an invoice for 25 USDC for the logo work”.")
 	}

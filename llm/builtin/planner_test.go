@@ -144,6 +144,13 @@ var planCases = []struct {
 	{in: "cash out all my funds to 0x9f8E7d6c5B4a39281706f5e4D3c2b1A098765432", calls: []wantCall{c("withdraw_all", `{"to":"0x9f8E7d6c5B4a39281706f5e4D3c2b1A098765432"}`)}},
 	{in: "withdraw 5 USDC from 0x1234abcd to 0xdeadbeef", calls: []wantCall{c("withdraw", `{"from":"0x1234abcd","to":"0xdeadbeef","amount":"5"}`)}},
 	{in: "withdraw from 0x1234abcd to 0xdeadbeef", calls: []wantCall{c("withdraw", `{"from":"0x1234abcd","to":"0xdeadbeef"}`)}},
+	// paying invoices (issue 19)
+	{in: "pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b"}`)}},
+	{in: "settle https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b"}`)}},
+	{in: "please pay this invoice: http://127.0.0.1:8080/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"http://127.0.0.1:8080/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b"}`)}},
+	{in: "pay the 25 USDC invoice https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b","amount":"25"}`)}},
+	{in: "don't pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: nil},
+	{in: "pay the invoice", calls: nil},
 	// privacy, faucet
 	{in: "privacy check", calls: []wantCall{c("privacy_check", `{}`)}},
 	{in: "how private am I?", calls: []wantCall{c("privacy_check", `{}`)}},
@@ -242,8 +249,8 @@ func TestPlannerCoversEveryTool(t *testing.T) {
 			t.Errorf("no planner case calls %s", n)
 		}
 	}
-	if len(ToolNames) != 17 {
-		t.Errorf("%d tool names, want 17", len(ToolNames))
+	if len(ToolNames) != 18 {
+		t.Errorf("%d tool names, want 18", len(ToolNames))
 	}
 }
 
@@ -363,6 +370,10 @@ var answerCases = []struct {
 	want    []string
 	notWant []string
 }{
+	{"pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", [][2]string{{"success", `{"invoice":"3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b","payee":"bob.veil","memo":"logo work","txHash":"0xabc","txLink":"https://x/tx/0xabc","amount":"25","asset":"USDC","chain":"base","payTo":"0x55"}`}},
+		[]string{"Paid invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b: sent 25 USDC to bob.veil on base. The invoice is for “logo work”.", "Transaction 0xabc: https://x/tx/0xabc"}, nil},
+	{"pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", [][2]string{{"error", `{"error":"tools: invoice cannot be paid: invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b is already paid; nothing was paid again"}`}},
+		[]string{"I couldn't pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b: invoice cannot be paid: invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b is already paid"}, nil},
 	{"send 0.5 USDC to bob", [][2]string{{"success", `{"txHash":"0xabc123","txLink":"https://sepolia.basescan.org/tx/0xabc123","amount":"0.5","asset":"USDC","chain":"base","recipient":"bob.veil"}`}},
 		[]string{"Sent 0.5 USDC to bob on base.", "Transaction 0xabc123: https://sepolia.basescan.org/tx/0xabc123"}, nil},
 	{"pay alice.veil 10 XLM and create an invoice for 25 USDC for the logo work", [][2]string{

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/payuri"
+	"github.com/veilhq/veil/persistence"
+)
+
+// What pay_invoice needs from the actor: this server's invoices (any
+// agent's, read from the store; the payee's actor stays their only
+// writer) and a plain payment from the agent's account. See
+// docs/invoices.md, "Paying an invoice".
+
+// invoiceLookup implements tools.InvoiceLookup over the store.
+type invoiceLookup struct {
+	st        persistence.Store
+	publicURL string
+	now       func() time.Time
+}
+
+func payableOf(rec state.InvoiceRecord, now time.Time) tools.PayableInvoice {
+	return tools.PayableInvoice{ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
+		Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, ExpiresAt: rec.ExpiresAt,
+		Expired: rec.Status != state.InvoicePaid && rec.Expired(now), AgentID: rec.AgentID}
+}
+
+func (l invoiceLookup) found(rec state.InvoiceRecord, err error, what string) (tools.PayableInvoice, error) {
+	if errors.Is(err, state.ErrNotFound) {
+		return tools.PayableInvoice{}, fmt.Errorf("%w: %s", tools.ErrUnknownInvoice, what)
+	}
+	if err != nil {
+		return tools.PayableInvoice{}, err
+	}
+	return payableOf(rec, l.now()), nil
+}
+
+func (l invoiceLookup) ByID(ctx context.Context, id string) (tools.PayableInvoice, error) {
+	rec, err := state.GetInvoice(ctx, l.st, id)
+	return l.found(rec, err, "no invoice "+id+" on this server")
+}
+
+func (l invoiceLookup) ByAddress(ctx context.Context, c chains.ID, payTo string) (tools.PayableInvoice, error) {
+	rec, err := state.InvoiceByAddress(ctx, l.st, c, payTo)
+	return l.found(rec, err, "no invoice pays to "+payTo)
+}
+
+// LocalID answers the id of a payment link under this server's public URL
+// (scheme and host compared without case).
+func (l invoiceLookup) LocalID(link string) (string, bool) {
+	base, err1 := url.Parse(l.publicURL)
+	u, err2 := url.Parse(link)
+	if err1 != nil || err2 != nil || base.Host == "" || !strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host) {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(u.Path, strings.TrimRight(base.Path, "/")+"/pay/")
+	rest = strings.TrimSuffix(rest, "/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
+}
+
+// PayAddress pays an invoice's one-time address from the agent's account:
+// the owner's approval rules first (a held payment is not sent), then the
+// connector signs a transfer from the account's own key (no one-time key)
+// as an explicit spend, which the enclave checks against the policy.
+func (o *chainOps) PayAddress(ctx context.Context, req chains.SendRequest, label string) (chains.TxResult, error) {
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: req.Chain, Asset: req.Asset, Amount: req.Amount.String(),
+		Recipient: label, PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
+		return chains.TxResult{}, err
+	}
+	c, err := o.conn(req.Chain)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	// The account's own key (no ephemeral key) spends from the account's
+	// address: a plain transfer in the account's lane.
+	return c.Withdraw(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req.To, req.Amount.String(), req.Asset, req.IdempotencyKey)
+}
+
+// PaymentTarget is this node's connector's chain id and token for asset.
+func (o *chainOps) PaymentTarget(id chains.ID, asset string) (uint64, string, bool) {
+	c, err := o.conn(id)
+	if err != nil {
+		return 0, "", false
+	}
+	t, ok := c.Connector().(payuri.Target)
+	if !ok {
+		return 0, "", false
+	}
+	return t.PaymentTarget(asset)
+}

@@ -1,0 +1,236 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/veilhq/veil/agent/intent"
+	"github.com/veilhq/veil/chains"
+)
+
+// InvoicePaymentResult is the detail of pay_invoice.
+type InvoicePaymentResult struct {
+	Invoice string    `json:"invoice"`
+	Payee   string    `json:"payee"`
+	Memo    string    `json:"memo,omitempty"`
+	TxHash  string    `json:"txHash"`
+	TxLink  string    `json:"txLink"`
+	Amount  string    `json:"amount"`
+	Asset   string    `json:"asset"`
+	Chain   chains.ID `json:"chain"`
+	PayTo   string    `json:"payTo"`
+}
+
+var payInvoiceSpec = spec{
+	{name: "invoice", required: true, maxLen: 300, example: "https://veil.example/pay/3f2a9c1e-…",
+		desc: "The invoice to pay: its id, or its payment link (this server's or another Veil server's, https://…/pay/<id>), exactly as the user wrote it."},
+	{name: "amount", maxLen: MaxAmountLen, example: "25",
+		desc: "Only when the user stated an amount for the invoice: that amount. The invoice is paid only if it asks for exactly this."},
+}
+
+// payInvoice pays an invoice: its amount, asset and chain, to its
+// one-time address, once per invoice (the idempotency key is the invoice's
+// address, not the call's), under the owner's policy and approvals.
+func payInvoice() Tool {
+	return Tool{
+		Name: "pay_invoice",
+		Description: "Pay an invoice by its id or payment link (of this server or another Veil server): exactly the invoice's amount and asset, on its chain, to its own one-time address. " +
+			"Paid, expired and this agent's own invoices are refused; an invoice is paid at most once. Only when the user asked in this message, naming the invoice. Returns txHash and txLink.",
+		Parameters: payInvoiceSpec.schema(),
+		Payment:    true,
+		MovesValue: true,
+		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+			a, err := payInvoiceSpec.decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			ref, err := parseInvoiceRef(a.str("invoice"))
+			if err != nil {
+				return nil, err
+			}
+			if err := needKey(env); err != nil {
+				return nil, err
+			}
+			ic, ok := env.Chains.(InvoiceChains)
+			if !ok || env.InvoiceLookup == nil {
+				return nil, fmt.Errorf("%w: paying invoices is not available here", ErrNotConfigured)
+			}
+			if err := requireInvoiceStated(env, ref); err != nil {
+				return nil, err
+			}
+			inv, asset, err := resolveInvoice(ctx, env, ic, ref)
+			if err != nil {
+				return nil, err
+			}
+			if err := payable(env, inv); err != nil {
+				return nil, err
+			}
+			if !deployed(&env.Agent, inv.Chain) {
+				return nil, fmt.Errorf("%w: invoice %s is to be paid on %s, and this agent is on %s; nothing was paid", ErrInvoiceNotPayable, inv.ID, inv.Chain, chainList(env.Agent.Chains))
+			}
+			if err := checkStatedAmount(env, ref, a.str("amount"), inv, asset); err != nil {
+				return nil, err
+			}
+			return payInvoiceNow(ctx, env, ic, inv, asset)
+		},
+	}
+}
+
+// resolveInvoice finds what ref names: this server's invoice (an id, or a
+// link to this server) from the store, another server's from its link,
+// checked (checkForeign). A foreign answer whose address is one of this
+// server's invoices is that invoice, and must agree with it.
+func resolveInvoice(ctx context.Context, env *Env, ic InvoiceChains, ref invoiceRef) (PayableInvoice, Asset, error) {
+	local := ref.link == ""
+	id := ref.id
+	if !local {
+		if lid, ok := env.InvoiceLookup.LocalID(ref.link); ok {
+			local, id = true, lid
+		}
+	}
+	if local {
+		inv, err := env.InvoiceLookup.ByID(ctx, id)
+		if errors.Is(err, ErrUnknownInvoice) && ref.link == "" {
+			return inv, Asset{}, fmt.Errorf("%w: there is no invoice %s on this server; for another Veil server's invoice give its payment link (https://…/pay/<id>). Nothing was paid", ErrUnknownInvoice, clip(id, 64))
+		}
+		if err != nil {
+			return inv, Asset{}, err
+		}
+		asset, err := LookupAsset(inv.Chain, inv.Asset)
+		return inv, asset, err
+	}
+	inv, err := fetchInvoice(ctx, env, ref)
+	if err != nil {
+		return inv, Asset{}, err
+	}
+	inv, asset, err := checkForeign(env, ic, ref, inv)
+	if err != nil {
+		return inv, asset, err
+	}
+	mine, err := env.InvoiceLookup.ByAddress(ctx, inv.Chain, inv.PayTo)
+	switch {
+	case errors.Is(err, ErrUnknownInvoice):
+		return inv, asset, nil
+	case err != nil:
+		return inv, asset, err
+	}
+	// The address is one of this server's invoices: its record decides,
+	// and the link's answer must say the same.
+	if mine.Amount != inv.Amount || mine.Asset != inv.Asset || mine.Chain != inv.Chain {
+		return inv, asset, fmt.Errorf("%w: the link says %s %s on %s to %s, but that address is invoice %s here, for %s %s on %s; nothing was paid",
+			ErrInvoiceNotPayable, inv.Amount, inv.Asset, inv.Chain, inv.PayTo, mine.ID, mine.Amount, mine.Asset, mine.Chain)
+	}
+	return mine, asset, nil
+}
+
+// requireInvoiceStated is the restatement rule for invoices: the invoice's
+// id (alone or in its link) must be in an instruction of the user's own
+// message this turn, so an invoice read in a memo, an email or a tool
+// result is never paid on the model's say-so.
+func requireInvoiceStated(env *Env, ref invoiceRef) error {
+	if env.Explicit {
+		return nil
+	}
+	id := strings.ToLower(ref.id)
+	contains := func(text string) bool { return strings.Contains(strings.ToLower(text), id) }
+	r := intent.Read(env.UserText)
+	if contains(r.Instructed()) {
+		return nil
+	}
+	if contains(r.Text) {
+		why := r.Refusal(contains)
+		return fmt.Errorf("%w: the user's message names invoice %s, but not in an instruction to pay it now: %s (%s). Do not call pay_invoice: answer the user, or ask one confirming question", ErrNotConfirmed, ref.id, why.Why(), why)
+	}
+	return fmt.Errorf("%w: the user's message does not name invoice %s; pay_invoice pays only an invoice the user named (its id or payment link) in this turn. Ask the user to confirm, then call pay_invoice again", ErrNotConfirmed, ref.id)
+}
+
+// checkStatedAmount refuses when the user stated an amount (in the
+// arguments, or as a number in their instruction beside the invoice's id
+// or link) that is not the invoice's: the user meant another invoice, or
+// the payee's server changed its terms.
+func checkStatedAmount(env *Env, ref invoiceRef, arg string, inv PayableInvoice, asset Asset) error {
+	if arg = strings.TrimSpace(arg); arg != "" {
+		v, err := ParseAmount(arg, asset)
+		if err != nil || !sameAmount(v, inv.Amount) {
+			return fmt.Errorf("%w: invoice %s asks for %s %s, not the %s you stated; nothing was paid. Check the invoice with its payee", ErrInvoiceNotPayable, inv.ID, inv.Amount, inv.Asset, clip(arg, 40))
+		}
+	}
+	if env.Explicit {
+		return nil
+	}
+	// The numbers of the instruction, less the invoice's id and any link
+	// (a port or an id holds digits that are no amount).
+	var rest []string
+	for _, w := range strings.Fields(intent.Read(env.UserText).Instructed()) {
+		if strings.Contains(strings.ToLower(w), strings.ToLower(ref.id)) || strings.Contains(w, "://") {
+			continue
+		}
+		rest = append(rest, w)
+	}
+	nums := intent.Numbers(strings.Join(rest, " "))
+	if len(nums) == 0 {
+		return nil
+	}
+	var said []string
+	for _, n := range nums {
+		if sameAmount(n.RatString(), inv.Amount) {
+			return nil
+		}
+		said = append(said, ratDecimal(n))
+	}
+	return fmt.Errorf("%w: invoice %s asks for %s %s, but the message states %s; nothing was paid. If the invoice is right, say \"pay invoice %s\" without another amount", ErrInvoiceNotPayable, inv.ID, inv.Amount, inv.Asset, strings.Join(said, ", "), inv.ID)
+}
+
+// invoiceKey is the payment's idempotency key: the payer and the
+// invoice's one-time address, so however often and through whichever
+// link or id the invoice is paid, the payer pays it once.
+func invoiceKey(env *Env, inv PayableInvoice) string {
+	to := inv.PayTo
+	if inv.Chain.Family() == chains.FamilyEVM {
+		to = strings.ToLower(to)
+	}
+	return "invoice/" + env.Agent.ID + "/" + string(inv.Chain) + "/" + to
+}
+
+func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableInvoice, asset Asset) (any, error) {
+	payee := orDefault(inv.Payee, "the payee")
+	label := fmt.Sprintf("%s (invoice %s)", payee, inv.ID)
+	key := invoiceKey(env, inv)
+	value, err := asset.Parse(inv.Amount)
+	if err != nil {
+		return nil, fmt.Errorf("%w: invoice %s: %w", ErrInvoiceNotPayable, inv.ID, err)
+	}
+	tx, err := ic.PayAddress(ctx, chains.SendRequest{Chain: inv.Chain, Asset: asset.Symbol, Amount: value, To: inv.PayTo, IdempotencyKey: key}, label)
+	var he *HeldError
+	if errors.As(err, &he) {
+		return held(he, inv.Amount, asset.Symbol, inv.Chain, label), nil
+	}
+	if err != nil {
+		return nil, chainErr(fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, inv.Amount, asset.Symbol, payee), inv.Chain, err)
+	}
+	res := &InvoicePaymentResult{Invoice: inv.ID, Payee: inv.Payee, Memo: inv.Memo, TxHash: tx.TxHash, TxLink: txLink(env, inv.Chain, tx),
+		Amount: inv.Amount, Asset: asset.Symbol, Chain: inv.Chain, PayTo: inv.PayTo}
+	if env.Notifier != nil {
+		// Keyed by the invoice: paying it again (a retry, another chat)
+		// returns the first payment and announces nothing more.
+		_ = env.Notifier.Notify(ctx, key, "payment_sent", fmt.Sprintf("Sent %s %s", inv.Amount, asset.Symbol),
+			fmt.Sprintf("Paid invoice %s: %s %s to %s on %s. Transaction %s", inv.ID, inv.Amount, asset.Symbol, payee, inv.Chain, res.TxLink))
+	}
+	return res, nil
+}
+
+// ratDecimal renders a stated number as a plain decimal ("2.5", "20").
+func ratDecimal(r *big.Rat) string {
+	return strings.TrimSuffix(strings.TrimRight(r.FloatString(18), "0"), ".")
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}

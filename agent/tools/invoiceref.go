@@ -1,0 +1,243 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// What pay_invoice pays: an invoice of this server (by id or payment link)
+// or of another Veil server (by its payment link, whose JSON form it reads
+// and checks against this server's own view of the chain). See
+// docs/invoices.md, "Paying an invoice".
+
+// Errors of invoice references (errors.Is).
+var (
+	// ErrUnknownInvoice: no invoice by that id or link.
+	ErrUnknownInvoice = errors.New("unknown invoice")
+	// ErrInvoiceNotPayable: the invoice is paid, expired, the payer's own,
+	// or its terms cannot be trusted (a foreign server's answer that does
+	// not hold together).
+	ErrInvoiceNotPayable = errors.New("invoice cannot be paid")
+)
+
+// PayableInvoice is an invoice as a payer sees it: the fields of the pay
+// page's JSON form (GET <paymentLink> with Accept: application/json, the
+// same object as /pay/<id>/status).
+type PayableInvoice struct {
+	ID        string     `json:"id"`
+	Payee     string     `json:"payee"`
+	Amount    string     `json:"amount"`
+	Asset     string     `json:"asset"`
+	Memo      string     `json:"memo"`
+	Chain     chains.ID  `json:"chain"`
+	PayTo     string     `json:"payTo"`
+	Status    string     `json:"status"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	Expired   bool       `json:"expired"`
+	// Token is the asset's contract, mint or issuer ("" for the native
+	// asset) and ChainID the EVM chain id, as the payee's server says.
+	Token   string `json:"token,omitempty"`
+	ChainID uint64 `json:"chainId,omitempty"`
+	// AgentID is the payee agent when the invoice is this server's ("" for
+	// another server's).
+	AgentID string `json:"-"`
+}
+
+// InvoiceLookup finds the invoices of this server, any agent's.
+type InvoiceLookup interface {
+	// ByID answers the invoice with that id, or an error matching
+	// ErrUnknownInvoice.
+	ByID(ctx context.Context, id string) (PayableInvoice, error)
+	// ByAddress answers the invoice whose one-time address is payTo on
+	// chain, or an error matching ErrUnknownInvoice.
+	ByAddress(ctx context.Context, chain chains.ID, payTo string) (PayableInvoice, error)
+	// LocalID answers the invoice id of a payment link of this server.
+	LocalID(link string) (string, bool)
+}
+
+// InvoiceChains is what paying an invoice needs from the chains besides
+// ChainOps. The agent actor's chain access implements it.
+type InvoiceChains interface {
+	// PayAddress pays req.Amount of req.Asset from the agent's account to
+	// the plain address req.To (an invoice's one-time address) as an
+	// explicit spend under the owner's policy and approvals; label names
+	// the payee for the approval and the notifications. A payment the
+	// approvals hold answers a *HeldError.
+	PayAddress(ctx context.Context, req chains.SendRequest, label string) (chains.TxResult, error)
+	// PaymentTarget is this server's connector's view of asset on chain:
+	// its EVM chain id and the token's contract, mint or issuer ("" for
+	// the native asset); ok is false when the connector cannot say.
+	PaymentTarget(chain chains.ID, asset string) (chainID uint64, token string, ok bool)
+}
+
+// invoiceRef is what the user named: a bare id, or a link and its id.
+type invoiceRef struct {
+	id   string
+	link string // "" for a bare id
+}
+
+var (
+	reInvoiceID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{7,63}$`)
+	rePayPath   = regexp.MustCompile(`^(.*)/pay/([A-Za-z0-9][A-Za-z0-9-]{7,63})/?$`)
+)
+
+// parseInvoiceRef reads the invoice argument: an invoice id or a payment
+// link http(s)://host/…/pay/<id>.
+func parseInvoiceRef(s string) (invoiceRef, error) {
+	s = strings.TrimSpace(s)
+	low := strings.ToLower(s)
+	if !strings.HasPrefix(low, "http://") && !strings.HasPrefix(low, "https://") {
+		if reInvoiceID.MatchString(s) {
+			return invoiceRef{id: s}, nil
+		}
+		return invoiceRef{}, argErr("invoice must be an invoice id (like 3f2a9c1e-…) or a payment link (https://…/pay/<id>); got %q", clip(s, 80))
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return invoiceRef{}, argErr("invoice %q is not a payment link: give a link like https://host/pay/<invoice id>", clip(s, 80))
+	}
+	m := rePayPath.FindStringSubmatch(u.EscapedPath())
+	if m == nil {
+		return invoiceRef{}, argErr("%q is not a Veil payment link: its path must end in /pay/<invoice id>", clip(s, 80))
+	}
+	return invoiceRef{id: m[2], link: s}, nil
+}
+
+// maxInvoiceJSON caps a foreign server's answer; its timeout bounds the wait.
+const (
+	maxInvoiceJSON = 64 << 10
+	fetchTimeout   = 15 * time.Second
+)
+
+// defaultHTTP fetches foreign payment links: it follows no redirect (the
+// link's server answers for its own invoice or not at all).
+var defaultHTTP = &http.Client{
+	Timeout:       fetchTimeout,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// fetchInvoice asks another Veil server's payment link for the invoice's
+// JSON form. What it answers is untrusted: checkForeign decides.
+func fetchInvoice(ctx context.Context, env *Env, ref invoiceRef) (PayableInvoice, error) {
+	client := env.HTTP
+	if client == nil {
+		client = defaultHTTP
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.link, nil)
+	if err != nil {
+		return PayableInvoice{}, argErr("invoice link %q: %v", clip(ref.link, 80), err)
+	}
+	req.Header.Set("Accept", "application/json")
+	host := clip(req.URL.Host, 80)
+	resp, err := client.Do(req)
+	if err != nil {
+		return PayableInvoice{}, fmt.Errorf("%w: the server of %s did not answer (%v); nothing was paid", chains.ErrUnavailable, host, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInvoiceJSON+1))
+	if err != nil {
+		return PayableInvoice{}, fmt.Errorf("%w: reading the answer of %s: %v; nothing was paid", chains.ErrUnavailable, host, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return PayableInvoice{}, fmt.Errorf("%w: %s has no invoice %s; nothing was paid", ErrUnknownInvoice, host, ref.id)
+	case resp.StatusCode != http.StatusOK:
+		return PayableInvoice{}, fmt.Errorf("%w: %s answered %d for invoice %s, not the invoice; nothing was paid", ErrInvoiceNotPayable, host, resp.StatusCode, ref.id)
+	case len(body) > maxInvoiceJSON:
+		return PayableInvoice{}, fmt.Errorf("%w: %s answered more than %d bytes for invoice %s; nothing was paid", ErrInvoiceNotPayable, host, maxInvoiceJSON, ref.id)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return PayableInvoice{}, fmt.Errorf("%w: %s did not answer the invoice as JSON (Content-Type %q): is it a Veil payment link? Nothing was paid", ErrInvoiceNotPayable, host, clip(resp.Header.Get("Content-Type"), 40))
+	}
+	var inv PayableInvoice
+	if err := json.Unmarshal(body, &inv); err != nil {
+		return PayableInvoice{}, fmt.Errorf("%w: %s answered malformed invoice JSON (%v); nothing was paid", ErrInvoiceNotPayable, host, err)
+	}
+	return inv, nil
+}
+
+// checkForeign checks what another server says about an invoice against
+// the link and this server's own view of the chain: every field the
+// payment depends on must be well-formed and agree, or nothing is paid.
+// It answers the invoice with its amount and payTo normalised.
+func checkForeign(env *Env, ic InvoiceChains, ref invoiceRef, inv PayableInvoice) (PayableInvoice, Asset, error) {
+	host := ref.link
+	if u, err := url.Parse(ref.link); err == nil {
+		host = u.Host
+	}
+	lie := func(format string, v ...any) error {
+		return fmt.Errorf("%w: the invoice %s from %s does not hold together: %s; nothing was paid", ErrInvoiceNotPayable, ref.id, clip(host, 80), fmt.Sprintf(format, v...))
+	}
+	if inv.ID != ref.id {
+		return inv, Asset{}, lie("the server answered for invoice %q", clip(inv.ID, 64))
+	}
+	c, err := chains.Parse(string(inv.Chain))
+	if err != nil {
+		return inv, Asset{}, lie("its chain %q is not one Veil knows", clip(string(inv.Chain), 24))
+	}
+	inv.Chain = c
+	asset, err := LookupAsset(c, inv.Asset)
+	if err != nil || asset.Symbol != inv.Asset {
+		return inv, Asset{}, lie("its asset %q is not one Veil carries on %s (%s)", clip(inv.Asset, 16), c, assetList(c))
+	}
+	amount, err := ParseAmount(inv.Amount, asset)
+	if err != nil || !positive(amount) {
+		return inv, Asset{}, lie("its amount %q is not a positive amount of %s with at most %d decimals", clip(inv.Amount, 40), asset.Symbol, asset.Decimals)
+	}
+	inv.Amount = amount
+	if inv.PayTo, err = ParseAddress(c, strings.TrimSpace(inv.PayTo)); err != nil {
+		return inv, Asset{}, lie("its address is not a %s address (%v)", c, err)
+	}
+	chainID, token, known := ic.PaymentTarget(c, asset.Symbol)
+	if known && c.Family() == chains.FamilyEVM && inv.ChainID != chainID {
+		return inv, Asset{}, lie("it is for chain id %d, but %s here is chain id %d (another network)", inv.ChainID, c, chainID)
+	}
+	if known && !sameAddress(c, inv.Token, token) {
+		want := token
+		if want == "" {
+			want = "the native asset"
+		}
+		return inv, Asset{}, lie("its %s token is %q, but %s on %s here is %s (another network or a fake token)", asset.Symbol, clip(inv.Token, 64), asset.Symbol, c, want)
+	}
+	inv.Payee = clip(strings.TrimSpace(inv.Payee), 64)
+	inv.Memo = clip(strings.TrimSpace(inv.Memo), MaxMemoLen)
+	return inv, asset, nil
+}
+
+// payable refuses an invoice that is not waiting for payment.
+func payable(env *Env, inv PayableInvoice) error {
+	switch {
+	case inv.Status == "paid":
+		return fmt.Errorf("%w: invoice %s is already paid; nothing was paid again", ErrInvoiceNotPayable, inv.ID)
+	case inv.Expired || inv.ExpiresAt != nil && !env.now().Before(*inv.ExpiresAt):
+		at := ""
+		if inv.ExpiresAt != nil {
+			at = " at " + inv.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("%w: invoice %s expired%s; it can no longer be paid, ask the payee for a new invoice. Nothing was paid", ErrInvoiceNotPayable, inv.ID, at)
+	case inv.Status != "pending":
+		return fmt.Errorf("%w: invoice %s is %q, not pending; nothing was paid", ErrInvoiceNotPayable, inv.ID, clip(inv.Status, 24))
+	case inv.AgentID != "" && inv.AgentID == env.Agent.ID:
+		return fmt.Errorf("%w: invoice %s is this agent's own invoice; an agent does not pay itself. Share its payment link with the payer", ErrInvoiceNotPayable, inv.ID)
+	}
+	return nil
+}
+
+func positive(dec string) bool {
+	r, ok := new(big.Rat).SetString(dec)
+	return ok && r.Sign() > 0
+}
