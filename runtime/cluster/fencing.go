@@ -119,9 +119,15 @@ func (m *Member) setFence(cond, why string) {
 	is := len(m.fence.reasons) > 0
 	now := m.fencedLocked(time.Now())
 	m.mu.Unlock()
+	m.fenceChanged(was, is, now)
+}
+
+// fenceChanged logs a change between serving and fenced, and passivates
+// every agent when the member becomes fenced.
+func (m *Member) fenceChanged(was, is bool, reason string) {
 	switch {
 	case is && !was:
-		m.cfg.Log.Warn("cluster member fenced: serving no agent, passivating them all", slog.String("reason", now))
+		m.cfg.Log.Warn("cluster member fenced: serving no agent, passivating them all", slog.String("reason", reason))
 		m.cfg.Host.PassivateWhere(func(string) bool { return true })
 	case was && !is:
 		m.cfg.Log.Info("cluster member serving again")
@@ -180,18 +186,7 @@ func (m *Member) watch() {
 		case <-t.C:
 		}
 		now := time.Now()
-		m.mu.Lock()
-		gap := now.Sub(m.fence.lastTick)
-		paused := !m.fence.lastTick.IsZero() && gap > pauseGap
-		if paused {
-			m.fence.pausedAt = now
-		}
-		m.fence.lastTick = now
-		m.mu.Unlock()
-		if paused {
-			m.cfg.Log.Warn("cluster member was paused: fenced until the others confirm its place", slog.Duration("pause", gap))
-			m.setFence("paused", fmt.Sprintf("this process was paused for %v; waiting for the others to confirm its place", gap.Round(time.Millisecond)))
-		}
+		m.tick(now)
 		if m.cl.Remote != nil && m.cl.Remote.BlockList().IsBlocked(m.system.ID) {
 			m.rejoin("the other members blocked this member's id")
 			continue
@@ -215,6 +210,32 @@ func (m *Member) watch() {
 		}
 		lastPoll = now
 		m.poll(now)
+	}
+}
+
+// tick records one watchdog tick at now. A gap since the last tick longer
+// than pauseGap means this process was stopped: the member is fenced
+// ("paused") in the same critical section that records the tick. Fenced
+// reads the gap until the tick is recorded and the reason after it, so a
+// request taken off the wire on resume (one that waited in a socket
+// buffer while its sender gave up) is refused whichever goroutine runs
+// first; fencing after recording the tick left a window in which such a
+// request ran.
+func (m *Member) tick(now time.Time) {
+	m.mu.Lock()
+	gap := now.Sub(m.fence.lastTick)
+	paused := !m.fence.lastTick.IsZero() && gap > pauseGap
+	was := len(m.fence.reasons) > 0
+	if paused {
+		m.fence.pausedAt = now
+		m.fence.reasons["paused"] = fmt.Sprintf("this process was paused for %v; waiting for the others to confirm its place", gap.Round(time.Millisecond))
+	}
+	m.fence.lastTick = now
+	why := m.fencedLocked(now)
+	m.mu.Unlock()
+	if paused {
+		m.cfg.Log.Warn("cluster member was paused: fenced until the others confirm its place", slog.Duration("pause", gap))
+		m.fenceChanged(was, true, why)
 	}
 }
 
