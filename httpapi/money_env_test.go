@@ -50,6 +50,7 @@ type moneyEnv struct {
 	enclave *software.Provider
 	eth     *ethclient.Client
 	chainID *big.Int
+	cfg     evm.Config
 	clock   *testClock
 	// fail is the agents' failpoint hook (nil: none).
 	fail atomic.Pointer[func(string) error]
@@ -75,9 +76,25 @@ func (c *testClock) Advance(d time.Duration) {
 
 func newMoneyEnv(t *testing.T) *moneyEnv {
 	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := devnet.StartEVM(context.Background(), devnet.EVMOptions{Chains: []chains.ID{chains.Ethereum}, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() }) // last: after the server's cleanup
+	cfg, _ := d.Config(chains.Ethereum)
+	return newMoneyServer(t, cfg, 11)
+}
+
+// newMoneyServer is one Veil server (store, enclave with its own root
+// key, agents, API) on the ethereum devnet of cfg; two of them on one
+// devnet are two independent Veil servers whose agents can pay each
+// other.
+func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
+	t.Helper()
 	ctx := context.Background()
 	var root [32]byte
-	root[0] = 11
+	root[0] = rootByte
 	prov, err := software.New(root)
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +105,6 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	d, err := devnet.StartEVM(ctx, devnet.EVMOptions{Chains: []chains.ID{chains.Ethereum}, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := d.Config(chains.Ethereum)
 	clock := &testClock{}
 	// The connector signs through the owner's policy, as veild's does; its
 	// daily budgets follow the test's clock.
@@ -137,11 +149,11 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 		eth.Close()
 		conn.Close()
 		system.Shutdown()
-		_ = d.Close()
 		_ = st.Close()
 	})
 	me.env = &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: cfg.RPCURL}
 	me.conn, me.ref, me.enclave, me.eth, me.chainID, me.clock = conn, ref, prov, eth, new(big.Int).SetUint64(cfg.ChainID), clock
+	me.cfg = cfg
 	return me
 }
 
