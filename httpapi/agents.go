@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -91,29 +92,41 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/tee/attest/{agentId}", handler(s.teeAttest))
 }
 
-// ask sends msg to the agent actor and maps its domain errors to the API's.
-func (s *Server) ask(ctx context.Context, id string, msg any) (any, error) {
-	v, err := s.agents.Request(ctx, id, msg)
+// ask sends m to the agent with this id and returns its answer as the type
+// m declares (agent.Request[R]), with the agent's domain errors mapped to
+// the API's. An answer of another type, or no value where one is due, is a
+// protocol mismatch between this layer and the agent's messages (or a
+// codec that decoded another type): a 500 whose log line names both types,
+// never a panic.
+func ask[R any](ctx context.Context, s *Server, id string, m agent.Request[R]) (R, error) {
+	v, err := call(ctx, s, id, m)
 	if err != nil {
-		return nil, apiError(err)
+		return v, apiError(err)
 	}
 	return v, nil
 }
 
-// reply checks the type of an actor's answer: a reply of another type is a
-// protocol mismatch between httpapi and the agent's messages, answered as
-// a 500 that says so rather than a panic. Use it around ask or
-// Agents.Request: rec, err := reply[*agent.Record](s.ask(ctx, id, msg)).
-func reply[T any](v any, err error) (T, error) {
-	var zero T
+// call is ask without the error mapping, for handlers that map the agent's
+// errors themselves (moneyError).
+func call[R any](ctx context.Context, s *Server, id string, m agent.Request[R]) (R, error) {
+	var zero R
+	v, err := s.agents.Request(ctx, id, m)
 	if err != nil {
 		return zero, err
 	}
-	t, ok := v.(T)
-	if !ok {
-		return zero, fmt.Errorf("httpapi: the agent answered %T where %T was expected", v, zero)
+	if r, ok := v.(R); ok && !nilPointer(v) {
+		return r, nil
 	}
-	return t, nil
+	if _, none := any(zero).(agent.None); none && v == nil {
+		return zero, nil
+	}
+	return zero, fmt.Errorf("httpapi: protocol mismatch: agent %s answered %T (nil: %t) to %T, where a %T was expected", id, v, v == nil || nilPointer(v), m, zero)
+}
+
+// nilPointer reports a typed nil pointer: no answer where one is due.
+func nilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // apiError turns the errors of the layers below into user-facing ones.
@@ -200,7 +213,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	id := uuid.NewString()
-	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Create{
+	rec, err := ask(r.Context(), s, id, &agent.Create{
 		AccountID:   acc.ID,
 		Name:        req.Name,
 		Chain:       req.Chain,
@@ -209,7 +222,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 		OwnerScheme: string(proof.Scheme),
 		ReplayKey:   proof.ReplayKey,
 		KeepUntil:   proof.KeepUntil,
-	}))
+	})
 	if errors.Is(err, agent.ErrReplayed) || errors.Is(err, agent.ErrNameTaken) {
 		// Two copies of one request racing: the one that lost answers
 		// like a retry.
@@ -302,7 +315,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) writeAgentInfo(w http.ResponseWriter, r *http.Request, id string) error {
-	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID}))
+	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
 	if err != nil {
 		return err
 	}
@@ -356,7 +369,7 @@ func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {
 		}
 		chain = string(cid)
 	}
-	v, err := s.ask(r.Context(), id, &agent.GetStatus{AccountID: accountFrom(r.Context()).ID, Chain: chain})
+	v, err := ask(r.Context(), s, id, &agent.GetStatus{AccountID: accountFrom(r.Context()).ID, Chain: chain})
 	if err != nil {
 		return err
 	}
@@ -379,7 +392,7 @@ func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	secret, err := reply[string](s.ask(r.Context(), id, &agent.Export{AccountID: accountFrom(r.Context()).ID, Signature: req.Signature, Message: req.Message}))
+	secret, err := ask(r.Context(), s, id, &agent.Export{AccountID: accountFrom(r.Context()).ID, Signature: req.Signature, Message: req.Message})
 	if err != nil {
 		return err
 	}
@@ -389,52 +402,88 @@ func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListConversations{AccountID: acc} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListConversations{AccountID: acc}))
 }
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
-	return s.simple(w, r, http.StatusCreated, func(acc string) any { return &agent.CreateConversation{AccountID: acc} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusCreated)(ask(r.Context(), s, to, &agent.CreateConversation{AccountID: acc}))
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	conv := chi.URLParam(r, "convId")
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListMessages{AccountID: acc, ConversationID: conv} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListMessages{AccountID: acc, ConversationID: conv}))
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
 	conv := chi.URLParam(r, "convId")
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.DeleteConversation{AccountID: acc, ConversationID: conv} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.DeleteConversation{AccountID: acc, ConversationID: conv}))
 }
 
 func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error {
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListNotifications{AccountID: acc} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListNotifications{AccountID: acc}))
 }
 
 func (s *Server) markNotificationsRead(w http.ResponseWriter, r *http.Request) error {
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.MarkNotificationsRead{AccountID: acc} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.MarkNotificationsRead{AccountID: acc}))
 }
 
 func (s *Server) deleteNotifications(w http.ResponseWriter, r *http.Request) error {
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.DeleteNotifications{AccountID: acc} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.DeleteNotifications{AccountID: acc}))
 }
 
-// simple asks the agent of the {id} path parameter and writes its answer;
-// a nil answer is a status with an empty body.
-func (s *Server) simple(w http.ResponseWriter, r *http.Request, status int, msg func(account string) any) error {
-	id, err := agentID(r, "id")
+// target reads the agent of the {id} path parameter and the caller's
+// account.
+func (s *Server) target(r *http.Request) (id, account string, err error) {
+	id, err = agentID(r, "id")
 	if err != nil {
-		return err
+		return "", "", err
 	}
-	v, err := s.ask(r.Context(), id, msg(accountFrom(r.Context()).ID))
-	if err != nil {
-		return err
-	}
-	if v == nil {
-		w.WriteHeader(status)
+	return id, accountFrom(r.Context()).ID, nil
+}
+
+// written writes an agent's answer with status, or returns its error: use
+// it around ask, written(w, http.StatusOK)(ask(ctx, s, id, msg)). An
+// agent.None answer is the status with an empty body.
+func written(w http.ResponseWriter, status int) func(v any, err error) error {
+	return func(v any, err error) error {
+		if err != nil {
+			return err
+		}
+		if _, none := v.(agent.None); none {
+			w.WriteHeader(status)
+			return nil
+		}
+		writeJSON(w, status, v)
 		return nil
 	}
-	writeJSON(w, status, v)
-	return nil
 }
 
 func (s *Server) teeInfo(w http.ResponseWriter, r *http.Request) error {
@@ -474,7 +523,7 @@ func (s *Server) teeAttest(w http.ResponseWriter, r *http.Request) error {
 		_, _ = rand.Read(b[:])
 		nonce = hex.EncodeToString(b[:])
 	}
-	v, err := s.ask(r.Context(), id, &agent.Attest{AccountID: accountFrom(r.Context()).ID, Nonce: nonce})
+	v, err := ask(r.Context(), s, id, &agent.Attest{AccountID: accountFrom(r.Context()).ID, Nonce: nonce})
 	if err != nil {
 		return err
 	}
@@ -490,7 +539,11 @@ type SetPolicyRequest struct {
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.GetPolicy{AccountID: acc} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.GetPolicy{AccountID: acc}))
 }
 
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -505,7 +558,7 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
 	if req.Policy == nil {
 		return Errorf(http.StatusBadRequest, "policy is required: send {\"policy\": {...}, \"signature\", \"message\"} (an empty policy {} removes every limit)")
 	}
-	v, err := s.ask(r.Context(), id, &agent.SetPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy, Signature: req.Signature, Message: req.Message})
+	v, err := ask(r.Context(), s, id, &agent.SetPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy, Signature: req.Signature, Message: req.Message})
 	if err != nil {
 		return err
 	}

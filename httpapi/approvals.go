@@ -34,7 +34,11 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return Errorf(http.StatusBadRequest, "status %q is not one of pending, approved, denied, expired", truncate(status, 40))
 	}
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.ListApprovals{AccountID: acc, Status: status} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListApprovals{AccountID: acc, Status: status}))
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
@@ -42,7 +46,11 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.simple(w, r, http.StatusOK, func(acc string) any { return &agent.GetApproval{AccountID: acc, ApprovalID: id} })
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.GetApproval{AccountID: acc, ApprovalID: id}))
 }
 
 // decideApproval needs the owner wallet's fresh signature: an API key
@@ -59,7 +67,11 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if req.Decision != "approve" && req.Decision != "deny" {
 		return Errorf(http.StatusBadRequest, "decision must be \"approve\" or \"deny\", with the owner's signature of the matching message (docs/approvals.md)")
 	}
-	return s.simple(w, r, http.StatusOK, func(acc string) any {
-		return &agent.DecideApproval{AccountID: acc, ApprovalID: id, Decision: req.Decision, Signature: req.Signature, Message: req.Message}
-	})
+	to, acc, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.DecideApproval{
+		AccountID: acc, ApprovalID: id, Decision: req.Decision, Signature: req.Signature, Message: req.Message,
+	}))
 }

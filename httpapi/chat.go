@@ -54,7 +54,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if len(idem) > 255 {
 		return Errorf(http.StatusBadRequest, "Idempotency-Key is too long: at most 255 characters")
 	}
-	v, err := s.ask(r.Context(), id, &agent.Chat{
+	v, err := ask(r.Context(), s, id, &agent.Chat{
 		AccountID:      accountFrom(r.Context()).ID,
 		ConversationID: req.ConversationID,
 		Message:        req.Message,

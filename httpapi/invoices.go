@@ -67,7 +67,7 @@ func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.agents.Request(r.Context(), rec.AgentID, &agent.GetInvoice{AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID})
+	v, err := call(r.Context(), s, rec.AgentID, &agent.GetInvoice{AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID})
 	if err != nil {
 		return moneyError(err)
 	}
@@ -105,7 +105,7 @@ func (s *Server) invoicePaid(w http.ResponseWriter, r *http.Request) error {
 	if len(req.TxHash) > maxTxHash || strings.ContainsAny(req.TxHash, " /\t\n") {
 		return Errorf(http.StatusBadRequest, "txHash is not a transaction hash")
 	}
-	v, err := s.agents.Request(r.Context(), rec.AgentID, &agent.ConfirmInvoicePaid{
+	v, err := call(r.Context(), s, rec.AgentID, &agent.ConfirmInvoicePaid{
 		AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID, TxHash: req.TxHash,
 	})
 	if err != nil {

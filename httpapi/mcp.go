@@ -39,7 +39,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 	account := accountFrom(r.Context()).ID
 	// Another account's agent is a 404 in the spec's format before any
 	// MCP message is read, like every agent endpoint.
-	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Get{AccountID: account}))
+	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: account})
 	if err != nil {
 		return err
 	}
@@ -75,14 +75,14 @@ func (s *Server) mcpServer(account string, rec *agent.Record) *mcp.Server {
 		read       func(ctx context.Context) (any, error)
 	}{
 		{"info", "The agent's id, name, chains, addresses and meta-addresses (GET /agent/:id).", func(ctx context.Context) (any, error) {
-			r, err := reply[*agent.Record](s.ask(ctx, rec.ID, &agent.Get{AccountID: account}))
+			r, err := ask(ctx, s, rec.ID, &agent.Get{AccountID: account})
 			if err != nil {
 				return nil, err
 			}
 			return infoOf(r), nil
 		}},
 		{"balances", "The agent's balances on every deployed chain, with received stealth payments not yet withdrawn (the get_balance tool).", func(ctx context.Context) (any, error) {
-			tc, err := reply[*agent.ToolCall](s.ask(ctx, rec.ID, &agent.CallTool{AccountID: account, Tool: "get_balance", Arguments: "{}"}))
+			tc, err := ask(ctx, s, rec.ID, &agent.CallTool{AccountID: account, Tool: "get_balance", Arguments: "{}"})
 			if err != nil {
 				return nil, err
 			}
@@ -92,7 +92,7 @@ func (s *Server) mcpServer(account string, rec *agent.Record) *mcp.Server {
 			return json.RawMessage(tc.Detail), nil
 		}},
 		{"notifications", fmt.Sprintf("The agent's %d most recent notifications, newest first, with the unread count.", notificationsLimit), func(ctx context.Context) (any, error) {
-			in, err := reply[*agent.Inbox](s.ask(ctx, rec.ID, &agent.ListNotifications{AccountID: account}))
+			in, err := ask(ctx, s, rec.ID, &agent.ListNotifications{AccountID: account})
 			if err != nil {
 				return nil, err
 			}
@@ -140,9 +140,9 @@ func (s *Server) mcpTool(account, agentID, name string) mcp.ToolHandler {
 			}
 			key = k
 		}
-		tc, err := reply[*agent.ToolCall](s.ask(ctx, agentID, &agent.CallTool{
+		tc, err := ask(ctx, s, agentID, &agent.CallTool{
 			AccountID: account, Tool: name, Arguments: string(req.Params.Arguments), IdempotencyKey: key,
-		}))
+		})
 		if err != nil {
 			return nil, s.mcpError(ctx, err)
 		}

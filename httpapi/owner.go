@@ -40,7 +40,7 @@ func (s *Server) previewPolicy(w http.ResponseWriter, r *http.Request) error {
 	if req.Policy == nil {
 		return Errorf(http.StatusBadRequest, "policy is required: send {\"policy\": {...}} (an empty policy {} removes every limit)")
 	}
-	v, err := s.ask(r.Context(), id, &agent.PreviewPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy})
+	v, err := ask(r.Context(), s, id, &agent.PreviewPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy})
 	if err != nil {
 		return err
 	}

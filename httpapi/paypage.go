@@ -63,11 +63,11 @@ func (s *Server) payView(r *http.Request) (*agent.PayView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.agents.Request(r.Context(), rec.AgentID, &agent.PublicInvoice{InvoiceID: rec.ID})
+	v, err := call(r.Context(), s, rec.AgentID, &agent.PublicInvoice{InvoiceID: rec.ID})
 	if err != nil {
 		return nil, moneyError(err)
 	}
-	return reply[*agent.PayView](v, nil)
+	return v, nil
 }
 
 func securityHeaders(w http.ResponseWriter) {

@@ -16,7 +16,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.agents.Request(r.Context(), id, &agent.ListSchedules{AccountID: accountFrom(r.Context()).ID})
+	v, err := call(r.Context(), s, id, &agent.ListSchedules{AccountID: accountFrom(r.Context()).ID})
 	if err != nil {
 		return moneyError(err)
 	}
@@ -42,7 +42,7 @@ func (s *Server) doScheduleAction(w http.ResponseWriter, r *http.Request, action
 	if u, err := uuid.Parse(sid); err != nil || u.String() != sid {
 		return Errorf(http.StatusNotFound, "schedule not found")
 	}
-	v, err := s.agents.Request(r.Context(), id, &agent.ScheduleAction{AccountID: accountFrom(r.Context()).ID, ScheduleID: sid, Action: action})
+	v, err := call(r.Context(), s, id, &agent.ScheduleAction{AccountID: accountFrom(r.Context()).ID, ScheduleID: sid, Action: action})
 	if err != nil {
 		return moneyError(err)
 	}

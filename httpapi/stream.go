@@ -29,7 +29,7 @@ func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	rec, err := reply[*agent.Record](s.ask(r.Context(), id, &agent.Get{AccountID: accountFrom(r.Context()).ID}))
+	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
 	if err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 			return Errorf(http.StatusBadRequest, "agentId %q is not an agent id (a UUID); leave it out to receive every agent's events", truncate(req.AgentID, 40))
 		}
 		// The agent must be the caller's: another account's is not found.
-		if _, err := s.ask(r.Context(), req.AgentID, &agent.Get{AccountID: acc.ID}); err != nil {
+		if _, err := ask(r.Context(), s, req.AgentID, &agent.Get{AccountID: acc.ID}); err != nil {
 			return err
 		}
 	}

@@ -37,7 +37,7 @@ type ChainKeys struct {
 type Keys interface {
 	Derive(ctx context.Context, agentID string, chain chains.ID) (ChainKeys, error)
 	Export(ctx context.Context, agentID string, chain chains.ID) (string, error)
-	Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (any, error)
+	Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (enclave.Attestation, error)
 	ScanKeys(ctx context.Context, agentID string, chain chains.ID) (enclave.ScanKeys, error)
 }
 
@@ -160,112 +160,6 @@ type Actor struct {
 // log is the request's logger (with its request id) when there is one.
 func (a *Actor) log(ctx context.Context) *slog.Logger {
 	return host.Logger(ctx, a.deps.Log).With(slog.String("agent", a.id))
-}
-
-// Receive handles one message.
-func (a *Actor) Receive(ctx context.Context, msg any) (any, error) {
-	if c, ok := msg.(*Create); ok {
-		return a.create(ctx, c)
-	}
-	a.resumeSetup(ctx)
-	if n, ok := msg.(*Notify); ok {
-		if a.rec == nil {
-			return nil, ErrNotFound
-		}
-		return a.notify(ctx, n)
-	}
-	if v, ok, err := a.receiveMoney(ctx, msg); ok {
-		return v, err
-	}
-	if v, ok, err := a.receiveApprovals(ctx, msg); ok {
-		return v, err
-	}
-	if err := a.authorize(msg); err != nil {
-		return nil, err
-	}
-	switch m := msg.(type) {
-	case *Chat:
-		return a.chat(ctx, m)
-	case *CallTool:
-		return a.callTool(ctx, m)
-	case *SetPolicy:
-		return a.setPolicy(ctx, m)
-	case *GetPolicy:
-		return a.getPolicy(ctx)
-	case *PreviewPolicy:
-		return a.previewPolicy(m)
-	case *Get:
-		return a.rec, nil
-	case *GetStatus:
-		return a.status(ctx, m.Chain)
-	case *Export:
-		return a.export(ctx, m)
-	case *Attest:
-		return a.deps.Keys.Attest(ctx, a.id, a.rec.deployed(), m.Nonce)
-	case *ListConversations:
-		return a.listConversations(ctx)
-	case *CreateConversation:
-		return a.createConversation(ctx)
-	case *ListMessages:
-		return a.listMessages(ctx, m.ConversationID)
-	case *DeleteConversation:
-		return nil, a.deleteConversation(ctx, m.ConversationID)
-	case *ListNotifications:
-		return a.listNotifications(ctx)
-	case *MarkNotificationsRead:
-		return nil, a.markRead(ctx)
-	case *DeleteNotifications:
-		return nil, a.deleteNotifications(ctx)
-	default:
-		return nil, fmt.Errorf("agent %s: unknown message %T", a.id, msg)
-	}
-}
-
-// authorize answers ErrNotFound for an agent that does not exist or is not
-// the caller's account's.
-func (a *Actor) authorize(msg any) error {
-	if a.rec == nil {
-		return ErrNotFound
-	}
-	var account string
-	switch m := msg.(type) {
-	case *Chat:
-		account = m.AccountID
-	case *CallTool:
-		account = m.AccountID
-	case *SetPolicy:
-		account = m.AccountID
-	case *GetPolicy:
-		account = m.AccountID
-	case *PreviewPolicy:
-		account = m.AccountID
-	case *Get:
-		account = m.AccountID
-	case *GetStatus:
-		account = m.AccountID
-	case *Export:
-		account = m.AccountID
-	case *Attest:
-		account = m.AccountID
-	case *ListConversations:
-		account = m.AccountID
-	case *CreateConversation:
-		account = m.AccountID
-	case *ListMessages:
-		account = m.AccountID
-	case *DeleteConversation:
-		account = m.AccountID
-	case *ListNotifications:
-		account = m.AccountID
-	case *MarkNotificationsRead:
-		account = m.AccountID
-	case *DeleteNotifications:
-		account = m.AccountID
-	}
-	if account == "" || account != a.rec.AccountID {
-		return ErrNotFound
-	}
-	return nil
 }
 
 func (r *Record) deployed() []chains.ID {

@@ -43,12 +43,14 @@ var approvedRetryBackoff = []time.Duration{time.Minute, 5 * time.Minute, 30 * ti
 
 // ListApprovals answers []ApprovalView, newest first.
 type ListApprovals struct {
+	answers[[]ApprovalView]
 	AccountID string
 	Status    string // "" or one of policy.Status*
 }
 
 // GetApproval answers *ApprovalView.
 type GetApproval struct {
+	answers[*ApprovalView]
 	AccountID  string
 	ApprovalID string
 }
@@ -56,6 +58,7 @@ type GetApproval struct {
 // DecideApproval is the owner's signed decision on a held payment. Answers
 // *ApprovalDecision. An approved payment is sent before the answer.
 type DecideApproval struct {
+	answers[*ApprovalDecision]
 	AccountID  string
 	ApprovalID string
 	Decision   string // "approve" or "deny"
@@ -66,7 +69,10 @@ type DecideApproval struct {
 // WakeApproval is the reminder's: the approval's due time came (it
 // expires, or an approved payment whose run was interrupted runs again).
 // In-process only (no account). Answers nothing.
-type WakeApproval struct{ ApprovalID string }
+type WakeApproval struct {
+	answers[None]
+	ApprovalID string
+}
 
 // ApprovalView is an approval as the API shows it (without the payment's
 // idempotency key).
@@ -106,40 +112,6 @@ type ApprovalDecision struct {
 }
 
 func (a *Actor) policies() *policy.Store { return policy.NewStore(a.deps.Store, a.deps.Now) }
-
-// receiveApprovals handles the approval messages; handled is false for any
-// other message.
-func (a *Actor) receiveApprovals(ctx context.Context, msg any) (v any, handled bool, err error) {
-	switch m := msg.(type) {
-	case *ListApprovals:
-		if !a.ownedBy(m.AccountID) {
-			return nil, true, ErrNotFound
-		}
-		v, err = a.listApprovals(ctx, m.Status)
-	case *GetApproval:
-		if !a.ownedBy(m.AccountID) {
-			return nil, true, ErrNotFound
-		}
-		ap, _, gerr := a.getApproval(ctx, m.ApprovalID)
-		if gerr != nil {
-			return nil, true, gerr
-		}
-		v = viewApproval(ap)
-	case *DecideApproval:
-		if !a.ownedBy(m.AccountID) {
-			return nil, true, ErrNotFound
-		}
-		v, err = a.decide(ctx, m)
-	case *WakeApproval:
-		if a.rec == nil {
-			return nil, true, ErrNotFound
-		}
-		err = a.wakeApproval(ctx, m.ApprovalID)
-	default:
-		return nil, false, nil
-	}
-	return v, true, err
-}
 
 func (a *Actor) listApprovals(ctx context.Context, status string) ([]ApprovalView, error) {
 	aps, err := policy.ListApprovals(ctx, a.deps.Store, a.id, status)

@@ -24,6 +24,7 @@ const MaxToolKeyLen = 255
 // own validation, the owner's approval rules and the enclave's spending
 // policy do, exactly as in chat.
 type CallTool struct {
+	answers[*ToolCall]
 	AccountID string
 	Tool      string
 	// Arguments is the JSON object of the tool's arguments ("" is {}).

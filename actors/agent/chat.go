@@ -37,6 +37,7 @@ var ErrBadChat = errors.New("bad chat message")
 
 // Chat is one chat request. The answer is *ChatReply.
 type Chat struct {
+	answers[*ChatReply]
 	AccountID      string
 	ConversationID string // "" starts a new conversation
 	Message        string

@@ -36,7 +36,7 @@ func (k enclaveKeys) Export(ctx context.Context, agentID string, chain chains.ID
 	return k.e.Export(ctx, agentID, chain, keyEpoch)
 }
 
-func (k enclaveKeys) Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (any, error) {
+func (k enclaveKeys) Attest(ctx context.Context, agentID string, deployed []chains.ID, nonce string) (enclave.Attestation, error) {
 	return k.e.Attest(ctx, agentID, deployed, []byte(nonce))
 }
 

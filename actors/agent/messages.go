@@ -4,15 +4,18 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
 )
 
-// Messages the agent actor answers. Every message but Create carries the
-// caller's account: an agent of another account answers ErrNotFound, so its
-// existence never leaks. They are plain Go values while agents live in one
-// process; the cluster issue moves the ones that cross nodes to protobuf.
+// Messages the agent actor answers. Each declares its answer type
+// (answers[R]) and is registered once in protocol.go. Every message the API
+// sends carries the caller's account (Scoped): an agent of another account
+// answers ErrNotFound, so its existence never leaks. Across cluster members
+// they travel as JSON inside the actors/msg envelope (RegisterWire).
 
 // Create makes this (new) agent. The answer is *Record.
 type Create struct {
+	answers[*Record]
 	AccountID   string
 	Name        string
 	Chain       string      // as requested: one chain id or "all"
@@ -26,10 +29,14 @@ type Create struct {
 }
 
 // Get answers *Record.
-type Get struct{ AccountID string }
+type Get struct {
+	answers[*Record]
+	AccountID string
+}
 
 // GetStatus answers *Status.
 type GetStatus struct {
+	answers[*Status]
 	AccountID string
 	// Chain is the chain to report ("" = the agent's first chain); one
 	// the agent is not deployed on is ErrNotOnChain.
@@ -40,6 +47,7 @@ type GetStatus struct {
 // the owner's fresh signature. The actor verifies the signature itself,
 // against the stored owner wallet.
 type Export struct {
+	answers[string]
 	AccountID string
 	Signature string
 	Message   string
@@ -47,40 +55,59 @@ type Export struct {
 
 // Attest answers the enclave's attestation of this agent's keys.
 type Attest struct {
+	answers[enclave.Attestation]
 	AccountID string
 	Nonce     string
 }
 
 // ListConversations answers []Conversation, most recently updated first.
-type ListConversations struct{ AccountID string }
+type ListConversations struct {
+	answers[[]Conversation]
+	AccountID string
+}
 
 // CreateConversation answers *Conversation (empty, title "").
-type CreateConversation struct{ AccountID string }
+type CreateConversation struct {
+	answers[*Conversation]
+	AccountID string
+}
 
 // ListMessages answers []Message in chronological order.
 type ListMessages struct {
+	answers[[]Message]
 	AccountID      string
 	ConversationID string
 }
 
 // DeleteConversation removes the conversation and all its messages.
 type DeleteConversation struct {
+	answers[None]
 	AccountID      string
 	ConversationID string
 }
 
 // ListNotifications answers *Inbox.
-type ListNotifications struct{ AccountID string }
+type ListNotifications struct {
+	answers[*Inbox]
+	AccountID string
+}
 
 // MarkNotificationsRead marks every notification read.
-type MarkNotificationsRead struct{ AccountID string }
+type MarkNotificationsRead struct {
+	answers[None]
+	AccountID string
+}
 
 // DeleteNotifications deletes every notification.
-type DeleteNotifications struct{ AccountID string }
+type DeleteNotifications struct {
+	answers[None]
+	AccountID string
+}
 
 // Notify stores a notification raised by a service (scanner, invoices,
 // schedules). It carries no account: only in-process services send it.
 type Notify struct {
+	answers[*Notification]
 	Type  string
 	Title string
 	Body  string

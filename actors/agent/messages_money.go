@@ -47,6 +47,7 @@ type Incoming struct {
 // each new one once (payment_received), and the invoice it settles paid
 // (invoice_paid). Answers *DeliverReport. Redelivery changes nothing.
 type DeliverPayments struct {
+	answers[*DeliverReport]
 	Chain    chains.ID
 	Payments []Incoming
 }
@@ -59,6 +60,7 @@ type DeliverReport struct {
 
 // GetInvoice answers the spec's Invoice (tools.Invoice).
 type GetInvoice struct {
+	answers[*tools.Invoice]
 	AccountID string
 	InvoiceID string
 }
@@ -68,13 +70,17 @@ type GetInvoice struct {
 // recorded at the invoice's address must cover it. Answers the Invoice;
 // ErrNoPayment when nothing settles it. Idempotent.
 type ConfirmInvoicePaid struct {
+	answers[*tools.Invoice]
 	AccountID string
 	InvoiceID string
 	TxHash    string
 }
 
 // PublicInvoice answers *PayView for the unauthenticated pay page.
-type PublicInvoice struct{ InvoiceID string }
+type PublicInvoice struct {
+	answers[*PayView]
+	InvoiceID string
+}
 
 // PayView is what a payer may see of an invoice: no agent id, account or
 // keys.
@@ -105,11 +111,15 @@ type PayView struct {
 }
 
 // ListSchedules answers []tools.Schedule, oldest first.
-type ListSchedules struct{ AccountID string }
+type ListSchedules struct {
+	answers[[]tools.Schedule]
+	AccountID string
+}
 
 // ScheduleAction is pause, resume or cancel of one schedule (full id).
 // Answers the tools.Schedule after the change.
 type ScheduleAction struct {
+	answers[*tools.Schedule]
 	AccountID  string
 	ScheduleID string
 	Action     string
@@ -119,6 +129,7 @@ type ScheduleAction struct {
 // it when the slot is due). Answers *RunReport. Running a slot that already
 // ran, or that is no longer the schedule's next run, does nothing.
 type RunSchedule struct {
+	answers[*RunReport]
 	ScheduleID string
 	Slot       time.Time
 }

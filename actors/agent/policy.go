@@ -14,6 +14,7 @@ import (
 // signature over the policy's hash is required: an API key alone can
 // neither loosen nor tighten it. The answer is *PolicyView.
 type SetPolicy struct {
+	answers[*PolicyView]
 	AccountID string
 	Policy    policy.Policy
 	Signature string
@@ -24,6 +25,7 @@ type SetPolicy struct {
 // exact message the owner signs to set it now, so that no client
 // reimplements the normalisation.
 type PreviewPolicy struct {
+	answers[*PolicyPreview]
 	AccountID string
 	Policy    policy.Policy
 }
@@ -35,7 +37,10 @@ type PolicyPreview struct {
 }
 
 // GetPolicy answers *PolicyView.
-type GetPolicy struct{ AccountID string }
+type GetPolicy struct {
+	answers[*PolicyView]
+	AccountID string
+}
 
 // PolicyView is the policy as the API shows it, with the hash the owner
 // signed; Policy is nil when the agent has none.

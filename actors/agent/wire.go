@@ -6,33 +6,24 @@ import (
 
 	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/agent/policy"
-	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/llm"
 )
 
-// RegisterWire teaches c every message the agent actor answers, every
-// answer it gives and every error a caller matches, so that a request to an
-// agent on another cluster member behaves as a local one. A type missing
-// here fails loudly (msg.ErrUnregistered), never silently.
+// RegisterWire teaches c every message the agent actor answers and every
+// answer it gives (both from the one protocol table, protocol.go), and every
+// error a caller matches, so that a request to an agent on another cluster
+// member behaves as a local one. A type missing here fails loudly
+// (msg.ErrUnregistered), never silently.
 func RegisterWire(c *msg.Codec) {
-	c.RegisterTypes(
-		// Requests.
-		&Create{}, &Get{}, &GetStatus{}, &Export{}, &Attest{},
-		&ListConversations{}, &CreateConversation{}, &ListMessages{}, &DeleteConversation{},
-		&ListNotifications{}, &MarkNotificationsRead{}, &DeleteNotifications{}, &Notify{},
-		&Chat{}, &CallTool{}, &SetPolicy{}, &GetPolicy{}, &PreviewPolicy{},
-		&DeliverPayments{}, &GetInvoice{}, &ConfirmInvoicePaid{}, &PublicInvoice{},
-		&ListSchedules{}, &ScheduleAction{}, &RunSchedule{},
-		&ListApprovals{}, &GetApproval{}, &DecideApproval{}, &WakeApproval{},
-		// Answers.
-		&Record{}, &Status{}, "", enclave.Attestation{}, []Conversation{}, &Conversation{},
-		[]Message{}, &Inbox{}, &Notification{}, &ChatReply{}, &ToolCall{}, &PolicyView{}, &PolicyPreview{},
-		&DeliverReport{}, &tools.Invoice{}, &PayView{}, []tools.Schedule{}, &tools.Schedule{}, &RunReport{},
-		[]ApprovalView{}, &ApprovalView{}, &ApprovalDecision{},
-	)
+	for _, rt := range protocol() {
+		c.RegisterTypes(rt.msg)
+		if rt.reply != nil {
+			c.RegisterTypes(rt.reply)
+		}
+	}
 
 	// Typed errors first: a ProviderError also matches context errors.
 	c.RegisterKind("llm.provider", func(err error) (string, bool) {
