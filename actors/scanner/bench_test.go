@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/actors/agent"
-	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/actors/internal/moneytest"
 	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/chains"
@@ -73,7 +72,7 @@ func BenchmarkScanner10kAgents(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		if _, err := env.Store.Apply(ctx, persistence.Delete(chainactor.TableScanCursors, "ethereum/"+scanner.ConsumerAnnouncements, persistence.Any())); err != nil {
+		if err := scanner.ForgetCursors(ctx, env.Store, "ethereum"); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

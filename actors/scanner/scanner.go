@@ -8,6 +8,13 @@
 // invoices' one-time addresses that nobody announced (a wallet paying the
 // address shown on the pay page).
 //
+// In a cluster every member runs a scanner for the agents it owns (the
+// placement requests use, Options.Placement), with its own cursors per view
+// of the cluster (shard.go): a new view's shard starts from the cursors of
+// the older views' shards, so an agent that moved resumes no later than
+// where its last owner stopped, and the older shards are deleted once every
+// member of the new view has its shard.
+//
 // A cursor is written only after the agents accepted the page, so a crash
 // re-reads the page instead of skipping it, and redelivery is harmless: the
 // agent records a payment once (state.Payments.Record) and notifies once (a
@@ -27,14 +34,14 @@ import (
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/stealth/edstealth"
-	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
 
 // Consumer names of the scanner's cursors (actors/chain's cursor table,
-// keys "<chain>/<consumer>").
+// keys "<chain>/<consumer>"). The announcements' cursors are the shards'
+// ("<chain>/scanner-shard/<view>/<member>"); "<chain>/scanner" is the one
+// cursor from before sharding, read once as the start of the first shards.
 const (
 	ConsumerAnnouncements = "scanner"
 	ConsumerTransfers     = "scanner-transfers"
@@ -78,7 +85,26 @@ type Options struct {
 	Board *Board
 	// Now is the clock of Health's times (default time.Now).
 	Now func() time.Time
+	// Placement, when set, makes this scanner one member's shard of a
+	// cluster: each pass takes the member's current View and scans for the
+	// agents it owns there. Nil: a single node that owns every agent.
+	Placement func() View
+	// Watch selects what the scanner watches (default both).
+	Watch Watch
 }
+
+// Watch selects a scanner's work.
+type Watch uint8
+
+const (
+	// WatchAnnouncements scans the stealth announcements (sharded by
+	// Placement: every member runs it for its own agents).
+	WatchAnnouncements Watch = 1 << iota
+	// WatchTransfers watches plain transfers to invoice addresses (one
+	// member per chain runs it; a point read per transfer, no keys).
+	WatchTransfers
+	watchAll = WatchAnnouncements | WatchTransfers
+)
 
 // Scanner scans one chain for every agent on it.
 type Scanner struct {
@@ -120,6 +146,9 @@ func New(opts Options) *Scanner {
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.Interval)
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Watch == 0 {
+		opts.Watch = watchAll
 	}
 	id := opts.Chain.Chain()
 	return &Scanner{opts: opts, chain: id, keys: keySet{chain: id, known: map[string]bool{}},
@@ -304,38 +333,122 @@ func (s *Scanner) Stop() {
 }
 
 // ScanOnce runs one pass: announcements, then transfers, each until caught
-// up with the chain.
+// up with the chain (as Options.Watch selects).
 func (s *Scanner) ScanOnce(ctx context.Context) (Report, error) {
 	s.pass.Lock()
 	defer s.pass.Unlock()
 	var rep Report
 	rep.Agents = len(s.keys.ids)
-	if _, err := s.opts.Chain.ScanInto(ctx, s.opts.Store, ConsumerAnnouncements, s.opts.PageSize, func(ctx context.Context, anns []chains.Announcement) error {
-		// Keys are refreshed only when there is something to match: agents
-		// created since the last page must not miss this one.
-		if err := s.keys.refresh(ctx, s.opts.Store, s.opts.Keys); err != nil {
-			return err
+	if s.opts.Watch&WatchAnnouncements != 0 {
+		if err := s.scanAnnouncements(ctx, &rep); err != nil {
+			return rep, err
 		}
-		rep.Agents = len(s.keys.ids)
-		rep.Announcements += len(anns)
-		batches := map[string][]agent.Incoming{}
-		for _, m := range s.keys.match(anns) {
-			rep.Matches++
-			a := anns[m.Announcement]
-			id := s.keys.ids[m.Key]
-			batches[id] = append(batches[id], agent.Incoming{
-				StealthAddress: a.StealthAddress, EphemeralPubKey: a.EphemeralPubKey,
-				Asset: a.Asset, Amount: a.Amount, TxHash: a.TxHash,
-			})
-		}
-		return s.deliver(ctx, batches, &rep)
-	}); err != nil {
-		return rep, err
 	}
-	if err := s.scanTransfers(ctx, &rep); err != nil {
-		return rep, err
+	if s.opts.Watch&WatchTransfers != 0 {
+		if err := s.scanTransfers(ctx, &rep); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
+}
+
+// scanAnnouncements scans every lane of this member's shard to the head,
+// delivering to the agents it owns in the pass's view, then merges the
+// lanes into one and drops the shards of views nobody needs any more.
+func (s *Scanner) scanAnnouncements(ctx context.Context, rep *Report) error {
+	v := singleNode()
+	if s.opts.Placement != nil {
+		v = s.opts.Placement()
+	}
+	if !slices.Contains(v.Members, v.Self) {
+		// Not (yet, or no longer) in the cluster: it owns no agent.
+		return nil
+	}
+	vid := v.id()
+	if err := s.keys.retain(vid, v.Owns); err != nil {
+		return err
+	}
+	rep.Agents = len(s.keys.ids)
+	sh, err := s.loadShard(ctx, v, vid)
+	if err != nil {
+		return err
+	}
+	// Lanes overlap (a shard just made from older ones): what one lane
+	// delivered in this pass, the next does not deliver again.
+	var done map[string]bool
+	if len(sh.Lanes) > 1 {
+		done = map[string]bool{}
+	}
+	for i := range sh.Lanes {
+		if err := s.scanLane(ctx, v, sh, i, done, rep); err != nil {
+			return err
+		}
+	}
+	if len(sh.Lanes) > 1 {
+		// Every lane reached the head in this pass, the first one first:
+		// each agent has had every announcement up to where the first
+		// lane ended, so one lane from there misses nothing.
+		sh.Lanes = []lane{{Cursor: sh.Lanes[0].Cursor}}
+		if err := s.saveShard(ctx, sh, persistence.AtVersion(sh.version)); err != nil {
+			return err
+		}
+	}
+	return s.collect(ctx, v, vid)
+}
+
+// scanLane reads lane i of sh from its cursor to the head, page by page;
+// a page's cursor is written only after its payments were delivered.
+func (s *Scanner) scanLane(ctx context.Context, v View, sh *shard, i int, done map[string]bool, rep *Report) error {
+	for {
+		cursor := sh.Lanes[i].Cursor
+		anns, next, err := s.opts.Chain.Scan(ctx, cursor, s.opts.PageSize)
+		if err != nil {
+			return fmt.Errorf("scanner: %s scan: %w", s.chain, err)
+		}
+		if len(anns) > 0 {
+			// Keys are refreshed only when there is something to match:
+			// agents created since the last page must not miss this one.
+			if err := s.keys.refresh(ctx, s.opts.Store, s.opts.Keys, v.Owns); err != nil {
+				return err
+			}
+			rep.Agents = len(s.keys.ids)
+			rep.Announcements += len(anns)
+			batches := map[string][]agent.Incoming{}
+			for _, m := range s.keys.match(anns) {
+				rep.Matches++
+				a := anns[m.Announcement]
+				id := s.keys.ids[m.Key]
+				if !sh.Lanes[i].has(v.Place, id) {
+					// Another lane (an older shard) is this agent's.
+					continue
+				}
+				if done != nil {
+					k := id + "\x00" + a.StealthAddress + "\x00" + a.TxHash
+					if done[k] {
+						continue
+					}
+					done[k] = true
+				}
+				batches[id] = append(batches[id], agent.Incoming{
+					StealthAddress: a.StealthAddress, EphemeralPubKey: a.EphemeralPubKey,
+					Asset: a.Asset, Amount: a.Amount, TxHash: a.TxHash,
+				})
+			}
+			if err := s.deliver(ctx, batches, rep); err != nil {
+				return fmt.Errorf("scanner: %s deliver: %w", s.chain, err)
+			}
+		}
+		if next != cursor {
+			sh.Lanes[i].Cursor = next
+			if err := s.saveShard(ctx, sh, persistence.AtVersion(sh.version)); err != nil {
+				sh.Lanes[i].Cursor = cursor
+				return err
+			}
+		}
+		if len(anns) < s.opts.PageSize {
+			return nil
+		}
+	}
 }
 
 // scanTransfers watches plain transfers for invoice addresses.
@@ -424,97 +537,4 @@ func (s *Scanner) deliver(ctx context.Context, batches map[string][]agent.Incomi
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// keySet is the viewing keys of the agents on one chain, in a batch
-// scanner.
-type keySet struct {
-	chain chains.ID
-	known map[string]bool
-	ids   []string
-	secp  []secpstealth.ViewKeyEntry
-	ed    []edstealth.ViewKeyEntry
-	sc    *secpstealth.Scanner
-	edsc  *edstealth.Scanner
-}
-
-// refresh adds the agents deployed on the chain since the last refresh
-// (agent.Directory reads the agent table, ids and chains only, and skips
-// the agents already known).
-func (k *keySet) refresh(ctx context.Context, st persistence.Store, keys Keys) error {
-	added := false
-	err := agent.Directory{Store: st}.Deployments(ctx, func(id string) bool { return k.known[id] }, func(id string, deployed []chains.ID) error {
-		if !slices.Contains(deployed, k.chain) {
-			k.known[id] = true
-			return nil
-		}
-		sk, err := keys.ScanKeys(ctx, id, k.chain)
-		if err != nil {
-			return fmt.Errorf("scanner: scan keys of agent %s on %s: %w", id, k.chain, err)
-		}
-		defer sk.Zero()
-		if k.chain.Family() == chains.FamilyEVM {
-			e, err := sk.Secp256k1Entry()
-			if err != nil {
-				return err
-			}
-			k.secp = append(k.secp, e)
-		} else {
-			e, err := sk.Ed25519Entry()
-			if err != nil {
-				return err
-			}
-			k.ed = append(k.ed, e)
-		}
-		k.known[id] = true
-		k.ids = append(k.ids, id)
-		added = true
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if !added {
-		return nil
-	}
-	if k.chain.Family() == chains.FamilyEVM {
-		k.sc, err = secpstealth.NewScanner(k.secp)
-	} else {
-		k.edsc, err = edstealth.NewScanner(k.ed)
-	}
-	return err
-}
-
-// match returns the (announcement, key index) pairs of a page. Malformed
-// announcements (anyone can announce anything) match nothing.
-func (k *keySet) match(anns []chains.Announcement) []secpstealth.Match {
-	if len(k.ids) == 0 {
-		return nil
-	}
-	var ms []secpstealth.Match
-	var index []int
-	if k.chain.Family() == chains.FamilyEVM {
-		var decoded []secpstealth.Announcement
-		decoded, index = agent.DecodeSecp256k1(anns)
-		ms = k.sc.Scan(decoded)
-	} else {
-		var decoded []edstealth.Announcement
-		decoded, index = agent.DecodeEd25519(k.chain, anns)
-		ms = k.edsc.Scan(decoded)
-	}
-	for i := range ms {
-		ms[i].Announcement = index[ms[i].Announcement]
-	}
-	return ms
-}
-
-func (k *keySet) zero() {
-	for i := range k.secp {
-		clear(k.secp[i].ViewPriv[:])
-	}
-	for i := range k.ed {
-		clear(k.ed[i].ViewPriv[:])
-	}
-	k.secp, k.ed, k.sc, k.edsc, k.ids = nil, nil, nil, nil, nil
-	k.known = map[string]bool{}
 }

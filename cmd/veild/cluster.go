@@ -13,6 +13,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/msg"
+	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/cluster"
 	"github.com/veilhq/veil/runtime/host"
@@ -121,4 +122,14 @@ func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, hos
 		})
 	}()
 	return m, nil
+}
+
+// clusterView is the member's view for the payment scanners: the members it
+// sees and the placement requests use, so each member scans for the agents
+// it hosts (docs/scanner.md, "Sharding"). A view without this member (not
+// yet joined, or left) owns no agent.
+func clusterView(m *cluster.Member) func() scanner.View {
+	return func() scanner.View {
+		return scanner.View{Members: m.Members(), Self: m.Self(), Place: cluster.Place}
+	}
 }

@@ -33,7 +33,10 @@ const scanNotReadyAfter = 3
 // copy of each between them. A single node takes every lease at once. The
 // returned stop ends them and releases the leases; call it before the
 // agent host stops, since both deliver to agents.
-func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, mets *prom.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
+//
+// placement is nil on a single node; in a cluster it is the member's view
+// (clusterView), and each member scans for the agents it owns.
+func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, placement func() scanner.View, mets *prom.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
 	holder := lease.NewHolderID()
 	// bbolt is opened by one process at a time: a lease record another
 	// holder left there is a crashed predecessor's, not a live member's.
@@ -46,6 +49,7 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 	log.Info("money services contend for their leases", slog.String("holder", holder))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var stops []func() // services that need no lease
 	// run keeps one service under its lease until stop. The service is
 	// built anew for every hold: a stopped scanner or reminder does not
 	// start again.
@@ -65,9 +69,9 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 		if !ok || ref == nil {
 			continue
 		}
-		run("scanner/"+string(id), func() func() {
+		newScanner := func(watch scanner.Watch, place func() scanner.View) *scanner.Scanner {
 			var s *scanner.Scanner
-			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: scanHealth,
+			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: scanHealth, Watch: watch, Placement: place,
 				Log: log.With(slog.String("component", "scanner"), slog.String("chain", string(id))),
 				OnPass: func(chain chains.ID, rep scanner.Report, took time.Duration, err error) {
 					if err == nil {
@@ -77,6 +81,25 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 						mets.ScanFailed(chain, s.Health().Failures)
 					}
 				}})
+			return s
+		}
+		if placement == nil {
+			// One node: one scanner per chain does everything.
+			run("scanner/"+string(id), func() func() {
+				s := newScanner(0, nil)
+				s.Start()
+				return s.Stop
+			})
+			continue
+		}
+		// A cluster: every member scans the announcements for the agents
+		// it owns (its shard, docs/scanner.md), and one member, under the
+		// lease, watches the plain transfers to invoice addresses.
+		shard := newScanner(scanner.WatchAnnouncements, placement)
+		shard.Start()
+		stops = append(stops, shard.Stop)
+		run("scanner/"+string(id), func() func() {
+			s := newScanner(scanner.WatchTransfers, nil)
 			s.Start()
 			return s.Stop
 		})
@@ -96,6 +119,9 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			for _, stop := range stops {
+				stop()
+			}
 			cancel()
 			wg.Wait()
 		})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	enclaveactor "github.com/veilhq/veil/actors/enclave"
+	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/dstack"
@@ -149,7 +150,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stopSystem = member.Stop
 		agents = member
 	}
-	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, mets, log, cfg.WebhookAllowPrivate)
+	var placement func() scanner.View
+	if member != nil {
+		placement = clusterView(member)
+	}
+	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, placement, mets, log, cfg.WebhookAllowPrivate)
 	defer stopMoney()
 	readyz := readiness(cfg, store, chainSet, func(ctx context.Context) error { _, err := enclaves.Info(ctx); return err }, member, time.Now)
 	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),

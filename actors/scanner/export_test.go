@@ -1,0 +1,32 @@
+package scanner
+
+import (
+	"context"
+
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/persistence"
+)
+
+// ForgetCursors deletes every announcement cursor of chain (the shards and
+// the cursor from before sharding): the next pass starts from genesis, as
+// after a lost cursor table.
+func ForgetCursors(ctx context.Context, st persistence.Store, chain string) error {
+	_, err := st.Apply(ctx, persistence.DeletePrefix(chainactor.TableScanCursors, shardPrefix(chain)),
+		persistence.Delete(chainactor.TableScanCursors, legacyKey(chain), persistence.Any()))
+	return err
+}
+
+// Shards lists chain's shard records as "<view id>/<member>" → lanes.
+func (s *Scanner) Shards(ctx context.Context) (map[string][]string, error) {
+	recs, err := s.shards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, r := range recs {
+		for _, l := range r.Lanes {
+			out[r.view+"/"+r.Self] = append(out[r.view+"/"+r.Self], l.Cursor)
+		}
+	}
+	return out, nil
+}
