@@ -11,7 +11,7 @@ NORACE_PKGS := github.com/veilhq/veil/runtime/cluster
 # proxy (and caches it), so every machine lints with the same checks.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build release test test-race test-norace lint fmt bench clean
+.PHONY: run build release test test-race test-norace lint fmt bench clean console-shots
 
 run: build
 	$(BIN)/veild serve
@@ -66,6 +66,11 @@ lint:
 
 fmt:
 	gofmt -w $$(find . -name '*.go' -not -path './.git/*')
+
+# The screenshots of docs/console.md, taken by the console's browser test
+# (needs chromium).
+console-shots:
+	VEIL_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count 1 -run '^TestConsoleInChromium$$' ./httpapi/
 
 # Benchmarks whose figures are in docs/BENCHMARKS.md.
 bench:

@@ -35,6 +35,7 @@ import (
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/httpapi/console"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/host"
@@ -105,6 +106,10 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	var handler http.Handler = http.NotFoundHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	// Transactions link to the console's explorer, as veild's devnets do.
+	cfg.ExplorerTx = srv.URL + "/console/explorer/tx/{hash}?chain=ethereum"
 	clock := &testClock{}
 	// The connector signs through the owner's policy, as veild's does; its
 	// daily budgets follow the test's clock.
@@ -117,8 +122,6 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var handler http.Handler = http.NotFoundHandler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	var models llm.Config
 	me := &moneyEnv{}
 	host := host.NewHost(system, agent.Loader(agent.Deps{
@@ -132,7 +135,8 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 			return nil
 		},
 	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
-	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: prov})
+	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: prov,
+		Explorers: map[chains.ID]console.Explorer{chains.Ethereum: console.NewEVM(conn)}})
 	handler = api
 	key, err := apikey.Bootstrap(ctx, st, time.Now())
 	if err != nil {

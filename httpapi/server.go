@@ -18,7 +18,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/httpapi/console"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -56,6 +58,9 @@ type Config struct {
 	// Limits bound slow and idle clients (zero fields: DefaultLimits);
 	// HTTPServer applies them.
 	Limits Limits
+	// Explorers are the devnet chains the console's explorer reads
+	// (httpapi/console); nil: the explorer knows no chain.
+	Explorers map[chains.ID]console.Explorer
 }
 
 // Agents delivers a message to an agent actor and returns its answer:
@@ -84,6 +89,8 @@ type Server struct {
 	rates     RateLimit
 	limits    *limiter
 	bounds    Limits // slow and idle clients (limits.go)
+
+	console *console.Console
 
 	feed                *agent.Feed
 	streamPoll          time.Duration
@@ -128,6 +135,7 @@ func New(cfg Config) *Server {
 	}
 	s.limits = newLimiter(s.now)
 	s.bounds = cfg.Limits.withDefaults()
+	s.console = console.New(console.Options{Explorers: cfg.Explorers, Logger: s.log})
 	s.router = s.routes()
 	return s
 }
@@ -169,9 +177,13 @@ func (s *Server) routes() chi.Router {
 		_, _ = w.Write(OpenAPI())
 	})
 	s.payRoutes(r) // the pay page: public, no API key
+	// The console's page, assets and devnet explorer: public (the page
+	// signs in with an API key and calls the API like any client).
+	s.console.Routes(r)
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit)
 		s.agentRoutes(r)
+		s.consoleRoutes(r)
 		s.ownerRoutes(r)
 		s.mcpRoutes(r)
 	})

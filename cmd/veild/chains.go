@@ -15,6 +15,7 @@ import (
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stellar"
+	"github.com/veilhq/veil/httpapi/console"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -24,8 +25,11 @@ type chainSet struct {
 	refs agent.ChainMap
 	// real marks the chains on a real network (VEIL_RPC_<CHAIN>), not a
 	// devnet: their heads must be fresh (readiness).
-	real    map[chains.ID]bool
-	closers []func()
+	real map[chains.ID]bool
+	// explorers read the devnet chains for the console's explorer pages
+	// (the chains on a real network link to the network's explorer).
+	explorers map[chains.ID]console.Explorer
+	closers   []func()
 }
 
 func (s *chainSet) close() {
@@ -38,7 +42,7 @@ func (s *chainSet) close() {
 // names, else to the one --chains-config names (devnets another process
 // runs, docs/cluster.md), else to an embedded devnet started here.
 func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
-	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}}
+	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}, explorers: map[chains.ID]console.Explorer{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -126,8 +130,8 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	}
 
 	// Devnet transactions link to the console's explorer page on this
-	// server (the console is a later issue; the link is its address), not
-	// to the devnet's RPC, which answers raw JSON.
+	// server (httpapi/console), not to the devnet's RPC, which answers raw
+	// JSON.
 	for id, c := range configs {
 		if !set.real[id] {
 			c.ExplorerTx = devnetExplorer(cfg.PublicURL, id)
@@ -175,6 +179,9 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		}
 		if err := start(id, conn); err != nil {
 			return nil, err
+		}
+		if !set.real[id] {
+			set.explorers[id] = console.NewEVM(conn)
 		}
 	}
 	ok = true

@@ -1,0 +1,119 @@
+// The console's client of Veil's public API: every call carries the API
+// key from this tab's sessionStorage (never a URL or a cookie), so it sees
+// exactly what the key's account may see.
+
+const KEY = "veil.apiKey";
+
+export function apiKey() { return sessionStorage.getItem(KEY) || ""; }
+export function setApiKey(k) { sessionStorage.setItem(KEY, k); }
+export function signOut() { sessionStorage.removeItem(KEY); sessionStorage.removeItem("veil.agent"); }
+
+export class APIError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+// call sends one request; a JSON body is encoded. It answers the decoded
+// JSON (or null for an empty body) and throws APIError with the server's
+// message on a non-2xx status.
+export async function call(method, path, body, headers = {}) {
+  const h = { ...headers };
+  const key = apiKey();
+  if (key) h["Authorization"] = "Bearer " + key;
+  const init = { method, headers: h, cache: "no-store" };
+  if (body !== undefined) {
+    h["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
+  const text = await r.text();
+  let data = null;
+  if (text) {
+    try { data = JSON.parse(text); } catch { data = text; }
+  }
+  if (!r.ok) {
+    const msg = data && data.message ? data.message : r.status + " " + r.statusText;
+    if (r.status === 401 && key) window.dispatchEvent(new CustomEvent("veil:unauthorized"));
+    throw new APIError(r.status, msg);
+  }
+  return data;
+}
+
+export const get = (p) => call("GET", p);
+export const post = (p, b, h) => call("POST", p, b, h);
+
+const enc = encodeURIComponent;
+export const paths = {
+  agents: () => "/agents",
+  agent: (id) => "/agent/" + enc(id),
+  status: (id, chain) => "/agent/" + enc(id) + "/status?chain=" + enc(chain),
+  conversations: (id) => "/agent/" + enc(id) + "/conversations",
+  messages: (id, c) => "/agent/" + enc(id) + "/conversations/" + enc(c) + "/messages",
+  chat: (id) => "/agent/" + enc(id) + "/chat",
+  notifications: (id) => "/agent/" + enc(id) + "/notifications",
+  stream: (id) => "/agent/" + enc(id) + "/notifications/stream",
+  schedules: (id) => "/agent/" + enc(id) + "/schedules",
+  schedule: (id, s, action) => "/agent/" + enc(id) + "/schedules/" + enc(s) + "/" + action,
+  approvals: (id, status) => "/agent/" + enc(id) + "/approvals" + (status ? "?status=" + enc(status) : ""),
+  approval: (id, a) => "/agent/" + enc(id) + "/approvals/" + enc(a),
+  mcp: (id) => "/agent/" + enc(id) + "/mcp",
+};
+
+let rpcID = 0;
+
+// tool runs one of the agent's read tools through its MCP endpoint (the
+// same tools the chat runs, e.g. check_invoices) and answers its result.
+export async function tool(agentID, name, args = {}) {
+  const r = await call("POST", paths.mcp(agentID),
+    { jsonrpc: "2.0", id: ++rpcID, method: "tools/call", params: { name, arguments: args } },
+    { Accept: "application/json, text/event-stream" });
+  if (r.error) throw new APIError(500, r.error.message);
+  const res = r.result || {};
+  let out = res.structuredContent;
+  if (!out && res.content && res.content[0] && res.content[0].text) {
+    try { out = JSON.parse(res.content[0].text); } catch { out = res.content[0].text; }
+  }
+  if (res.isError) throw new APIError(400, typeof out === "string" ? out : JSON.stringify(out));
+  return out;
+}
+
+// stream reads the agent's notification stream (server-sent events over
+// fetch, since EventSource cannot send the Authorization header) and
+// calls onNote for each notification until signal aborts. It reconnects
+// after a dropped connection, resuming from the last event id.
+export async function stream(agentID, onNote, signal) {
+  let last = "";
+  while (!signal.aborted) {
+    try {
+      const h = { Authorization: "Bearer " + apiKey(), Accept: "text/event-stream" };
+      if (last) h["Last-Event-ID"] = last;
+      const r = await fetch(paths.stream(agentID), { headers: h, signal, cache: "no-store" });
+      if (!r.ok || !r.body) throw new APIError(r.status, "stream: " + r.status);
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          let id = "", data = "", event = "message";
+          for (const line of block.split("\n")) {
+            if (line.startsWith("id:")) id = line.slice(3).trim();
+            else if (line.startsWith("data:")) data += line.slice(5).trim();
+            else if (line.startsWith("event:")) event = line.slice(6).trim();
+          }
+          if (id) last = id;
+          if (event === "notification" && data) {
+            try { onNote(JSON.parse(data)); } catch { /* a malformed event is skipped */ }
+          }
+        }
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e instanceof APIError && (e.status === 401 || e.status === 404)) return;
+    }
+    await new Promise((res) => setTimeout(res, 2000));
+  }
+}

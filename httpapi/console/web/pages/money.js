@@ -1,0 +1,163 @@
+// Money: payments received and sent over time (from the agent's
+// notifications: the public API keeps no other history of sent payments),
+// invoices with their status and pay page (the agent's check_invoices
+// tool, over its MCP endpoint), schedules with their next runs, and the
+// payments waiting for the owner's approval, decided by signing in the
+// browser wallet.
+import { h, fill, link, card, amount, errorBox, pill, when, short } from "../dom.js";
+import { get, post, tool, paths } from "../api.js";
+import { connect, sign, approvalMessage } from "../wallet.js";
+import { chart } from "../chart.js";
+import { txHref } from "./explorer.js";
+
+export async function render(ctx) {
+  const { main, agent, signal } = ctx;
+  if (!agent) {
+    fill(main, h("h1", {}, "Money"), card(null, h("p", {}, "No agent yet. ", link("/console/agents", "Create one."))));
+    return;
+  }
+  const payBox = h("div", { id: "payments-box" });
+  const invBox = h("div", { id: "invoices-box" });
+  const schedBox = h("div", { id: "schedules-box" });
+  const apprBox = h("div", { id: "approvals-box" });
+  fill(main, h("h1", {}, "Money · " + agent.name + ".veil"),
+    card("Approvals waiting", apprBox), card("Payments", payBox), card("Invoices", invBox), card("Schedules", schedBox));
+  const load = async () => {
+    await Promise.all([
+      payments(agent, payBox).catch((e) => fill(payBox, errorBox(e))),
+      invoices(agent, invBox).catch((e) => fill(invBox, errorBox(e))),
+      schedules(agent, schedBox, load).catch((e) => fill(schedBox, errorBox(e))),
+      approvals(agent, apprBox, load).catch((e) => fill(apprBox, errorBox(e))),
+    ]);
+  };
+  await load();
+  // A new notification (a payment, an approval) reloads the page's data.
+  const onNote = () => { if (!signal.aborted) load(); };
+  window.addEventListener("veil:note", onNote);
+  signal.addEventListener("abort", () => window.removeEventListener("veil:note", onNote));
+}
+
+// The titles the agent writes (actors/agent, agent/tools): "Sent 0.01 ETH",
+// "Scheduled payment sent: 5 USDC to bob.veil", "Received 0.01 ETH".
+const KINDS = {
+  payment_sent: "out",
+  schedule_executed: "out",
+  payment_received: "in",
+};
+const AMOUNT = /(\d+(?:\.\d+)?) ([A-Z][A-Z0-9]{1,11})\b/;
+
+// paymentsOf reads the payments out of the agent's notifications.
+export function paymentsOf(notes, origin) {
+  const out = [];
+  for (const n of notes) {
+    const dir = KINDS[n.type];
+    const m = dir && AMOUNT.exec(n.title);
+    if (!m) continue;
+    const chain = (/ on (horizen|ethereum|polygon|base|stellar|solana)\b/.exec(n.body) || [])[1] || "";
+    let href = "", hash = "";
+    const url = /(https?:\/\/\S+?)(?=[\s)]|\.?$)/.exec(n.body);
+    if (url && url[1].startsWith(origin + "/console/")) href = url[1].slice(origin.length);
+    else if (url) href = url[1];
+    const hm = /\b(0x[0-9a-fA-F]{64})\b/.exec(n.body) || /\btx ([1-9A-HJ-NP-Za-km-z]{43,88}|[0-9a-f]{64})\b/.exec(n.body);
+    if (hm) hash = hm[1];
+    if (!href && hash) href = txHref(hash, chain);
+    out.push({ id: n.id, at: new Date(n.createdAt), dir, amountText: m[1], amount: Number(m[1]), asset: m[2], title: n.title, body: n.body, chain, hash, href });
+  }
+  return out;
+}
+
+async function payments(agent, box) {
+  const inbox = await get(paths.notifications(agent.id));
+  const list = paymentsOf(inbox.notifications || [], location.origin);
+  const assets = [...new Set(list.map((p) => p.asset))];
+  const counts = Object.fromEntries(assets.map((a) => [a, list.filter((p) => p.asset === a).length]));
+  assets.sort((a, b) => counts[b] - counts[a]);
+  const pick = h("select", { id: "chart-asset" }, assets.map((a) => h("option", { value: a }, a)));
+  const chartBox = h("div", {});
+  const draw = () => fill(chartBox, chart(list.filter((p) => p.asset === pick.value).map((p) => ({ at: p.at, dir: p.dir, amount: p.amount })), pick.value || ""));
+  pick.addEventListener("change", draw);
+  draw();
+  fill(box, 
+    assets.length > 1 ? h("label", { class: "row" }, "Asset", pick) : null,
+    chartBox,
+    list.length === 0 ? null : h("table", { id: "payments" }, h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, ""), h("th", {}, "Amount"), h("th", {}, "Details"), h("th", {}, "Transaction"))),
+      h("tbody", {}, list.map((p) => h("tr", { "data-dir": p.dir },
+        h("td", {}, when(p.at)),
+        h("td", { class: p.dir }, p.dir === "in" ? "received" : "sent"),
+        h("td", { class: "pay-amount" }, amount(p.amountText, p.asset)),
+        h("td", { class: "small" }, p.body.replace(/\s*(Transaction|\(tx) \S+$/, "")),
+        h("td", {}, txCell(p)))))),
+    h("p", { class: "muted small" }, "From the agent's notifications (the most recent ones the inbox keeps)."));
+}
+
+function txCell(p) {
+  if (!p.href) return "";
+  const text = short(p.hash || p.href);
+  if (p.href.startsWith("/console/")) return link(p.href, h("code", { class: "tx-link" }, text));
+  return h("a", { href: p.href, rel: "noopener noreferrer", target: "_blank", class: "tx-link" }, text);
+}
+
+async function invoices(agent, box) {
+  const res = await tool(agent.id, "check_invoices");
+  const list = (res && res.invoices) || [];
+  fill(box, 
+    h("p", { class: "muted" }, `${res.count} invoice(s): ${res.pending} pending, ${res.paid} paid.`),
+    list.length === 0 ? null : h("table", { id: "invoices" }, h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", {}, "Amount"), h("th", {}, "Memo"), h("th", {}, "Status"), h("th", {}, "Pay page"), h("th", {}, "Transaction"))),
+      h("tbody", {}, list.map((inv) => h("tr", { "data-invoice": inv.id },
+        h("td", {}, when(inv.createdAt)),
+        h("td", {}, amount(inv.amount, inv.asset)),
+        h("td", {}, inv.memo),
+        h("td", {}, pill(inv.status)),
+        h("td", {}, h("a", { href: inv.paymentLink, target: "_blank", rel: "noopener" }, "pay page")),
+        h("td", {}, inv.txHash ? link(txHref(inv.txHash, inv.chain), h("code", {}, short(inv.txHash))) : ""))))));
+}
+
+async function schedules(agent, box, reload) {
+  const list = await get(paths.schedules(agent.id));
+  const act = (s, action) => async (e) => {
+    e.target.disabled = true;
+    try { await post(paths.schedule(agent.id, s.id, action)); await reload(); } catch (x) { box.append(errorBox(x)); e.target.disabled = false; }
+  };
+  fill(box, list.length === 0 ? h("p", { class: "muted" }, "No schedules. Ask the agent in chat, e.g. “pay bob.veil 5 USDC every week”.") :
+    h("table", { id: "schedules" }, h("thead", {}, h("tr", {}, h("th", {}, "Recipient"), h("th", {}, "Amount"), h("th", {}, "Every"), h("th", {}, "Status"), h("th", {}, "Next run"), h("th", {}, ""))),
+      h("tbody", {}, list.map((s) => h("tr", { "data-schedule": s.id },
+        h("td", {}, short(s.recipient)), h("td", {}, amount(s.amount, s.asset)), h("td", {}, s.interval), h("td", {}, pill(s.status)),
+        h("td", {}, s.status === "cancelled" ? "" : when(s.nextRun)),
+        h("td", { class: "row" },
+          s.status === "active" ? h("button", { class: "secondary", onclick: act(s, "pause") }, "Pause") : null,
+          s.status === "paused" ? h("button", { class: "secondary", onclick: act(s, "resume") }, "Resume") : null,
+          s.status !== "cancelled" ? h("button", { class: "danger", onclick: act(s, "cancel") }, "Cancel") : null))))));
+}
+
+async function approvals(agent, box, reload) {
+  const list = await get(paths.approvals(agent.id, "pending"));
+  const decide = (a, deny) => async (e) => {
+    const row = e.target.closest("tr");
+    for (const b of row.querySelectorAll("button")) b.disabled = true;
+    const msgBox = row.querySelector(".decision");
+    try {
+      fill(msgBox, h("span", { class: "muted" }, "Sign in your wallet…"));
+      const wallet = await connect();
+      const message = approvalMessage(a.id, agent.id, wallet, deny);
+      const signature = await sign(message, wallet);
+      fill(msgBox, h("span", { class: "muted" }, deny ? "Denying…" : "Approving and sending…"));
+      const res = await post(paths.approval(agent.id, a.id), { decision: deny ? "deny" : "approve", message, signature });
+      fill(msgBox, pill(res.status), res.txHash ? link(txHref(res.txHash, a.chain), " " + short(res.txHash)) : "", res.error ? h("span", { class: "error" }, " " + res.error) : "");
+      await reload();
+    } catch (x) {
+      fill(msgBox, errorBox(x));
+      for (const b of row.querySelectorAll("button")) b.disabled = false;
+    }
+  };
+  fill(box, list.length === 0 ? h("p", { class: "muted", id: "no-approvals" }, "Nothing is waiting for you.") :
+    h("table", { id: "approvals" }, h("thead", {}, h("tr", {}, h("th", {}, "Amount"), h("th", {}, "To"), h("th", {}, "Why it waits"), h("th", {}, "Expires"), h("th", {}, ""))),
+      h("tbody", {}, list.map((a) => h("tr", { "data-approval": a.id },
+        h("td", {}, amount(a.amount, a.asset), h("div", { class: "small muted" }, a.chain)),
+        h("td", {}, short(a.recipient)),
+        h("td", { class: "small" }, (a.reasons || []).join("; ")),
+        h("td", {}, when(a.expiresAt)),
+        h("td", {}, h("div", { class: "row" },
+          h("button", { class: "approve", onclick: decide(a, false) }, "Approve"),
+          h("button", { class: "danger deny", onclick: decide(a, true) }, "Deny")),
+          h("div", { class: "decision small" })))))));
+}
