@@ -65,9 +65,10 @@ func agentLoader(cfg config, deps agent.Deps, self func() string) host.Loader {
 
 // staleActivation tells the errors that mean an agent's activation worked
 // on stale state: a version conflict that no agent code turned into an
-// answer of its own (those would otherwise be 500s).
+// answer of its own (those would otherwise be 500s), or a write refused by
+// the activation's fence.
 func staleActivation(err error) bool {
-	return errors.Is(err, persistence.ErrConflict)
+	return errors.Is(err, persistence.ErrConflict) || errors.Is(err, persistence.ErrFenced)
 }
 
 // joinCluster starts this process's membership; agents are then reached

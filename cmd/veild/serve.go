@@ -27,6 +27,7 @@ import (
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/internal/buildinfo"
 	"github.com/veilhq/veil/llm"
+	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/cluster"
 	"github.com/veilhq/veil/runtime/host"
 	"github.com/veilhq/veil/runtime/prom"
@@ -113,8 +114,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer func() { stopSystem() }()
 	// Every payment signature passes the agent's spending policy inside
 	// the enclave actor, counted durably before it signs.
-	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(store, nil).WithApprovals()))
-	chainSet, err := startChains(ctx, cfg, system, store, enclaves, mets, log)
+	// In a cluster an agent's request carries its activation's ownership
+	// epoch as a fence (cluster.FencedLoader); the money's writes (the
+	// policy's count before a signature, the connectors' intents before a
+	// broadcast) go through a store that checks it in the same transaction,
+	// so a stale owner's payment is refused there. Elsewhere a no-op.
+	money := persistence.Fencing(store)
+	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(money, nil).WithApprovals()))
+	chainSet, err := startChains(ctx, cfg, system, money, enclaves, mets, log)
 	if err != nil {
 		return err
 	}

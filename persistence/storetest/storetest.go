@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"ContextCancelled", testContextCancelled},
 		{"Closed", testClosed},
 		{"CloseWaitsForApply", testCloseWaits},
+		{"FenceRefusesAStaleOwnersBatch", testFence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

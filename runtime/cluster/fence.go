@@ -30,8 +30,11 @@ type epochRecord struct {
 // activated the agent (a partition healed, a paused member woke up), the
 // stale activation's writes are refused before they land and before the
 // request goes on to sign anything; its requests fail with host.ErrStale
-// and it is passivated. member names this member in the record (for people
-// reading the table).
+// and it is passivated. Each request's context carries the epoch as a
+// persistence.Fence, so writes made for it through a persistence.Fencing
+// store (the chain connectors' intents, the spending policy) are fenced too,
+// in their own transactions. member names this member in the record (for
+// people reading the table).
 func FencedLoader(store persistence.Store, member func() string, build func(persistence.Store) host.Loader) host.Loader {
 	return func(ctx context.Context, id string) (host.Agent, error) {
 		epoch, err := takeEpoch(ctx, store, id, member())
@@ -117,6 +120,9 @@ func (s *fencedStore) verify(ctx context.Context) error {
 }
 
 func (s *fencedStore) stale(err error) error {
+	if errors.Is(err, persistence.ErrFenced) && !errors.Is(err, host.ErrStale) {
+		return fmt.Errorf("agent %s: %w: %w", s.id, host.ErrStale, err)
+	}
 	var ce *persistence.ConflictError
 	if errors.As(err, &ce) && ce.Table == TableEpochs && ce.Key == s.id {
 		return fmt.Errorf("agent %s: %w: another member activated it (epoch %d is now %d)", s.id, host.ErrStale, s.epoch, ce.Actual)
@@ -130,11 +136,21 @@ type fencedAgent struct {
 	store *fencedStore
 }
 
+// The request's context carries the activation's fence, so every write
+// made for it through a persistence.Fencing store (the chain connectors'
+// payment intents, the spending policy's count before a signature) is
+// refused in its own transaction once another member has taken the agent:
+// the check at the start is a read, the fence closes the gap after it.
 func (a *fencedAgent) Receive(ctx context.Context, msg any) (any, error) {
 	if err := a.store.verify(ctx); err != nil {
 		return nil, err
 	}
-	return a.inner.Receive(ctx, msg)
+	ctx = persistence.WithFence(ctx, persistence.Fence{Table: TableEpochs, Key: a.store.id, Version: a.store.epoch})
+	v, err := a.inner.Receive(ctx, msg)
+	if err != nil {
+		err = a.store.stale(err)
+	}
+	return v, err
 }
 
 type fencedPassivator struct {

@@ -120,3 +120,70 @@ func TestMinorityMemberIsFencedAndPassivatesItsAgents(t *testing.T) {
 		t.Fatal("a fenced member activated an agent")
 	}
 }
+
+// payer is an agent whose request writes a payment intent through the
+// chain connectors' store (persistence.Fencing over the shared store), as
+// a chat that pays does; takeover runs in the middle of the request,
+// after the request's start passed its epoch check.
+type payer struct {
+	chains   persistence.Store
+	takeover func()
+}
+
+func (p *payer) Receive(ctx context.Context, m any) (any, error) {
+	p.takeover()
+	_, err := p.chains.Apply(ctx, persistence.Put("intents", m.(string), []byte("signed tx"), persistence.Absent()))
+	return nil, err
+}
+
+// Signing-time fencing: a request of an activation that another member
+// takes over while it runs writes its payment intent under the request's
+// fence, and the store refuses it in the same transaction (the intent
+// holds the signed transaction, which is broadcast only once written; the
+// spending policy's count before a signature is refused the same way). The
+// request fails with host.ErrStale; the current owner's intent lands.
+func TestPaymentIntentOfAStaleActivationIsRefusedAtomically(t *testing.T) {
+	st := openBolt(t)
+	chains := persistence.Fencing(st)
+	ctx := context.Background()
+	var taken bool
+	load := func(member string, takeover func()) host.Loader {
+		return cluster.FencedLoader(st, func() string { return member }, func(persistence.Store) host.Loader {
+			return func(context.Context, string) (host.Agent, error) {
+				return &payer{chains: chains, takeover: takeover}, nil
+			}
+		})
+	}
+	var fresh host.Agent
+	old, err := load("a", func() {
+		if taken {
+			return
+		}
+		taken = true
+		// Member b activates the agent while a's request runs.
+		var err error
+		if fresh, err = load("b", func() {})(ctx, "agent-1"); err != nil {
+			t.Error(err)
+		}
+	})(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = old.Receive(ctx, "stale-payment")
+	if !errors.Is(err, host.ErrStale) || !errors.Is(err, persistence.ErrFenced) {
+		t.Fatalf("the stale activation's payment: %v, want host.ErrStale (fenced)", err)
+	}
+	if _, err := st.Get(ctx, "intents", "stale-payment"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Fatalf("the stale activation's intent was written: %v", err)
+	}
+	if _, err := fresh.Receive(ctx, "current-payment"); err != nil {
+		t.Fatalf("the current owner's payment: %v", err)
+	}
+	if _, err := st.Get(ctx, "intents", "current-payment"); err != nil {
+		t.Fatalf("the current owner's intent: %v", err)
+	}
+	// Outside an agent's request (no fence) the store is unchanged.
+	if _, err := chains.Apply(ctx, persistence.Put("intents", "maintenance", []byte("x"), persistence.Absent())); err != nil {
+		t.Fatal(err)
+	}
+}
