@@ -29,9 +29,10 @@ type invoiceLookup struct {
 }
 
 func payableOf(rec state.InvoiceRecord, now time.Time) tools.PayableInvoice {
-	return tools.PayableInvoice{ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
-		Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, ExpiresAt: rec.ExpiresAt,
-		Expired: rec.Status != state.InvoicePaid && rec.Expired(now), AgentID: rec.AgentID}
+	inv := PayViewOf(rec).PayableInvoice
+	inv.Expired = rec.Status != state.InvoicePaid && rec.Expired(now)
+	inv.AgentID = rec.AgentID
+	return inv
 }
 
 func (l invoiceLookup) found(rec state.InvoiceRecord, err error, what string) (tools.PayableInvoice, error) {

@@ -204,11 +204,11 @@ func paymentURI(v *PayView, rec state.InvoiceRecord, conn chains.Connector) erro
 }
 
 // PayViewOf is the pay page's view of a stored invoice (without TxLink,
-// which needs the chain).
+// Expired and the payment URI, which need the clock and the chain).
 func PayViewOf(rec state.InvoiceRecord) *PayView {
 	return &PayView{
-		ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
-		Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, TxHash: rec.TxHash, CreatedAt: rec.CreatedAt, PaidAt: rec.PaidAt,
-		ExpiresAt: rec.ExpiresAt,
+		PayableInvoice: tools.PayableInvoice{ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
+			Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, ExpiresAt: rec.ExpiresAt},
+		TxHash: rec.TxHash, CreatedAt: rec.CreatedAt, PaidAt: rec.PaidAt,
 	}
 }

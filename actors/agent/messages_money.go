@@ -83,31 +83,20 @@ type PublicInvoice struct {
 }
 
 // PayView is what a payer may see of an invoice: no agent id, account or
-// keys.
+// keys. Its first part is what a payer's agent reads to pay it
+// (tools.PayableInvoice: id, payee, amount, asset, memo, chain, payTo,
+// status, expiresAt, expired, token and chainId — the asset's contract,
+// mint or issuer and the EVM chain id, empty when the chain's connector
+// cannot say; docs/invoices.md).
 type PayView struct {
-	ID        string     `json:"id"`
-	Payee     string     `json:"payee"` // alice.veil
-	Amount    string     `json:"amount"`
-	Asset     string     `json:"asset"`
-	Memo      string     `json:"memo"`
-	Chain     chains.ID  `json:"chain"`
-	PayTo     string     `json:"payTo"`
-	Status    string     `json:"status"`
+	tools.PayableInvoice
 	TxHash    *string    `json:"txHash"`
 	TxLink    string     `json:"txLink,omitempty"`
 	CreatedAt time.Time  `json:"createdAt"`
 	PaidAt    *time.Time `json:"paidAt,omitempty"`
-	// ExpiresAt is null for an invoice that never expires; Expired is
-	// true once it has (the page then offers no way to pay).
-	ExpiresAt *time.Time `json:"expiresAt"`
-	Expired   bool       `json:"expired"`
 	// PaymentURI is what the QR code and the "Open in wallet" link hold
-	// (chains/payuri); Token is the asset's contract, mint or issuer (""
-	// for the native asset) and ChainID the EVM chain id. Empty when the
-	// chain's connector cannot say (docs/invoices.md).
+	// (chains/payuri).
 	PaymentURI string `json:"paymentUri,omitempty"`
-	Token      string `json:"token,omitempty"`
-	ChainID    uint64 `json:"chainId,omitempty"`
 }
 
 // ListSchedules answers []tools.Schedule, oldest first.

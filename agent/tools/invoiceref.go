@@ -33,8 +33,10 @@ var (
 )
 
 // PayableInvoice is an invoice as a payer sees it: the fields of the pay
-// page's JSON form (GET <paymentLink> with Accept: application/json, the
-// same object as /pay/<id>/status).
+// page's JSON form that paying depends on (GET <paymentLink> with Accept:
+// application/json, the same object as /pay/<id>/status; the agent
+// actor's PayView embeds this type, so the server's answer and the
+// payer's reading cannot drift apart).
 type PayableInvoice struct {
 	ID        string     `json:"id"`
 	Payee     string     `json:"payee"`

@@ -55,6 +55,9 @@ func needKey(env *Env) error {
 
 // chainErr explains a chain failure to the model.
 func chainErr(op string, c chains.ID, err error) error {
+	if w := chains.ErrorWordsFor(c, err.Error()); w != err.Error() {
+		err = &worded{text: w, err: err} // no wei in what people read
+	}
 	switch {
 	case errors.Is(err, chains.ErrUnavailable):
 		return fmt.Errorf("%s on %s: %w; nothing was done, try again later", op, c, err)
@@ -67,6 +70,16 @@ func chainErr(op string, c chains.ID, err error) error {
 	}
 	return fmt.Errorf("%s on %s: %w", op, c, err)
 }
+
+// worded is a chain error with its raw numbers in words
+// (chains.ErrorWordsFor); errors.Is still finds the original.
+type worded struct {
+	text string
+	err  error
+}
+
+func (w *worded) Error() string { return w.text }
+func (w *worded) Unwrap() error { return w.err }
 
 func txLink(env *Env, c chains.ID, tx chains.TxResult) string {
 	if tx.TxLink != "" {

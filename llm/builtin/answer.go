@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/veilhq/veil/chains"
 )
 
 // describe writes one readable paragraph about a tool result.
@@ -240,9 +242,10 @@ func errorText(detail any) string {
 	return cleanErr(string(b))
 }
 
-// cleanErr drops Go package prefixes ("chains: ", "tools: ").
+// cleanErr drops Go package prefixes ("chains: ", "tools: ") and puts
+// raw base units (wei) and long balances in words (chains.ErrorWords).
 func cleanErr(s string) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(chains.ErrorWords(s))
 	for _, p := range []string{"chains: ", "tools: ", "tool: ", "agent: ", "enclave: ", "persistence: ", "llm: "} {
 		s = strings.ReplaceAll(s, p, "")
 	}

@@ -74,7 +74,7 @@ func holdings(chain string, m map[string]any) string {
 				sym = id.NativeAsset()
 			}
 		}
-		parts = append(parts, money(n, orDefault(sym, "(native)")))
+		parts = append(parts, balanceMoney(n, orDefault(sym, "(native)")))
 	}
 	toks := obj(m["tokens"])
 	keys := make([]string, 0, len(toks))
@@ -83,7 +83,7 @@ func holdings(chain string, m map[string]any) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		parts = append(parts, money(scalar(toks[k]), k))
+		parts = append(parts, balanceMoney(scalar(toks[k]), k))
 	}
 	out := "nothing yet"
 	if len(parts) > 0 {
@@ -98,7 +98,7 @@ func holdings(chain string, m map[string]any) string {
 	sort.Strings(skeys)
 	var sp []string
 	for _, k := range skeys {
-		sp = append(sp, money(scalar(stealth[k]), k))
+		sp = append(sp, balanceMoney(scalar(stealth[k]), k))
 	}
 	if len(sp) > 0 {
 		n, _ := count(m, "stealthPayments")
@@ -344,6 +344,15 @@ func money(amount, asset string) string {
 		return amount
 	}
 	return amount + " " + asset
+}
+
+// balanceMoney is a balance as people read it: whole units cut to a few
+// decimals, with the symbol ("9.999949 ETH", not 18 decimals of wei).
+func balanceMoney(amount, asset string) string {
+	if strings.TrimSpace(amount) == "" {
+		return money(amount, asset)
+	}
+	return chains.DisplayAmount(amount, strings.TrimSpace(asset))
 }
 
 func onChain(ch string) string {

@@ -386,6 +386,10 @@ var answerCases = []struct {
 	{"check balance on all chains", [][2]string{{"success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{}},{"chain":"solana","nativeAsset":"SOL","native":"3","tokens":{"USDC":"4"}}],"unavailable":[{"chain":"stellar","error":"chains: chain unavailable"}]}`}},
 		[]string{"Your balances:\n- base: 1 ETH\n- solana: 3 SOL, 4 USDC", "I couldn't reach stellar right now: chain unavailable."}, nil},
 	{"what's my balance", [][2]string{{"success", `{"native":"1","tokens":{"USDC":"2"},"chain":"horizen"}`}}, []string{"Your balance on horizen: 1 ZEN, 2 USDC."}, nil},
+	// Amounts in words people read (issue 23): whole units cut to 6 decimals with the symbol, no wei.
+	{"what's my balance", [][2]string{{"success", `{"native":"9.999949976784703522","tokens":{"USDC":"2.5"},"chain":"base"}`}}, []string{"Your balance on base: 9.999949 ETH, 2.5 USDC."}, []string{"976784703522"}},
+	{"send 500 ETH to bob", [][2]string{{"error", `{"error":"paying 500 ETH to bob.veil on base: chains: insufficient funds: base: send: the account cannot pay the amount plus the network fee (insufficient funds for gas * price + value: balance 9999949976784703522, tx cost 500000021000000000000, overshot 490000071023215296478)"}`}},
+		[]string{"I couldn't send 500 ETH to bob: insufficient funds on base: 9.999949 ETH available, 500.000021 ETH needed (amount + network fee); nothing was sent."}, []string{"9999949976784703522"}},
 	{"scan for payments", [][2]string{{"success", `{"count":2,"chains":[{"chain":"base","count":2}],"unwithdrawn":[{"chain":"base","stealthAddress":"0x11","asset":"USDC","balance":"5"},{"chain":"base","stealthAddress":"0x22","asset":"ETH","balance":"1"}]}`}},
 		[]string{"found 2 new payments", "Received and not yet withdrawn", "- 5 USDC on base at stealth address 0x11"}, nil},
 	{"pause the weekly payment to bob", [][2]string{{"error", `{"error":"several schedules match: 2 schedules match: 3f2a9c01 (5 USDC to bob, weekly, active); 7b3e91aa (10 USDC to bob, weekly, active). Nothing was changed; ask the user which one (by id, amount or interval)"}`}},
