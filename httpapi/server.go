@@ -176,7 +176,8 @@ func (s *Server) routes() chi.Router {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI())
 	})
-	s.payRoutes(r) // the pay page: public, no API key
+	s.payRoutes(r)  // the pay page: public, no API key
+	s.x402Routes(r) // the invoices' x402 resource: public (docs/x402.md)
 	// The console's page, assets and devnet explorer: public (the page
 	// signs in with an API key and calls the API like any client).
 	s.console.Routes(r)

@@ -93,6 +93,7 @@ func RegisterWire(c *msg.Codec) {
 		{"chains.insufficient-funds", chains.ErrInsufficientFunds},
 		{"chains.not-found", chains.ErrNotFound},
 		{"chains.no-faucet", chains.ErrNoFaucet},
+		{"chains.authorization-refused", chains.ErrAuthorizationRefused},
 	} {
 		c.RegisterSentinel(s.code, s.err)
 	}
