@@ -98,7 +98,7 @@ func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, hos
 		Expected:        cfg.ClusterSize,
 		Rejoin:          func(string) { rejoin(errRejoin) },
 		Host:            host,
-		Codec:           codec,
+		Codec:           msg.NewWire(codec),
 		Log:             log.With(slog.String("component", "cluster")),
 		Observe:         mets.ClusterRequest,
 	})

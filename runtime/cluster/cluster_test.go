@@ -112,11 +112,12 @@ func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func codec() *msg.Codec {
+// codec is veild's wire format (actors/msg) with the test's messages.
+func codec() cluster.Codec {
 	c := msg.NewCodec()
 	c.RegisterTypes(&Ping{}, &Pong{})
 	c.RegisterSentinel("test.boom", errBoom)
-	return c
+	return msg.NewWire(c)
 }
 
 // startNode starts one member in slot s.

@@ -3,7 +3,7 @@
 // talk over protoactor's gRPC remoting, and every agent lives on exactly one
 // member, chosen by rendezvous hashing of its id over the live members. Any
 // member accepts any request and forwards it, as a protobuf envelope
-// (actors/msg), to the agent's member, whose host.Host activates the
+// (Codec: actors/msg's, injected by veild), to the agent's member, whose host.Host activates the
 // agent as usual: a virtual actor, placed by the cluster.
 //
 // Why not protoactor's own identity lookup and cluster.Request: disthash
@@ -34,7 +34,6 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
 
-	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/runtime/host"
 )
 
@@ -96,8 +95,9 @@ type Config struct {
 	// member stays fenced.
 	Rejoin func(reason string)
 
-	Host  *host.Host
-	Codec *msg.Codec
+	Host *host.Host
+	// Codec is the wire format of the envelopes (msg.NewWire in veild).
+	Codec Codec
 	Log   *slog.Logger
 	// Observe, when set, is called after every request with whether it
 	// crossed to another member, for metrics.

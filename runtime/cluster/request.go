@@ -9,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/runtime/host"
 )
 
@@ -71,7 +70,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 	if !ok {
 		deadline = time.Now().Add(m.cfg.DefaultTimeout)
 	}
-	req, err := m.cfg.Codec.EncodeRequest(id, message, deadline, "")
+	req, err := m.cfg.Codec.EncodeRequest(id, message, deadline)
 	if err != nil {
 		return nil, err, false
 	}
@@ -110,7 +109,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 		case r.err != nil:
 			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, r.err), false
 		}
-		reply, ok := r.v.(*msg.AgentReply)
+		code, ok := m.cfg.Codec.ReplyCode(r.v)
 		if !ok {
 			// Remoting answers an unknown target with a dead letter.
 			if _, dl := r.v.(*actor.DeadLetterResponse); dl {
@@ -118,12 +117,12 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 			}
 			return nil, fmt.Errorf("agent %s on member %s answered %T", id, addr, r.v), false
 		}
-		if code := reply.GetError().GetCode(); code == codeNotOwner || code == codeFenced {
+		if code == codeNotOwner || code == codeFenced {
 			// Refused unprocessed: route again once the views agree (or
 			// the fenced member has left them).
 			return nil, nil, true
 		}
-		v, err := m.cfg.Codec.DecodeReply(reply)
+		v, err := m.cfg.Codec.DecodeReply(r.v)
 		return v, err, false
 	case <-c.lost:
 		return nil, fmt.Errorf("agent %s: member %s left the cluster with the request in flight: %w", id, addr, host.ErrMemberLost), false
@@ -135,8 +134,8 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 // receive is the router actor: it takes requests from other members and
 // runs each on its own goroutine, so one slow agent never holds up another.
 func (m *Member) receive(c actor.Context) {
-	req, ok := c.Message().(*msg.AgentRequest)
-	if !ok {
+	req := c.Message()
+	if _, _, ok := m.cfg.Codec.ReadRequest(req); !ok {
 		return
 	}
 	sender := c.Sender()
@@ -154,8 +153,8 @@ func (m *Member) receive(c actor.Context) {
 
 // serve runs one forwarded request on the local host, unless this member
 // was fenced when it arrived (why).
-func (m *Member) serve(req *msg.AgentRequest, why string) *msg.AgentReply {
-	id := req.GetAgentId()
+func (m *Member) serve(req any, why string) any {
+	id, deadline, _ := m.cfg.Codec.ReadRequest(req)
 	if m.stopping.Load() {
 		return m.cfg.Codec.EncodeReply(nil, host.ErrStopping)
 	}
@@ -163,26 +162,26 @@ func (m *Member) serve(req *msg.AgentRequest, why string) *msg.AgentReply {
 		// Refused unprocessed: the sender routes it again, or its caller
 		// has already been told it failed (a request that waited out a
 		// pause here must not run after that).
-		return &msg.AgentReply{Error: &msg.Error{Code: codeFenced, Message: fmt.Sprintf("member %s is fenced: %s", m.Self(), why)}}
+		return m.cfg.Codec.Refusal(codeFenced, fmt.Sprintf("member %s is fenced: %s", m.Self(), why))
 	}
-	if d := req.GetDeadlineUnixNano(); d > 0 && time.Now().UnixNano() >= d {
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		// Its caller has its answer (a timeout) already.
 		return m.cfg.Codec.EncodeReply(nil, fmt.Errorf("agent %s: the request's deadline passed before it could run: %w", id, context.DeadlineExceeded))
 	}
 	if o, self := m.Owner(id), m.Self(); o != self {
 		// Refused unprocessed: the sender routes again once the views agree,
 		// and the agent is never active on two members meanwhile.
-		return &msg.AgentReply{Error: &msg.Error{Code: codeNotOwner, Message: fmt.Sprintf("member %s does not own agent %s (its owner is %s)", self, id, o)}}
+		return m.cfg.Codec.Refusal(codeNotOwner, fmt.Sprintf("member %s does not own agent %s (its owner is %s)", self, id, o))
 	}
 	message, err := m.cfg.Codec.DecodeRequest(req)
 	if err != nil {
-		m.cfg.Log.Error("undecodable request from another member", slog.String("agent", id), slog.String("type", req.GetType()), slog.Any("err", err))
+		m.cfg.Log.Error("undecodable request from another member", slog.String("agent", id), slog.Any("err", err))
 		return m.cfg.Codec.EncodeReply(nil, err)
 	}
 	ctx := context.Background()
-	if d := req.GetDeadlineUnixNano(); d > 0 {
+	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, d))
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	v, err := m.cfg.Host.Request(ctx, id, message)
@@ -191,7 +190,7 @@ func (m *Member) serve(req *msg.AgentRequest, why string) *msg.AgentReply {
 
 // registerErrors adds the runtime's errors to the codec, after the agent's
 // own kinds (which are more specific).
-func registerErrors(c *msg.Codec) {
+func registerErrors(c Codec) {
 	for _, s := range []struct {
 		code string
 		err  error
