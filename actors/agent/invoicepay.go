@@ -101,3 +101,15 @@ func (o *chainOps) PaymentTarget(id chains.ID, asset string) (uint64, string, bo
 	}
 	return t.PaymentTarget(asset)
 }
+
+// SettlesByTransfer: this node's connector for chain scans plain
+// transfers (chains.TransferScanner), as the payee's Veil must to settle
+// an invoice paid by one.
+func (o *chainOps) SettlesByTransfer(id chains.ID) bool {
+	c, err := o.conn(id)
+	if err != nil {
+		return false
+	}
+	_, ok := c.Connector().(chains.TransferScanner)
+	return ok
+}

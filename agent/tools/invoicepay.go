@@ -75,6 +75,11 @@ func payInvoice() Tool {
 			if err := checkStatedAmount(env, ref, a.str("amount"), inv, asset); err != nil {
 				return nil, err
 			}
+			if !ic.SettlesByTransfer(inv.Chain) {
+				// Paid, it would stay pending: the payee's Veil would
+				// not see the transfer (docs/invoices.md, "Other chains").
+				return nil, fmt.Errorf("%w: invoice %s is on %s, where Veil does not yet see a plain transfer to an invoice's address, so the payee's invoice would not settle; nothing was paid. Ask the payee for an invoice on an EVM chain, or pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Chain)
+			}
 			return payInvoiceNow(ctx, env, ic, inv, asset)
 		},
 	}

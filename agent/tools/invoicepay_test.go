@@ -28,6 +28,10 @@ func (f *fakeChains) PayAddress(ctx context.Context, req chains.SendRequest, lab
 	return f.pay(call{Op: "invoice", Chain: string(req.Chain), To: req.To, Amount: req.Amount.String(), Asset: req.Asset, Key: req.IdempotencyKey}, true)
 }
 
+// SettlesByTransfer: the fake sees transfers on the EVM chains only, as
+// the connectors do.
+func (f *fakeChains) SettlesByTransfer(c chains.ID) bool { return c.Family() == chains.FamilyEVM }
+
 func (f *fakeChains) PaymentTarget(c chains.ID, asset string) (uint64, string, bool) {
 	if c != chains.Base {
 		return 0, "", false
@@ -231,6 +235,12 @@ func TestPayInvoice(t *testing.T) {
 			l.all[id1] = inv
 			return id1
 		}, want: ErrInvoiceNotPayable, says: "polygon"},
+		{name: "a chain whose transfers Veil does not see", setup: func(l *fakeLookup) string {
+			inv := pendingInvoice(t, id1, "bob", "25", "USDC")
+			inv.Chain, inv.PayTo = chains.Stellar, xlmAddr("invoice")
+			l.all[id1] = inv
+			return id1
+		}, want: ErrInvoiceNotPayable, says: "would not settle"},
 		{name: "stated amount differs (argument)", setup: func(l *fakeLookup) string {
 			l.all[id1] = pendingInvoice(t, id1, "bob", "25", "USDC")
 			return id1

@@ -82,6 +82,10 @@ type InvoiceChains interface {
 	// its EVM chain id and the token's contract, mint or issuer ("" for
 	// the native asset); ok is false when the connector cannot say.
 	PaymentTarget(chain chains.ID, asset string) (chainID uint64, token string, ok bool)
+	// SettlesByTransfer says whether Veil sees a plain transfer to an
+	// invoice's address on chain (the connector scans transfers), so the
+	// payee's invoice settles by itself once paid.
+	SettlesByTransfer(chain chains.ID) bool
 }
 
 // invoiceRef is what the user named: a bare id, or a link and its id.

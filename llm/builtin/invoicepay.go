@@ -82,7 +82,7 @@ func messageRef(text string) string {
 	masked := intent.Mask(text)
 	seen := map[string]bool{}
 	for _, f := range strings.Fields(masked) {
-		if w := strings.Trim(f, leadTrim+tailTrim); rePayLink.MatchString(w) {
+		if w := strings.TrimRight(strings.TrimLeft(f, leadTrim), tailTrim); rePayLink.MatchString(w) {
 			seen[w] = true
 		}
 	}
