@@ -25,6 +25,19 @@ type PaymentVerifier interface {
 	TransfersIn(ctx context.Context, txHash string) ([]Transfer, error)
 }
 
+// AnnouncementReader is implemented by connectors that can list the
+// stealth announcements of one transaction, exactly as Scan lists them, so
+// that a payment between two agents of one Veil is delivered to the payee
+// as soon as it is confirmed instead of at the next scan
+// (actors/scanner.Instant). It is optional.
+type AnnouncementReader interface {
+	// AnnouncementsIn returns the announcements of the confirmed,
+	// successful transaction txHash. A transaction that is unknown, not
+	// yet confirmed deeply enough, or that failed answers an error
+	// matching ErrNotFound that says which.
+	AnnouncementsIn(ctx context.Context, txHash string) ([]Announcement, error)
+}
+
 // TransferScanner is implemented by connectors that can list every plain
 // transfer the chain confirms, so that payments to an invoice's one-time
 // address are found although nobody announced them. It is optional.

@@ -61,6 +61,11 @@ type Deps struct {
 	// Feed, when set, is told of every notification stored (the
 	// notification stream watches it).
 	Feed *Feed
+	// Sent, when set, is told of each stealth payment a chat tool sent to
+	// another agent of this Veil (by name, e.g. "bob.veil"), so that the
+	// payee is notified as soon as the transaction is confirmed
+	// (actors/scanner.Instant). It must not block.
+	Sent func(chain chains.ID, payee, txHash string)
 	// Failpoint, when set, is called at the dangerous steps of a request
 	// (FailAfterTools); an error it returns aborts the request right there,
 	// as a crash would. Tests only.

@@ -143,7 +143,12 @@ func (o *chainOps) SendStealth(ctx context.Context, req chains.SendRequest) (cha
 	}
 	// The connector signs the payment as a spend (asset, amount, meta,
 	// key); the enclave checks it against the agent's policy.
-	return c.SendStealth(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req.To, req.Amount.String(), req.Asset, req.IdempotencyKey)
+	res, err := c.SendStealth(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req.To, req.Amount.String(), req.Asset, req.IdempotencyKey)
+	if payee := o.names.name(req.To); err == nil && o.a.deps.Sent != nil && strings.HasSuffix(payee, chains.NameSuffix) {
+		// To another Veil agent: tell it at once, not at the next scan.
+		o.a.deps.Sent(req.Chain, payee, res.TxHash)
+	}
+	return res, err
 }
 
 func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {

@@ -73,26 +73,9 @@ func (k *keySet) refresh(ctx context.Context, st persistence.Store, keys Keys, o
 			k.known[id] = true
 			return nil
 		}
-		sk, err := keys.ScanKeys(ctx, id, k.chain)
-		if err != nil {
-			return fmt.Errorf("scanner: scan keys of agent %s on %s: %w", id, k.chain, err)
+		if err := k.add(ctx, keys, id); err != nil {
+			return err
 		}
-		defer sk.Zero()
-		if k.chain.Family() == chains.FamilyEVM {
-			e, err := sk.Secp256k1Entry()
-			if err != nil {
-				return err
-			}
-			k.secp = append(k.secp, e)
-		} else {
-			e, err := sk.Ed25519Entry()
-			if err != nil {
-				return err
-			}
-			k.ed = append(k.ed, e)
-		}
-		k.known[id] = true
-		k.ids = append(k.ids, id)
 		added = true
 		return nil
 	})
@@ -103,6 +86,32 @@ func (k *keySet) refresh(ctx context.Context, st persistence.Store, keys Keys, o
 		return nil
 	}
 	return k.build()
+}
+
+// add asks for the agent's scanning keys and adds them (build makes them
+// part of the batch scanner).
+func (k *keySet) add(ctx context.Context, keys Keys, id string) error {
+	sk, err := keys.ScanKeys(ctx, id, k.chain)
+	if err != nil {
+		return fmt.Errorf("scanner: scan keys of agent %s on %s: %w", id, k.chain, err)
+	}
+	defer sk.Zero()
+	if k.chain.Family() == chains.FamilyEVM {
+		e, err := sk.Secp256k1Entry()
+		if err != nil {
+			return err
+		}
+		k.secp = append(k.secp, e)
+	} else {
+		e, err := sk.Ed25519Entry()
+		if err != nil {
+			return err
+		}
+		k.ed = append(k.ed, e)
+	}
+	k.known[id] = true
+	k.ids = append(k.ids, id)
+	return nil
 }
 
 // build makes the batch scanner of the current keys.

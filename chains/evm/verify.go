@@ -16,14 +16,16 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
 // transferTopic is the ERC-20 Transfer(address,address,uint256) event.
 var transferTopic = crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
 
 var (
-	_ chains.PaymentVerifier = (*Connector)(nil)
-	_ chains.TransferScanner = (*Connector)(nil)
+	_ chains.PaymentVerifier    = (*Connector)(nil)
+	_ chains.AnnouncementReader = (*Connector)(nil)
+	_ chains.TransferScanner    = (*Connector)(nil)
 )
 
 // maxTransferBlocks bounds the blocks one ScanTransfers call reads.
@@ -35,35 +37,72 @@ const maxTransferBlocks = 200
 // native amounts of Veil stealth payments it announced (the StealthSender
 // forwards them in an internal call no log records otherwise).
 func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Transfer, error) {
-	b, err := hexutil.Decode(txHash)
-	if err != nil || len(b) != common.HashLength {
-		return nil, fmt.Errorf("%w: transaction hash %q: want 0x and 64 hex digits", chains.ErrNotFound, txHash)
-	}
-	h := common.BytesToHash(b)
-	r, err := c.eth.TransactionReceipt(ctx, h)
-	if errors.Is(err, ethereum.NotFound) {
-		return nil, fmt.Errorf("%w: transaction %s is not mined on %s (yet)", chains.ErrNotFound, h.Hex(), c.cfg.Chain)
-	}
+	r, h, err := c.confirmedReceipt(ctx, txHash)
 	if err != nil {
-		return nil, c.unavailable("receipt", err)
-	}
-	if c.cfg.Confirmations > 0 {
-		head, err := c.eth.BlockNumber(ctx)
-		if err != nil {
-			return nil, c.unavailable("block number", err)
-		}
-		if n := r.BlockNumber.Uint64(); head < n+c.cfg.Confirmations {
-			return nil, fmt.Errorf("%w: transaction %s is in block %d and needs %d confirmations on %s; retry shortly", chains.ErrNotFound, h.Hex(), n, c.cfg.Confirmations, c.cfg.Chain)
-		}
-	}
-	if r.Status != types.ReceiptStatusSuccessful {
-		return nil, fmt.Errorf("%w: transaction %s failed (reverted) on %s and moved nothing", chains.ErrNotFound, h.Hex(), c.cfg.Chain)
+		return nil, err
 	}
 	tx, _, err := c.eth.TransactionByHash(ctx, h)
 	if err != nil {
 		return nil, c.unavailable("transaction", err)
 	}
 	return c.transfersOf(tx, r), nil
+}
+
+// AnnouncementsIn returns the Veil stealth announcements of the
+// transaction txHash once it is mined, successful and Confirmations deep,
+// decoded as Scan decodes them (same fields, same formats).
+func (c *Connector) AnnouncementsIn(ctx context.Context, txHash string) ([]chains.Announcement, error) {
+	if err := c.needSender(); err != nil {
+		return nil, err
+	}
+	r, _, err := c.confirmedReceipt(ctx, txHash)
+	if err != nil {
+		return nil, err
+	}
+	ev := c.ann.GetABI().Events["Announcement"].ID
+	scheme := common.BigToHash(big.NewInt(secp256k1.SchemeID))
+	caller := common.BytesToHash(c.cfg.Sender.Bytes())
+	var out []chains.Announcement
+	for _, l := range r.Logs {
+		if l.Removed || l.Address != c.cfg.Announcer || len(l.Topics) != 4 || l.Topics[0] != ev || l.Topics[1] != scheme || l.Topics[3] != caller {
+			continue
+		}
+		if a, ok := c.decodeAnnouncement(l); ok {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// confirmedReceipt is the receipt of txHash when it is mined, successful
+// and Confirmations deep; otherwise an error matching chains.ErrNotFound
+// (or ErrUnavailable) that says why.
+func (c *Connector) confirmedReceipt(ctx context.Context, txHash string) (*types.Receipt, common.Hash, error) {
+	b, err := hexutil.Decode(txHash)
+	if err != nil || len(b) != common.HashLength {
+		return nil, common.Hash{}, fmt.Errorf("%w: transaction hash %q: want 0x and 64 hex digits", chains.ErrNotFound, txHash)
+	}
+	h := common.BytesToHash(b)
+	r, err := c.eth.TransactionReceipt(ctx, h)
+	if errors.Is(err, ethereum.NotFound) {
+		return nil, h, fmt.Errorf("%w: transaction %s is not mined on %s (yet)", chains.ErrNotFound, h.Hex(), c.cfg.Chain)
+	}
+	if err != nil {
+		return nil, h, c.unavailable("receipt", err)
+	}
+	if c.cfg.Confirmations > 0 {
+		head, err := c.eth.BlockNumber(ctx)
+		if err != nil {
+			return nil, h, c.unavailable("block number", err)
+		}
+		if n := r.BlockNumber.Uint64(); head < n+c.cfg.Confirmations {
+			return nil, h, fmt.Errorf("%w: transaction %s is in block %d and needs %d confirmations on %s; retry shortly", chains.ErrNotFound, h.Hex(), n, c.cfg.Confirmations, c.cfg.Chain)
+		}
+	}
+	if r.Status != types.ReceiptStatusSuccessful {
+		return nil, h, fmt.Errorf("%w: transaction %s failed (reverted) on %s and moved nothing", chains.ErrNotFound, h.Hex(), c.cfg.Chain)
+	}
+	return r, h, nil
 }
 
 // transfersOf lists the transfers of one successful transaction.

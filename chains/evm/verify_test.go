@@ -5,6 +5,7 @@ package evm_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,28 @@ func transfersInAndScan(t *testing.T, lacking bool) {
 	}
 	if ephETH == nil {
 		t.Fatalf("no announcement for %s", eth.To)
+	}
+	// AnnouncementsIn lists a transaction's announcements exactly as Scan
+	// does (the instant notify of a payee relies on it); a transaction
+	// that announced nothing lists nothing.
+	for _, tx := range []string{payETH.TxHash, payUSDC.TxHash} {
+		in, err := c.AnnouncementsIn(ctx, tx)
+		if err != nil || len(in) != 1 {
+			t.Fatalf("AnnouncementsIn(%s) = %+v %v", tx, in, err)
+		}
+		var same bool
+		for _, a := range anns {
+			same = same || reflect.DeepEqual(a, in[0])
+		}
+		if !same {
+			t.Fatalf("AnnouncementsIn(%s) = %+v, not as scanned: %+v", tx, in[0], anns)
+		}
+	}
+	if in, err := c.AnnouncementsIn(ctx, fund.TxHash); err != nil || len(in) != 0 {
+		t.Fatalf("AnnouncementsIn(funding) = %+v %v", in, err)
+	}
+	if _, err := c.AnnouncementsIn(ctx, "0x"+strings.Repeat("ab", 32)); !errors.Is(err, chains.ErrNotFound) {
+		t.Fatalf("AnnouncementsIn(unknown) = %v", err)
 	}
 	const outside = "0x00000000000000000000000000000000000000A1"
 	wd, err := c.Withdraw(ctx, bob.StealthRef(chains.Ethereum, ephETH), eth.To, outside, "0.5", "ETH", "v-wd")

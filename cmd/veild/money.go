@@ -127,3 +127,21 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 		})
 	}
 }
+
+// newInstant is the payee side of payments between two agents of this
+// Veil: the payer's actor tells it (agent.Deps.Sent), and it delivers the
+// payment to the payee once the transaction is confirmed, before any scan
+// (docs/scanner.md, "Payments between Veil agents"). agents is read at
+// each delivery: in a cluster it is the member, joined after the agents'
+// dependencies are built.
+func newInstant(store persistence.Store, refs agent.ChainMap, keys agent.Keys, agents func() scanner.Agents, log *slog.Logger) *scanner.Instant {
+	return scanner.NewInstant(scanner.InstantOptions{Store: store, Chains: refs, Agents: agentsVia(agents), Keys: keys,
+		Log: log.With(slog.String("component", "instant-notify"))})
+}
+
+// agentsVia reaches the agents through whatever the function answers now.
+type agentsVia func() scanner.Agents
+
+func (f agentsVia) Request(ctx context.Context, id string, msg any) (any, error) {
+	return f().Request(ctx, id, msg)
+}

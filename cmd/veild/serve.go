@@ -127,6 +127,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer chainSet.close()
 	feed := agent.NewFeed()
+	// agents reaches the agents wherever they live (the host, or the
+	// cluster member once joined).
+	var agents httpapi.Agents
+	instant := newInstant(store, chainSet.refs, agent.EnclaveKeys(enclaves), func() scanner.Agents { return agents }, log)
+	defer instant.Stop()
 	deps := agent.Deps{
 		Store:     store,
 		Feed:      feed,
@@ -137,6 +142,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		PublicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		Metrics:   mets,
 		Failpoint: agentFailpoint(),
+		Sent:      instant.Sent,
 	}
 	var member *cluster.Member
 	host := host.NewHost(system, agentLoader(cfg, deps, func() string { return member.Self() }), host.HostConfig{
@@ -146,7 +152,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Stale:          staleActivation,
 	}, log, mets)
 
-	var agents httpapi.Agents = host
+	agents = host
 	if cfg.Cluster {
 		var rejoin context.CancelCauseFunc
 		ctx, rejoin = context.WithCancelCause(ctx)
@@ -203,6 +209,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Error("http shutdown incomplete", slog.Any("err", err))
 	}
 	stopMoney() // the scanners and the reminder deliver to agents: stop them first
+	instant.Stop()
 	if err := host.Stop(graceCtx); err != nil {
 		log.Error("actor shutdown incomplete", slog.Any("err", err))
 	}

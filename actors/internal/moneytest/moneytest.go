@@ -6,6 +6,7 @@ package moneytest
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -17,11 +18,13 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/host"
@@ -77,6 +80,35 @@ type Chain struct {
 	scanFail  error
 	names     []string // RegisterName calls, by name
 	regFail   error
+	// announceSends makes SendStealth announce its payment, as the real
+	// connectors do in the same transaction (AnnounceSends).
+	announceSends bool
+}
+
+// AnnounceSends makes every new SendStealth derive a real ERC-5564 one-time
+// address for the meta-address and announce it in its transaction, so that
+// scans and AnnouncementsIn find the payment.
+func (c *Chain) AnnounceSends() {
+	c.mu.Lock()
+	c.announceSends = true
+	c.mu.Unlock()
+}
+
+// AnnouncementsIn implements chains.AnnouncementReader: the announcements
+// of transaction txHash (every transaction of the fake chain is confirmed).
+func (c *Chain) AnnouncementsIn(_ context.Context, txHash string) ([]chains.Announcement, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []chains.Announcement
+	for _, a := range c.anns {
+		if a.TxHash == txHash {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: transaction %s", chains.ErrNotFound, txHash)
+	}
+	return out, nil
 }
 
 // FailRegistrations makes RegisterName fail with err (nil: succeed); the
@@ -151,6 +183,18 @@ func (c *Chain) SendStealth(_ context.Context, _ chains.KeyRef, from, meta, amou
 	}
 	h := sha256.Sum256([]byte(key))
 	s := Send{From: from, Meta: meta, Amount: amount, Asset: asset, Key: key, TxHash: "0x" + hex.EncodeToString(h[:])}
+	if c.announceSends {
+		m, err := secp256k1.ParseMetaAddress(meta)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		a, err := secp256k1.Generate(m, rand.Reader)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		c.anns = append(c.anns, chains.Announcement{StealthAddress: common.BytesToAddress(a.StealthAddress[:]).Hex(), EphemeralPubKey: a.EphemeralPub[:],
+			ViewTag: a.ViewTag, Asset: asset, Amount: amount, TxHash: s.TxHash, Position: uint64(len(c.anns))})
+	}
 	c.sends[key] = s
 	c.order = append(c.order, s)
 	return chains.TxResult{TxHash: s.TxHash, TxLink: c.TxLink(s.TxHash)}, nil
@@ -242,6 +286,9 @@ type Env struct {
 	Clock    *Clock
 	Log      *slog.Logger
 	Failures func(string) error
+	// Configure, when set, adjusts the agents' dependencies (a model, a
+	// hook) of the hosts started from then on (Restart).
+	Configure func(*agent.Deps)
 }
 
 // NewEnv starts everything; Restart replaces the host (a node restart).
@@ -273,7 +320,7 @@ func NewEnv(t testing.TB, clock *Clock) *Env {
 }
 
 func (e *Env) startHost() {
-	e.Host = host.NewHost(e.System, agent.Loader(agent.Deps{
+	deps := agent.Deps{
 		Store: e.Store, Log: e.Log, Keys: agent.EnclaveKeys(e.Enclave),
 		Chains: agent.ChainMap{chains.Ethereum: e.Ref}, Now: e.Clock.Now, PublicURL: "http://veil.test",
 		Failpoint: func(name string) error {
@@ -282,7 +329,11 @@ func (e *Env) startHost() {
 			}
 			return nil
 		},
-	}), host.HostConfig{PassivateAfter: time.Hour}, e.Log, nil)
+	}
+	if e.Configure != nil {
+		e.Configure(&deps)
+	}
+	e.Host = host.NewHost(e.System, agent.Loader(deps), host.HostConfig{PassivateAfter: time.Hour}, e.Log, nil)
 }
 
 // Restart stops the agent host and starts a new one over the same store:
