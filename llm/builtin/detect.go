@@ -54,8 +54,10 @@ func detect(c clause) string {
 		c.has("my") && c.has("name") && c.has("chain", "onchain", "on-chain", "blockchain", "registry", "ledger"):
 		// "put my name on chain", "get my name onto the blockchain".
 		return "register"
-	case otherName(c) != "" && (c.has("address", "addresses", "meta-address", "meta", "metaaddress", "stealth", "info", "details", "chains", "registered", "who", "resolve") || resolveish(c)):
+	case otherName(c) != "" && !c.has("scan", "rescan", "scanning") && (c.has("address", "addresses", "meta-address", "meta", "metaaddress", "stealth", "info", "details", "chains", "registered", "who", "resolve") || resolveish(c)):
 		// "what's the meta address of bob?": bob's, not the agent's own.
+		// "scan for incoming stealth payments" (Wraith's SDK asks it so) names
+		// no one: "incoming" after "for" is not a name to resolve.
 		return "resolve"
 	case balanceish(c):
 		return "balance"
