@@ -69,7 +69,12 @@ func TestPayInvoiceEndToEnd(t *testing.T) {
 	e := newMoneyEnv(t)
 	far := newMoneyServer(t, e.cfg, 12) // another Veil server, same devnet
 	e.startScanner(t)
-	far.startScanner(t)
+	// far's scanner runs its passes when the test says (see "before the
+	// payee's server saw it"); the first pass sets its cursor at the head.
+	farScan := far.newScannerOnce(t)
+	if _, err := farScan.ScanOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	o := newEVMOwner(t)
 	a := e.create(t, o, "payer", "ethereum")
 	b := e.create(t, newEVMOwner(t), "payee", "ethereum")
@@ -115,8 +120,32 @@ func TestPayInvoiceEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(inv3.PaymentLink, far.url+"/pay/") {
 		t.Fatalf("foreign payment link %q", inv3.PaymentLink)
 	}
-	e.steps(t, a.ID, []step{{"pay " + inv3.PaymentLink, "pay_invoice", "success", "faraway.veil"}})
-	far.waitPaid(t, inv3.ID)
+	txOf := func(msg string) string {
+		t.Helper()
+		name, status, detail := e.tool(t, a.ID, msg)
+		var d struct{ TxHash, Payee string }
+		if err := json.Unmarshal([]byte(detail), &d); name != "pay_invoice" || status != "success" || err != nil || d.TxHash == "" || d.Payee != "faraway.veil" {
+			t.Fatalf("%q: %s %s %s", msg, name, status, detail)
+		}
+		return d.TxHash
+	}
+	first := txOf("pay " + inv3.PaymentLink)
+	e.waitMined(t, first)
+	// Paid again before the payee's server saw it (its scanner is not
+	// running yet): the invoice is still pending there, and the chain's
+	// ledger answers the first payment under the invoice's key.
+	if again := txOf("please pay this invoice: " + inv3.PaymentLink); again != first {
+		t.Fatalf("paying a pending invoice again sent %s after %s", again, first)
+	}
+	if got := e.weiAt(t, inv3.PayTo); got != "2000000000000000" {
+		t.Fatalf("after paying twice the foreign invoice's address holds %s wei", got)
+	}
+	waitFor(t, "the foreign invoice paid", func() bool {
+		if _, err := farScan.ScanOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return far.invoiceStatus(t, inv3.ID) == "paid"
+	})
 	e.steps(t, a.ID, []step{{"settle " + inv3.PaymentLink, "pay_invoice", "error", "already paid"}})
 	if got := e.weiAt(t, inv3.PayTo); got != "2000000000000000" {
 		t.Fatalf("the foreign invoice's address holds %s wei", got)
