@@ -369,21 +369,23 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			if rerr == nil && r != nil {
 				return c.result(at.Hash.Hex()), nil
 			}
-			if rerr != nil && !errors.Is(rerr, ethereum.NotFound) {
-				// The node cannot say whether ours is the transaction at
-				// this nonce (it may still be indexing it): dropping it
-				// could pay twice. Maintain decides later (DropAfter).
-				return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (retry with the same idempotency key)",
-					chains.ErrUnavailable, c.cfg.Chain, next, at.Hash.Hex(), rerr)
+			// No receipt is no proof that another transaction took the
+			// nonce: ours may be the one mined, broadcast first by another
+			// process (a cluster member's restart pass rebroadcasts every
+			// pending intent of the shared store) and not yet indexed by
+			// the node. Sending the payment again under a new nonce paid
+			// twice. It stays recorded; Maintain drops it only after
+			// seeing the nonce mined without a receipt of ours for
+			// DropAfter (a transaction sent from the same key outside Veil).
+			if rerr == nil || errors.Is(rerr, ethereum.NotFound) {
+				rerr = errors.New("no receipt yet")
 			}
-			// Another transaction holds this nonce (sent from the same key
-			// outside Veil): ours can never be mined. Drop it and move the
-			// ledger past the chain's nonce.
-			c.log.Warn("nonce taken outside the ledger; reassigning", "address", spec.from.Hex(), "nonce", next, "err", berr)
-			if err := c.dropIntent(ctx, ikey, pkey, spec.from, 0); err != nil {
-				return chains.TxResult{}, err
+			c.log.Warn("nonce taken, receipt unknown; the payment stays recorded", "address", spec.from.Hex(), "nonce", next, "tx", at.Hash.Hex(), "err", berr)
+			if err := c.skipTakenNonces(ctx, spec.from); err != nil {
+				c.log.Warn("move the nonce ledger past the chain's", "address", spec.from.Hex(), "err", err)
 			}
-			continue
+			return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (the payment is recorded; retry with the same idempotency key)",
+				chains.ErrUnavailable, c.cfg.Chain, next, at.Hash.Hex(), rerr)
 		case sentRejected:
 			if err := c.rollback(ctx, ikey, pkey, it, next); err != nil {
 				c.log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
@@ -393,24 +395,20 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 	}
 }
 
-// dropIntent deletes an intent whose nonce another transaction took and
-// moves a's ledger to at least the chain's pending nonce (and atLeast).
-func (c *Connector) dropIntent(ctx context.Context, ikey, pkey string, a common.Address, atLeast uint64) error {
+// skipTakenNonces moves a's ledger to at least the chain's pending nonce,
+// so that the next payment does not collide with nonces taken outside the
+// ledger; the intents already recorded keep theirs.
+func (c *Connector) skipTakenNonces(ctx context.Context, a common.Address) error {
 	chainNext, err := c.eth.PendingNonceAt(ctx, a)
 	if err != nil {
 		return c.unavailable("nonce", err)
 	}
 	for range 8 {
 		next, ver, err := c.ledgerNonce(ctx, a)
-		if err != nil {
+		if err != nil || next >= chainNext {
 			return err
 		}
-		n := max(next, chainNext, atLeast)
-		_, err = c.store.Apply(ctx,
-			persistence.Delete(TableIntents, ikey, persistence.Any()),
-			persistence.Delete(TablePending, pkey, persistence.Any()),
-			persistence.Put(TableNonces, c.addrKey(a), []byte(strconv.FormatUint(n, 10)), expectVersion(ver)),
-		)
+		_, err = c.store.Apply(ctx, persistence.Put(TableNonces, c.addrKey(a), []byte(strconv.FormatUint(chainNext, 10)), expectVersion(ver)))
 		if !errors.Is(err, persistence.ErrConflict) {
 			return err
 		}

@@ -60,16 +60,22 @@ func newLackingNode(t testing.TB, target string, lacks ...string) *lackingNode {
 				}
 			}
 		}
-		resp, err := http.Post(target, "application/json", bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		forwardRPC(w, target, body)
 	}))
 	t.Cleanup(n.srv.Close)
 	return n
+}
+
+// forwardRPC sends a JSON-RPC body to the node at target and copies its
+// answer to w.
+func forwardRPC(w http.ResponseWriter, target string, body []byte) {
+	resp, err := http.Post(target, "application/json", bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
