@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/veilhq/veil/agent/tools"
@@ -66,6 +67,10 @@ type Deps struct {
 	// payee is notified as soon as the transaction is confirmed
 	// (actors/scanner.Instant). It must not block.
 	Sent func(chain chains.ID, payee, txHash string)
+	// HTTP, when set, is the tools' web client (pay_invoice's foreign
+	// links, fetch_paid); nil: each tool's default (fetch_paid's reaches
+	// public addresses only).
+	HTTP *http.Client
 	// Failpoint, when set, is called at the dangerous steps of a request
 	// (FailAfterTools); an error it returns aborts the request right there,
 	// as a crash would. Tests only.

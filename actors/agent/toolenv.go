@@ -69,6 +69,7 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 		Notifier:  n,
 
 		InvoiceLookup: invoiceLookup{st: st, publicURL: a.deps.PublicURL, now: now},
+		HTTP:          a.deps.HTTP,
 	}
 }
 

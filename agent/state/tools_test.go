@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -105,6 +106,12 @@ type noChains struct{}
 
 var errNoChain = errors.New("test: no chain")
 
+func (noChains) AuthorizationDomain(context.Context, *big.Int, string) (chains.ID, chains.TransferAuthorization, error) {
+	return "", chains.TransferAuthorization{}, errNoChain
+}
+func (noChains) SignAuthorization(_ context.Context, _ chains.ID, a chains.TransferAuthorization, _ string) (chains.TransferAuthorization, []byte, error) {
+	return a, nil, errNoChain
+}
 func (noChains) Balance(context.Context, chains.ID) (chains.Balance, error) {
 	return chains.Balance{}, errNoChain
 }

@@ -1,6 +1,7 @@
 package tools
 
-// All returns the 18 tools: DESIGN.md's 17 in its order, then pay_invoice.
+// All returns the 19 tools: DESIGN.md's 17 in its order, then pay_invoice
+// and fetch_paid.
 // Each call builds fresh values; callers may keep and share the slice.
 func All() []Tool {
 	return []Tool{
@@ -23,6 +24,7 @@ func All() []Tool {
 		saveMemory(),
 		// Added after DESIGN.md's 17 (issue 19).
 		payInvoice(),
+		fetchPaid(),
 	}
 }
 

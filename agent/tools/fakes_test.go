@@ -102,6 +102,26 @@ type fakeChains struct {
 	n        int
 	// hold, when set, holds every invoice payment for approval for this reason.
 	hold string
+	// x402, when set, answers AuthorizationDomain and SignAuthorization
+	// (fetchpaid_test.go).
+	x402 *fakeAuthorizer
+}
+
+func (f *fakeChains) AuthorizationDomain(ctx context.Context, chainID *big.Int, contract string) (chains.ID, chains.TransferAuthorization, error) {
+	if f.x402 == nil {
+		return "", chains.TransferAuthorization{}, chains.ErrNoAuthorizations
+	}
+	return f.x402.domain(chainID, contract)
+}
+
+func (f *fakeChains) SignAuthorization(ctx context.Context, c chains.ID, auth chains.TransferAuthorization, key string) (chains.TransferAuthorization, []byte, error) {
+	if f.x402 == nil {
+		return auth, nil, chains.ErrNoAuthorizations
+	}
+	f.mu.Lock()
+	f.record(call{Op: "sign_authorization", Chain: string(c), To: auth.To, Amount: auth.Value.String(), Asset: auth.Asset, Key: key})
+	f.mu.Unlock()
+	return f.x402.sign(auth)
 }
 
 type call struct {

@@ -8,7 +8,7 @@ import (
 // TestValueMovingToolsAreMarked: every tool that moves value now or later
 // carries MovesValue, so Call puts it behind the money gate.
 func TestValueMovingToolsAreMarked(t *testing.T) {
-	want := map[string]bool{"send_payment": true, "pay_agent": true, "withdraw": true, "withdraw_all": true, "schedule_payment": true, "pay_invoice": true}
+	want := map[string]bool{"send_payment": true, "pay_agent": true, "withdraw": true, "withdraw_all": true, "schedule_payment": true, "pay_invoice": true, "fetch_paid": true}
 	for _, tl := range All() {
 		if tl.MovesValue != want[tl.Name] {
 			t.Errorf("%s: MovesValue = %v", tl.Name, tl.MovesValue)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"net/http"
 	"time"
 
@@ -132,6 +133,18 @@ type ChainOps interface {
 	// it delivered to this agent.
 	Scan(ctx context.Context, chain chains.ID) (int, error)
 	TxLink(chain chains.ID, txHash string) string
+	// AuthorizationDomain finds, among the agent's EVM chains, the one
+	// with chainID, and its token at contract; it answers the chain and
+	// the token's EIP-712 domain and symbol (Name, Version, ChainID,
+	// Contract, Asset), or an error matching chains.ErrNoAuthorizations.
+	AuthorizationDomain(ctx context.Context, chainID *big.Int, contract string) (chains.ID, chains.TransferAuthorization, error)
+	// SignAuthorization has the agent's account sign auth (its From set to
+	// the account) as a spend of auth.Value of auth.Asset to auth.To under
+	// key, after the owner's approval rules (a payment they would hold is
+	// refused with a *HeldError: an x402 payment cannot wait); the enclave
+	// checks the spending policy. It answers auth as signed and the
+	// 65-byte signature (fetch_paid, docs/x402.md).
+	SignAuthorization(ctx context.Context, chain chains.ID, auth chains.TransferAuthorization, key string) (chains.TransferAuthorization, []byte, error)
 }
 
 // Directory resolves Veil agents by name (the platform's own registry).

@@ -15,15 +15,15 @@ import (
 var designOrder = []string{
 	"send_payment", "pay_agent", "scan_payments", "get_balance", "create_invoice", "check_invoices",
 	"resolve_name", "register_name", "get_agent_info", "withdraw", "withdraw_all", "privacy_check",
-	"fund_wallet", "schedule_payment", "list_schedules", "manage_schedule", "save_memory", "pay_invoice",
+	"fund_wallet", "schedule_payment", "list_schedules", "manage_schedule", "save_memory", "pay_invoice", "fetch_paid",
 }
 
 func TestAllToolsAndSchemas(t *testing.T) {
 	all := All()
-	if len(all) != 18 {
-		t.Fatalf("%d tools, want 18", len(all))
+	if len(all) != 19 {
+		t.Fatalf("%d tools, want 19", len(all))
 	}
-	payment := map[string]bool{"send_payment": true, "pay_agent": true, "withdraw": true, "withdraw_all": true, "pay_invoice": true}
+	payment := map[string]bool{"send_payment": true, "pay_agent": true, "withdraw": true, "withdraw_all": true, "pay_invoice": true, "fetch_paid": true}
 	for i, tl := range all {
 		if tl.Name != designOrder[i] {
 			t.Errorf("tool %d is %s, want %s", i, tl.Name, designOrder[i])

@@ -11,12 +11,6 @@ import (
 	"time"
 )
 
-// Web sends the HTTP requests of fetch_paid. *http.Client implements it;
-// NewWebClient builds the one the agent uses.
-type Web interface {
-	Do(req *http.Request) (*http.Response, error)
-}
-
 // ErrPrivateAddress reports a fetch to an address that is not on the
 // public internet (loopback, private, link-local, CGNAT, multicast,
 // unspecified): the server's own network is not the agent's to browse.
@@ -31,7 +25,8 @@ type WebOptions struct {
 	Timeout time.Duration
 }
 
-// NewWebClient is fetch_paid's HTTP client: it never follows a redirect
+// NewWebClient is fetch_paid's HTTP client when Env.HTTP is nil: it never
+// follows a redirect
 // (a payment header must not travel to a host the user did not name; the
 // tool reports the 3xx), and unless AllowPrivate it refuses, at dial time
 // (after DNS, so a name cannot point it inside), every address that is
