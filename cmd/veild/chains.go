@@ -161,12 +161,18 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	if err := start(chains.Stellar, sconn); err != nil {
 		return nil, err
 	}
+	if !stellarReal {
+		set.explorers[chains.Stellar] = console.NewStellar(sconn)
+	}
 	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: solanaFailpoint(), Log: log.With(slog.String("chain", "solana"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect solana: %w", err)
 	}
 	if err := start(chains.Solana, lconn); err != nil {
 		return nil, err
+	}
+	if !solanaReal {
+		set.explorers[chains.Solana] = console.NewSolana(lconn)
 	}
 	for _, id := range evmChains() {
 		c, has := configs[id]

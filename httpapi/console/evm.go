@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
@@ -86,12 +85,7 @@ func (e *EVM) Tx(ctx context.Context, hash string) (*Tx, error) {
 	if transfers != nil {
 		out.Transfers = transfers
 	}
-	for _, a := range anns {
-		out.Announcements = append(out.Announcements, Announcement{
-			StealthAddress: a.StealthAddress, EphemeralPubKey: "0x" + hex.EncodeToString(a.EphemeralPubKey),
-			ViewTag: int(a.ViewTag), Asset: a.Asset, Amount: a.Amount,
-		})
-	}
+	out.Announcements = announcements(anns)
 	return out, nil
 }
 

@@ -2,7 +2,9 @@ package console
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"math/big"
 	"time"
 
 	"github.com/veilhq/veil/chains"
@@ -88,3 +90,40 @@ type TxSummary struct {
 	To    string `json:"to"`
 	Value string `json:"value"`
 }
+
+// announcements converts the chain's announcements for the page.
+func announcements(anns []chains.Announcement) []Announcement {
+	out := make([]Announcement, 0, len(anns))
+	for _, a := range anns {
+		out = append(out, Announcement{
+			StealthAddress: a.StealthAddress, EphemeralPubKey: "0x" + hex.EncodeToString(a.EphemeralPubKey),
+			ViewTag: int(a.ViewTag), Asset: a.Asset, Amount: a.Amount,
+		})
+	}
+	return out
+}
+
+// withPayment completes the transaction of a chain whose transactions
+// call no contract: its announcement, if ok, and the first transfer's
+// recipient as what it called.
+func withPayment(out *Tx, a chains.Announcement, ok bool) *Tx {
+	if ok {
+		out.Announcements = announcements([]chains.Announcement{a})
+	}
+	if len(out.Transfers) > 0 {
+		out.To = out.Transfers[0].To
+	}
+	return out
+}
+
+// transfersOf is the transfers a connector's TransfersIn reads, or none
+// for a transaction it does not count (failed, not confirmed yet).
+func transfersOf(ctx context.Context, v chains.PaymentVerifier, hash string) []chains.Transfer {
+	ts, err := v.TransfersIn(ctx, hash)
+	if err != nil || ts == nil {
+		return []chains.Transfer{}
+	}
+	return ts
+}
+
+func bigInt(v int64) *big.Int { return big.NewInt(v) }

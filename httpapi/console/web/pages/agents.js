@@ -15,7 +15,7 @@ export async function render(ctx) {
     h("td", {}, link("/console/agents/" + encodeURIComponent(a.id), a.name + ".veil")),
     h("td", {}, a.chains.join(", ")),
     h("td", {}, Object.entries(a.addresses || {}).map(([c, addr]) => h("div", { class: "small" }, c + ": ", explorerLink(c, addr))))));
-  fill(main, 
+  fill(main,
     h("h1", {}, "Agents"),
     card(null, agents.length === 0 ? h("p", { class: "muted", id: "no-agents" }, "No agents yet: create one below.") :
       h("table", { id: "agents" }, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Chains"), h("th", {}, "Addresses"))), h("tbody", {}, rows))),
@@ -82,7 +82,7 @@ async function detail({ main, signal }, id) {
   const a = await get(paths.agent(id));
   if (signal.aborted) return;
   const chainsBox = h("div", { class: "grid", id: "agent-chains" });
-  fill(main, 
+  fill(main,
     h("h1", { id: "agent-name" }, a.name + ".veil"),
     card(null, facts([["Id", h("code", {}, a.id)], ["Chains", a.chains.join(", ")]]),
       h("p", { class: "row" }, link("/console/money", "Money"), link("/console/chat", "Chat"), link("/console/notifications", "Notifications"))),

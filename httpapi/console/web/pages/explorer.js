@@ -5,6 +5,7 @@
 // their own explorers instead.
 import { h, fill, link, card, facts, amount, errorBox, pill, when, short } from "../dom.js";
 import { get, apiKey } from "../api.js";
+import { nativeSymbol } from "./agents.js";
 
 const enc = encodeURIComponent;
 
@@ -70,14 +71,21 @@ function addrCell(addr, chain, own, label) {
   return h("span", {}, link(addrHref(addr, chain), h("code", {}, addr)), label ? h("span", { class: "muted" }, " (" + label + ")") : null, mineTag(own[addr]));
 }
 
-async function tx({ main, signal }, hash, chain) {
-  let t;
+// read fetches one explorer item, or shows why it cannot and answers null.
+async function read(main, title, id, path) {
   try {
-    t = await get("/console/api/explorer/tx/" + enc(hash) + q(chain));
+    return await get(path);
   } catch (e) {
-    fill(main, h("h1", {}, "Transaction"), card(null, h("p", {}, h("code", {}, hash)), errorBox(e)));
-    return;
+    fill(main, h("h1", {}, title), card(null, h("p", {}, h("code", {}, id)), errorBox(e)));
+    return null;
   }
+}
+
+const EVM = ["horizen", "ethereum", "polygon", "base"];
+
+async function tx({ main, signal }, hash, chain) {
+  const t = await read(main, "Transaction", hash, "/console/api/explorer/tx/" + enc(hash) + q(chain));
+  if (!t) return;
   const anns = t.announcements || [];
   const transfers = t.transfers || [];
   const own = await owners(t.chain, [t.from, t.to, ...anns.map((a) => a.stealthAddress), ...transfers.map((x) => x.to)]);
@@ -88,7 +96,7 @@ async function tx({ main, signal }, hash, chain) {
     : transfers[0] ? { to: transfers[0].to, amount: transfers[0].amount, asset: transfers[0].asset }
     : { to: t.to, amount: t.value, asset: "" };
   const forAgent = own[pay.to];
-  fill(main, 
+  fill(main,
     h("h1", {}, "Transaction"),
     card(null, facts([
       ["Hash", h("code", { id: "tx-hash" }, t.hash)],
@@ -103,7 +111,7 @@ async function tx({ main, signal }, hash, chain) {
       ["Amount", h("span", { id: "tx-amount", "data-amount": pay.amount, "data-asset": pay.asset }, amount(pay.amount, pay.asset))],
       forAgent ? ["For", h("span", { id: "tx-for" }, forAgent.agentName + ".veil", forAgent.invoiceId ? " (invoice " + forAgent.invoiceId + ")" : "")] : null,
       ["Called", h("span", { id: "tx-to" }, addrCell(t.to, t.chain, own, t.toLabel))],
-      t.fee ? ["Fee", amount(t.fee)] : null,
+      t.fee ? ["Fee", amount(t.fee, nativeSymbol(t.chain))] : null,
     ])),
     anns.length ? card("Stealth announcement", ...anns.map((a) => facts([
       ["One-time address", h("code", { class: "ann-address" }, a.stealthAddress)],
@@ -118,26 +126,22 @@ async function tx({ main, signal }, hash, chain) {
 }
 
 async function address({ main, signal }, addr, chain) {
-  let a;
-  try {
-    a = await get("/console/api/explorer/address/" + enc(addr) + q(chain));
-  } catch (e) {
-    fill(main, h("h1", {}, "Address"), card(null, h("p", {}, h("code", {}, addr)), errorBox(e)));
-    return;
-  }
+  const a = await read(main, "Address", addr, "/console/api/explorer/address/" + enc(addr) + q(chain));
+  if (!a) return;
   const own = await owners(a.chain, [a.address]);
   if (signal.aborted) return;
-  fill(main, 
+  const recent = a.scanned ? "Recent transactions (last " + a.scanned + " blocks)" : "Recent transactions";
+  fill(main,
     h("h1", {}, "Address"),
     card(null, facts([
       ["Address", h("span", { id: "address" }, h("code", {}, a.address), mineTag(own[a.address]))],
       ["Chain", a.chain],
       a.name ? ["Veil name", a.name] : null,
-      ["Balance", h("span", { id: "address-balance" }, amount(a.balance.native))],
+      ["Balance", h("span", { id: "address-balance" }, amount(a.balance.native, nativeSymbol(a.chain)))],
       ...Object.entries(a.balance.tokens || {}).map(([s, v]) => [s, amount(v, s)]),
-      ["Transactions sent", String(a.nonce)],
+      EVM.includes(a.chain) ? ["Transactions sent", String(a.nonce)] : null,
     ])),
-    card("Recent transactions (last " + a.scanned + " blocks)", txTable(a.txs, a.chain, a.address)));
+    card(recent, txTable(a.txs, a.chain, a.address)));
 }
 
 function txTable(txs, chain, self) {
@@ -146,20 +150,21 @@ function txTable(txs, chain, self) {
     h("tbody", {}, txs.map((t) => h("tr", {},
       h("td", {}, link(txHref(t.hash, chain), h("code", {}, short(t.hash)))),
       h("td", {}, link(blockHref(t.block, chain), "#" + t.block)),
-      h("td", {}, t.from === self ? "this address" : link(addrHref(t.from, chain), h("code", {}, short(t.from)))),
-      h("td", {}, t.to === self ? "this address" : t.to ? link(addrHref(t.to, chain), h("code", {}, short(t.to))) : "contract creation"),
-      h("td", {}, amount(t.value))))));
+      h("td", {}, party(t.from, self, chain)),
+      h("td", {}, party(t.to, self, chain)),
+      h("td", {}, t.value ? amount(t.value, nativeSymbol(chain)) : "")))));
+}
+
+function party(addr, self, chain) {
+  if (!addr) return h("span", { class: "muted" }, "—");
+  if (addr === self) return "this address";
+  return link(addrHref(addr, chain), h("code", {}, short(addr)));
 }
 
 async function block({ main }, n, chain) {
-  let b;
-  try {
-    b = await get("/console/api/explorer/block/" + enc(n) + q(chain));
-  } catch (e) {
-    fill(main, h("h1", {}, "Block " + n), card(null, errorBox(e)));
-    return;
-  }
-  fill(main, 
+  const b = await read(main, "Block", n, "/console/api/explorer/block/" + enc(n) + q(chain));
+  if (!b) return;
+  fill(main,
     h("h1", {}, "Block #" + b.number),
     card(null, facts([
       ["Chain", b.chain], ["Hash", h("code", {}, b.hash)], ["Time", when(b.time)],

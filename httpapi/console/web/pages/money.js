@@ -77,7 +77,7 @@ async function payments(agent, box) {
   const draw = () => fill(chartBox, chart(list.filter((p) => p.asset === pick.value).map((p) => ({ at: p.at, dir: p.dir, amount: p.amount })), pick.value || ""));
   pick.addEventListener("change", draw);
   draw();
-  fill(box, 
+  fill(box,
     assets.length > 1 ? h("label", { class: "row" }, "Asset", pick) : null,
     chartBox,
     list.length === 0 ? null : h("table", { id: "payments" }, h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, ""), h("th", {}, "Amount"), h("th", {}, "Details"), h("th", {}, "Transaction"))),
@@ -100,7 +100,7 @@ function txCell(p) {
 async function invoices(agent, box) {
   const res = await tool(agent.id, "check_invoices");
   const list = (res && res.invoices) || [];
-  fill(box, 
+  fill(box,
     h("p", { class: "muted" }, `${res.count} invoice(s): ${res.pending} pending, ${res.paid} paid.`),
     list.length === 0 ? null : h("table", { id: "invoices" }, h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", {}, "Amount"), h("th", {}, "Memo"), h("th", {}, "Status"), h("th", {}, "Pay page"), h("th", {}, "Transaction"))),
       h("tbody", {}, list.map((inv) => h("tr", { "data-invoice": inv.id },

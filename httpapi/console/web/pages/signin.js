@@ -25,7 +25,7 @@ export function render({ main, next }) {
       btn.disabled = false;
     }
   });
-  fill(main, 
+  fill(main,
     h("section", { class: "card" }, h("h1", {}, "Sign in to the Veil console"),
       h("p", { class: "muted" }, "Your API key stays in this browser tab (session storage) and is sent only to this server, on each API call."),
       form));
