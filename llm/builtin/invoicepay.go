@@ -20,6 +20,7 @@ var (
 	// reInvoiceID is an invoice id: 8-64 letters, digits and dashes, with
 	// a digit (UUIDs; not a word like "tomorrow").
 	reInvoiceIDWord = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{7,63}$`)
+	reUUID          = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 )
 
 // invoiceWords name an invoice.
@@ -35,6 +36,9 @@ func invoiceRef(c clause) string {
 	}
 	for i, t := range c.toks {
 		w := strings.TrimPrefix(t.raw, "#")
+		if reUUID.MatchString(w) && i > 0 && (c.toks[i-1].low == "pay" || c.toks[i-1].low == "settle") {
+			return w // "pay 3f2a9c1e-…": a UUID is no amount and no name
+		}
 		if i == 0 || !reInvoiceIDWord.MatchString(w) || !reAnyDigit.MatchString(w) {
 			continue
 		}

@@ -151,6 +151,7 @@ var planCases = []struct {
 	{in: "pay the 25 USDC invoice https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b","amount":"25"}`)}},
 	{in: "don't pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: nil},
 	{in: "pay the invoice", calls: nil},
+	{in: "pay 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b"}`)}},
 	// privacy, faucet
 	{in: "privacy check", calls: []wantCall{c("privacy_check", `{}`)}},
 	{in: "how private am I?", calls: []wantCall{c("privacy_check", `{}`)}},
