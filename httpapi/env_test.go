@@ -42,6 +42,7 @@ type env struct {
 	host  *host.Host
 	api   *httpapi.Server
 	rpc   string // the ethereum devnet's JSON-RPC URL, with evm
+	snaps *agent.Snapshots
 }
 
 type envOptions struct {
@@ -96,8 +97,9 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		chainSet, rpc = startEVM(t, system, st, signer, quiet)
 	}
 	feed := agent.NewFeed()
+	snaps := agent.NewSnapshots()
 	host := host.NewHost(system, agent.Loader(agent.Deps{
-		Store: st, Log: quiet, Keys: opts.keys, Chains: chainSet, Feed: feed,
+		Store: st, Log: quiet, Keys: opts.keys, Chains: chainSet, Feed: feed, Snapshots: snaps,
 		Models:    func(p, key string) (llms.Model, error) { return opts.models.Model(llm.Provider(p), key) },
 		PublicURL: "http://veil.test",
 		Failpoint: opts.failpoint,
@@ -106,7 +108,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
-	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now,
+	api := httpapi.New(httpapi.Config{Store: st, Agents: snaps.Reads(wire(host)), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now,
 		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate, Limits: opts.limits})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())
@@ -119,7 +121,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		system.Shutdown()
 		_ = st.Close()
 	})
-	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: rpc}
+	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: rpc, snaps: snaps}
 }
 
 // newKey issues a key for another account.

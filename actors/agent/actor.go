@@ -44,10 +44,14 @@ type Keys interface {
 
 // Deps are the services an agent actor uses.
 type Deps struct {
-	Store  persistence.Store
-	Log    *slog.Logger
-	Keys   Keys
-	Chains ChainSet
+	Store persistence.Store
+	Log   *slog.Logger
+	// Snapshots, when set, receives the record of every active agent for
+	// the read path (snapshot.go). One node only: veild leaves it nil in a
+	// cluster.
+	Snapshots *Snapshots
+	Keys      Keys
+	Chains    ChainSet
 	// PublicURL is the base of invoice payment links.
 	PublicURL string
 	// Now is the clock; nil means time.Now.
@@ -138,6 +142,9 @@ func Loader(d Deps) host.Loader {
 		d.Metrics = nopMetrics{}
 	}
 	return func(ctx context.Context, id string) (host.Agent, error) {
+		// Whatever a previous incarnation published is not trusted: this
+		// activation publishes what it loads.
+		d.Snapshots.drop(id)
 		a := &Actor{deps: d, id: id}
 		rec, err := d.Store.Get(ctx, TableAgents, id)
 		switch {
@@ -151,6 +158,7 @@ func Loader(d Deps) host.Loader {
 				return nil, err
 			}
 			a.version = rec.Version
+			a.publish()
 		}
 		return a, nil
 	}
@@ -165,6 +173,9 @@ type Actor struct {
 	// resumeAt: when to retry the setup steps left pending next (zero:
 	// on this activation's first request; resume.go).
 	resumeAt time.Time
+	// published is the snapshot this activation published last (nil:
+	// none), so that stopping drops its own and no other.
+	published *snapshot
 }
 
 // log is the request's logger (with its request id) when there is one.
@@ -193,6 +204,7 @@ func (a *Actor) saveRecord(ctx context.Context, rec *Record, ops ...persistence.
 		return fmt.Errorf("agent %s: save: %w", a.id, err)
 	}
 	a.rec, a.version = rec, vs[len(vs)-1]
+	a.publish()
 	return nil
 }
 

@@ -165,6 +165,7 @@ func (a *Actor) store(ctx context.Context, rec *Record, c *Create) error {
 		return fmt.Errorf("agent %s: store: %w", a.id, err)
 	}
 	a.rec, a.version = rec, vs[3]
+	a.publish()
 	return nil
 }
 

@@ -33,8 +33,10 @@ func (a *Actor) resumeSetup(ctx context.Context) {
 	if a.rec == nil || now.Before(a.resumeAt) {
 		return
 	}
-	// Until the pass below finds nothing pending, try again later.
+	// Until the pass below finds nothing pending, try again later; reads
+	// from the snapshot come back through the actor then (snapshot.go).
 	a.resumeAt = now.Add(resumeEvery)
+	defer a.publish()
 	var pending []string
 	for ch, st := range a.rec.Registration {
 		if st == SetupPending {

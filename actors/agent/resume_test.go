@@ -39,7 +39,7 @@ func TestPendingRegistrationIsResumedOnActivation(t *testing.T) {
 	env.Restart()
 
 	for i := 0; i < 3; i++ {
-		v, err := env.Host.Request(ctx, a.ID, &agent.Get{AccountID: moneytest.Account})
+		v, err := env.Reads().Request(ctx, a.ID, &agent.Get{AccountID: moneytest.Account})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,9 +69,9 @@ func TestRegistrationWaitsForFunds(t *testing.T) {
 	env := moneytest.NewEnv(t, clock)
 	env.Chain.FailRegistrations(fmt.Errorf("%w: ethereum: the node refused the transaction: Sender doesn't have enough funds to send tx", chains.ErrInsufficientFunds))
 	a := env.CreateAgent("pauper")
-	get := func() string {
+	get := func() string { // as the API reads: from the snapshot when one serves
 		t.Helper()
-		v, err := env.Host.Request(ctx, a.ID, &agent.Get{AccountID: moneytest.Account})
+		v, err := env.Reads().Request(ctx, a.ID, &agent.Get{AccountID: moneytest.Account})
 		if err != nil {
 			t.Fatal(err)
 		}

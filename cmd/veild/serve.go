@@ -144,6 +144,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Failpoint: agentFailpoint(),
 		Sent:      instant.Sent,
 	}
+	if !cfg.Cluster {
+		// The read path (docs/architecture.md): agent and status reads are
+		// served from the actors' snapshots. A cluster member reads through
+		// the owning member's actor, which checks its ownership.
+		deps.Snapshots = agent.NewSnapshots()
+	}
 	var member *cluster.Member
 	host := host.NewHost(system, agentLoader(cfg, deps, func() string { return member.Self() }), host.HostConfig{
 		PassivateAfter: cfg.PassivateAfter,
@@ -169,8 +175,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, placement, mets, log, cfg.WebhookAllowPrivate)
 	defer stopMoney()
+	var apiAgents httpapi.Agents = agents
+	if deps.Snapshots != nil {
+		apiAgents = deps.Snapshots.Reads(agents)
+	}
 	readyz := readiness(cfg, store, chainSet, func(ctx context.Context) error { _, err := enclaves.Info(ctx); return err }, member, time.Now)
-	api := httpapi.New(httpapi.Config{Store: store, Agents: agents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
+	api := httpapi.New(httpapi.Config{Store: store, Agents: apiAgents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
 		Limits: httpapi.Limits{BodyTimeout: cfg.BodyTimeout, WriteTimeout: cfg.WriteTimeout, ChatWriteTimeout: cfg.ChatWriteTimeout, IdleTimeout: cfg.IdleTimeout},
 		Feed:   feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, Ready: readyz, Explorers: chainSet.explorers})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {

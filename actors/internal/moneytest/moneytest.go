@@ -289,12 +289,15 @@ type Env struct {
 	// Configure, when set, adjusts the agents' dependencies (a model, a
 	// hook) of the hosts started from then on (Restart).
 	Configure func(*agent.Deps)
+	// Snapshots are the agents' read-path snapshots, kept across Restart
+	// (a stopping host drops its agents' own).
+	Snapshots *agent.Snapshots
 }
 
 // NewEnv starts everything; Restart replaces the host (a node restart).
 func NewEnv(t testing.TB, clock *Clock) *Env {
 	t.Helper()
-	e := &Env{T: t, Dir: t.TempDir(), Chain: NewChain(), Clock: clock, Log: slog.New(slog.DiscardHandler)}
+	e := &Env{T: t, Dir: t.TempDir(), Chain: NewChain(), Clock: clock, Log: slog.New(slog.DiscardHandler), Snapshots: agent.NewSnapshots()}
 	var root [32]byte
 	root[0] = 9
 	var err error
@@ -323,6 +326,7 @@ func (e *Env) startHost() {
 	deps := agent.Deps{
 		Store: e.Store, Log: e.Log, Keys: agent.EnclaveKeys(e.Enclave),
 		Chains: agent.ChainMap{chains.Ethereum: e.Ref}, Now: e.Clock.Now, PublicURL: "http://veil.test",
+		Snapshots: e.Snapshots,
 		Failpoint: func(name string) error {
 			if e.Failures != nil {
 				return e.Failures(name)
@@ -345,6 +349,10 @@ func (e *Env) Restart() {
 	}
 	e.startHost()
 }
+
+// Reads is the API's way to the agents: reads from the snapshots, the rest
+// through the current host.
+func (e *Env) Reads() agent.Requester { return e.Snapshots.Reads(e.Host) }
 
 // Account is the account the env's agents belong to.
 const Account = "acct-1"
