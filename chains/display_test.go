@@ -6,6 +6,8 @@ func TestDisplayAmountAndErrorWords(t *testing.T) {
 	for _, tc := range []struct{ in, sym, want string }{
 		{"9.999949976784703522", "ETH", "9.999949 ETH"},
 		{"0.5", "USDC", "0.5 USDC"},
+		{"25", "USDC", "25 USDC"},
+		{"1000000.000000999", "XLM", "1000000 XLM"},
 		{"0", "SOL", "0 SOL"},
 		{"0.0000001", "ETH", "<0.000001 ETH"},
 		{"-1.25", "ZEN", "-1.25 ZEN"},

@@ -55,22 +55,10 @@ func TestCompletionSuggestionsAndFlags(t *testing.T) {
 	}
 }
 
-func TestFormatAmountAndChainErrors(t *testing.T) {
-	amounts := []struct{ in, sym, want string }{
-		{"9.999949976784703522", "ETH", "9.999949 ETH"},
-		{"0.5", "USDC", "0.5 USDC"},
-		{"25", "USDC", "25 USDC"},
-		{"0", "SOL", "0 SOL"},
-		{"0.0000001", "ETH", "<0.000001 ETH"},
-		{"1000000.000000999", "XLM", "1000000 XLM"},
-		{"-1.25", "ZEN", "-1.25 ZEN"},
-		{"n/a", "ETH", "n/a ETH"},
-	}
-	for _, tc := range amounts {
-		if got := formatAmount(tc.in, tc.sym); got != tc.want {
-			t.Fatalf("formatAmount(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
+// TestChainErrors: the CLI's words for chain errors (chains.ErrorWords,
+// whose amounts chains.TestDisplayAmountAndErrorWords checks) without the
+// "chains: " prefix.
+func TestChainErrors(t *testing.T) {
 	errs := []struct{ in, want string }{
 		{"send_payment on base: chains: insufficient funds: base: send: the account cannot pay the amount plus the network fee (insufficient funds for gas * price + value: balance 9999949976784703522, tx cost 500000021000000000000, overshot 490000071023215296478)",
 			"insufficient funds on base: 9.999949 ETH available, 500.000021 ETH needed (amount + network fee); nothing was sent"},
