@@ -82,7 +82,8 @@ console-shots:
 # Benchmarks whose figures are in docs/BENCHMARKS.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./persistence/ ./chains/stealth/...
-	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./persistence/postgres/ ./actors/chain/ ./chains/stellar/ ./chains/solana/ ./actors/scanner/ ./actors/reminder/
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./persistence/postgres/ ./actors/chain/ ./chains/stellar/ ./chains/solana/ ./actors/reminder/
+	$(GO) test -run '^$$' -bench Scanner -benchtime 2x -count 1 -timeout 30m ./actors/scanner/
 	$(GO) test -run '^$$' -bench 'Agent|Chat' -benchtime 3000x -count 1 ./httpapi/
 
 clean:
