@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -99,12 +100,7 @@ func (c *Chain) AnnounceSends() {
 func (c *Chain) AnnouncementsIn(_ context.Context, txHash string) ([]chains.Announcement, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []chains.Announcement
-	for _, a := range c.anns {
-		if a.TxHash == txHash {
-			out = append(out, a)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(c.anns), func(a chains.Announcement) bool { return a.TxHash != txHash })
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: transaction %s", chains.ErrNotFound, txHash)
 	}
