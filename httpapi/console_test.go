@@ -166,14 +166,15 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Pay bob through chat: the tool call shows as a card with its
 	// transaction.
-	// chat sends msg and waits for the n-th payment card.
-	chat := func(msg string, n int) string {
+	// say sends msg and waits for the n-th card of tool.
+	say := func(msg, tool string, n int) string {
 		t.Helper()
 		if err := chromedp.Do(bctx, chromedp.SendKeys(chromedp.ID("chat-input"), msg), chromedp.Click(chromedp.ID("chat-send"))); err != nil {
 			t.Fatal(err)
 		}
-		return poll("payment card for "+msg, fmt.Sprintf(`(function () { var c = document.querySelectorAll('.tool[data-tool="send_payment"]'); return c.length === %d ? c[%d].textContent : null; })()`, n, n-1))
+		return poll(tool+" card for "+msg, fmt.Sprintf(`(function () { var c = document.querySelectorAll('.tool[data-tool="%s"]'); return c.length === %d ? c[%d].textContent : null; })()`, tool, n, n-1))
 	}
+	chat := func(msg string, n int) string { t.Helper(); return say(msg, "send_payment", n) }
 	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`nav a[data-nav="chat"]`))); err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +185,15 @@ func TestConsoleInChromium(t *testing.T) {
 	wait("transaction link in the card", `.tool[data-tool="send_payment"] .tx-link`)
 	if held := chat("send 0.02 ETH to bob", 2); !strings.Contains(held, "pending_approval") || !strings.Contains(held, "approvalId") {
 		t.Fatalf("held card: %q", held)
+	}
+	// The payment's notification came over the live stream: the header
+	// counts it.
+	poll("unread badge", `(function () { var b = document.getElementById("unread"); return b.hidden ? null : b.textContent; })()`)
+	if card := say("pay bob 4 usdc every week", "schedule_payment", 1); !strings.Contains(card, "success") {
+		t.Fatalf("schedule card: %q", card)
+	}
+	if card := say("create an invoice for 0.05 ETH for logo design", "create_invoice", 1); !strings.Contains(card, "success") {
+		t.Fatalf("invoice card: %q", card)
 	}
 	consoleShot(t, bctx, "chat")
 
@@ -197,7 +207,20 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("chart bar of sent ETH = %q, want 0.01", got)
 	}
 	wait("approval waiting", `#approvals tr[data-approval] button.approve`)
+	wait("invoice with its pay page", `#invoices tr[data-invoice] a[href*="/pay/"]`)
+	wait("schedule", `#schedules tr[data-schedule] .pill.active`)
 	consoleShot(t, bctx, "money")
+	// Pause and resume the schedule.
+	for _, step := range []struct{ button, status string }{{"Pause", "paused"}, {"Resume", "active"}} {
+		if err := chromedp.Do(bctx, chromedp.Evaluate[chromedp.Void](`(function () {
+			var b = Array.prototype.find.call(document.querySelectorAll("#schedules button"), function (b) { return b.textContent === `+jsString(step.button)+`; });
+			if (!b) throw new Error("no `+step.button+` button");
+			b.click();
+		})()`)); err != nil {
+			t.Fatalf("%s: %v\n%s", step.button, err, dump())
+		}
+		wait("schedule "+step.status, "#schedules tr[data-schedule] .pill."+step.status)
+	}
 	before := signed.Load()
 	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#approvals button.approve`))); err != nil {
 		t.Fatal(err)
