@@ -28,6 +28,7 @@ import (
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
@@ -128,6 +129,8 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: srv.URL, Now: clock.Now,
+		// The other Veil server of a test listens on loopback too.
+		HTTP: tools.NewWebClient(tools.WebOptions{AllowPrivate: true}),
 		Failpoint: func(name string) error {
 			if f := me.fail.Load(); f != nil {
 				return (*f)(name)

@@ -113,6 +113,8 @@ func invoiceFixture(t *testing.T) (*fixture, *fakeLookup) {
 	f := newFixture(t)
 	l := &fakeLookup{all: map[string]PayableInvoice{}}
 	f.env.InvoiceLookup = l
+	// The foreign servers of these tests listen on loopback.
+	f.env.HTTP = NewWebClient(WebOptions{AllowPrivate: true, Timeout: 15 * time.Second})
 	return f, l
 }
 
@@ -187,6 +189,16 @@ func TestPayInvoice(t *testing.T) {
 		}
 		if res := out.(*InvoicePaymentResult); res.Amount != "0.5" || res.Asset != "ETH" || res.PayTo != inv.PayTo || res.Payee != "zed.veil" {
 			t.Fatalf("result %+v", res)
+		}
+	})
+	t.Run("by default only public hosts are asked", func(t *testing.T) {
+		f, _ := invoiceFixture(t)
+		f.env.HTTP = nil
+		srv := newForeign(t)
+		link := srv.serve(id1, foreignJSON(pendingInvoice(t, id1, "zed", "0.5", "ETH")))
+		_, err := f.run(t, "pay_invoice", "pay "+link, `{"invoice":"`+link+`"}`)
+		if !errors.Is(err, ErrInvoiceNotPayable) || !errors.Is(err, ErrPrivateAddress) || len(f.chain.moneyMoves()) != 0 {
+			t.Fatalf("a loopback link with the default client: %v", err)
 		}
 	})
 	t.Run("held for approval", func(t *testing.T) {

@@ -127,19 +127,14 @@ const (
 	fetchTimeout   = 15 * time.Second
 )
 
-// defaultHTTP fetches foreign payment links: it follows no redirect (the
-// link's server answers for its own invoice or not at all).
-var defaultHTTP = &http.Client{
-	Timeout:       fetchTimeout,
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-}
-
 // fetchInvoice asks another Veil server's payment link for the invoice's
 // JSON form. What it answers is untrusted: checkForeign decides.
 func fetchInvoice(ctx context.Context, env *Env, ref invoiceRef) (PayableInvoice, error) {
 	client := env.HTTP
 	if client == nil {
-		client = defaultHTTP
+		// No redirect (the link's server answers for its own invoice or
+		// not at all), public addresses only (NewWebClient).
+		client = NewWebClient(WebOptions{Timeout: fetchTimeout})
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
@@ -150,6 +145,9 @@ func fetchInvoice(ctx context.Context, env *Env, ref invoiceRef) (PayableInvoice
 	req.Header.Set("Accept", "application/json")
 	host := clip(req.URL.Host, 80)
 	resp, err := client.Do(req)
+	if errors.Is(err, ErrPrivateAddress) {
+		return PayableInvoice{}, fmt.Errorf("%w: %s is not on the public internet (%w), and this server does not fetch payment links there; nothing was paid", ErrInvoiceNotPayable, host, ErrPrivateAddress)
+	}
 	if err != nil {
 		return PayableInvoice{}, fmt.Errorf("%w: the server of %s did not answer (%v); nothing was paid", chains.ErrUnavailable, host, err)
 	}
