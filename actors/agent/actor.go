@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
@@ -79,6 +81,9 @@ type Deps struct {
 	// (FailAfterTools); an error it returns aborts the request right there,
 	// as a crash would. Tests only.
 	Failpoint func(name string) error
+
+	// toolDefs are the model's definitions of Tools (set by Loader).
+	toolDefs []llms.Tool
 }
 
 // Metrics is what the agent reports (runtime/prom implements it).
@@ -141,6 +146,13 @@ func Loader(d Deps) host.Loader {
 	if d.Metrics == nil {
 		d.Metrics = nopMetrics{}
 	}
+	// The tools and their definitions are built once per host, not per
+	// chat (they were a quarter of a chat's allocations; issue 21). The
+	// slices are only read, so every actor shares them.
+	if d.Tools == nil {
+		d.Tools = tools.All()
+	}
+	d.toolDefs = toolDefinitions(d.Tools)
 	return func(ctx context.Context, id string) (host.Agent, error) {
 		// Whatever a previous incarnation published is not trusted: this
 		// activation publishes what it loads.
@@ -194,18 +206,25 @@ func (r *Record) deployed() []chains.ID {
 // saveRecord writes the agent record guarded by its version, alongside any
 // other operations, and adopts the new version.
 func (a *Actor) saveRecord(ctx context.Context, rec *Record, ops ...persistence.Op) error {
+	_, err := a.saveRecordVersions(ctx, rec, ops...)
+	return err
+}
+
+// saveRecordVersions is saveRecord answering the new version of each op
+// (the record's last).
+func (a *Actor) saveRecordVersions(ctx context.Context, rec *Record, ops ...persistence.Op) ([]uint64, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ops = append(ops, persistence.Put(TableAgents, a.id, raw, persistence.AtVersion(a.version)))
 	vs, err := a.deps.Store.Apply(ctx, ops...)
 	if err != nil {
-		return fmt.Errorf("agent %s: save: %w", a.id, err)
+		return nil, fmt.Errorf("agent %s: save: %w", a.id, err)
 	}
 	a.rec, a.version = rec, vs[len(vs)-1]
 	a.publish()
-	return nil
+	return vs, nil
 }
 
 // clone copies the record so that a failed write leaves memory as stored.

@@ -136,23 +136,17 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		// its first message, like one the chat creates (DESIGN.md).
 		conv.Title = Title(c.Message)
 	}
-	// The user's message is durable before any tool runs.
-	if err := a.AppendMessages(ctx, conv, convVersion, Message{Role: "user", Text: c.Message}); err != nil {
-		return nil, err
-	}
-	requestKey := c.IdempotencyKey
-	switch {
-	case requestKey != "":
-	case c.RequestID != "":
-		requestKey = "request/" + c.RequestID
-	default:
-		requestKey = fmt.Sprintf("msg-%d", a.rec.LastMessageID)
-	}
+	// The user's message is durable before any tool runs; a chat that runs
+	// none stores it with the answer, in one commit (issue 21). A model
+	// failure still leaves it stored, as an error returned below does.
+	w := &chatWriter{a: a, conv: conv, version: convVersion, pending: []Message{{Role: "user", Text: c.Message}}}
 
 	env := a.toolEnv(ctx, conv.ID)
 	env.UserText = c.Message
-	offered := a.deps.tools()
-	defs := toolDefinitions(offered)
+	offered, defs := a.deps.tools(), a.deps.toolDefs
+	if defs == nil { // Deps not from Loader (tests)
+		defs = toolDefinitions(offered)
+	}
 	msgs, err := a.prompt(ctx, env, history, c.Message)
 	if err != nil {
 		return nil, err
@@ -163,6 +157,9 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	for turn := 1; ; turn++ {
 		resp, err := model.GenerateContent(ctx, msgs, llms.WithTools(defs))
 		if err != nil {
+			if ferr := w.flush(ctx); ferr != nil {
+				a.log(ctx).Warn("the user's message of a failed chat was not stored", slog.Any("err", ferr))
+			}
 			return nil, &ModelError{Err: err}
 		}
 		prompt, completion := llm.Usage(resp)
@@ -172,7 +169,10 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 			answer = text
 			break
 		}
-		results := a.runTools(ctx, env, offered, requestKey, turn, toolCalls)
+		if err := w.flush(ctx); err != nil {
+			return nil, err
+		}
+		results := a.runTools(ctx, env, offered, w.requestKey(c), turn, toolCalls)
 		if err := a.deps.fail(FailAfterTools); err != nil {
 			return nil, err
 		}
@@ -183,7 +183,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 		}
 		// Tool outcomes are durable before the model sees them, so a
 		// crash after a payment leaves its record.
-		if err := a.appendToConversation(ctx, conv, stored...); err != nil {
+		if err := w.flush(ctx, stored...); err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, llm.AssistantMessage(text, toolCalls))
@@ -198,20 +198,50 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	if strings.TrimSpace(answer) == "" {
 		answer = "Done."
 	}
-	if err := a.appendToConversation(ctx, conv, Message{Role: "agent", Text: answer}); err != nil {
+	if err := w.flush(ctx, Message{Role: "agent", Text: answer}); err != nil {
 		return nil, err
 	}
 	return &ChatReply{Response: answer, ToolCalls: calls, ConversationID: conv.ID}, nil
 }
 
-// appendToConversation appends to a conversation this request already
-// wrote, re-reading its version (it changed with the previous append).
-func (a *Actor) appendToConversation(ctx context.Context, conv *Conversation, msgs ...Message) error {
-	_, version, err := a.getConversation(ctx, conv.ID)
+// chatWriter appends one chat's messages to its conversation, holding the
+// user's message until the first write that must be durable (before tools
+// run, or the answer), so that a chat without tools commits once.
+type chatWriter struct {
+	a       *Actor
+	conv    *Conversation
+	version uint64 // the conversation's; 0 until it is stored
+	pending []Message
+	key     string // the request key, fixed at the first flush
+}
+
+// flush stores the held messages and msgs in one commit.
+func (w *chatWriter) flush(ctx context.Context, msgs ...Message) error {
+	all := append(w.pending, msgs...)
+	if len(all) == 0 {
+		return nil
+	}
+	v, err := w.a.appendMessages(ctx, w.conv, w.version, all...)
 	if err != nil {
 		return err
 	}
-	return a.AppendMessages(ctx, conv, version, msgs...)
+	w.pending, w.version = nil, v
+	return nil
+}
+
+// requestKey names this request for its tools' idempotency keys: the
+// client's Idempotency-Key, else the HTTP request's id, else the id of the
+// user's message (stored by then: tools run after a flush).
+func (w *chatWriter) requestKey(c *Chat) string {
+	switch {
+	case c.IdempotencyKey != "":
+		return c.IdempotencyKey
+	case c.RequestID != "":
+		return "request/" + c.RequestID
+	case w.key == "":
+		w.key = fmt.Sprintf("msg-%d", w.a.rec.LastMessageID)
+	}
+	return w.key
 }
 
 func capAnswer(partial string, calls []ToolCall) string {

@@ -136,6 +136,13 @@ func (a *Actor) deleteConversation(ctx context.Context, convID string) error {
 // updatedAt, atomically with the agent's message counter. The chat loop uses
 // it; every message is durable before the reply that mentions it.
 func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVersion uint64, msgs ...Message) error {
+	_, err := a.appendMessages(ctx, conv, convVersion, msgs...)
+	return err
+}
+
+// appendMessages is AppendMessages answering the conversation's new
+// version, so that the next append needs no read.
+func (a *Actor) appendMessages(ctx context.Context, conv *Conversation, convVersion uint64, msgs ...Message) (uint64, error) {
 	next := a.rec.clone()
 	now := a.deps.now()
 	ops := make([]persistence.Op, 0, len(msgs)+2)
@@ -146,7 +153,7 @@ func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVers
 		}
 		raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		ops = append(ops, persistence.Put(TableMessages, msgKey(a.msgPrefix(conv.ID), next.LastMessageID), raw, persistence.Absent()))
 	}
@@ -154,16 +161,17 @@ func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVers
 	c.UpdatedAt = now
 	raw, err := json.Marshal(&c)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	expect := persistence.AtVersion(convVersion)
 	if convVersion == 0 {
 		expect = persistence.Absent()
 	}
 	ops = append(ops, persistence.Put(TableConversations, a.convKey(c.ID), raw, expect))
-	if err := a.saveRecord(ctx, next, ops...); err != nil {
-		return err
+	vs, err := a.saveRecordVersions(ctx, next, ops...)
+	if err != nil {
+		return 0, err
 	}
 	*conv = c
-	return nil
+	return vs[len(ops)-1], nil
 }
