@@ -2,7 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"strings"
+	"net/url"
 	"syscall"
 	"testing"
 	"time"
@@ -55,8 +55,25 @@ func TestChatToolsOnEveryChain(t *testing.T) {
 		"send 0.01 SOL to payee-all",
 	}
 	for _, m := range payments {
-		if d := chat(payer, m, "send_payment"); !strings.Contains(d, `"txHash"`) {
+		d := chat(payer, m, "send_payment")
+		var res struct{ TxHash, TxLink, Chain, Amount string }
+		if err := json.Unmarshal([]byte(d), &res); err != nil || res.TxHash == "" {
 			t.Fatalf("%q detail %s", m, d)
+		}
+		// The link opens the console's explorer page of the devnet, and
+		// the explorer reads the payment there (docs/console.md).
+		u, err := url.Parse(res.TxLink)
+		if err != nil || u.Path != "/console/explorer/tx/"+res.TxHash || u.Query().Get("chain") != res.Chain {
+			t.Fatalf("%q: txLink %q", m, res.TxLink)
+		}
+		status, body := call(t, "GET", base+"/console/api/explorer/tx/"+url.PathEscape(res.TxHash)+"?chain="+res.Chain, "", nil)
+		var tx struct {
+			Hash, Status  string
+			Announcements []struct{ Amount string }
+		}
+		if err := json.Unmarshal(body, &tx); status != 200 || err != nil || tx.Hash != res.TxHash || tx.Status != "success" ||
+			len(tx.Announcements) != 1 || tx.Announcements[0].Amount != res.Amount {
+			t.Fatalf("%q: explorer = %d %s", m, status, body)
 		}
 	}
 	for _, c := range []struct{ msg, tool string }{
