@@ -129,7 +129,8 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{chains.Ethereum: ref},
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: srv.URL, Now: clock.Now,
-		// The other Veil server of a test listens on loopback too.
+		// The tools reach the test's servers on loopback (the other Veil
+		// server, x402 servers): the default clients reach public addresses only.
 		HTTP: tools.NewWebClient(tools.WebOptions{AllowPrivate: true}),
 		Failpoint: func(name string) error {
 			if f := me.fail.Load(); f != nil {
