@@ -29,6 +29,11 @@ var webFiles embed.FS
 // and API only. The page sets no inline script or style.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+// MaxExplorerReads bounds the explorer reads running at once: they are
+// public and an address page reads up to addressScanBlocks blocks from
+// the node, so a burst is refused (429) rather than queued.
+const MaxExplorerReads = 8
+
 // Options configure the console.
 type Options struct {
 	// Explorers are the devnet chains the explorer reads; a chain on a
@@ -43,6 +48,7 @@ type Console struct {
 	log       *slog.Logger
 	assets    fs.FS
 	index     []byte
+	reads     chan struct{} // MaxExplorerReads slots
 }
 
 // New builds the console.
@@ -55,7 +61,7 @@ func New(opts Options) *Console {
 	if err != nil {
 		panic(err)
 	}
-	c := &Console{explorers: opts.Explorers, log: opts.Logger, assets: sub, index: index}
+	c := &Console{explorers: opts.Explorers, log: opts.Logger, assets: sub, index: index, reads: make(chan struct{}, MaxExplorerReads)}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -188,6 +194,14 @@ func (c *Console) pick(w http.ResponseWriter, r *http.Request) ([]chains.ID, boo
 func first[T any](c *Console, w http.ResponseWriter, r *http.Request, what string, read func(Explorer) (T, error)) {
 	ids, ok := c.pick(w, r)
 	if !ok {
+		return
+	}
+	select {
+	case c.reads <- struct{}{}:
+		defer func() { <-c.reads }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "the explorer is busy: retry in a second")
 		return
 	}
 	var bad, other error

@@ -139,3 +139,65 @@ func TestConsoleHTTP(t *testing.T) {
 		t.Fatalf("no devnets: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// blockingExplorer answers Tx only once release is closed.
+type blockingExplorer struct {
+	fakeExplorer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b blockingExplorer) Tx(ctx context.Context, hash string) (*Tx, error) {
+	b.started <- struct{}{}
+	<-b.release
+	return b.fakeExplorer.Tx(ctx, hash)
+}
+
+// TestExplorerReadsAreBounded: with MaxExplorerReads reads running, one
+// more is refused with 429 and Retry-After (not queued), and is served
+// again once they end.
+func TestExplorerReadsAreBounded(t *testing.T) {
+	ex := blockingExplorer{fakeExplorer: fakeExplorer{chain: chains.Ethereum, tx: "0xaa"}, started: make(chan struct{}), release: make(chan struct{})}
+	r := chi.NewRouter()
+	New(Options{Explorers: map[chains.ID]Explorer{chains.Ethereum: ex}}).Routes(r)
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	done := make(chan int, MaxExplorerReads)
+	for range MaxExplorerReads {
+		go func() {
+			res, err := http.Get(srv.URL + "/console/api/explorer/tx/0xaa")
+			if err != nil {
+				done <- 0
+				return
+			}
+			res.Body.Close()
+			done <- res.StatusCode
+		}()
+	}
+	for range MaxExplorerReads {
+		<-ex.started
+	}
+	res, err := http.Get(srv.URL + "/console/api/explorer/tx/0xaa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("read over the bound = %d %v", res.StatusCode, res.Header)
+	}
+	close(ex.release)
+	for range MaxExplorerReads {
+		if s := <-done; s != 200 {
+			t.Fatalf("a bounded read = %d", s)
+		}
+	}
+	go func() { <-ex.started }()
+	res, err = http.Get(srv.URL + "/console/api/explorer/tx/0xaa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("after the burst = %d", res.StatusCode)
+	}
+}
