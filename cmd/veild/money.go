@@ -70,8 +70,14 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 			continue
 		}
 		newScanner := func(watch scanner.Watch, place func() scanner.View) *scanner.Scanner {
+			// /readyz reads one health per chain: the scanner that
+			// finds the announcements (in a cluster, this member's shard).
+			board := scanHealth
+			if watch == scanner.WatchTransfers {
+				board = nil
+			}
 			var s *scanner.Scanner
-			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: scanHealth, Watch: watch, Placement: place,
+			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: board, Watch: watch, Placement: place,
 				Log: log.With(slog.String("component", "scanner"), slog.String("chain", string(id))),
 				OnPass: func(chain chains.ID, rep scanner.Report, took time.Duration, err error) {
 					if err == nil {
