@@ -223,8 +223,14 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 		return nil
 	}}
 	ccfg := cluster.Configure(cfg.Name, provider, lookup, remote.Configure(host, port, ropts...),
-		// A member that stops answering gossip for this long is blocked.
-		cluster.WithHeartbeatExpiration(10*time.Second))
+		// A member that stops answering gossip for this long is blocked
+		// by id for good. Membership itself comes from the provider (a
+		// dead member leaves the topology within a poll or two, and one
+		// that left is blocked then), so this only has to outlast gossip
+		// delayed by load: at 10 s, on 2 cores at load 25-30, gossip
+		// timed out long enough to block live members and split the
+		// topology for good (the partition test's heal failures).
+		cluster.WithHeartbeatExpiration(30*time.Second))
 	m.cl = cluster.New(system, ccfg)
 	system.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
