@@ -187,14 +187,15 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a devnet and three veild members for several minutes")
 	}
-	// Off by default until the double payment it found is fixed: in one
-	// run of two (14:30, 2026-11-23) a payment sent once WITHOUT an
-	// Idempotency-Key reached its payee twice (two transactions: payment
-	// notifications are marked per address and transaction) around the
-	// pauses and the partition. Tracked in issue 25's note; run it with
-	// VEIL_PARTITION_TEST=1.
+	// Off by default (VEIL_PARTITION_TEST=1 runs it): the double payment
+	// it once found is fixed (docs/cluster.md), but on 2 cores at load
+	// 20-30 the cluster's convergence after the partition took 20 s, 47 s
+	// and 123 s in three passing runs (after three that never converged
+	// with a 10 s gossip heartbeat expiry), against a 3-minute budget, and
+	// the runs lasted 90 s to 9.6 minutes, of the 20 that make test gives
+	// all of cmd/veild: too close to fail by chance in CI.
 	if os.Getenv("VEIL_PARTITION_TEST") == "" {
-		t.Skip("known failure (a payment without Idempotency-Key paid twice under a pause or partition; issue 25): set VEIL_PARTITION_TEST=1 to run it")
+		t.Skip("slow and load-sensitive (heal after the partition 20-123 s on a loaded 2-core machine; docs/cluster.md): set VEIL_PARTITION_TEST=1 to run it")
 	}
 	c := newTestCluster(t, 3)
 	c.startAll()
