@@ -17,44 +17,16 @@ import (
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
-)
 
-// needX402Node finds node and npm and installs the reference x402 packages
-// of testdata/x402 (pinned by its package-lock.json) when node_modules is
-// missing. Without node the test skips, except in CI (CI=true), where it
-// fails.
-func needX402Node(t *testing.T) string {
-	t.Helper()
-	for _, bin := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed (apt-get install -y nodejs npm); the x402 interop test needs it in CI", bin)
-			}
-			t.Skipf("%s is not installed (apt-get install -y nodejs npm)", bin)
-		}
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "x402"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
-	return dir
-}
+	"github.com/veilhq/veil/internal/npmtest"
+)
 
 // TestX402FetchClientPaysInvoice: the reference client (@x402/fetch with
 // @x402/evm's exact scheme, viem signing) pays a Veil invoice's x402
 // resource on its own: it reads Veil's PAYMENT-REQUIRED, signs, retries,
 // and gets 200 with a PAYMENT-RESPONSE it decodes; the invoice is paid once.
 func TestX402FetchClientPaysInvoice(t *testing.T) {
-	dir := needX402Node(t)
+	dir := npmtest.Install(t, filepath.Join("testdata", "x402"))
 	e := newMoneyEnv(t)
 	a := e.create(t, newEVMOwner(t), "alice", "ethereum")
 	res, err := e.conn.Fund(context.Background(), a.Address)
@@ -120,7 +92,7 @@ func TestX402FetchClientPaysInvoice(t *testing.T) {
 // body and the settlement, and the tokens moved from the agent to payTo.
 // Above the maximum, nothing is signed and nothing moves.
 func TestX402AgentPaysExpressServer(t *testing.T) {
-	dir := needX402Node(t)
+	dir := npmtest.Install(t, filepath.Join("testdata", "x402"))
 	e := newMoneyEnv(t)
 	ctx := context.Background()
 	a := e.create(t, newEVMOwner(t), "alice", "ethereum")

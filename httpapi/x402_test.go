@@ -32,15 +32,10 @@ func x402Sign(t *testing.T, key *ecdsa.PrivateKey, req x402.Requirements, nonce 
 	if mod != nil {
 		mod(&a)
 	}
-	d, err := eip3009.Digest(a)
+	sig, err := eip3009.SignWithKey(a, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := crypto.Sign(d[:], key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig[64] += 27
 	h, err := x402.Encode(x402.PayloadOf(req, nil, a, sig))
 	if err != nil {
 		t.Fatal(err)

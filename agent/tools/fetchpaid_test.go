@@ -34,16 +34,8 @@ func (f *fakeAuthorizer) domain(chainID *big.Int, contract string) (chains.ID, c
 
 func (f *fakeAuthorizer) sign(a chains.TransferAuthorization) (chains.TransferAuthorization, []byte, error) {
 	a.From = crypto.PubkeyToAddress(f.key.PublicKey).Hex()
-	d, err := eip3009.Digest(a)
-	if err != nil {
-		return a, nil, err
-	}
-	sig, err := crypto.Sign(d[:], f.key)
-	if err != nil {
-		return a, nil, err
-	}
-	sig[64] += 27
-	return a, sig, nil
+	sig, err := eip3009.SignWithKey(a, f.key)
+	return a, sig, err
 }
 
 // x402Server is a resource that costs amount base units of USDC on base

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/npmtest"
 )
 
 // parsed is what testdata/parsers/parse.mjs prints for one URI.
@@ -25,33 +25,11 @@ type parsed struct {
 	Operation, Destination, AssetCode, AssetIssuer, MemoType string
 }
 
-// needNode finds node and npm and installs the parsers' locked packages
-// when node_modules is missing. Without node the test skips, except in CI
-// (CI=true), where it fails.
+// needNode installs the parsers' locked packages (internal/npmtest):
+// without node the test skips, except in CI, where it fails.
 func needNode(t *testing.T) string {
 	t.Helper()
-	for _, bin := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed (apt-get install -y nodejs npm); the payment URI parser test needs it in CI", bin)
-			}
-			t.Skipf("%s is not installed (apt-get install -y nodejs npm)", bin)
-		}
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "parsers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
-	return dir
+	return npmtest.Install(t, filepath.Join("testdata", "parsers"))
 }
 
 // TestParsersAgree hands the URIs this package builds to each ecosystem's

@@ -12,6 +12,7 @@
 package eip3009
 
 import (
+	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"math/big"
@@ -171,4 +172,21 @@ func Calldata(a chains.TransferAuthorization, sig Signature) ([]byte, error) {
 	r, s, v := sig.RSV()
 	return bindings.NewTestToken().PackTransferWithAuthorization0(common.HexToAddress(a.From), common.HexToAddress(a.To),
 		a.Value, a.ValidAfter, a.ValidBefore, a.Nonce, v, r, s), nil
+}
+
+// SignWithKey signs a with a raw secp256k1 key, as a wallet does: the
+// 65-byte r ‖ s ‖ v with v 27 or 28. Veil's own keys never leave the
+// enclave (agents sign through chains.AuthorizationRequest); this is for
+// clients and tests that hold a key.
+func SignWithKey(a chains.TransferAuthorization, key *ecdsa.PrivateKey) ([]byte, error) {
+	d, err := Digest(a)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := crypto.Sign(d[:], key)
+	if err != nil {
+		return nil, err
+	}
+	sig[64] += 27
+	return sig, nil
 }

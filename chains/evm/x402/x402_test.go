@@ -42,15 +42,10 @@ func signed(t *testing.T, req x402.Requirements, mod func(*chains.TransferAuthor
 	if mod != nil {
 		mod(&a)
 	}
-	d, err := eip3009.Digest(a)
+	sig, err := eip3009.SignWithKey(a, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := crypto.Sign(d[:], key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig[64] += 27
 	return x402.PayloadOf(req, nil, a, sig)
 }
 
