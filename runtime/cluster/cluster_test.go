@@ -276,8 +276,8 @@ func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
 	}()
 	select {
 	case <-victim.held:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the held request never reached the victim's agent")
+	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a timing
+		t.Fatal("the held request never reached the victim's agent within 60s")
 	}
 	victim.kill()
 
@@ -286,8 +286,8 @@ func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
 		if !errors.Is(err, host.ErrMemberLost) {
 			t.Fatalf("in-flight request when its member died: %v, want host.ErrMemberLost", err)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("in-flight request to a killed member did not fail within 30s")
+	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a timing
+		t.Fatal("in-flight request to a killed member did not fail within 60s")
 	}
 	for _, n := range nodes[:2] {
 		waitMembers(t, n, 2)
