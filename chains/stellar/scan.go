@@ -339,7 +339,10 @@ func (c *Connector) ResolveName(ctx context.Context, name string) (string, error
 	})
 }
 
-var _ chains.PaymentVerifier = (*Connector)(nil)
+var (
+	_ chains.PaymentVerifier    = (*Connector)(nil)
+	_ chains.AnnouncementReader = (*Connector)(nil)
+)
 
 // TransfersIn returns what the successful transaction txHash delivered:
 // createAccount and payment operations (XLM and the configured assets),
@@ -347,24 +350,49 @@ var _ chains.PaymentVerifier = (*Connector)(nil)
 // that claimant) and account merges (the merged balance, read from the
 // result). An unknown or failed transaction matches chains.ErrNotFound.
 func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Transfer, error) {
+	t, err := c.successfulTx(ctx, txHash)
+	if err != nil {
+		return nil, err
+	}
+	return c.transfersOf(t)
+}
+
+// AnnouncementsIn implements chains.AnnouncementReader: the announcement
+// of the successful transaction txHash, decoded as Scan decodes it (none
+// when it announced nothing). Horizon lists closed ledgers only, so a
+// transaction it returns is confirmed.
+func (c *Connector) AnnouncementsIn(ctx context.Context, txHash string) ([]chains.Announcement, error) {
+	t, err := c.successfulTx(ctx, txHash)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := c.DecodeAnnouncement(t); ok {
+		return []chains.Announcement{a}, nil
+	}
+	return nil, nil
+}
+
+// successfulTx reads transaction txHash from Horizon; one that is not in
+// the ledger or failed is an error matching chains.ErrNotFound.
+func (c *Connector) successfulTx(ctx context.Context, txHash string) (hProtocol.Transaction, error) {
 	if len(txHash) != 64 {
-		return nil, fmt.Errorf("%w: transaction hash %q: want 64 hex digits", chains.ErrNotFound, txHash)
+		return hProtocol.Transaction{}, fmt.Errorf("%w: transaction hash %q: want 64 hex digits", chains.ErrNotFound, txHash)
 	}
 	if _, err := hex.DecodeString(txHash); err != nil {
-		return nil, fmt.Errorf("%w: transaction hash %q: want 64 hex digits", chains.ErrNotFound, txHash)
+		return hProtocol.Transaction{}, fmt.Errorf("%w: transaction hash %q: want 64 hex digits", chains.ErrNotFound, txHash)
 	}
 	v, err := c.call(ctx, func() (any, error) { return c.hc.TransactionDetail(txHash) })
 	if horizonclient.IsNotFoundError(err) {
-		return nil, fmt.Errorf("%w: transaction %s is not in the stellar ledger", chains.ErrNotFound, txHash)
+		return hProtocol.Transaction{}, fmt.Errorf("%w: transaction %s is not in the stellar ledger", chains.ErrNotFound, txHash)
 	}
 	if err != nil {
-		return nil, c.unavailable("transaction", err)
+		return hProtocol.Transaction{}, c.unavailable("transaction", err)
 	}
 	t := v.(hProtocol.Transaction)
 	if !t.Successful {
-		return nil, fmt.Errorf("%w: transaction %s failed on stellar and moved nothing", chains.ErrNotFound, txHash)
+		return hProtocol.Transaction{}, fmt.Errorf("%w: transaction %s failed on stellar and moved nothing", chains.ErrNotFound, txHash)
 	}
-	return c.transfersOf(t)
+	return t, nil
 }
 
 // transfersOf decodes what a successful transaction delivered.

@@ -3,6 +3,7 @@
 package stellar_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -196,6 +197,18 @@ func TestStellarStory(t *testing.T) {
 	}
 	if _, err := e.conn.TransfersIn(bg, strings.Repeat("ab", 32)); !errors.Is(err, chains.ErrNotFound) {
 		t.Fatalf("TransfersIn(unknown) = %v", err)
+	}
+	// AnnouncementsIn reads a payment's announcement as Scan does (the
+	// payee's instant notify relies on it).
+	for _, m := range mine {
+		in, err := e.conn.AnnouncementsIn(bg, m.TxHash)
+		if err != nil || len(in) != 1 || in[0].StealthAddress != m.StealthAddress || !bytes.Equal(in[0].EphemeralPubKey, m.EphemeralPubKey) ||
+			in[0].ViewTag != m.ViewTag || in[0].Asset != m.Asset || in[0].Amount != m.Amount || in[0].TxHash != m.TxHash {
+			t.Fatalf("AnnouncementsIn(%s) = %+v %v, scanned %+v", m.TxHash, in, err, m)
+		}
+	}
+	if _, err := e.conn.AnnouncementsIn(bg, strings.Repeat("ab", 32)); !errors.Is(err, chains.ErrNotFound) {
+		t.Fatalf("AnnouncementsIn(unknown) = %v", err)
 	}
 	if others, _ := e.find(alice, ""); len(others) != 0 {
 		t.Fatalf("alice found %d payments", len(others))
