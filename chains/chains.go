@@ -153,7 +153,7 @@ type GasPayer struct {
 // agent's policy checks like any payment. The transfer links the payer's
 // address to the one-time address on chain (docs/chains-evm.md).
 type GasFunder interface {
-	WithdrawWithGas(ctx context.Context, from KeyRef, stealthAddress, to, amount, asset, idempotencyKey string, payer GasPayer) (TxResult, error)
+	WithdrawWithGas(ctx context.Context, from KeyRef, req WithdrawRequest, payer GasPayer) (TxResult, error)
 }
 
 // Announcement is one stealth payment announced on chain.
@@ -173,16 +173,17 @@ type Announcement struct {
 type Connector interface {
 	Chain() ID
 	Balance(ctx context.Context, address string) (Balance, error)
-	// SendStealth pays a meta-address: derives a one-time address, transfers
-	// and announces in ONE transaction. idempotencyKey makes a retry with
-	// the same key return the first result instead of paying again.
-	SendStealth(ctx context.Context, from KeyRef, fromAddress, metaAddress, amount, asset, idempotencyKey string) (TxResult, error)
+	// SendStealth pays req.To, a meta-address, from fromAddress (signed
+	// with from): derives a one-time address, transfers and announces in
+	// ONE transaction. req.IdempotencyKey makes a retry with the same key
+	// return the first result instead of paying again.
+	SendStealth(ctx context.Context, from KeyRef, fromAddress string, req SendRequest) (TxResult, error)
 	// Scan returns announcements after cursor ("" = from genesis) and the
 	// cursor to resume from.
 	Scan(ctx context.Context, cursor string, limit int) ([]Announcement, string, error)
-	// Withdraw spends from a stealth address with its one-time key; an
-	// empty amount withdraws everything (less fees).
-	Withdraw(ctx context.Context, from KeyRef, stealthAddress, to, amount, asset, idempotencyKey string) (TxResult, error)
+	// Withdraw spends from the stealth address req.From with its one-time
+	// key; req.All withdraws everything (less fees).
+	Withdraw(ctx context.Context, from KeyRef, req WithdrawRequest) (TxResult, error)
 	RegisterName(ctx context.Context, owner KeyRef, ownerAddress, name, metaAddress string) (TxResult, error)
 	ResolveName(ctx context.Context, name string) (string, error)
 	// Fund asks the test network's faucet to fund address.

@@ -1,5 +1,10 @@
 package chains
 
+import (
+	"fmt"
+	"math/big"
+)
+
 // SendRequest is one stealth payment as its requester states it: the
 // explicit spend (asset, amount, recipient, idempotency key) that the
 // owner's approval rules, the connector and the enclave's policy all read.
@@ -32,4 +37,29 @@ type WithdrawRequest struct {
 	All            bool
 	To             string
 	IdempotencyKey string
+}
+
+// Units is the payment's amount in base units of an asset with decimals
+// places, refused (ErrInvalidAmount) unless it is positive and exact there.
+func (r SendRequest) Units(decimals int) (*big.Int, error) {
+	return positiveIn(r.Amount, decimals)
+}
+
+// Units is the withdrawal's amount in base units of an asset with decimals
+// places; nil for All.
+func (r WithdrawRequest) Units(decimals int) (*big.Int, error) {
+	if r.All {
+		if r.Amount.Sign() != 0 {
+			return nil, fmt.Errorf("%w: a withdrawal of everything also gives an amount (%s)", ErrInvalidAmount, r.Amount)
+		}
+		return nil, nil
+	}
+	return positiveIn(r.Amount, decimals)
+}
+
+func positiveIn(a Amount, decimals int) (*big.Int, error) {
+	if a.Sign() <= 0 {
+		return nil, fmt.Errorf("%w %q: must be greater than zero", ErrInvalidAmount, a.String())
+	}
+	return a.In(decimals)
 }

@@ -47,11 +47,23 @@ type BoltOptions struct {
 	// does not import Prometheus.
 	Observe func(batchSize int, commit time.Duration)
 	// Failpoint, when set, is called by the committer at FailBeforeCommit
-	// and FailAfterCommit. It is the fault-injection hook of the
-	// robustness test (internal/failpoint), which ends the process there;
-	// whatever it does, it must not return an error to the store, since a
-	// crash does not either. nil in production.
-	Failpoint func(name string)
+	// and FailAfterCommit (internal/failpoint). An error it returns fails
+	// the group there, as a crash would: before the commit nothing is
+	// written; after it the writes are durable but every caller of the
+	// group gets the error, not its answer. The robustness test's hook ends
+	// the process instead. nil in production. The type is
+	// internal/failpoint's Hook, spelled out: persistence imports nothing
+	// of ours (internal/layering).
+	Failpoint func(name string) error
+}
+
+// Hit calls the failpoint hook f, when set, at name (see
+// BoltOptions.Failpoint).
+func Hit(f func(name string) error, name string) error {
+	if f == nil {
+		return nil
+	}
+	return f(name)
 }
 
 // Failpoints of the group commit, passed to BoltOptions.Failpoint.
@@ -59,11 +71,11 @@ const (
 	// FailBeforeCommit: every batch of a group is written into the shared
 	// transaction, nothing is on disk and no caller has an answer. A crash
 	// here must lose the whole group and nothing acknowledged.
-	FailBeforeCommit = "commit/before-commit"
+	FailBeforeCommit = "commit.before-commit"
 	// FailAfterCommit: the group is committed and fsynced, no caller has
 	// its answer yet. A crash here leaves durable writes that nobody
 	// acknowledged, which a caller's retry must cope with.
-	FailAfterCommit = "commit/after-commit"
+	FailAfterCommit = "commit.after-commit"
 )
 
 const (
@@ -97,7 +109,6 @@ type Bolt struct {
 type testHooks struct {
 	enqueued func()                   // a batch joined the queue
 	taken    func(group int)          // the committer took a group, before its transaction
-	txErr    func() error             // an error to fail the group's transaction with
 	observe  func(int, time.Duration) // called like Observe
 }
 

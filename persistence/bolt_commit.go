@@ -72,15 +72,11 @@ func (s *Bolt) commitGroup(group []*request) {
 				r.Versions[i] = st.version
 			}
 		}
-		if s.hooks.txErr != nil {
-			return s.hooks.txErr()
-		}
-		s.failpoint(FailBeforeCommit)
-		return nil
+		return Hit(s.opts.Failpoint, FailBeforeCommit)
 	})
 	elapsed := time.Since(start)
 	if err == nil {
-		s.failpoint(FailAfterCommit)
+		err = Hit(s.opts.Failpoint, FailAfterCommit)
 	}
 	if err != nil {
 		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
@@ -96,12 +92,6 @@ func (s *Bolt) commitGroup(group []*request) {
 	}
 	if s.hooks.observe != nil {
 		s.hooks.observe(len(group), elapsed)
-	}
-}
-
-func (s *Bolt) failpoint(name string) {
-	if s.opts.Failpoint != nil {
-		s.opts.Failpoint(name)
 	}
 }
 

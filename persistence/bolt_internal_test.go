@@ -20,6 +20,9 @@ type gated struct {
 	queued  chan struct{} // one per Apply that joined the queue
 }
 
+// openGated opens a store whose committer waits for a token per group;
+// txErr, when set, is the error each group's transaction fails with (the
+// FailBeforeCommit failpoint; nil lets it commit).
 func openGated(t *testing.T, opts BoltOptions, txErr func() error) *gated {
 	t.Helper()
 	g := &gated{
@@ -28,13 +31,20 @@ func openGated(t *testing.T, opts BoltOptions, txErr func() error) *gated {
 		release: make(chan struct{}),
 		queued:  make(chan struct{}, 1024),
 	}
+	if txErr != nil {
+		opts.Failpoint = func(name string) error {
+			if name == FailBeforeCommit {
+				return txErr()
+			}
+			return nil
+		}
+	}
 	s, err := openBolt(g.path, opts, testHooks{
 		enqueued: func() { g.queued <- struct{}{} },
 		taken: func(n int) {
 			g.sizes <- n
 			<-g.release
 		},
-		txErr: txErr,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -56,13 +56,14 @@ func TestFailpointChild(t *testing.T) {
 	s, err := persistence.OpenBolt(path, persistence.BoltOptions{
 		// Small groups: more commits, so the failpoint lands among many.
 		MaxGroup: 8,
-		Failpoint: func(fp string) {
+		Failpoint: func(fp string) error {
 			if fp != name || hits.Add(1) < int64(after) {
-				return
+				return nil
 			}
 			out.Lock() // no acknowledgement is printed after this line
 			os.Stdout.WriteString("failpoint " + fp + "\n")
 			os.Exit(fpExitCode)
+			return nil
 		},
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/host"
 )
@@ -78,9 +79,9 @@ type Deps struct {
 	// public addresses only).
 	HTTP *http.Client
 	// Failpoint, when set, is called at the dangerous steps of a request
-	// (FailAfterTools); an error it returns aborts the request right there,
-	// as a crash would. Tests only.
-	Failpoint func(name string) error
+	// (FailAfterTools, …; internal/failpoint); an error it returns aborts
+	// the request right there, as a crash would. Tests only.
+	Failpoint failpoint.Hook
 
 	// toolDefs are the model's definitions of Tools (set by Loader).
 	toolDefs []llms.Tool
@@ -105,7 +106,7 @@ func (nopMetrics) Payment(string, chains.ID)      {}
 const (
 	// FailAfterTools: the tools of a response ran (payments broadcast),
 	// nothing of it is stored and the client has no reply.
-	FailAfterTools = "chat/after-tools"
+	FailAfterTools = "chat.after-tools"
 )
 
 // Failpoints of the create flow: where a crash or timeout leaves the
@@ -113,21 +114,16 @@ const (
 // the agent (docs/api.md, "Agents").
 const (
 	// FailBeforeCreateStore: keys derived, funding sent, nothing stored.
-	FailBeforeCreateStore = "create/before-store"
+	FailBeforeCreateStore = "create.before-store"
 	// FailAfterCreateStore: the agent and its used signature are stored,
 	// the name registration not sent, the client has no answer.
-	FailAfterCreateStore = "create/after-store"
+	FailAfterCreateStore = "create.after-store"
 	// FailAfterCreateRegister: the name registration ran, its outcome is
 	// not saved, the client has no answer.
-	FailAfterCreateRegister = "create/after-register"
+	FailAfterCreateRegister = "create.after-register"
 )
 
-func (d *Deps) fail(name string) error {
-	if d.Failpoint == nil {
-		return nil
-	}
-	return d.Failpoint(name)
-}
+func (d *Deps) fail(name string) error { return d.Failpoint.Hit(name) }
 
 func (d *Deps) now() time.Time {
 	if d.Now != nil {

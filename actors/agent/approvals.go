@@ -35,7 +35,7 @@ var (
 
 // FailAfterApprovedSend is the failpoint right after an approved payment
 // was broadcast, before its outcome is stored.
-const FailAfterApprovedSend = "approval/after-send"
+const FailAfterApprovedSend = "approval.after-send"
 
 // Retries of an approved payment that failed in a way that may heal (the
 // chain unreachable, funds not there yet); then it fails for good.
@@ -336,9 +336,19 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 	// the approval by that key.
 	if ap.Kind == policy.KindInvoice {
 		// An invoice's one-time address is a plain address (PayAddress).
-		return conn.Withdraw(ctx, from, a.rec.Addresses[string(ap.Chain)], ap.PayTo, ap.Amount, ap.Asset, ap.Key)
+		req := chains.WithdrawRequest{Chain: ap.Chain, From: a.rec.Addresses[string(ap.Chain)], To: ap.PayTo, Asset: ap.Asset, All: ap.Amount == "", IdempotencyKey: ap.Key}
+		if !req.All {
+			if req.Amount, err = tools.AmountOf(ap.Chain, ap.Asset, ap.Amount); err != nil {
+				return chains.TxResult{}, err
+			}
+		}
+		return conn.Withdraw(ctx, from, req)
 	}
-	return conn.SendStealth(ctx, from, a.rec.Addresses[string(ap.Chain)], ap.PayTo, ap.Amount, ap.Asset, ap.Key)
+	amount, err := tools.AmountOf(ap.Chain, ap.Asset, ap.Amount)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	return conn.SendStealth(ctx, from, a.rec.Addresses[string(ap.Chain)], chains.SendRequest{Chain: ap.Chain, Asset: ap.Asset, Amount: amount, To: ap.PayTo, IdempotencyKey: ap.Key})
 }
 
 // wakeApproval is the reminder's wake-up: a pending approval past its

@@ -86,7 +86,8 @@ func (o *chainOps) PayAddress(ctx context.Context, req chains.SendRequest, label
 	}
 	// The account's own key (no ephemeral key) spends from the account's
 	// address: a plain transfer in the account's lane.
-	return c.Withdraw(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req.To, req.Amount.String(), req.Asset, req.IdempotencyKey)
+	return c.Withdraw(ctx, o.key(req.Chain), chains.WithdrawRequest{Chain: req.Chain, From: o.agent.Addresses[req.Chain], To: req.To,
+		Asset: req.Asset, Amount: req.Amount, IdempotencyKey: req.IdempotencyKey})
 }
 
 // PaymentTarget is this node's connector's chain id and token for asset.

@@ -24,7 +24,7 @@ const TableScheduleRuns = "schedule_runs"
 
 // FailAfterScheduleSend is the failpoint right after a scheduled payment
 // was broadcast, before anything of it is stored.
-const FailAfterScheduleSend = "schedule/after-send"
+const FailAfterScheduleSend = "schedule.after-send"
 
 // RetryBackoff is the wait before each retry of a failed scheduled payment;
 // after len(RetryBackoff) retries the slot fails (schedule_failed) and the
@@ -267,7 +267,11 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	}
 	// The connector signs it as a spend; the enclave checks the policy
 	// (approvals, caps, allowlist, daily budget) before it signs.
-	return conn.SendStealth(ctx, from, a.rec.Addresses[string(sc.Chain)], meta, sc.Amount, sc.Asset, key)
+	amount, err := tools.AmountOf(sc.Chain, sc.Asset, sc.Amount)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	return conn.SendStealth(ctx, from, a.rec.Addresses[string(sc.Chain)], chains.SendRequest{Chain: sc.Chain, Asset: sc.Asset, Amount: amount, To: meta, IdempotencyKey: key})
 }
 
 // scheduleMeta resolves the schedule's recipient on its chain now: a

@@ -144,7 +144,7 @@ func (o *chainOps) SendStealth(ctx context.Context, req chains.SendRequest) (cha
 	}
 	// The connector signs the payment as a spend (asset, amount, meta,
 	// key); the enclave checks it against the agent's policy.
-	res, err := c.SendStealth(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req.To, req.Amount.String(), req.Asset, req.IdempotencyKey)
+	res, err := c.SendStealth(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req)
 	if payee := o.names.name(req.To); err == nil && o.a.deps.Sent != nil && strings.HasSuffix(payee, chains.NameSuffix) {
 		// To another Veil agent: tell it at once, not at the next scan.
 		o.a.deps.Sent(req.Chain, payee, res.TxHash)
@@ -166,15 +166,11 @@ func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (ch
 	if ref.EphemeralPub, err = decodeHex(p.EphemeralPubKey); err != nil {
 		return chains.TxResult{}, fmt.Errorf("payment %s has a malformed ephemeral key: %w", req.From, err)
 	}
-	amount := ""
-	if !req.All {
-		amount = req.Amount.String()
-	}
 	// Gas a one-time address lacks (an invoice paid in tokens holds no ETH)
 	// is paid from the agent's own account, under its own spend, which the
 	// enclave checks against the policy like any payment.
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id]}
-	return c.WithdrawWithGas(ctx, ref, req.From, req.To, amount, req.Asset, req.IdempotencyKey, payer)
+	return c.WithdrawWithGas(ctx, ref, req, payer)
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

@@ -46,7 +46,7 @@ func benchSend(b *testing.B, nAgents int) {
 	}
 	// Warm up: the first send of an agent seeds its ledger record.
 	for _, s := range senders {
-		res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), e.bob.Meta, "0.0001", "", "warm-"+s.ID)
+		res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.0001"), To: e.bob.Meta, IdempotencyKey: "warm-" + s.ID})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func benchSend(b *testing.B, nAgents int) {
 					return
 				}
 				s := senders[i%nAgents]
-				res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), e.bob.Meta, "0.0001", "", fmt.Sprintf("b-%d-%d", b.N, i))
+				res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.0001"), To: e.bob.Meta, IdempotencyKey: fmt.Sprintf("b-%d-%d", b.N, i)})
 				if err != nil {
 					failed.Store(err)
 					return
@@ -126,7 +126,7 @@ func BenchmarkScanEndToEnd(b *testing.B) {
 				if i%every == 0 {
 					to = e.bob.Meta
 				}
-				res, err := r.SendStealth(ctx, payers[p].Ref(chains.Ethereum), payers[p].Address.Hex(), to, "0.0001", "", fmt.Sprintf("s%d", i))
+				res, err := r.SendStealth(ctx, payers[p].Ref(chains.Ethereum), payers[p].Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.0001"), To: to, IdempotencyKey: fmt.Sprintf("s%d", i)})
 				if err != nil {
 					failed.Store(err)
 					return

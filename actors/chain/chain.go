@@ -331,9 +331,9 @@ func (r *Ref) Balance(ctx context.Context, address string) (chains.Balance, erro
 }
 
 // SendStealth runs in the lane of fromAddress.
-func (r *Ref) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, asset, idempotencyKey string) (chains.TxResult, error) {
+func (r *Ref) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
 	v, err := r.do(ctx, "send_stealth", laneOf(fromAddress), func(ctx context.Context) (any, error) {
-		return r.conn.SendStealth(ctx, from, fromAddress, metaAddress, amount, asset, idempotencyKey)
+		return r.conn.SendStealth(ctx, from, fromAddress, req)
 	})
 	return as[chains.TxResult](v, err)
 }
@@ -357,24 +357,24 @@ func (r *Ref) Scan(ctx context.Context, cursor string, limit int) ([]chains.Anno
 	return s.anns, s.cursor, err
 }
 
-// Withdraw runs in the lane of stealthAddress.
-func (r *Ref) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, asset, idempotencyKey string) (chains.TxResult, error) {
-	v, err := r.do(ctx, "withdraw", laneOf(stealthAddress), func(ctx context.Context) (any, error) {
-		return r.conn.Withdraw(ctx, from, stealthAddress, to, amount, asset, idempotencyKey)
+// Withdraw runs in the lane of the stealth address req.From.
+func (r *Ref) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
+	v, err := r.do(ctx, "withdraw", laneOf(req.From), func(ctx context.Context) (any, error) {
+		return r.conn.Withdraw(ctx, from, req)
 	})
 	return as[chains.TxResult](v, err)
 }
 
-// WithdrawWithGas runs in the lane of stealthAddress: Withdraw with the
-// gas the address lacks paid from payer (chains.GasFunder). On a chain
-// whose connector needs no gas funding it is Withdraw.
-func (r *Ref) WithdrawWithGas(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, asset, idempotencyKey string, payer chains.GasPayer) (chains.TxResult, error) {
+// WithdrawWithGas runs in the lane of req.From: Withdraw with the gas the
+// address lacks paid from payer (chains.GasFunder). On a chain whose
+// connector needs no gas funding it is Withdraw.
+func (r *Ref) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer chains.GasPayer) (chains.TxResult, error) {
 	gf, ok := r.conn.(chains.GasFunder)
 	if !ok {
-		return r.Withdraw(ctx, from, stealthAddress, to, amount, asset, idempotencyKey)
+		return r.Withdraw(ctx, from, req)
 	}
-	v, err := r.do(ctx, "withdraw", laneOf(stealthAddress), func(ctx context.Context) (any, error) {
-		return gf.WithdrawWithGas(ctx, from, stealthAddress, to, amount, asset, idempotencyKey, payer)
+	v, err := r.do(ctx, "withdraw", laneOf(req.From), func(ctx context.Context) (any, error) {
+		return gf.WithdrawWithGas(ctx, from, req, payer)
 	})
 	return as[chains.TxResult](v, err)
 }

@@ -175,7 +175,7 @@ func TestPayScanWithdrawThroughActors(t *testing.T) {
 				if n, err := r.ScanInto(ctx, e.store, "inbox", 10, deliver); err != nil || n != 0 {
 					t.Fatalf("empty scan: %d %v", n, err)
 				}
-				pay, err := r.SendStealth(ctx, e.alice.Ref(id), e.alice.Address.Hex(), e.bob.Meta, "2", "", "p-"+string(id))
+				pay, err := r.SendStealth(ctx, e.alice.Ref(id), e.alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("2"), To: e.bob.Meta, IdempotencyKey: "p-" + string(id)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,7 +190,7 @@ func TestPayScanWithdrawThroughActors(t *testing.T) {
 				if n, err := r.ScanInto(ctx, e.store, "inbox", 10, deliver); err != nil || n != 0 {
 					t.Fatalf("rescan: %d %v", n, err)
 				}
-				w, err := r.Withdraw(ctx, e.bob.StealthRef(id, mine[0].EphemeralPubKey), mine[0].StealthAddress, e.alice.Address.Hex(), "", "", "w-"+string(id))
+				w, err := r.Withdraw(ctx, e.bob.StealthRef(id, mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: e.alice.Address.Hex(), Asset: "", All: true, IdempotencyKey: "w-" + string(id)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -245,7 +245,7 @@ func TestFiftyConcurrentSendsOneAgent(t *testing.T) {
 			if i%5 == 0 {
 				asset = "USDC"
 			}
-			res, err := r.SendStealth(ctx, e.alice.Ref(chains.Base), e.alice.Address.Hex(), e.bob.Meta, "0.01", asset, fmt.Sprintf("k%d", i))
+			res, err := r.SendStealth(ctx, e.alice.Ref(chains.Base), e.alice.Address.Hex(), chains.SendRequest{Asset: asset, Amount: amt("0.01"), To: e.bob.Meta, IdempotencyKey: fmt.Sprintf("k%d", i)})
 			hashes[i], errs[i] = res.TxHash, err
 		}()
 	}
@@ -283,7 +283,7 @@ func TestReadsDoNotWaitForWrites(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.SendStealth(ctx, e.alice.Ref(chains.Polygon), e.alice.Address.Hex(), e.bob.Meta, "1", "", "slow")
+		_, err := r.SendStealth(ctx, e.alice.Ref(chains.Polygon), e.alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "slow"})
 		done <- err
 	}()
 	<-entered
@@ -305,10 +305,10 @@ type slowConn struct {
 	release chan struct{}
 }
 
-func (s *slowConn) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, meta, amount, asset, key string) (chains.TxResult, error) {
+func (s *slowConn) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
 	s.entered <- struct{}{}
 	<-s.release
-	return s.Connector.SendStealth(ctx, from, fromAddress, meta, amount, asset, key)
+	return s.Connector.SendStealth(ctx, from, fromAddress, req)
 }
 
 var errCrash = errors.New("simulated crash")
@@ -322,7 +322,7 @@ func TestRestartRebroadcastsInsteadOfResigning(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	crashing := e.connector(t, chains.Ethereum, func(o *evm.Options) {
-		o.Failpoint = func(p evm.Failpoint) error {
+		o.Failpoint = func(p string) error {
 			if p == evm.FailBeforeBroadcast {
 				return errCrash
 			}
@@ -335,7 +335,7 @@ func TestRestartRebroadcastsInsteadOfResigning(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMined(t, crashing, f.TxHash)
-	if _, err := r1.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), e.bob.Meta, "1", "ETH", "once"); !errors.Is(err, errCrash) {
+	if _, err := r1.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "once"}); !errors.Is(err, errCrash) {
 		t.Fatalf("want the simulated crash, got %v", err)
 	}
 	r1.Stop()
@@ -361,12 +361,12 @@ func TestRestartRebroadcastsInsteadOfResigning(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	res, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), e.bob.Meta, "1", "ETH", "once")
+	res, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "once"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitMined(t, c, res.TxHash)
-	next, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), e.bob.Meta, "1", "ETH", "twice")
+	next, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "twice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,4 +385,14 @@ func TestStopRefusesCalls(t *testing.T) {
 	if _, err := r.Balance(context.Background(), e.alice.Address.Hex()); !errors.Is(err, chain.ErrStopped) || !errors.Is(err, chains.ErrUnavailable) {
 		t.Fatalf("after stop: %v", err)
 	}
+}
+
+// amt is a test amount in whole units, parsed with 18 decimals: the
+// connector rescales it exactly to its asset's decimals, or refuses it.
+func amt(s string) chains.Amount {
+	a, err := chains.ParseAmountOf(s, 18)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

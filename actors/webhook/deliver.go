@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -43,7 +44,7 @@ const Retention = 30 * 24 * time.Hour
 
 // FailBeforeSend is the failpoint after a delivery is committed (fanned
 // out from the outbox) and before it is sent.
-const FailBeforeSend = "webhook/before-send"
+const FailBeforeSend = "webhook.before-send"
 
 // Outcomes reported to Metrics.
 const (
@@ -93,9 +94,9 @@ type Options struct {
 	Parallel int
 	Metrics  Metrics
 	Log      *slog.Logger
-	// Failpoint, when set, is called at FailBeforeSend; an error ends the
-	// pass there, as a crash would. Tests only.
-	Failpoint func(name string) error
+	// Failpoint, when set, is called at FailBeforeSend (internal/failpoint);
+	// an error ends the pass there, as a crash would. Tests only.
+	Failpoint failpoint.Hook
 }
 
 // Deliverer moves events from the outbox to the webhooks. Run one per
@@ -249,12 +250,7 @@ func (d *Deliverer) trim(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func (o *Options) fail(name string) error {
-	if o.Failpoint == nil {
-		return nil
-	}
-	return o.Failpoint(name)
-}
+func (o *Options) fail(name string) error { return o.Failpoint.Hit(name) }
 
 // fanOut turns each outbox event into one delivery per subscribed webhook,
 // atomically with removing the event.

@@ -2,7 +2,6 @@ package evm
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -23,50 +22,36 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
+	"github.com/veilhq/veil/chains/internal/connopts"
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
-// Failpoint names a dangerous step of submitting a transaction. Tests
-// inject a hook through Options.Failpoint that can stop the process there.
-type Failpoint string
-
+// Failpoints of submitting a transaction (internal/failpoint): the hook
+// in Options.Failpoint is called with these names. Tests only.
 const (
 	// FailAfterSign: the transaction is signed, nothing is persisted.
-	FailAfterSign Failpoint = "after-sign"
+	FailAfterSign = "evm.after-sign"
 	// FailBeforePersist: right before the nonce reservation and the signed
 	// transaction are written in one batch.
-	FailBeforePersist Failpoint = "before-persist"
+	FailBeforePersist = "evm.before-persist"
 	// FailBeforeBroadcast: persisted, not yet sent to the node.
-	FailBeforeBroadcast Failpoint = "before-broadcast"
+	FailBeforeBroadcast = "evm.before-broadcast"
 	// FailAfterBroadcast: the node has the transaction; the caller has no
 	// answer yet.
-	FailAfterBroadcast Failpoint = "after-broadcast"
+	FailAfterBroadcast = "evm.after-broadcast"
 	// FailBeforeConfirm: Maintain saw the receipt and has not recorded it.
-	FailBeforeConfirm Failpoint = "before-confirm"
+	FailBeforeConfirm = "evm.before-confirm"
 )
 
-// Options are a connector's dependencies.
-type Options struct {
-	// Store holds the nonce ledger and the payment records (tables
-	// evm_nonces, evm_intents, evm_pending). Required.
-	Store persistence.Store
-	// Signer signs transactions (the enclave). Required for writes.
-	Signer chains.Signer
-	// Log defaults to slog.Default().
-	Log *slog.Logger
-	// Failpoint, when set, is called at each Failpoint; an error it returns
-	// aborts the operation right there, as a crash would. Tests only.
-	Failpoint func(Failpoint) error
-	// Rand is the randomness of ephemeral keys (default crypto/rand).
-	Rand io.Reader
-	// HTTPClient for the RPC connection (default: a client with sane
-	// timeouts and keep-alive).
-	HTTPClient *http.Client
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-
-	skipCheck bool // tests: see NewUnchecked
+// Failpoints lists the names above.
+func Failpoints() []string {
+	return []string{FailAfterSign, FailBeforePersist, FailBeforeBroadcast, FailAfterBroadcast, FailBeforeConfirm}
 }
+
+// Options are a connector's dependencies; its Store holds the tables
+// evm_nonces, evm_intents and evm_pending.
+type Options = connopts.Options
 
 // Connector is one EVM chain's chains.Connector.
 type Connector struct {
@@ -77,7 +62,7 @@ type Connector struct {
 	store    persistence.Store
 	signer   chains.Signer
 	log      *slog.Logger
-	fp       func(Failpoint) error
+	fp       failpoint.Hook
 	rand     io.Reader
 	now      func() time.Time
 	txSigner types.Signer
@@ -107,32 +92,18 @@ var _ chains.Connector = (*Connector)(nil)
 
 // New connects to cfg.RPCURL and checks that the node serves cfg.ChainID.
 func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
+	return connect(ctx, cfg, opts, true)
+}
+
+// connect is New; check false skips the contract checks (tests only:
+// NewUnchecked).
+func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connector, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Store == nil {
-		return nil, errors.New("evm: Options.Store is required")
-	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
-	if opts.Rand == nil {
-		opts.Rand = rand.Reader
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{
-			Timeout: 30 * time.Second,
-			Transport: &http.Transport{
-				Proxy:               http.ProxyFromEnvironment,
-				MaxIdleConns:        64,
-				MaxIdleConnsPerHost: 64,
-				IdleConnTimeout:     90 * time.Second,
-			},
-		}
+	if err := opts.Defaults("evm", 30*time.Second); err != nil {
+		return nil, err
 	}
 	rc, err := rpc.DialOptions(ctx, cfg.RPCURL, rpc.WithHTTPClient(opts.HTTPClient))
 	if err != nil {
@@ -158,7 +129,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	}
 	// Refuse to run with a contract address that holds the wrong thing:
 	// a payment to it would move value with no announcement.
-	if err := c.Check(ctx); err != nil && !opts.skipCheck {
+	if err := c.Check(ctx); err != nil && check {
 		rc.Close()
 		return nil, err
 	}
@@ -190,13 +161,6 @@ func (c *Connector) TxLink(txHash string) string {
 
 func (c *Connector) result(hash string) chains.TxResult {
 	return chains.TxResult{TxHash: hash, TxLink: c.TxLink(hash)}
-}
-
-func (c *Connector) failpoint(p Failpoint) error {
-	if c.fp == nil {
-		return nil
-	}
-	return c.fp(p)
 }
 
 // asset is what a symbol resolves to on this chain.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 )
@@ -38,12 +39,12 @@ func TestCrashChild(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	point := evm.Failpoint(os.Getenv(crashPointEnv))
+	point := os.Getenv(crashPointEnv)
 	store := openStore(t, os.Getenv(crashDBEnv))
 	prefix := os.Getenv(crashAgentEnv)
 	alice, bob := evmtest.NewAgent(prefix+"alice"), evmtest.NewAgent(prefix+"bob")
 	c := connect(t, cfg, store, evmtest.NewSigner(alice, bob), func(o *evm.Options) {
-		o.Failpoint = func(p evm.Failpoint) error {
+		o.Failpoint = func(p string) error {
 			if p == point {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {} // never returns
@@ -53,7 +54,7 @@ func TestCrashChild(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), bob.Meta, "0.1", "", os.Getenv(crashKeyEnv))
+	r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: os.Getenv(crashKeyEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 		_ = store.Close()
 	}
 	cfgJSON, _ := json.Marshal(cfg)
-	points := []evm.Failpoint{evm.FailAfterSign, evm.FailBeforePersist, evm.FailBeforeBroadcast, evm.FailAfterBroadcast, evm.FailBeforeConfirm}
+	points := []string{evm.FailAfterSign, evm.FailBeforePersist, evm.FailBeforeBroadcast, evm.FailAfterBroadcast, evm.FailBeforeConfirm}
 	results := map[string]string{}
 	for _, p := range points {
 		key := "crash-" + string(p)
@@ -115,7 +116,7 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 		if _, err := c.MaintainOnce(ctx, true); err != nil {
 			t.Fatalf("%s: maintenance after restart: %v", p, err)
 		}
-		r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), bob.Meta, "0.1", "", key)
+		r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
 		if err != nil {
 			t.Fatalf("%s: retry: %v", p, err)
 		}
@@ -134,7 +135,7 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		// A second retry answers the same transaction.
-		r2, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), bob.Meta, "0.1", "", key)
+		r2, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
 		if err != nil || r2.TxHash != r.TxHash {
 			t.Fatalf("%s: second retry %+v %v, want %s", p, r2, err, r.TxHash)
 		}

@@ -37,7 +37,7 @@ func TestReplacedNonceIsDroppedOnlyAfterDropAfter(t *testing.T) {
 	mustMined(t, c, f.TxHash)
 	net := d.Net(chains.Ethereum)
 	net.SetMining(false)
-	if _, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "0.5", "ETH", "replaced"); err != nil {
+	if _, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "replaced"}); err != nil {
 		t.Fatal(err)
 	}
 	// The same key, outside the ledger: a self-transfer at the same nonce

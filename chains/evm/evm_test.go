@@ -157,11 +157,11 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 		t.Fatalf("balance after faucet %+v %v", bal, err)
 	}
 
-	pay1, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), bob.Meta, "1.25", native, "pay-native-"+string(id))
+	pay1, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), chains.SendRequest{Asset: native, Amount: amt("1.25"), To: bob.Meta, IdempotencyKey: "pay-native-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pay2, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), bob.Meta, "25.5", "usdc", "pay-usdc-"+string(id))
+	pay2, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), chains.SendRequest{Asset: "usdc", Amount: amt("25.5"), To: bob.Meta, IdempotencyKey: "pay-usdc-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 
 	// Withdraw the native payment entirely to alice: nothing stays behind.
 	before := wei(t, c, alice.Address.Hex())
-	w1, err := c.Withdraw(ctx, bob.StealthRef(id, mine[0].EphemeralPubKey), mine[0].StealthAddress, alice.Address.Hex(), "", native, "w-native-"+string(id))
+	w1, err := c.Withdraw(ctx, bob.StealthRef(id, mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.Address.Hex(), Asset: native, All: true, IdempotencyKey: "w-native-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 	// Withdraw part of the USDC (exact), then the rest, which takes the
 	// payment's gas stipend along (no separate native sweep).
 	ref := bob.StealthRef(id, mine[1].EphemeralPubKey)
-	w2, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "0.5", "USDC", "w-usdc-1-"+string(id))
+	w2, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: "USDC", Amount: amt("0.5"), IdempotencyKey: "w-usdc-1-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 	if sb.Tokens["USDC"] != "25" {
 		t.Fatalf("stealth USDC after partial withdrawal %+v", sb)
 	}
-	w3, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", "USDC", "w-usdc-2-"+string(id))
+	w3, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: "USDC", All: true, IdempotencyKey: "w-usdc-2-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 		t.Fatalf("stealth address after withdrawing everything %+v: %s wei is more than moving it costs", sb, left)
 	}
 	// A native sweep now has nothing worth moving.
-	if _, err := c.Withdraw(ctx, ref, mine[1].StealthAddress, alice.Address.Hex(), "", native, "w-usdc-3-"+string(id)); !errors.Is(err, chains.ErrInsufficientFunds) {
+	if _, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: native, All: true, IdempotencyKey: "w-usdc-3-" + string(id)}); !errors.Is(err, chains.ErrInsufficientFunds) {
 		t.Fatalf("sweeping the dust: %v", err)
 	}
 	ab, _ := c.Balance(ctx, alice.Address.Hex())
@@ -331,8 +331,17 @@ func TestInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustMined(t, c, f.TxHash)
+	// The caller parses the amount (chains.ParseAmountOf); the connector
+	// refuses what its asset cannot hold ("1.0000001" USDC) and a zero.
 	send := func(amount, asset, meta string) error {
-		_, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), meta, amount, asset, "")
+		var v chains.Amount
+		if amount != "0" {
+			var err error
+			if v, err = chains.ParseAmountOf(amount, 18); err != nil {
+				return err
+			}
+		}
+		_, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: asset, Amount: v, To: meta})
 		return err
 	}
 	cases := []struct {
@@ -362,15 +371,15 @@ func TestInputErrors(t *testing.T) {
 	}
 	// Idempotency: the same key returns the same payment; another amount
 	// under it is refused.
-	r1, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), bob.Meta, "1", "ZEN", "k1")
+	r1, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: "ZEN", Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), bob.Meta, "1", "zen", "k1")
+	r2, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: "zen", Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k1"})
 	if err != nil || r2 != r1 {
 		t.Fatalf("retry = %+v %v, want %+v", r2, err, r1)
 	}
-	if _, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), bob.Meta, "2", "ZEN", "k1"); !errors.Is(err, chains.ErrIdempotencyConflict) {
+	if _, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: "ZEN", Amount: amt("2"), To: bob.Meta, IdempotencyKey: "k1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
 		t.Fatalf("reused key: %v", err)
 	}
 	mustMined(t, c, r1.TxHash)
@@ -433,7 +442,7 @@ func TestConcurrentSendsWithoutActor(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), bob.Meta, "0.01", "", fmt.Sprintf("c%d", i))
+			r, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.01"), To: bob.Meta, IdempotencyKey: fmt.Sprintf("c%d", i)})
 			hashes[i] = r.TxHash
 			errs <- err
 		}()
@@ -470,7 +479,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	mustMined(t, c, f.TxHash)
 	net := d.Net(chains.Ethereum)
 	net.SetMining(false)
-	r, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "0.5", "ETH", "stuck")
+	r, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +523,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The retry of the key now answers the mined replacement.
-	r2, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "0.5", "ETH", "stuck")
+	r2, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
 	if err != nil || r2.TxHash == r.TxHash {
 		t.Fatalf("after bump the record says %+v (first %s), %v", r2, r.TxHash, err)
 	}
@@ -548,4 +557,14 @@ func (r *recordingSigner) requests() []chains.SignRequest {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]chains.SignRequest(nil), r.reqs...)
+}
+
+// amt is a test amount in whole units, parsed with 18 decimals: the
+// connector rescales it exactly to its asset's decimals, or refuses it.
+func amt(s string) chains.Amount {
+	a, err := chains.ParseAmountOf(s, 18)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

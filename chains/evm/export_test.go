@@ -5,6 +5,5 @@ import "context"
 // NewUnchecked connects like New but skips the contract checks, so that
 // tests can prove the checks of each operation refuse on their own.
 func NewUnchecked(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
-	opts.skipCheck = true
-	return New(ctx, cfg, opts)
+	return connect(ctx, cfg, opts, false)
 }

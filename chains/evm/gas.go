@@ -29,11 +29,11 @@ const dustGas = 20_000
 // the enclave checks against the agent's policy. The call waits for that
 // transfer's receipt, then submits the withdrawal. A retry with the same
 // key funds nothing again. See Withdraw for the rest.
-func (c *Connector) WithdrawWithGas(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, asset, idempotencyKey string, payer chains.GasPayer) (chains.TxResult, error) {
+func (c *Connector) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer chains.GasPayer) (chains.TxResult, error) {
 	if _, err := parseAddress(payer.Address); err != nil {
 		return chains.TxResult{}, fmt.Errorf("gas payer: %w", err)
 	}
-	return c.withdraw(ctx, from, stealthAddress, to, amount, asset, idempotencyKey, &payer)
+	return c.withdraw(ctx, from, req, &payer)
 }
 
 // tokenGas prices a token transfer from src for a dust-free fee: gas

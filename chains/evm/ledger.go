@@ -310,7 +310,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		if err != nil {
 			return chains.TxResult{}, err
 		}
-		if err := c.failpoint(FailAfterSign); err != nil {
+		if err := c.fp.Hit(FailAfterSign); err != nil {
 			return chains.TxResult{}, err
 		}
 		it.Attempts = []attempt{at}
@@ -320,7 +320,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			return chains.TxResult{}, err
 		}
 		pkey := c.pendingKey(spec.from, next)
-		if err := c.failpoint(FailBeforePersist); err != nil {
+		if err := c.fp.Hit(FailBeforePersist); err != nil {
 			return chains.TxResult{}, err
 		}
 		_, err = c.store.Apply(ctx,
@@ -347,7 +347,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		if err != nil {
 			return chains.TxResult{}, err
 		}
-		if err := c.failpoint(FailBeforeBroadcast); err != nil {
+		if err := c.fp.Hit(FailBeforeBroadcast); err != nil {
 			return chains.TxResult{}, err
 		}
 		// Persisted: broadcast even if the caller gives up now, so that a
@@ -355,7 +355,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		berr := c.sendRaw(bctx, at.Raw)
 		cancel()
-		if err := c.failpoint(FailAfterBroadcast); err != nil {
+		if err := c.fp.Hit(FailAfterBroadcast); err != nil {
 			return chains.TxResult{}, err
 		}
 		switch classify(berr) {

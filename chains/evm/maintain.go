@@ -213,7 +213,7 @@ func (c *Connector) forgetNonceTaken(ikey string) {
 }
 
 func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint64, it *intent, r *types.Receipt) error {
-	if err := c.failpoint(FailBeforeConfirm); err != nil {
+	if err := c.fp.Hit(FailBeforeConfirm); err != nil {
 		return err
 	}
 	if it.State == stateVoid {

@@ -53,14 +53,14 @@ func parseMeta(s string) (secp256k1.MetaAddress, error) {
 	return m, nil
 }
 
-// SendStealth pays metaAddress amount of asset from fromAddress (signed with
+// SendStealth pays req.To (a meta-address) req.Amount of req.Asset from fromAddress (signed with
 // from): it derives a one-time stealth address and calls the StealthSender,
 // which transfers and announces in one transaction. A token payment first
 // approves the StealthSender once per token (its own transaction, awaited)
 // and carries TokenGasStipend gas worth of the native asset to the stealth
 // address so that the tokens can be withdrawn from it. The call returns
 // once the node accepted the transaction (Maintain confirms it).
-func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
 	if err := c.needSender(); err != nil {
 		return chains.TxResult{}, err
 	}
@@ -68,19 +68,19 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	meta, err := parseMeta(metaAddress)
+	meta, err := parseMeta(req.To)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	a, err := c.resolveAsset(assetSym)
+	a, err := c.resolveAsset(req.Asset)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	amt, err := chains.ParseAmount(amount, a.decimals)
+	amt, err := req.Units(a.decimals)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	key := idempotencyKey
+	key := req.IdempotencyKey
 	if key == "" {
 		key = newKey(c)
 	}
@@ -175,48 +175,46 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 	return nil
 }
 
-// Withdraw moves amount of asset from stealthAddress (signed with from,
-// whose EphemeralPub selects the one-time key) to `to`; gas is paid by the
+// Withdraw moves req.Amount of req.Asset from req.From (signed with from,
+// whose EphemeralPub selects the one-time key) to req.To; gas is paid by the
 // stealth address itself (WithdrawWithGas has the agent's account pay what
-// it lacks). An empty amount withdraws everything: for the native asset
+// it lacks). req.All withdraws everything: for the native asset
 // the transaction's fee is exactly gas × price (tip = fee cap) and the
 // value is the balance less that fee, so nothing is left; for a token the
 // whole token balance moves, and the native asset the address holds beyond
-// the transfer's gas (a payment's gas stipend) follows it to `to` in a
+// the transfer's gas (a payment's gas stipend) follows it to req.To in a
 // second transaction (key "rest/<key>"). A token transfer is priced with
 // tip = fee cap and a gas margin of at most dustGas, so what stays behind
 // costs more to move than it is worth.
-func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
-	return c.withdraw(ctx, from, stealthAddress, to, amount, assetSym, idempotencyKey, nil)
+func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
+	return c.withdraw(ctx, from, req, nil)
 }
 
-func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string, payer *chains.GasPayer) (chains.TxResult, error) {
-	src, err := parseAddress(stealthAddress)
+func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer *chains.GasPayer) (chains.TxResult, error) {
+	src, err := parseAddress(req.From)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	dst, err := parseAddress(to)
+	dst, err := parseAddress(req.To)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	a, err := c.resolveAsset(assetSym)
+	a, err := c.resolveAsset(req.Asset)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	var amt *big.Int
-	all := strings.TrimSpace(amount) == "" || strings.EqualFold(strings.TrimSpace(amount), "all")
-	if !all {
-		if amt, err = chains.ParseAmount(amount, a.decimals); err != nil {
-			return chains.TxResult{}, err
-		}
+	all := req.All
+	amt, err := req.Units(a.decimals)
+	if err != nil {
+		return chains.TxResult{}, err
 	}
-	key := idempotencyKey
+	key := req.IdempotencyKey
 	if key == "" {
 		key = newKey(c)
 	}
-	amtStr := "all"
+	amtStr, amount := "all", "" // base units for the fingerprint, whole units for the record
 	if !all {
-		amtStr = amt.String()
+		amtStr, amount = amt.String(), chains.FormatAmount(amt, a.decimals)
 	}
 	fp := fingerprint("withdraw", src.Hex(), dst.Hex(), a.symbol, amtStr)
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {

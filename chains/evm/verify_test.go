@@ -51,11 +51,11 @@ func transfersInAndScan(t *testing.T, lacking bool) {
 		t.Fatal(err)
 	}
 	mustMined(t, c, fund.TxHash)
-	payETH, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "1.25", "ETH", "v-eth")
+	payETH, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1.25"), To: bob.Meta, IdempotencyKey: "v-eth"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	payUSDC, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "25.5", "USDC", "v-usdc")
+	payUSDC, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "USDC", Amount: amt("25.5"), To: bob.Meta, IdempotencyKey: "v-usdc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func transfersInAndScan(t *testing.T, lacking bool) {
 		t.Fatalf("AnnouncementsIn(unknown) = %v", err)
 	}
 	const outside = "0x00000000000000000000000000000000000000A1"
-	wd, err := c.Withdraw(ctx, bob.StealthRef(chains.Ethereum, ephETH), eth.To, outside, "0.5", "ETH", "v-wd")
+	wd, err := c.Withdraw(ctx, bob.StealthRef(chains.Ethereum, ephETH), chains.WithdrawRequest{From: eth.To, To: outside, Asset: "ETH", Amount: amt("0.5"), IdempotencyKey: "v-wd"})
 	if err != nil {
 		t.Fatal(err)
 	}

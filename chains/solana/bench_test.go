@@ -42,7 +42,7 @@ func BenchmarkSendStealth(b *testing.B) {
 							return
 						}
 						a := from[i]
-						if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, bob.keys.MetaAddress, "0.001", "SOL", fmt.Sprintf("bench-%d", k)); err != nil {
+						if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: fmt.Sprintf("bench-%d", k)}); err != nil {
 							done <- err
 							return
 						}
@@ -74,7 +74,7 @@ func BenchmarkScan(b *testing.B) {
 	for i, a := range senders {
 		go func() {
 			for k := i; k < total; k += len(senders) {
-				if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, bob.keys.MetaAddress, "0.001", "SOL", fmt.Sprintf("fill-%d", k)); err != nil {
+				if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: fmt.Sprintf("fill-%d", k)}); err != nil {
 					done <- err
 					return
 				}

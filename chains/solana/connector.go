@@ -2,14 +2,12 @@ package solana
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -19,43 +17,32 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/keylock"
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
-// Failpoint names a dangerous step of sending a transaction. Tests inject
-// a hook through Options.Failpoint.
-type Failpoint string
-
+// Failpoints of submitting a transaction (internal/failpoint): the hook
+// in Options.Failpoint is called with these names. Tests only.
 const (
 	// FailAfterSign: an attempt is signed, nothing is persisted.
-	FailAfterSign Failpoint = "after-sign"
+	FailAfterSign = "solana.after-sign"
 	// FailBeforeSend: the attempt is persisted, not yet sent.
-	FailBeforeSend Failpoint = "before-send"
+	FailBeforeSend = "solana.before-send"
 	// FailAfterSend: the node answered; the caller has no answer yet.
-	FailAfterSend Failpoint = "after-send"
+	FailAfterSend = "solana.after-send"
 )
 
-// Options are a connector's dependencies.
-type Options struct {
-	// Store holds the intents (solana_intents), the name index
-	// (solana_names) and its cursor (solana_meta). Required.
-	Store persistence.Store
-	// Signer signs transaction messages (the enclave). Required for writes.
-	Signer chains.Signer
-	// Log defaults to slog.Default().
-	Log *slog.Logger
-	// Failpoint, when set, is called at each Failpoint; an error it returns
-	// aborts the operation there, as a crash would. Tests only.
-	Failpoint func(Failpoint) error
-	// Rand is the randomness of ephemeral keys (default crypto/rand).
-	Rand io.Reader
-	// HTTPClient for the RPC connection (default: 30s timeout, keep-alive).
-	HTTPClient *http.Client
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+// Failpoints lists the names above.
+func Failpoints() []string {
+	return []string{FailAfterSign, FailBeforeSend, FailAfterSend}
 }
+
+// Options are a connector's dependencies; its Store holds the tables
+// solana_intents, solana_names and solana_meta.
+type Options = connopts.Options
 
 // Tables of the connector.
 const (
@@ -72,7 +59,7 @@ type Connector struct {
 	store  persistence.Store
 	signer chains.Signer
 	log    *slog.Logger
-	fp     func(Failpoint) error
+	fp     failpoint.Hook
 	rand   io.Reader
 	now    func() time.Time
 	ann    solanago.PublicKey
@@ -94,22 +81,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Store == nil {
-		return nil, errors.New("solana: Options.Store is required")
-	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
-	if opts.Rand == nil {
-		opts.Rand = rand.Reader
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment, MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
-		}}
+	if err := opts.Defaults("solana", 30*time.Second); err != nil {
+		return nil, err
 	}
 	jc := jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})
 	c := &Connector{
@@ -144,13 +117,6 @@ func (c *Connector) TxLink(txHash string) string {
 
 func (c *Connector) result(sig string) chains.TxResult {
 	return chains.TxResult{TxHash: sig, TxLink: c.TxLink(sig)}
-}
-
-func (c *Connector) failpoint(p Failpoint) error {
-	if c.fp == nil {
-		return nil
-	}
-	return c.fp(p)
 }
 
 func (c *Connector) unavailable(what string, err error) error {

@@ -54,13 +54,11 @@ func u64(s string) uint64 {
 	return v
 }
 
-func baseUnits(amount string, decimals int) (uint64, error) {
-	v, err := chains.ParseAmount(amount, decimals)
-	if err != nil {
-		return 0, err
-	}
+// baseUnits is v (base units of the SPL or native asset) as the uint64 the
+// programs take.
+func baseUnits(v *big.Int) (uint64, error) {
 	if !v.IsUint64() {
-		return 0, fmt.Errorf("%w: %s is too large", chains.ErrInvalidAmount, amount)
+		return 0, fmt.Errorf("%w: %s base units is too large", chains.ErrInvalidAmount, v)
 	}
 	return v.Uint64(), nil
 }
@@ -69,7 +67,7 @@ func format(v uint64, decimals int) string {
 	return chains.FormatAmount(new(big.Int).SetUint64(v), decimals)
 }
 
-// SendStealth pays metaAddress amount of asset from fromAddress (signed
+// SendStealth pays req.To (a meta-address) req.Amount of req.Asset from fromAddress (signed
 // with from) in one transaction that funds the one-time address and
 // announces the payment (docs/stealth.md, "Stellar and Solana"):
 //
@@ -79,24 +77,28 @@ func format(v uint64, decimals int) string {
 //	then: memo "veil:stealth:1:<hex view tag ‖ R>", signed by the sender
 //
 // A SOL payment must leave P rent-exempt (at least 0.00089088 SOL).
-func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
 	src, err := parseAddress(fromAddress)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	meta, err := parseMeta(metaAddress)
+	meta, err := parseMeta(req.To)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	a, err := c.resolveAsset(assetSym)
+	a, err := c.resolveAsset(req.Asset)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	amt, err := baseUnits(amount, a.decimals)
+	units, err := req.Units(a.decimals)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	key := idempotencyKey
+	amt, err := baseUnits(units)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	key := req.IdempotencyKey
 	if key == "" {
 		key = c.newKey()
 	}
@@ -152,39 +154,43 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	})
 }
 
-// Withdraw moves amount of asset from the one-time address stealthAddress
+// Withdraw moves req.Amount of req.Asset from the one-time address req.From
 // (signed with from, whose EphemeralPub selects the one-time key; the
-// address pays its own fee) to `to`. An empty amount (or "all") empties
+// address pays its own fee) to req.To. req.All empties
 // the address: for SOL a transfer of the balance less the fee; for a token
 // the whole token balance, the token account closed and every lamport then
 // transferred, so that nothing but the fee (and the destination's token
 // account rent, when it had none) is spent.
-func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
-	src, err := parseAddress(stealthAddress)
+func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
+	src, err := parseAddress(req.From)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	dst, err := parseAddress(to)
+	dst, err := parseAddress(req.To)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
 	if src.Equals(dst) {
 		return chains.TxResult{}, fmt.Errorf("%w: withdrawal to the same address", chains.ErrInvalidAddress)
 	}
-	a, err := c.resolveAsset(assetSym)
+	a, err := c.resolveAsset(req.Asset)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	all := strings.TrimSpace(amount) == "" || strings.EqualFold(strings.TrimSpace(amount), "all")
+	all := req.All
+	units, err := req.Units(a.decimals)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	amtStr := "all"
 	var amt uint64
 	if !all {
-		if amt, err = baseUnits(amount, a.decimals); err != nil {
+		if amt, err = baseUnits(units); err != nil {
 			return chains.TxResult{}, err
 		}
 		amtStr = strconv.FormatUint(amt, 10)
 	}
-	key := idempotencyKey
+	key := req.IdempotencyKey
 	if key == "" {
 		key = c.newKey()
 	}

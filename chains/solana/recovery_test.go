@@ -24,7 +24,7 @@ func TestExpiredBlockhashRebuilt(t *testing.T) {
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
 	var once sync.Once
 	expired := false
-	e.fp = func(p solana.Failpoint) error {
+	e.fp = func(p string) error {
 		if p == solana.FailAfterSign {
 			once.Do(func() {
 				if err := e.dev.ExpireBlockhashes(bg); err != nil {
@@ -36,7 +36,7 @@ func TestExpiredBlockhashRebuilt(t *testing.T) {
 		return nil
 	}
 	before := bal(t, e.conn, alice.keys.Address)
-	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.25", "SOL", "expired-1")
+	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.25"), To: bob.keys.MetaAddress, IdempotencyKey: "expired-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestExpiredBlockhashRebuilt(t *testing.T) {
 	if d := sub(before.Native, after.Native, 9); d != "0.250005" { // one fee
 		t.Fatalf("alice spent %s", d)
 	}
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.25", "SOL", "expired-1")
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.25"), To: bob.keys.MetaAddress, IdempotencyKey: "expired-1"})
 	if err != nil || again.TxHash != r.TxHash {
 		t.Fatalf("retry: %+v, %v", again, err)
 	}
@@ -70,18 +70,18 @@ func TestCrashThenRetry(t *testing.T) {
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
 	crash := errors.New("crash")
 	steps := []struct {
-		fp     solana.Failpoint
+		fp     string
 		expire bool
 	}{{solana.FailAfterSign, false}, {solana.FailBeforeSend, false}, {solana.FailBeforeSend, true}, {solana.FailAfterSend, false}, {solana.FailAfterSend, true}}
 	for i, s := range steps {
 		key := "crash-" + string(s.fp) + map[bool]string{true: "-expired"}[s.expire]
-		e.fp = func(p solana.Failpoint) error {
+		e.fp = func(p string) error {
 			if p == s.fp {
 				return crash
 			}
 			return nil
 		}
-		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.01", "SOL", key); !errors.Is(err, crash) {
+		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.01"), To: bob.keys.MetaAddress, IdempotencyKey: key}); !errors.Is(err, crash) {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		e.fp = nil
@@ -91,7 +91,7 @@ func TestCrashThenRetry(t *testing.T) {
 			}
 		}
 		c2 := e.connect()
-		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.01", "SOL", key); err != nil {
+		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.01"), To: bob.keys.MetaAddress, IdempotencyKey: key}); err != nil {
 			t.Fatalf("step %d: retry: %v", i, err)
 		}
 	}
@@ -123,24 +123,24 @@ func TestSendErrors(t *testing.T) {
 		{"stellar meta", alice, "st:xlm:" + bob.keys.MetaAddress[7:], "1", "SOL", chains.ErrInvalidAddress},
 	}
 	for _, c := range cases {
-		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, c.meta, c.amt, c.asset, "err-"+c.name)
+		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, chains.SendRequest{Asset: c.asset, Amount: amt(c.amt), To: c.meta, IdempotencyKey: "err-" + c.name})
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.001", "SOL", "err-below rent-exempt minimum"); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: "err-below rent-exempt minimum"}); err != nil {
 		t.Fatalf("reuse of a rejected key: %v", err)
 	}
 	mine, _ := e.find(bob, "")
 	ref := alice.ref
 	ref.EphemeralPub = mine[0].EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, mine[0].StealthAddress, alice.keys.Address, "", "SOL", "steal"); err == nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: "SOL", All: true, IdempotencyKey: "steal"}); err == nil {
 		t.Fatal("withdrawal with the wrong key succeeded")
 	}
 	// Withdrawing part of a one-time balance must leave it rent-exempt or empty.
 	ref.EphemeralPub = mine[0].EphemeralPubKey
 	ref.AgentID = bob.id
-	if _, err := e.conn.Withdraw(bg, ref, mine[0].StealthAddress, alice.keys.Address, "0.0005", "SOL", "dust"); !errors.Is(err, chains.ErrInvalidAmount) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: "SOL", Amount: amt("0.0005"), IdempotencyKey: "dust"}); !errors.Is(err, chains.ErrInvalidAmount) {
 		t.Fatalf("withdrawal leaving dust: %v", err)
 	}
 	_ = solanago.PublicKey{}
@@ -152,13 +152,13 @@ func TestMaintainSettles(t *testing.T) {
 	e := newEnv(t)
 	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
-	e.fp = func(p solana.Failpoint) error {
+	e.fp = func(p string) error {
 		if p == solana.FailAfterSend {
 			return errors.New("crash")
 		}
 		return nil
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.002", "SOL", "m-1"); err == nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.002"), To: bob.keys.MetaAddress, IdempotencyKey: "m-1"}); err == nil {
 		t.Fatal("no crash")
 	}
 	e.fp = nil

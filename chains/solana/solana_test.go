@@ -16,6 +16,7 @@ import (
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -26,7 +27,7 @@ type env struct {
 	store persistence.Store
 	enc   *software.Provider
 	conn  *solana.Connector
-	fp    func(solana.Failpoint) error
+	fp    failpoint.Hook
 }
 
 func newEnv(t testing.TB) *env {
@@ -64,12 +65,7 @@ func (e *env) startDevnet() {
 func (e *env) connect() *solana.Connector {
 	c, err := solana.New(context.Background(), e.dev.Config(), solana.Options{
 		Store: e.store, Signer: e.enc,
-		Failpoint: func(p solana.Failpoint) error {
-			if e.fp != nil {
-				return e.fp(p)
-			}
-			return nil
-		},
+		Failpoint: func(p string) error { return e.fp.Hit(p) },
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -165,18 +161,18 @@ func TestSolanaStory(t *testing.T) {
 		t.Fatalf("resolve unknown: %v", err)
 	}
 
-	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "1.5", "SOL", "pay-1")
+	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("1.5"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "1.5", "SOL", "pay-1")
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("1.5"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil || again.TxHash != r1.TxHash {
 		t.Fatalf("retry: %+v %v, first %s", again, err, r1.TxHash)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "2", "SOL", "pay-1"); !errors.Is(err, chains.ErrIdempotencyConflict) {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("2"), To: meta, IdempotencyKey: "pay-1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
 		t.Fatalf("reused key: %v", err)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "12.5", "USDC", "pay-2"); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "USDC", Amount: amt("12.5"), To: meta, IdempotencyKey: "pay-2"}); err != nil {
 		t.Fatal(err)
 	}
 	mine, cursor := e.find(bob, "")
@@ -205,14 +201,14 @@ func TestSolanaStory(t *testing.T) {
 	usdc := mine[1]
 	ref := bob.ref
 	ref.EphemeralPub = usdc.EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, usdc.StealthAddress, bob.keys.Address, "", "SOL", "w-0"); !errors.Is(err, chains.ErrInvalidAmount) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "SOL", All: true, IdempotencyKey: "w-0"}); !errors.Is(err, chains.ErrInvalidAmount) {
 		t.Fatalf("closing a one-time account that still holds USDC: %v", err)
 	}
 	if b := bal(t, e.conn, usdc.StealthAddress); b.Tokens["USDC"] != "12.5" {
 		t.Fatalf("one-time balance %+v", b)
 	}
 	before := bal(t, e.conn, bob.keys.Address)
-	if _, err := e.conn.Withdraw(bg, ref, usdc.StealthAddress, bob.keys.Address, "", "USDC", "w-1"); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "USDC", All: true, IdempotencyKey: "w-1"}); err != nil {
 		t.Fatal(err)
 	}
 	after := bal(t, e.conn, bob.keys.Address)
@@ -230,7 +226,7 @@ func TestSolanaStory(t *testing.T) {
 	sol := mine[0]
 	ref.EphemeralPub = sol.EphemeralPubKey
 	before = after
-	if _, err := e.conn.Withdraw(bg, ref, sol.StealthAddress, bob.keys.Address, "", "SOL", "w-2"); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: sol.StealthAddress, To: bob.keys.Address, Asset: "SOL", All: true, IdempotencyKey: "w-2"}); err != nil {
 		t.Fatal(err)
 	}
 	after = bal(t, e.conn, bob.keys.Address)
@@ -257,4 +253,14 @@ func hasTransfer(tr []chains.Transfer, to, asset, amount string) bool {
 		}
 	}
 	return false
+}
+
+// amt is a test amount in whole units, parsed with 18 decimals: the
+// connector rescales it exactly to its asset's decimals, or refuses it.
+func amt(s string) chains.Amount {
+	a, err := chains.ParseAmountOf(s, 18)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

@@ -58,10 +58,10 @@ func TestSignsUnderTheSpendItMoves(t *testing.T) {
 	if n := len(auth.spends()); n != 0 {
 		t.Fatalf("a registration asked the policy %d times", n)
 	}
-	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.06", "SOL", "over"); !errors.Is(err, enclave.ErrPolicy) {
+	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.06"), To: bob.keys.MetaAddress, IdempotencyKey: "over"}); !errors.Is(err, enclave.ErrPolicy) {
 		t.Fatalf("over the cap: %v", err)
 	}
-	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "0.02", "SOL", "within"); err != nil {
+	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.02"), To: bob.keys.MetaAddress, IdempotencyKey: "within"}); err != nil {
 		t.Fatalf("within the cap: %v", err)
 	}
 	want, _ := chains.ParseAmountOf("0.02", 9)

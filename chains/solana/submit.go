@@ -102,7 +102,7 @@ func (c *Connector) run(ctx context.Context, key string, it *intent, build build
 			}
 			return chains.TxResult{}, err
 		}
-		if err := c.failpoint(FailAfterSign); err != nil {
+		if err := c.fp.Hit(FailAfterSign); err != nil {
 			return chains.TxResult{}, err
 		}
 		it.Attempts = append(it.Attempts, at)
@@ -118,11 +118,11 @@ func (c *Connector) run(ctx context.Context, key string, it *intent, build build
 			return chains.TxResult{}, err
 		}
 		ver = nv
-		if err := c.failpoint(FailBeforeSend); err != nil {
+		if err := c.fp.Hit(FailBeforeSend); err != nil {
 			return chains.TxResult{}, err
 		}
 		_, serr := c.rpc.SendRawTransactionWithOpts(ctx, at.Raw, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
-		if err := c.failpoint(FailAfterSend); err != nil {
+		if err := c.fp.Hit(FailAfterSend); err != nil {
 			return chains.TxResult{}, err
 		}
 		verdict, txErr := classify(serr)

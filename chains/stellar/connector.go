@@ -3,13 +3,11 @@ package stellar
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -21,43 +19,32 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/keylock"
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
-// Failpoint names a dangerous step of submitting a transaction. Tests
-// inject a hook through Options.Failpoint.
-type Failpoint string
-
+// Failpoints of submitting a transaction (internal/failpoint): the hook
+// in Options.Failpoint is called with these names. Tests only.
 const (
 	// FailAfterSign: an attempt is signed, nothing is persisted.
-	FailAfterSign Failpoint = "after-sign"
+	FailAfterSign = "stellar.after-sign"
 	// FailBeforeSubmit: the attempt is persisted, not yet submitted.
-	FailBeforeSubmit Failpoint = "before-submit"
+	FailBeforeSubmit = "stellar.before-submit"
 	// FailAfterSubmit: Horizon answered; the caller has no answer yet.
-	FailAfterSubmit Failpoint = "after-submit"
+	FailAfterSubmit = "stellar.after-submit"
 )
 
-// Options are a connector's dependencies.
-type Options struct {
-	// Store holds the intents (stellar_intents), the name index
-	// (stellar_names) and its cursor (stellar_meta). Required.
-	Store persistence.Store
-	// Signer signs transaction hashes (the enclave). Required for writes.
-	Signer chains.Signer
-	// Log defaults to slog.Default().
-	Log *slog.Logger
-	// Failpoint, when set, is called at each Failpoint; an error it returns
-	// aborts the operation there, as a crash would. Tests only.
-	Failpoint func(Failpoint) error
-	// Rand is the randomness of ephemeral keys (default crypto/rand).
-	Rand io.Reader
-	// HTTPClient for Horizon (default: Config.HTTPTimeout, keep-alive).
-	HTTPClient *http.Client
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+// Failpoints lists the names above.
+func Failpoints() []string {
+	return []string{FailAfterSign, FailBeforeSubmit, FailAfterSubmit}
 }
+
+// Options are a connector's dependencies; its Store holds the tables
+// stellar_intents, stellar_names and stellar_meta.
+type Options = connopts.Options
 
 // Tables of the connector.
 const (
@@ -73,7 +60,7 @@ type Connector struct {
 	store  persistence.Store
 	signer chains.Signer
 	log    *slog.Logger
-	fp     func(Failpoint) error
+	fp     failpoint.Hook
 	rand   io.Reader
 	now    func() time.Time
 
@@ -94,25 +81,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Store == nil {
-		return nil, errors.New("stellar: Options.Store is required")
-	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
-	if opts.Rand == nil {
-		opts.Rand = rand.Reader
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{
-			Timeout: cfg.HTTPTimeout,
-			Transport: &http.Transport{
-				Proxy: http.ProxyFromEnvironment, MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
-			},
-		}
+	if err := opts.Defaults("stellar", cfg.HTTPTimeout); err != nil {
+		return nil, err
 	}
 	c := &Connector{
 		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},
@@ -172,13 +142,6 @@ func (c *Connector) TxLink(txHash string) string {
 
 func (c *Connector) result(hash string) chains.TxResult {
 	return chains.TxResult{TxHash: hash, TxLink: c.TxLink(hash)}
-}
-
-func (c *Connector) failpoint(p Failpoint) error {
-	if c.fp == nil {
-		return nil
-	}
-	return c.fp(p)
 }
 
 func (c *Connector) unavailable(what string, err error) error {

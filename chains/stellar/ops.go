@@ -75,7 +75,7 @@ func (c *Connector) claimOps(ctx context.Context, addr string, a asset) ([]txnbu
 	return ops, new(big.Int).Add(bal, added), hasLine, nil
 }
 
-// SendStealth pays metaAddress amount of asset from fromAddress (signed
+// SendStealth pays req.To (a meta-address) req.Amount of req.Asset from fromAddress (signed
 // with from) in one transaction that creates the one-time account and
 // announces the payment (docs/stealth.md, "Stellar and Solana"):
 //
@@ -86,24 +86,24 @@ func (c *Connector) claimOps(ctx context.Context, addr string, a asset) ([]txnbu
 //	      manageData("veil.stealth.v1", view tag ‖ R), manageData("veil.stealth.v1", delete)
 //
 // An XLM payment must be at least 1 XLM (a new account's reserve).
-func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress, metaAddress, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
+func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
 	src, err := parseAccount(fromAddress)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	meta, err := parseMeta(metaAddress)
+	meta, err := parseMeta(req.To)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	a, err := c.resolveAsset(assetSym)
+	a, err := c.resolveAsset(req.Asset)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	amt, err := chains.ParseAmount(amount, Decimals)
+	amt, err := req.Units(Decimals)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	key := idempotencyKey
+	key := req.IdempotencyKey
 	if key == "" {
 		key = c.newKey()
 	}
@@ -170,9 +170,9 @@ func (c *Connector) sendBuilder(it *intent) builder {
 	}
 }
 
-// Withdraw moves amount of asset from the one-time account stealthAddress
-// (signed with from, whose EphemeralPub selects the one-time key) to `to`.
-// An empty amount (or "all") withdraws everything and closes the account:
+// Withdraw moves req.Amount of req.Asset from the one-time account req.From
+// (signed with from, whose EphemeralPub selects the one-time key) to req.To.
+// req.All withdraws everything and closes the account:
 //
 //	XLM:  [changeTrust(limit 0) of empty trustlines], accountMerge(to)
 //	USDC: [changeTrust + claims], payment(to, USDC, all), changeTrust(limit 0), accountMerge(to)
@@ -180,32 +180,32 @@ func (c *Connector) sendBuilder(it *intent) builder {
 // so nothing but the fee stays behind. A partial XLM amount is a payment
 // (createAccount when `to` does not exist); a USDC destination needs a
 // trustline.
-func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, stealthAddress, to, amount, assetSym, idempotencyKey string) (chains.TxResult, error) {
-	src, err := parseAccount(stealthAddress)
+func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
+	src, err := parseAccount(req.From)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	dst, err := parseAccount(to)
+	dst, err := parseAccount(req.To)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
 	if src == dst {
 		return chains.TxResult{}, fmt.Errorf("%w: withdrawal to the same account", chains.ErrInvalidAddress)
 	}
-	a, err := c.resolveAsset(assetSym)
+	a, err := c.resolveAsset(req.Asset)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	all := strings.TrimSpace(amount) == "" || strings.EqualFold(strings.TrimSpace(amount), "all")
+	all := req.All
+	amt, err := req.Units(Decimals)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	amtStr := "all"
-	var amt *big.Int
 	if !all {
-		if amt, err = chains.ParseAmount(amount, Decimals); err != nil {
-			return chains.TxResult{}, err
-		}
 		amtStr = amt.String()
 	}
-	key := idempotencyKey
+	key := req.IdempotencyKey
 	if key == "" {
 		key = c.newKey()
 	}

@@ -63,14 +63,14 @@ func TestBadSeqRebuilt(t *testing.T) {
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
 	var once sync.Once
 	bumped := false
-	e.fp = func(p stellar.Failpoint) error {
+	e.fp = func(p string) error {
 		if p == stellar.FailAfterSign {
 			once.Do(func() { e.bumpFrom(alice); bumped = true })
 		}
 		return nil
 	}
 	before := bal(t, e.conn, alice.keys.Address)
-	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "7", "XLM", "badseq-1")
+	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("7"), To: bob.keys.MetaAddress, IdempotencyKey: "badseq-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestBadSeqRebuilt(t *testing.T) {
 		t.Fatalf("alice spent %s", d)
 	}
 	// A retry with the key answers the rebuilt transaction.
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "7", "XLM", "badseq-1")
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("7"), To: bob.keys.MetaAddress, IdempotencyKey: "badseq-1"})
 	if err != nil || again.TxHash != r.TxHash {
 		t.Fatalf("retry: %+v, %v", again, err)
 	}
@@ -105,21 +105,21 @@ func TestCrashAfterSubmit(t *testing.T) {
 	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
 	crash := errors.New("crash")
-	for _, fp := range []stellar.Failpoint{stellar.FailAfterSign, stellar.FailBeforeSubmit, stellar.FailAfterSubmit} {
+	for _, fp := range []string{stellar.FailAfterSign, stellar.FailBeforeSubmit, stellar.FailAfterSubmit} {
 		key := "crash-" + string(fp)
-		e.fp = func(p stellar.Failpoint) error {
+		e.fp = func(p string) error {
 			if p == fp {
 				return crash
 			}
 			return nil
 		}
-		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "3", "XLM", key); !errors.Is(err, crash) {
+		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key}); !errors.Is(err, crash) {
 			t.Fatalf("%s: %v", fp, err)
 		}
 		e.fp = nil
 		// A new process (new connector, same store) retries.
 		c2 := e.connect()
-		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "3", "XLM", key); err != nil {
+		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key}); err != nil {
 			t.Fatalf("%s: retry: %v", fp, err)
 		}
 	}
@@ -151,20 +151,20 @@ func TestSendErrors(t *testing.T) {
 		{"solana meta", alice, "st:sol:" + bob.keys.MetaAddress[7:], "1", "XLM", chains.ErrInvalidAddress},
 	}
 	for _, c := range cases {
-		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, c.meta, c.amt, c.asset, "err-"+c.name)
+		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, chains.SendRequest{Asset: c.asset, Amount: amt(c.amt), To: c.meta, IdempotencyKey: "err-" + c.name})
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 	// A rejected key can be used again once the cause is fixed.
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "1", "XLM", "err-below reserve"); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("1"), To: bob.keys.MetaAddress, IdempotencyKey: "err-below reserve"}); err != nil {
 		t.Fatalf("reuse of a rejected key: %v", err)
 	}
 	// Withdrawing with another agent's key is refused before submission.
 	mine, _ := e.find(bob, "")
 	ref := alice.ref
 	ref.EphemeralPub = mine[0].EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, mine[0].StealthAddress, alice.keys.Address, "", "XLM", "steal"); err == nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: "XLM", All: true, IdempotencyKey: "steal"}); err == nil {
 		t.Fatal("withdrawal with the wrong key succeeded")
 	}
 }
@@ -175,13 +175,13 @@ func TestMaintainSettles(t *testing.T) {
 	e := newEnv(t)
 	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", false)
-	e.fp = func(p stellar.Failpoint) error {
+	e.fp = func(p string) error {
 		if p == stellar.FailAfterSubmit {
 			return errors.New("crash")
 		}
 		return nil
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "2", "XLM", "m-1"); err == nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("2"), To: bob.keys.MetaAddress, IdempotencyKey: "m-1"}); err == nil {
 		t.Fatal("no crash")
 	}
 	e.fp = nil

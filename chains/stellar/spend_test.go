@@ -58,10 +58,10 @@ func TestSignsUnderTheSpendItMoves(t *testing.T) {
 	if n := len(auth.spends()); n != 0 {
 		t.Fatalf("a registration asked the policy %d times", n)
 	}
-	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "6", "XLM", "over"); !errors.Is(err, enclave.ErrPolicy) {
+	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("6"), To: bob.keys.MetaAddress, IdempotencyKey: "over"}); !errors.Is(err, enclave.ErrPolicy) {
 		t.Fatalf("over the cap: %v", err)
 	}
-	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, bob.keys.MetaAddress, "2", "XLM", "within"); err != nil {
+	if _, err := c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("2"), To: bob.keys.MetaAddress, IdempotencyKey: "within"}); err != nil {
 		t.Fatalf("within the cap: %v", err)
 	}
 	want, _ := chains.ParseAmountOf("2", 7)

@@ -18,6 +18,7 @@ import (
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -28,7 +29,7 @@ type env struct {
 	store persistence.Store
 	enc   *software.Provider
 	conn  *stellar.Connector
-	fp    func(stellar.Failpoint) error
+	fp    failpoint.Hook
 }
 
 func newEnv(t testing.TB) *env {
@@ -66,12 +67,7 @@ func (e *env) startDevnet() {
 func (e *env) connect() *stellar.Connector {
 	c, err := stellar.New(context.Background(), e.dev.Config(), stellar.Options{
 		Store: e.store, Signer: e.enc,
-		Failpoint: func(p stellar.Failpoint) error {
-			if e.fp != nil {
-				return e.fp(p)
-			}
-			return nil
-		},
+		Failpoint: func(p string) error { return e.fp.Hit(p) },
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -173,18 +169,18 @@ func TestStellarStory(t *testing.T) {
 	}
 
 	// Alice pays Bob 25 XLM and 12.5 USDC.
-	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "25", "XLM", "pay-1")
+	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("25"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "25", "XLM", "pay-1")
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("25"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil || again.TxHash != r1.TxHash {
 		t.Fatalf("retry: %+v %v, first %s", again, err, r1.TxHash)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "26", "XLM", "pay-1"); !errors.Is(err, chains.ErrIdempotencyConflict) {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("26"), To: meta, IdempotencyKey: "pay-1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
 		t.Fatalf("reused key: %v", err)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, meta, "12.5", "USDC", "pay-2"); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "USDC", Amount: amt("12.5"), To: meta, IdempotencyKey: "pay-2"}); err != nil {
 		t.Fatal(err)
 	}
 	mine, cursor := e.find(bob, "")
@@ -221,21 +217,21 @@ func TestStellarStory(t *testing.T) {
 	usdc := mine[1]
 	ref := bob.ref
 	ref.EphemeralPub = usdc.EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, usdc.StealthAddress, bob.keys.Address, "", "XLM", "w-0"); !errors.Is(err, chains.ErrInvalidAmount) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "XLM", All: true, IdempotencyKey: "w-0"}); !errors.Is(err, chains.ErrInvalidAmount) {
 		t.Fatalf("closing a one-time account that still holds USDC: %v", err)
 	}
 	if b := bal(t, e.conn, usdc.StealthAddress); b.Tokens["USDC"] != "12.5" || b.Native != "2" {
 		t.Fatalf("one-time balance %+v", b)
 	}
-	if _, err := e.conn.Withdraw(bg, ref, usdc.StealthAddress, bob.keys.Address, "", "USDC", "w-1"); !errors.Is(err, chains.ErrInvalidAddress) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "USDC", All: true, IdempotencyKey: "w-1"}); !errors.Is(err, chains.ErrInvalidAddress) {
 		t.Fatalf("withdraw USDC to an account without trustline: %v", err)
 	}
 	// Bob's account gets its trustline (and claims friendbot's USDC) with
 	// a payment of his own.
-	if _, err := e.conn.SendStealth(bg, bob.ref, bob.keys.Address, alice.keys.MetaAddress, "1", "USDC", "bob-1"); err != nil {
+	if _, err := e.conn.SendStealth(bg, bob.ref, bob.keys.Address, chains.SendRequest{Asset: "USDC", Amount: amt("1"), To: alice.keys.MetaAddress, IdempotencyKey: "bob-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.conn.Withdraw(bg, ref, usdc.StealthAddress, bob.keys.Address, "", "USDC", "w-2"); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "USDC", All: true, IdempotencyKey: "w-2"}); err != nil {
 		t.Fatal(err)
 	}
 	if b := bal(t, e.conn, bob.keys.Address); b.Tokens["USDC"] != "10011.5" {
@@ -247,7 +243,7 @@ func TestStellarStory(t *testing.T) {
 	xlm := mine[0]
 	ref.EphemeralPub = xlm.EphemeralPubKey
 	before := bal(t, e.conn, bob.keys.Address)
-	if _, err := e.conn.Withdraw(bg, ref, xlm.StealthAddress, bob.keys.Address, "", "XLM", "w-3"); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: xlm.StealthAddress, To: bob.keys.Address, Asset: "XLM", All: true, IdempotencyKey: "w-3"}); err != nil {
 		t.Fatal(err)
 	}
 	after := bal(t, e.conn, bob.keys.Address)
@@ -281,4 +277,14 @@ func hasTransfer(tr []chains.Transfer, to, asset, amount string) bool {
 		}
 	}
 	return false
+}
+
+// amt is a test amount in whole units, parsed with 18 decimals: the
+// connector rescales it exactly to its asset's decimals, or refuses it.
+func amt(s string) chains.Amount {
+	a, err := chains.ParseAmountOf(s, 18)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

@@ -93,7 +93,7 @@ func (c *Connector) run(ctx context.Context, key string, it *intent, build build
 			}
 			return chains.TxResult{}, err
 		}
-		if err := c.failpoint(FailAfterSign); err != nil {
+		if err := c.fp.Hit(FailAfterSign); err != nil {
 			return chains.TxResult{}, err
 		}
 		it.Attempts = append(it.Attempts, at)
@@ -109,11 +109,11 @@ func (c *Connector) run(ctx context.Context, key string, it *intent, build build
 			return chains.TxResult{}, err
 		}
 		ver = nv
-		if err := c.failpoint(FailBeforeSubmit); err != nil {
+		if err := c.fp.Hit(FailBeforeSubmit); err != nil {
 			return chains.TxResult{}, err
 		}
 		tx, serr := c.submitEnvelope(ctx, at.Envelope)
-		if err := c.failpoint(FailAfterSubmit); err != nil {
+		if err := c.fp.Hit(FailAfterSubmit); err != nil {
 			return chains.TxResult{}, err
 		}
 		if serr == nil {

@@ -154,7 +154,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		set.refs[id] = ref
 		return nil
 	}
-	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: stellarFailpoint(), Log: log.With(slog.String("chain", "stellar"))})
+	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", "stellar"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect stellar: %w", err)
 	}
@@ -164,7 +164,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	if !stellarReal {
 		set.explorers[chains.Stellar] = console.NewStellar(sconn)
 	}
-	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: solanaFailpoint(), Log: log.With(slog.String("chain", "solana"))})
+	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", "solana"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect solana: %w", err)
 	}
@@ -179,7 +179,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		if !has {
 			continue
 		}
-		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: evmFailpoint(), Log: log.With(slog.String("chain", string(id)))})
+		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", string(id)))})
 		if err != nil {
 			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
 		}

@@ -89,7 +89,7 @@ func TestGasFundingPassesThePolicy(t *testing.T) {
 	if _, err := store.Apply(ctx, op); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.WithdrawWithGas(ctx, ref, inv.Hex(), dest, "", "USDC", "w-capped", payer); !errors.Is(err, enclave.ErrPolicy) {
+	if _, err := conn.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest, Asset: "USDC", All: true, IdempotencyKey: "w-capped"}, payer); !errors.Is(err, enclave.ErrPolicy) {
 		t.Fatalf("gas transfer over the cap: %v", err)
 	}
 	if b, _ := conn.Balance(ctx, inv.Hex()); b.Native != "0" || b.Tokens["USDC"] != "3" {
@@ -100,7 +100,7 @@ func TestGasFundingPassesThePolicy(t *testing.T) {
 	if _, err := store.Apply(ctx, op); err != nil {
 		t.Fatal(err)
 	}
-	w, err := conn.WithdrawWithGas(ctx, ref, inv.Hex(), dest, "", "USDC", "w-ok", payer)
+	w, err := conn.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest, Asset: "USDC", All: true, IdempotencyKey: "w-ok"}, payer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func sendUSDC(ctx context.Context, t *testing.T, conn *evm.Connector, d *devnet.
 	}
 	defer w.Close()
 	// A withdrawal from an account key is a plain transfer.
-	r, err := w.Withdraw(ctx, chains.KeyRef{AgentID: "wallet", Chain: chains.Base}, k.Address, to.Hex(), "3", "USDC", "pay-invoice")
+	r, err := w.Withdraw(ctx, chains.KeyRef{AgentID: "wallet", Chain: chains.Base}, chains.WithdrawRequest{From: k.Address, To: to.Hex(), Asset: "USDC", Amount: amt("3"), IdempotencyKey: "pay-invoice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +147,14 @@ func openTestBolt(t *testing.T) persistence.Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// amt is a test amount in whole units, parsed with 18 decimals: the
+// connector rescales it exactly to its asset's decimals, or refuses it.
+func amt(s string) chains.Amount {
+	a, err := chains.ParseAmountOf(s, 18)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

@@ -118,7 +118,7 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 	// One webhook deliverer per store (docs/webhooks.md).
 	run("webhooks", func() func() {
 		d := webhook.NewDeliverer(webhook.Options{Store: store, AllowPrivate: webhookAllowPrivate, Metrics: mets,
-			Log: log.With(slog.String("component", "webhooks")), Failpoint: agentFailpoint()})
+			Log: log.With(slog.String("component", "webhooks")), Failpoint: failpoints.Hook()})
 		d.Start()
 		return d.Stop
 	})

@@ -141,7 +141,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
 		PublicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		Metrics:   mets,
-		Failpoint: agentFailpoint(),
+		Failpoint: failpoints.Hook(),
 		Sent:      instant.Sent,
 	}
 	if !cfg.Cluster {

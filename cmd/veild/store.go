@@ -26,14 +26,14 @@ func openStore(ctx context.Context, kind, dir, dsn string, observe func(batches 
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
-		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe, Failpoint: commitFailpoint()})
+		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe, Failpoint: failpoints.Hook()})
 	case "postgres":
 		if dsn == "" {
 			return nil, &usageError{"--store postgres needs --postgres-dsn (or VEIL_POSTGRES_DSN)"}
 		}
 		octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 		defer cancel()
-		s, err := postgres.Open(octx, dsn, postgres.Options{Observe: observe, Failpoint: commitFailpoint()})
+		s, err := postgres.Open(octx, dsn, postgres.Options{Observe: observe, Failpoint: failpoints.Hook()})
 		if err != nil {
 			return nil, fmt.Errorf("open the PostgreSQL store: %w", err)
 		}

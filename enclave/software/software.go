@@ -39,8 +39,16 @@ const (
 	SourceDirect     = "direct"     // given to New (tests, tools)
 )
 
+// keyring is keys.Locked under an unexported name: embedded, it gives the
+// provider its key methods without an exported field.
+type keyring = keys.Locked
+
 // Provider is the software enclave. It is safe for concurrent use.
 type Provider struct {
+	// keyring gives the provider DeriveKeys, Sign, ScanKeys and Export
+	// (keys.Locked: checks, the KDF under mu held for reading, zeroing).
+	keyring
+
 	mu      sync.RWMutex
 	prk     []byte // HKDF-Extract(salt = none, IKM = root); nil once closed
 	attPriv ed25519.PrivateKey
@@ -127,6 +135,7 @@ func newProvider(root [32]byte, source string) (*Provider, error) {
 		return nil, fmt.Errorf("enclave: hkdf: %w", err)
 	}
 	p := &Provider{prk: prk, source: source, now: time.Now}
+	p.keyring = keys.NewLocked(&p.mu, p.kdf)
 	seed, err := p.kdf(enclave.AttestationKeyPath)
 	if err != nil {
 		return nil, err
@@ -187,37 +196,6 @@ func (p *Provider) Close() error {
 // kdf is HKDF-Expand(PRK, info = path, 32 bytes). The caller holds mu (or
 // is newProvider).
 func (p *Provider) kdf(path string) ([32]byte, error) { return keys.HKDF(p.prk, path) }
-
-// keyring derives key sets under mu (keys.Locked: checks, read lock, zeroing).
-func (p *Provider) keyring() keys.Locked { return keys.Locked{Mu: &p.mu, KDF: p.kdf} }
-
-// DeriveKeys implements enclave.Provider.
-func (p *Provider) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
-	return p.keyring().DeriveKeys(ctx, agentID, chain, epoch)
-}
-
-// Sign implements enclave.Provider and chains.Signer.
-func (p *Provider) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
-	if err := enclave.CheckRequest(req); err != nil {
-		return nil, err
-	}
-	s, done, err := p.keyring().KeySet(ctx, req.Key.AgentID, req.Key.Chain, req.Key.Epoch)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return s.Sign(req.Payload, req.Key.EphemeralPub)
-}
-
-// ScanKeys implements enclave.Provider.
-func (p *Provider) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
-	return p.keyring().ScanKeys(ctx, agentID, chain, epoch)
-}
-
-// Export implements enclave.Provider.
-func (p *Provider) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
-	return p.keyring().Export(ctx, agentID, chain, epoch)
-}
 
 // Info implements enclave.Provider.
 func (p *Provider) Info(ctx context.Context) (enclave.Info, error) {

@@ -1,14 +1,24 @@
-// Package failpoint arms named failpoints from the environment, for the
-// robustness test of veild (cmd/veild/robustness_test.go). A failpoint is
-// a dangerous step of the code (after a transaction is signed, before a
-// group commit reaches the disk, ...) where the code calls a hook; an armed
-// failpoint ends the process there, at random, with the exit status of a
-// SIGKILL. Nothing is armed unless VEIL_FAILPOINTS is set: it is a test
-// switch, never a production setting.
+// Package failpoint is Veil's one fault-injection mechanism, in the style
+// of etcd's gofail: the code names its dangerous steps (after a transaction
+// is signed, before a group commit reaches the disk, ...) and calls a Hook
+// there; only tests enable a hook. Production code passes none, and a nil
+// Hook does nothing.
 //
-//	VEIL_FAILPOINTS=evm.after-broadcast,commit.before-commit=0.01  # or "all"
-//	VEIL_FAILPOINT_PROB=0.05   # default probability per hit
-//	VEIL_FAILPOINT_SEED=42     # default: random (logged)
+// A failpoint's name is its component and its step, "evm.after-sign",
+// "commit.before-commit": each package declares its names as constants
+// beside the code that hits them. Two kinds of test enable them:
+//
+//   - a package's own test passes a Hook (a func) in the component's
+//     options; an error it returns aborts the step right there, as a
+//     crash would (the step does not finish, the caller gets the error);
+//
+//   - the robustness test of veild (cmd/veild/robustness_test.go) arms a
+//     Set from the environment: an armed failpoint ends the process there,
+//     at random, with the exit status of a SIGKILL (Set.Hook).
+//
+//     VEIL_FAILPOINTS=evm.after-broadcast,commit.before-commit=0.01  # or "all"
+//     VEIL_FAILPOINT_PROB=0.05   # default probability per hit
+//     VEIL_FAILPOINT_SEED=42     # default: random (logged)
 package failpoint
 
 import (
@@ -22,6 +32,19 @@ import (
 	"sync"
 	"time"
 )
+
+// Hook is the one signature of a failpoint hook: called with the name of
+// the step the code reached. A nil Hook does nothing.
+type Hook func(name string) error
+
+// Hit calls h at the failpoint name, if h is set. The caller returns a
+// non-nil error from the step unchanged, without finishing it.
+func (h Hook) Hit(name string) error {
+	if h == nil {
+		return nil
+	}
+	return h(name)
+}
 
 // The environment variables FromEnv reads.
 const (
@@ -132,8 +155,8 @@ func parseProb(s string) (float64, error) {
 	return p, nil
 }
 
-// Hit is the hook of failpoint name: when name is armed, it ends the
-// process with probability p. It returns when the failpoint does not fire.
+// Hit is what the Set does at failpoint name: when name is armed, it ends
+// the process with probability p. It returns when the failpoint does not fire.
 func (s *Set) Hit(name string) {
 	if s == nil {
 		return
@@ -151,6 +174,16 @@ func (s *Set) Hit(name string) {
 	if fire {
 		f(name)
 	}
+}
+
+// Hook is the set as a hook for the components (nil when s is nil, so
+// that an unarmed process runs exactly as in production). It never
+// returns an error: a failpoint that fires ends the process.
+func (s *Set) Hook() Hook {
+	if s == nil {
+		return nil
+	}
+	return func(name string) error { s.Hit(name); return nil }
 }
 
 // Armed lists the armed names with their probabilities, sorted by name.

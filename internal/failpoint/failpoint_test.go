@@ -139,3 +139,40 @@ func TestFireExits(t *testing.T) {
 		t.Fatalf("no marker line in %q", out)
 	}
 }
+
+func TestHook(t *testing.T) {
+	var none Hook
+	if err := none.Hit("evm.after-sign"); err != nil {
+		t.Fatalf("nil hook: %v", err)
+	}
+	var unarmed *Set
+	if unarmed.Hook() != nil {
+		t.Fatal("an unarmed set gives a hook")
+	}
+	crash := errors.New("crash")
+	h := Hook(func(name string) error {
+		if name == "evm.after-sign" {
+			return crash
+		}
+		return nil
+	})
+	if err := h.Hit("evm.after-sign"); !errors.Is(err, crash) {
+		t.Fatalf("hook at its point: %v", err)
+	}
+	if err := h.Hit("commit.before-commit"); err != nil {
+		t.Fatalf("hook elsewhere: %v", err)
+	}
+	s, err := Parse("evm.after-sign=1", "", "1", known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	s.OnFire(func(name string) { fired = append(fired, name) })
+	if err := s.Hook().Hit("evm.after-sign"); err != nil {
+		t.Fatalf("a set's hook returned %v", err)
+	}
+	_ = s.Hook().Hit("commit.before-commit")
+	if !slices.Equal(fired, []string{"evm.after-sign"}) {
+		t.Fatalf("fired %v", fired)
+	}
+}

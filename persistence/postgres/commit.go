@@ -81,12 +81,15 @@ func (s *Store) commitGroup(group []*request) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CommitTimeout)
 	// The pipeline sends BEGIN to COMMIT at once, so "before commit" is
 	// before the transaction leaves this process.
-	s.failpoint(persistence.FailBeforeCommit)
-	res, err := s.runGroup(ctx, group)
+	var res []outcome
+	err := persistence.Hit(s.opts.Failpoint, persistence.FailBeforeCommit)
+	if err == nil {
+		res, err = s.runGroup(ctx, group)
+	}
 	cancel()
 	elapsed := time.Since(start)
 	if err == nil {
-		s.failpoint(persistence.FailAfterCommit)
+		err = persistence.Hit(s.opts.Failpoint, persistence.FailAfterCommit)
 	}
 	for i, r := range group {
 		if err != nil {
@@ -101,12 +104,6 @@ func (s *Store) commitGroup(group []*request) {
 	}
 	if s.hooks.observe != nil {
 		s.hooks.observe(len(group), elapsed)
-	}
-}
-
-func (s *Store) failpoint(name string) {
-	if s.opts.Failpoint != nil {
-		s.opts.Failpoint(name)
 	}
 }
 

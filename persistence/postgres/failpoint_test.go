@@ -28,7 +28,7 @@ func TestGroupCommitFailpoints(t *testing.T) {
 			var mu sync.Mutex
 			var seen []string
 			var s *Store
-			s = openStore(t, dsn, Options{NoGroupCommit: noGroup, Failpoint: func(fp string) {
+			s = openStore(t, dsn, Options{NoGroupCommit: noGroup, Failpoint: func(fp string) error {
 				// Read through the pool, not the committer's connection:
 				// what another member would see at this instant.
 				_, err := s.Get(context.Background(), "fp", "k")
@@ -39,6 +39,7 @@ func TestGroupCommitFailpoints(t *testing.T) {
 				mu.Lock()
 				seen = append(seen, fp+map[bool]string{true: " visible", false: " absent"}[visible])
 				mu.Unlock()
+				return nil
 			}})
 			if _, err := s.Apply(context.Background(), persistence.Put("fp", "k", []byte("v"), persistence.Absent())); err != nil {
 				t.Fatal(err)

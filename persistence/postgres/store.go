@@ -61,8 +61,8 @@ type Options struct {
 	// Failpoint, when set, is called by the committer at
 	// persistence.FailBeforeCommit (before the group's transaction is
 	// sent) and persistence.FailAfterCommit (committed, nobody answered),
-	// like persistence.BoltOptions.Failpoint. Fault injection only.
-	Failpoint func(name string)
+	// like persistence.BoltOptions.Failpoint. Tests only.
+	Failpoint func(name string) error
 }
 
 const (

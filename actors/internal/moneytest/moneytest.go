@@ -162,7 +162,8 @@ func (c *Chain) Balance(context.Context, string) (chains.Balance, error) {
 	return chains.Balance{Native: "0", Tokens: map[string]string{}}, nil
 }
 
-func (c *Chain) SendStealth(_ context.Context, _ chains.KeyRef, from, meta, amount, asset, key string) (chains.TxResult, error) {
+func (c *Chain) SendStealth(_ context.Context, _ chains.KeyRef, from string, req chains.SendRequest) (chains.TxResult, error) {
+	meta, amount, asset, key := req.To, req.Amount.String(), req.Asset, req.IdempotencyKey
 	if key == "" {
 		return chains.TxResult{}, fmt.Errorf("no idempotency key")
 	}
@@ -238,7 +239,7 @@ func (c *Chain) ScanTransfers(_ context.Context, cursor string, limit int) ([]ch
 	return append([]chains.Transfer(nil), c.transfers[from:to]...), strconv.Itoa(to), nil
 }
 
-func (c *Chain) Withdraw(context.Context, chains.KeyRef, string, string, string, string, string) (chains.TxResult, error) {
+func (c *Chain) Withdraw(context.Context, chains.KeyRef, chains.WithdrawRequest) (chains.TxResult, error) {
 	return chains.TxResult{TxHash: "0xw"}, nil
 }
 

@@ -23,10 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -37,6 +34,7 @@ import (
 
 	associatedtokenaccount "github.com/gagliardetto/solana-go/programs/associated-token-account"
 
+	"github.com/veilhq/veil/chains/devnet/internal/devserver"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/persistence"
 )
@@ -77,28 +75,16 @@ const (
 )
 
 // Options configures Start.
-type Options struct {
-	// Store keeps the ledger. When nil, Start opens a bbolt file in Dir
-	// (solana-devnet.db) and closes it on Close.
-	Store persistence.Store
-	Dir   string
-	// Addr is the listen address (default 127.0.0.1:0).
-	Addr string
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// Log receives the devnet's events (default slog.Default()).
-	Log *slog.Logger
-}
+type Options = devserver.Options
 
 // Devnet is a running Solana devnet.
 type Devnet struct {
 	store persistence.Store
 	// faucetSeq numbers faucet transactions (see sendFromFaucet).
 	faucetSeq uint64
-	ownStore  bool
 	now       func() time.Time
 	log       *slog.Logger
-	srv       *http.Server
+	srv       *devserver.Server
 	url       string
 	genesis   solanago.Hash
 
@@ -109,9 +95,6 @@ type Devnet struct {
 	slotOffset uint64
 	window     map[solanago.Hash]uint64 // recent blockhash → slot
 	windowAt   uint64
-
-	closeOnce sync.Once
-	done      chan struct{}
 }
 
 type metaRecord struct {
@@ -122,47 +105,19 @@ type metaRecord struct {
 
 // Start opens (or creates) the ledger and serves JSON-RPC on Addr.
 func Start(ctx context.Context, opts Options) (*Devnet, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
-	if opts.Addr == "" {
-		opts.Addr = "127.0.0.1:0"
-	}
-	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log.With("devnet", "solana"), done: make(chan struct{}),
-		accounts: map[solanago.PublicKey]*account{}, genesis: sha256.Sum256([]byte("veil solana devnet"))}
-	if d.store == nil {
-		if opts.Dir == "" {
-			return nil, errors.New("solanadev: Options.Store or Options.Dir is required")
-		}
-		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("solanadev: %w", err)
-		}
-		s, err := persistence.OpenBolt(filepath.Join(opts.Dir, "solana-devnet.db"), persistence.BoltOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("solanadev: %w", err)
-		}
-		d.store, d.ownStore = s, true
-	}
-	if err := d.load(ctx); err != nil {
-		d.closeStore()
+	srv, err := devserver.Open(&opts, "solanadev", "solana")
+	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		d.closeStore()
-		return nil, fmt.Errorf("solanadev: listen %s: %w", opts.Addr, err)
+	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log.With("devnet", "solana"), srv: srv,
+		accounts: map[solanago.PublicKey]*account{}, genesis: sha256.Sum256([]byte("veil solana devnet"))}
+	if err := d.load(ctx); err != nil {
+		_ = srv.Close()
+		return nil, err
 	}
-	d.url = "http://" + ln.Addr().String()
-	d.srv = &http.Server{Handler: http.HandlerFunc(d.serveRPC), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(d.done)
-		if err := d.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("serve", "err", err)
-		}
-	}()
+	if d.url, err = srv.Serve(opts.Addr, http.HandlerFunc(d.serveRPC), d.log); err != nil {
+		return nil, err
+	}
 	if err := d.bootstrap(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -184,26 +139,7 @@ func (d *Devnet) Config() solana.Config {
 }
 
 // Close stops serving and closes the store if Start opened it.
-func (d *Devnet) Close() error {
-	var err error
-	d.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if d.srv != nil {
-			err = d.srv.Shutdown(ctx)
-			<-d.done
-		}
-		err = errors.Join(err, d.closeStore())
-	})
-	return err
-}
-
-func (d *Devnet) closeStore() error {
-	if d.ownStore {
-		return d.store.Close()
-	}
-	return nil
-}
+func (d *Devnet) Close() error { return d.srv.Close() }
 
 func (d *Devnet) load(ctx context.Context) error {
 	rec, err := d.store.Get(ctx, tableMeta, "meta")

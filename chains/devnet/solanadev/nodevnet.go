@@ -7,40 +7,21 @@ package solanadev
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"time"
 
-	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet/internal/devserver"
 	"github.com/veilhq/veil/chains/solana"
-	"github.com/veilhq/veil/persistence"
 )
 
 // Available reports whether this binary includes the Solana devnet.
 const Available = false
 
 // Options configures Start (see the devnet build).
-type Options struct {
-	Store persistence.Store
-	Dir   string
-	Addr  string
-	Now   func() time.Time
-	Log   *slog.Logger
-}
+type Options = devserver.Options
 
 // Devnet is never created in this build.
-type Devnet struct{}
+type Devnet = devserver.Absent[solana.Config]
 
 // Start reports that this build has no Solana devnet.
 func Start(context.Context, Options) (*Devnet, error) {
-	return nil, fmt.Errorf("%w: built with -tags nodevnet (no embedded Solana devnet); set VEIL_RPC_SOLANA", chains.ErrUnavailable)
+	return nil, devserver.Unavailable("Solana", "VEIL_RPC_SOLANA")
 }
-
-// URL is empty.
-func (d *Devnet) URL() string { return "" }
-
-// Config is never available in this build.
-func (d *Devnet) Config() solana.Config { return solana.Config{} }
-
-// Close does nothing.
-func (d *Devnet) Close() error { return nil }

@@ -21,10 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -32,6 +28,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet/internal/devserver"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/persistence"
 )
@@ -74,28 +71,14 @@ const (
 )
 
 // Options configures Start.
-type Options struct {
-	// Store keeps the ledger. When nil, Start opens a bbolt file in Dir
-	// (stellar-devnet.db) and closes it on Close.
-	Store persistence.Store
-	// Dir is where the store lives when Store is nil. Required then.
-	Dir string
-	// Addr is the listen address (default 127.0.0.1:0, a free port).
-	Addr string
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// Log receives the devnet's events (default slog.Default()).
-	Log *slog.Logger
-}
+type Options = devserver.Options
 
 // Devnet is a running Stellar devnet.
 type Devnet struct {
 	store     persistence.Store
-	ownStore  bool
 	now       func() time.Time
 	log       *slog.Logger
-	srv       *http.Server
-	ln        net.Listener
+	srv       *devserver.Server
 	url       string
 	usdcAsset txnbuild.CreditAsset
 
@@ -104,54 +87,23 @@ type Devnet struct {
 
 	fundMu sync.Mutex // serialises friendbot (one root account)
 
-	closeOnce sync.Once
-	done      chan struct{}
 }
 
 // Start opens (or creates) the ledger and serves Horizon's API on Addr.
 func Start(ctx context.Context, opts Options) (*Devnet, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
-	if opts.Addr == "" {
-		opts.Addr = "127.0.0.1:0"
-	}
-	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log.With("devnet", "stellar"), done: make(chan struct{}),
-		usdcAsset: txnbuild.CreditAsset{Code: "USDC", Issuer: IssuerKey.Address()}}
-	if d.store == nil {
-		if opts.Dir == "" {
-			return nil, errors.New("stellardev: Options.Store or Options.Dir is required")
-		}
-		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("stellardev: %w", err)
-		}
-		s, err := persistence.OpenBolt(filepath.Join(opts.Dir, "stellar-devnet.db"), persistence.BoltOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("stellardev: %w", err)
-		}
-		d.store, d.ownStore = s, true
-	}
-	if err := d.load(ctx); err != nil {
-		d.closeStore()
+	srv, err := devserver.Open(&opts, "stellardev", "stellar")
+	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		d.closeStore()
-		return nil, fmt.Errorf("stellardev: listen %s: %w", opts.Addr, err)
+	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log.With("devnet", "stellar"), srv: srv,
+		usdcAsset: txnbuild.CreditAsset{Code: "USDC", Issuer: IssuerKey.Address()}}
+	if err := d.load(ctx); err != nil {
+		_ = srv.Close()
+		return nil, err
 	}
-	d.ln = ln
-	d.url = "http://" + ln.Addr().String()
-	d.srv = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(d.done)
-		if err := d.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("serve", "err", err)
-		}
-	}()
+	if d.url, err = srv.Serve(opts.Addr, d.routes(), d.log); err != nil {
+		return nil, err
+	}
 	if err := d.bootstrap(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -182,26 +134,7 @@ func (d *Devnet) Config() stellar.Config {
 }
 
 // Close stops serving and closes the store if Start opened it.
-func (d *Devnet) Close() error {
-	var err error
-	d.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if d.srv != nil {
-			err = d.srv.Shutdown(ctx)
-			<-d.done
-		}
-		err = errors.Join(err, d.closeStore())
-	})
-	return err
-}
-
-func (d *Devnet) closeStore() error {
-	if d.ownStore {
-		return d.store.Close()
-	}
-	return nil
-}
+func (d *Devnet) Close() error { return d.srv.Close() }
 
 // load reads the ledger from the store, or creates the genesis ledger (the
 // root account with the whole supply).

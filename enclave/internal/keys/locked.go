@@ -30,15 +30,20 @@ func HKDF(prk []byte, path string) ([32]byte, error) {
 
 // Locked derives key sets the way every provider does: arguments checked,
 // then the KDF run with the provider's lock held for reading (Close takes
-// it for writing to forget the root), and the keys zeroed on release.
+// it for writing to forget the root), and the keys zeroed on release. A
+// provider embeds it for enclave.Provider's DeriveKeys, Sign, ScanKeys and
+// Export; nothing else of it is exported, so no caller reaches a raw key.
 type Locked struct {
-	Mu  *sync.RWMutex
-	KDF KDF // called with Mu held for reading
+	mu  *sync.RWMutex
+	kdf KDF // called with mu held for reading
 }
 
-// KeySet derives agentID's keys on chain at epoch; release them with the
+// NewLocked derives with kdf under mu.
+func NewLocked(mu *sync.RWMutex, kdf KDF) Locked { return Locked{mu: mu, kdf: kdf} }
+
+// keySet derives agentID's keys on chain at epoch; release them with the
 // returned function (it zeroes the keys and unlocks).
-func (l Locked) KeySet(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (*Set, func(), error) {
+func (l Locked) keySet(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (*Set, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -48,18 +53,18 @@ func (l Locked) KeySet(ctx context.Context, agentID string, chain chains.ID, epo
 	if err := enclave.CheckChain(chain); err != nil {
 		return nil, nil, err
 	}
-	l.Mu.RLock()
-	s, err := Derive(l.KDF, agentID, chain, epoch)
+	l.mu.RLock()
+	s, err := Derive(l.kdf, agentID, chain, epoch)
 	if err != nil {
-		l.Mu.RUnlock()
+		l.mu.RUnlock()
 		return nil, nil, err
 	}
-	return s, func() { s.Zero(); l.Mu.RUnlock() }, nil
+	return s, func() { s.Zero(); l.mu.RUnlock() }, nil
 }
 
 // DeriveKeys is enclave.Provider's DeriveKeys.
 func (l Locked) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
-	s, done, err := l.KeySet(ctx, agentID, chain, epoch)
+	s, done, err := l.keySet(ctx, agentID, chain, epoch)
 	if err != nil {
 		return enclave.PublicKeys{}, err
 	}
@@ -69,7 +74,7 @@ func (l Locked) DeriveKeys(ctx context.Context, agentID string, chain chains.ID,
 
 // ScanKeys is enclave.Provider's ScanKeys.
 func (l Locked) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
-	s, done, err := l.KeySet(ctx, agentID, chain, epoch)
+	s, done, err := l.keySet(ctx, agentID, chain, epoch)
 	if err != nil {
 		return enclave.ScanKeys{}, err
 	}
@@ -77,9 +82,23 @@ func (l Locked) ScanKeys(ctx context.Context, agentID string, chain chains.ID, e
 	return s.ScanKeys(), nil
 }
 
+// Sign is enclave.Provider's (and chains.Signer's) Sign: the request's
+// kind checked (enclave.CheckRequest), then signed with the key it names.
+func (l Locked) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) {
+	if err := enclave.CheckRequest(req); err != nil {
+		return nil, err
+	}
+	s, done, err := l.keySet(ctx, req.Key.AgentID, req.Key.Chain, req.Key.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return s.Sign(req.Payload, req.Key.EphemeralPub)
+}
+
 // Export is enclave.Provider's Export.
 func (l Locked) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
-	s, done, err := l.KeySet(ctx, agentID, chain, epoch)
+	s, done, err := l.keySet(ctx, agentID, chain, epoch)
 	if err != nil {
 		return "", err
 	}
