@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ID is a chain identifier as the API spells it.
@@ -119,6 +120,15 @@ type Balance struct {
 type TxResult struct {
 	TxHash string `json:"txHash"`
 	TxLink string `json:"txLink"`
+}
+
+// ExplorerLink is the link of transaction txHash in an explorer whose
+// template holds "{hash}"; "" without a template or a hash.
+func ExplorerLink(template, txHash string) string {
+	if template == "" || txHash == "" {
+		return ""
+	}
+	return strings.ReplaceAll(template, "{hash}", txHash)
 }
 
 // KeyRef names a key held by the enclave; a connector passes it to its

@@ -19,7 +19,7 @@ func (s *Bolt) WriteTo(w io.Writer) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 	var n int64
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error

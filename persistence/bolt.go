@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/veilhq/veil/persistence/internal/gate"
 	"github.com/veilhq/veil/persistence/internal/groupcommit"
 )
 
@@ -93,11 +93,7 @@ type Bolt struct {
 	path string
 	opts BoltOptions
 
-	// mu guards closed and the registration of calls in calls, so that Close
-	// never starts waiting while a call is being admitted.
-	mu     sync.RWMutex
-	closed bool
-	calls  sync.WaitGroup
+	gate gate.Gate // admits calls until Close
 
 	c *groupcommit.Queue[[]Op] // nil with NoGroupCommit
 
@@ -187,14 +183,11 @@ func checkSize(db *bolt.DB, path string) error {
 func (s *Bolt) Path() string { return s.path }
 
 // enter admits a call, or reports ErrClosed. Every successful enter must be
-// paired with s.calls.Done().
+// paired with s.gate.Leave().
 func (s *Bolt) enter() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	if !s.gate.Enter() {
 		return ErrClosed
 	}
-	s.calls.Add(1)
 	return nil
 }
 
@@ -202,14 +195,9 @@ func (s *Bolt) enter() error {
 // admitted (their batches commit normally), stops the committer and closes
 // the file. Closing twice is a no-op.
 func (s *Bolt) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gate.Close() {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.calls.Wait()
 	if s.c != nil {
 		s.c.Stop()
 	}
@@ -233,7 +221,7 @@ func (s *Bolt) Get(ctx context.Context, table, key string) (Record, error) {
 	if err := s.enter(); err != nil {
 		return Record{}, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 	var rec Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(table))
@@ -281,7 +269,7 @@ func (s *Bolt) List(ctx context.Context, table string, q Query) ([]Record, error
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 	var out []Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(table))

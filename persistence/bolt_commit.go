@@ -37,7 +37,7 @@ func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 
 	r := groupcommit.NewRequest(ops, 0)
 	if s.c == nil {
@@ -84,15 +84,7 @@ func (s *Bolt) commitGroup(group []*request) {
 			r.Versions, r.Err = nil, err
 		}
 	}
-	for _, r := range group {
-		r.Done()
-	}
-	if s.opts.Observe != nil {
-		s.opts.Observe(len(group), elapsed)
-	}
-	if s.hooks.observe != nil {
-		s.hooks.observe(len(group), elapsed)
-	}
+	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
 }
 
 // step is what plan decided for one op.

@@ -2,13 +2,10 @@ package evm
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +13,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
@@ -374,127 +370,6 @@ func (c *Connector) waitAnyMined(ctx context.Context, attempts []attempt) error 
 	}
 }
 
-// RegisterName publishes name → metaAddress in the registry, sent (and so
-// authorised) by ownerAddress. Registering the same name to the same owner
-// and meta-address again returns the original registration.
-func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
-	if err := c.needNames(); err != nil {
-		return chains.TxResult{}, err
-	}
-	n, err := chains.ParseName(name)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	src, err := parseAddress(ownerAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	meta, err := parseMeta(metaAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	raw := append(meta.Spend[:], meta.View[:]...)
-	key := fmt.Sprintf("register/%s/%s/%s", n, strings.ToLower(src.Hex()), hex.EncodeToString(crypto.Keccak256(raw)[:8]))
-	fp := fingerprint("register", n, src.Hex(), meta.String())
-	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
-		return r, err
-	}
-	if err := c.requireCode(ctx, c.cfg.Names, "NAMES"); err != nil {
-		return chains.TxResult{}, err
-	}
-	curOwner, curMeta, err := c.resolve(ctx, n)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	if curOwner != (common.Address{}) && curOwner != src {
-		return chains.TxResult{}, fmt.Errorf("%w: %s%s", chains.ErrNameTaken, n, chains.NameSuffix)
-	}
-	if curOwner == src && string(curMeta) == string(raw) {
-		// Registered before this ledger knew (or by another member): find the tx.
-		if h, err := c.registrationTx(ctx, n, src); err == nil {
-			return c.result(h.Hex()), nil
-		}
-	}
-	spec := txSpec{op: "register", fingerprint: fp, from: src, ref: owner, to: c.cfg.Names,
-		data: c.names.PackRegister(n, raw), extra: map[string]string{"name": n + chains.NameSuffix}}
-	if spec.gas, err = c.estimateGas(ctx, src, c.cfg.Names, nil, spec.data); err != nil {
-		return chains.TxResult{}, err
-	}
-	return c.submit(ctx, key, spec)
-}
-
-func (c *Connector) resolve(ctx context.Context, n string) (common.Address, []byte, error) {
-	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Names, Data: c.names.PackResolve(n)}, nil)
-	if err != nil {
-		return common.Address{}, nil, c.callError("resolve", err)
-	}
-	r, err := c.names.UnpackResolve(out)
-	if err != nil {
-		return common.Address{}, nil, fmt.Errorf("evm: %s: resolve: %w", c.cfg.Chain, err)
-	}
-	return r.Owner, r.MetaAddress, nil
-}
-
-// registrationTx finds the latest NameRegistered event of name by owner.
-func (c *Connector) registrationTx(ctx context.Context, n string, owner common.Address) (common.Hash, error) {
-	ev := c.names.GetABI().Events["NameRegistered"].ID
-	logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{
-		FromBlock: new(big.Int).SetUint64(c.cfg.FromBlock),
-		Addresses: []common.Address{c.cfg.Names},
-		Topics:    [][]common.Hash{{ev}, {crypto.Keccak256Hash([]byte(n))}, {common.BytesToHash(owner.Bytes())}},
-	})
-	if err != nil || len(logs) == 0 {
-		return common.Hash{}, chains.ErrNotFound
-	}
-	return logs[len(logs)-1].TxHash, nil
-}
-
-// ResolveName returns the meta-address registered for name ("alice" or
-// "alice.veil"), or an error matching chains.ErrNotFound.
-func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	if err := c.needNames(); err != nil {
-		return "", err
-	}
-	n, err := chains.ParseName(name)
-	if err != nil {
-		return "", err
-	}
-	owner, raw, err := c.resolve(ctx, n)
-	if err != nil {
-		return "", err
-	}
-	if owner == (common.Address{}) || len(raw) != 66 {
-		return "", fmt.Errorf("%w: %s.veil on %s", chains.ErrNotFound, n, c.cfg.Chain)
-	}
-	var m secp256k1.MetaAddress
-	copy(m.Spend[:], raw[:33])
-	copy(m.View[:], raw[33:])
-	return m.String(), nil
-}
-
-// NameOf is the reverse lookup: the name ("alice.veil") address owns.
-func (c *Connector) NameOf(ctx context.Context, address string) (string, error) {
-	if err := c.needNames(); err != nil {
-		return "", err
-	}
-	a, err := parseAddress(address)
-	if err != nil {
-		return "", err
-	}
-	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Names, Data: c.names.PackNameOf(a)}, nil)
-	if err != nil {
-		return "", c.callError("nameOf", err)
-	}
-	n, err := c.names.UnpackNameOf(out)
-	if err != nil {
-		return "", err
-	}
-	if n == "" {
-		return "", fmt.Errorf("%w: no name for %s on %s", chains.ErrNotFound, a.Hex(), c.cfg.Chain)
-	}
-	return n + chains.NameSuffix, nil
-}
-
 // Fund asks the devnet faucet for the native asset and every test token
 // (one transaction, awaited). Elsewhere there is no faucet Veil can call:
 // it reports chains.ErrNoFaucet, saying which address to fund.
@@ -519,124 +394,4 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 		return chains.TxResult{}, fmt.Errorf("evm: %s: faucet transaction %s reverted", c.cfg.Chain, h.Hex())
 	}
 	return c.result(h.Hex()), nil
-}
-
-// Scan cursor: "<block>" or "<block>.<log index>", the next position to
-// read. Position of an announcement: block<<24 | log index.
-func parseCursor(s string, from uint64) (uint64, uint64, error) {
-	if s == "" {
-		return from, 0, nil
-	}
-	b, i, _ := strings.Cut(s, ".")
-	block, err := strconv.ParseUint(b, 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("evm: bad scan cursor %q", s)
-	}
-	var idx uint64
-	if i != "" {
-		if idx, err = strconv.ParseUint(i, 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("evm: bad scan cursor %q", s)
-		}
-	}
-	return block, idx, nil
-}
-
-// Scan returns the announcements of Veil payments (Announcement events of
-// the announcer with scheme 1 whose caller is the StealthSender) after
-// cursor, at most limit (default 1000), and the cursor to resume from.
-// Announcements whose asset this chain does not know are skipped.
-func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
-	if err := c.needSender(); err != nil {
-		return nil, cursor, err
-	}
-	if limit <= 0 {
-		limit = 1000
-	}
-	block, idx, err := parseCursor(cursor, c.cfg.FromBlock)
-	if err != nil {
-		return nil, cursor, err
-	}
-	head, err := c.eth.BlockNumber(ctx)
-	if err != nil {
-		return nil, cursor, c.unavailable("block number", err)
-	}
-	if head < c.cfg.Confirmations {
-		return nil, cursor, nil
-	}
-	head -= c.cfg.Confirmations
-	ev := c.ann.GetABI().Events["Announcement"].ID
-	scheme := common.BigToHash(big.NewInt(secp256k1.SchemeID))
-	caller := common.BytesToHash(c.cfg.Sender.Bytes())
-	var out []chains.Announcement
-	for block <= head {
-		to := min(block+c.cfg.LogRange-1, head)
-		logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{
-			FromBlock: new(big.Int).SetUint64(block), ToBlock: new(big.Int).SetUint64(to),
-			Addresses: []common.Address{c.cfg.Announcer},
-			Topics:    [][]common.Hash{{ev}, {scheme}, nil, {caller}},
-		})
-		if err != nil {
-			return out, cursorAt(block, idx), c.unavailable("logs", err)
-		}
-		sort.Slice(logs, func(i, j int) bool {
-			if logs[i].BlockNumber != logs[j].BlockNumber {
-				return logs[i].BlockNumber < logs[j].BlockNumber
-			}
-			return logs[i].Index < logs[j].Index
-		})
-		for i := range logs {
-			l := &logs[i]
-			if l.Removed || l.BlockNumber == block && uint64(l.Index) < idx {
-				continue
-			}
-			if a, ok := c.decodeAnnouncement(l); ok {
-				out = append(out, a)
-			}
-			if len(out) == limit {
-				return out, cursorAt(l.BlockNumber, uint64(l.Index)+1), nil
-			}
-		}
-		block, idx = to+1, 0
-	}
-	return out, cursorAt(block, 0), nil
-}
-
-func cursorAt(block, idx uint64) string {
-	if idx == 0 {
-		return strconv.FormatUint(block, 10)
-	}
-	return strconv.FormatUint(block, 10) + "." + strconv.FormatUint(idx, 10)
-}
-
-func (c *Connector) decodeAnnouncement(l *types.Log) (chains.Announcement, bool) {
-	ev, err := c.ann.UnpackAnnouncementEvent(l)
-	if err != nil || len(ev.EphemeralPubKey) != 33 || len(ev.Metadata) < 57 {
-		return chains.Announcement{}, false
-	}
-	md := ev.Metadata
-	amount := new(big.Int).SetBytes(md[25:57])
-	tok := common.BytesToAddress(md[5:25])
-	var symbol string
-	var decimals int
-	switch {
-	case [4]byte(md[1:5]) == nativeMarker && tok == nativeToken:
-		symbol, decimals = c.cfg.Chain.NativeAsset(), NativeDecimals
-	case [4]byte(md[1:5]) == transferSelector:
-		t, ok := c.tokenByAddress(tok)
-		if !ok {
-			return chains.Announcement{}, false
-		}
-		symbol, decimals = t.Symbol, t.Decimals
-	default:
-		return chains.Announcement{}, false
-	}
-	return chains.Announcement{
-		StealthAddress:  ev.StealthAddress.Hex(),
-		EphemeralPubKey: ev.EphemeralPubKey,
-		ViewTag:         md[0],
-		Asset:           symbol,
-		Amount:          chains.FormatAmount(amount, decimals),
-		TxHash:          l.TxHash.Hex(),
-		Position:        l.BlockNumber<<24 | uint64(l.Index),
-	}, true
 }

@@ -109,10 +109,7 @@ func (c *Connector) Client() *rpc.Client { return c.rpc }
 
 // TxLink is the explorer link of a transaction ("" without a template).
 func (c *Connector) TxLink(txHash string) string {
-	if c.cfg.ExplorerTx == "" || txHash == "" {
-		return ""
-	}
-	return strings.ReplaceAll(c.cfg.ExplorerTx, "{hash}", txHash)
+	return chains.ExplorerLink(c.cfg.ExplorerTx, txHash)
 }
 
 func (c *Connector) result(sig string) chains.TxResult {

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -391,42 +390,9 @@ func (p *Provider) Info(ctx context.Context) (enclave.Info, error) {
 // lower-case hex with the guest agent's event log, after checking that it
 // parses and carries exactly that report data.
 func (p *Provider) Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error) {
-	if err := ctx.Err(); err != nil {
-		return enclave.Attestation{}, err
-	}
-	if err := enclave.CheckAgentID(agentID); err != nil {
-		return enclave.Attestation{}, err
-	}
-	if err := enclave.CheckNonce(nonce); err != nil {
-		return enclave.Attestation{}, err
-	}
-	if len(chainIDs) == 0 {
-		return enclave.Attestation{}, fmt.Errorf("%w: no chain to attest", enclave.ErrInvalidInput)
-	}
-	info, err := p.Info(ctx)
+	// p.info is written once, by Open; a closed provider derives no keys.
+	att, err := p.Unquoted(ctx, p.info, enclave.QuoteTDX, agentID, chainIDs, nonce)
 	if err != nil {
-		return enclave.Attestation{}, err
-	}
-	att := enclave.Attestation{
-		AgentID:     agentID,
-		PublicKeys:  make(map[chains.ID]enclave.AttestedKeys, len(chainIDs)),
-		Provider:    info.Provider,
-		Measurement: info.Measurement,
-		InstanceID:  info.InstanceID,
-		QuoteType:   enclave.QuoteTDX,
-		Nonce:       string(nonce),
-	}
-	for _, c := range slices.Compact(slices.Clone(chainIDs)) {
-		if _, dup := att.PublicKeys[c]; dup {
-			continue
-		}
-		k, err := p.DeriveKeys(ctx, agentID, c, 0)
-		if err != nil {
-			return enclave.Attestation{}, err
-		}
-		att.PublicKeys[c] = enclave.AttestedKeysOf(k)
-	}
-	if att.ReportData, err = enclave.ReportData(agentID, att.PublicKeys, nonce); err != nil {
 		return enclave.Attestation{}, err
 	}
 	want, _ := QuoteReportData(att.ReportData)

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -209,39 +208,8 @@ func (p *Provider) Info(ctx context.Context) (enclave.Info, error) {
 // every chain of chainIDs (duplicates ignored, at least one) and signs the
 // statement of enclave.SoftwareStatement with the attestation key.
 func (p *Provider) Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error) {
-	if err := ctx.Err(); err != nil {
-		return enclave.Attestation{}, err
-	}
-	if err := enclave.CheckAgentID(agentID); err != nil {
-		return enclave.Attestation{}, err
-	}
-	if err := enclave.CheckNonce(nonce); err != nil {
-		return enclave.Attestation{}, err
-	}
-	if len(chainIDs) == 0 {
-		return enclave.Attestation{}, fmt.Errorf("%w: no chain to attest", enclave.ErrInvalidInput)
-	}
-	att := enclave.Attestation{
-		AgentID:     agentID,
-		PublicKeys:  make(map[chains.ID]enclave.AttestedKeys, len(chainIDs)),
-		Provider:    p.info.Provider,
-		Measurement: p.info.Measurement,
-		InstanceID:  p.info.InstanceID,
-		QuoteType:   enclave.QuoteSoftwareEd25519,
-		Nonce:       string(nonce),
-	}
-	for _, c := range slices.Compact(slices.Clone(chainIDs)) {
-		if _, dup := att.PublicKeys[c]; dup {
-			continue
-		}
-		k, err := p.DeriveKeys(ctx, agentID, c, 0)
-		if err != nil {
-			return enclave.Attestation{}, err
-		}
-		att.PublicKeys[c] = enclave.AttestedKeysOf(k)
-	}
-	var err error
-	if att.ReportData, err = enclave.ReportData(agentID, att.PublicKeys, nonce); err != nil {
+	att, err := p.Unquoted(ctx, p.info, enclave.QuoteSoftwareEd25519, agentID, chainIDs, nonce)
+	if err != nil {
 		return enclave.Attestation{}, err
 	}
 	att.IssuedAt = enclave.FormatIssuedAt(p.now())

@@ -49,7 +49,7 @@ func (s *Store) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, err
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 
 	size := 0
 	for _, op := range ops {
@@ -97,14 +97,8 @@ func (s *Store) commitGroup(group []*request) {
 		} else {
 			r.Versions, r.Err = res[i].versions, res[i].err
 		}
-		r.Done()
 	}
-	if s.opts.Observe != nil {
-		s.opts.Observe(len(group), elapsed)
-	}
-	if s.hooks.observe != nil {
-		s.hooks.observe(len(group), elapsed)
-	}
+	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
 }
 
 // outcome is what one batch came to: its versions, or its conflict.

@@ -20,13 +20,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/internal/gate"
 	"github.com/veilhq/veil/persistence/internal/groupcommit"
 )
 
@@ -76,11 +76,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	opts Options
 
-	// mu guards closed and the registration of calls, so that Close never
-	// starts waiting while a call is being admitted.
-	mu     sync.RWMutex
-	closed bool
-	calls  sync.WaitGroup
+	gate gate.Gate // admits calls until Close
 
 	c *groupcommit.Queue[[]persistence.Op] // nil with NoGroupCommit
 
@@ -187,14 +183,11 @@ func checkDurable(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // enter admits a call, or reports ErrClosed. Every successful enter must be
-// paired with s.calls.Done().
+// paired with s.gate.Leave().
 func (s *Store) enter() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	if !s.gate.Enter() {
 		return persistence.ErrClosed
 	}
-	s.calls.Add(1)
 	return nil
 }
 
@@ -202,14 +195,9 @@ func (s *Store) enter() error {
 // admitted (their batches commit normally), stops the committer and closes
 // the connection pool. Closing twice is a no-op.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gate.Close() {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.calls.Wait()
 	if s.c != nil {
 		s.c.Stop()
 	}
@@ -231,7 +219,7 @@ func (s *Store) Get(ctx context.Context, table, key string) (persistence.Record,
 	if err := s.enter(); err != nil {
 		return persistence.Record{}, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 	var (
 		val []byte
 		ver int64
@@ -270,7 +258,7 @@ func (s *Store) List(ctx context.Context, table string, q persistence.Query) ([]
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	defer s.calls.Done()
+	defer s.gate.Leave()
 	sql, args := listQuery(table, q)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/jsonrec"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -340,15 +341,7 @@ func uiAmount(amount uint64, dec int) map[string]any {
 }
 
 func (d *Devnet) tx(ctx context.Context, sig string) (*txRecord, error) {
-	r, err := d.store.Get(ctx, tableTxs, sig)
-	if err != nil {
-		return nil, err
-	}
-	var rec txRecord
-	if err := json.Unmarshal(r.Value, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return jsonrec.Get[txRecord](ctx, d.store, tableTxs, sig)
 }
 
 func (d *Devnet) signaturesFor(ctx context.Context, k solanago.PublicKey, limit int, before, until string) (any, *rpcError) {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet/internal/devserver"
+	"github.com/veilhq/veil/chains/internal/jsonrec"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/persistence"
 )
@@ -310,15 +311,7 @@ func rejectionOf(rec *txRecord) *rejection {
 }
 
 func (d *Devnet) txByHash(ctx context.Context, hash string) (*txRecord, error) {
-	r, err := d.store.Get(ctx, tableTxs, hash)
-	if err != nil {
-		return nil, err
-	}
-	var rec txRecord
-	if err := json.Unmarshal(r.Value, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return jsonrec.Get[txRecord](ctx, d.store, tableTxs, hash)
 }
 
 // fund is friendbot: it creates addr with FaucetXLM (or pays that to an

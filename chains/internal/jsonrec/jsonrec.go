@@ -15,10 +15,22 @@ import (
 // Load decodes the record at key into a new T; it answers (nil, 0, nil)
 // when there is none, and the record's version otherwise.
 func Load[T any](ctx context.Context, st persistence.Store, table, key string) (*T, uint64, error) {
-	rec, err := st.Get(ctx, table, key)
+	v, ver, err := get[T](ctx, st, table, key)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, 0, nil
 	}
+	return v, ver, err
+}
+
+// Get decodes the record at key into a new T; a missing record is
+// persistence.ErrNotFound.
+func Get[T any](ctx context.Context, st persistence.Store, table, key string) (*T, error) {
+	v, _, err := get[T](ctx, st, table, key)
+	return v, err
+}
+
+func get[T any](ctx context.Context, st persistence.Store, table, key string) (*T, uint64, error) {
+	rec, err := st.Get(ctx, table, key)
 	if err != nil {
 		return nil, 0, err
 	}

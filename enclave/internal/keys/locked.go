@@ -105,3 +105,47 @@ func (l Locked) Export(ctx context.Context, agentID string, chain chains.ID, epo
 	defer done()
 	return s.Export(), nil
 }
+
+// Unquoted is the part of enclave.Provider's Attest both providers share:
+// the arguments checked, the keys of epoch 0 on every chain of chainIDs
+// (duplicates ignored, at least one) and the report data over them, with
+// info's provider, measurement and instance. The provider adds the quote
+// (of quoteType) and the time.
+func (l Locked) Unquoted(ctx context.Context, info enclave.Info, quoteType, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error) {
+	if err := ctx.Err(); err != nil {
+		return enclave.Attestation{}, err
+	}
+	if err := enclave.CheckAgentID(agentID); err != nil {
+		return enclave.Attestation{}, err
+	}
+	if err := enclave.CheckNonce(nonce); err != nil {
+		return enclave.Attestation{}, err
+	}
+	if len(chainIDs) == 0 {
+		return enclave.Attestation{}, fmt.Errorf("%w: no chain to attest", enclave.ErrInvalidInput)
+	}
+	att := enclave.Attestation{
+		AgentID:     agentID,
+		PublicKeys:  make(map[chains.ID]enclave.AttestedKeys, len(chainIDs)),
+		Provider:    info.Provider,
+		Measurement: info.Measurement,
+		InstanceID:  info.InstanceID,
+		QuoteType:   quoteType,
+		Nonce:       string(nonce),
+	}
+	for _, c := range chainIDs {
+		if _, dup := att.PublicKeys[c]; dup {
+			continue
+		}
+		k, err := l.DeriveKeys(ctx, agentID, c, 0)
+		if err != nil {
+			return enclave.Attestation{}, err
+		}
+		att.PublicKeys[c] = enclave.AttestedKeysOf(k)
+	}
+	var err error
+	if att.ReportData, err = enclave.ReportData(agentID, att.PublicKeys, nonce); err != nil {
+		return enclave.Attestation{}, err
+	}
+	return att, nil
+}

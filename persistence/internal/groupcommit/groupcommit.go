@@ -12,6 +12,7 @@ package groupcommit
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Request is one Apply call: the store's batch, and its answer once the
@@ -38,6 +39,20 @@ func NewRequest[B any](batch B, size int) *Request[B] {
 // Done answers the caller with Versions and Err. The store calls it once
 // per request of a group, after the group's outcome is known.
 func (r *Request[B]) Done() { close(r.done) }
+
+// Answer answers every request of a committed (or failed) group, then
+// tells each observer that is set the group's size and how long its
+// commit took: the callers are never kept waiting for a metric.
+func Answer[B any](group []*Request[B], commit time.Duration, observers ...func(batches int, commit time.Duration)) {
+	for _, r := range group {
+		r.Done()
+	}
+	for _, o := range observers {
+		if o != nil {
+			o(len(group), commit)
+		}
+	}
+}
 
 // Queue holds the requests not yet taken and runs the committer.
 type Queue[B any] struct {
