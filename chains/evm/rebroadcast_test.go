@@ -69,7 +69,7 @@ func TestOwnTransactionMinedByAnotherProcessIsNotSentAgain(t *testing.T) {
 	lcfg := cfg
 	lcfg.RPCURL = indexingNode(t, cfg.RPCURL, &lagging)
 	payer := connect(t, lcfg, store, signer, func(o *evm.Options) {
-		o.Failpoint = func(p evm.Failpoint) error {
+		o.Failpoint = func(p string) error {
 			if p != evm.FailBeforeBroadcast || !raced.CompareAndSwap(false, true) {
 				return nil
 			}
@@ -96,7 +96,7 @@ func TestOwnTransactionMinedByAnotherProcessIsNotSentAgain(t *testing.T) {
 			return nil
 		}
 	})
-	r, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "0.5", "ETH", "pay-once")
+	r, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "pay-once"})
 	lagging.Store(false)
 	if !raced.Load() {
 		t.Fatal("the failpoint never ran")
@@ -112,7 +112,7 @@ func TestOwnTransactionMinedByAnotherProcessIsNotSentAgain(t *testing.T) {
 	}
 	// A retry of the key answers the recorded payment, and maintenance
 	// confirms it once the node has indexed it.
-	r2, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), bob.Meta, "0.5", "ETH", "pay-once")
+	r2, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "pay-once"})
 	if err != nil {
 		t.Fatalf("retry of the key: %v", err)
 	}

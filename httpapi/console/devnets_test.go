@@ -82,7 +82,12 @@ func TestExplorerOnEd25519Devnets(t *testing.T) {
 			if _, err := conn.Fund(ctx, alice.Address); err != nil {
 				t.Fatal(err)
 			}
-			res, err := conn.SendStealth(ctx, chains.KeyRef{AgentID: "alice", Chain: tc.chain}, alice.Address, bob.MetaAddress, tc.amount, tc.chain.NativeAsset(), "pay-1")
+			amount, err := chains.ParseAmountOf(tc.amount, 18) // the connector rescales it to its decimals
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := conn.SendStealth(ctx, chains.KeyRef{AgentID: "alice", Chain: tc.chain}, alice.Address,
+				chains.SendRequest{Chain: tc.chain, Asset: tc.chain.NativeAsset(), Amount: amount, To: bob.MetaAddress, IdempotencyKey: "pay-1"})
 			if err != nil {
 				t.Fatal(err)
 			}
