@@ -96,6 +96,11 @@ func TestAgentsEndToEnd(t *testing.T) {
 	if err != nil || all.Chain != "all" {
 		t.Fatalf("all create %+v %v", all, err)
 	}
+	// The create answer also carries every chain's addresses (additive).
+	if len(all.Chains) != 6 || len(all.Addresses) != 6 || len(all.MetaAddresses) != 6 ||
+		created.Addresses["base"] != created.Address || created.MetaAddresses["base"] != created.MetaAddress {
+		t.Fatalf("create answer's chains and addresses: %+v / %+v", all, created)
+	}
 
 	list, err := c.ListAgents(ctx)
 	if err != nil {

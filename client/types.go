@@ -53,13 +53,18 @@ type CreateAgentRequest struct {
 	Message   string `json:"message,omitempty"`
 }
 
-// CreatedAgent is the single-chain answer of POST /agent/create.
+// CreatedAgent is the single-chain answer of POST /agent/create: the
+// spec's five fields, then every chain's addresses as AgentInfo has them
+// (additive; docs/compat-wraith.md).
 type CreatedAgent struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Chain       string `json:"chain"`
-	Address     string `json:"address"`
-	MetaAddress string `json:"metaAddress"`
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Chain         string            `json:"chain"`
+	Address       string            `json:"address"`
+	MetaAddress   string            `json:"metaAddress"`
+	Chains        []string          `json:"chains"`
+	Addresses     map[string]string `json:"addresses"`
+	MetaAddresses map[string]string `json:"metaAddresses"`
 }
 
 // AgentStatus is the spec's AgentStatus (the agent's first chain).

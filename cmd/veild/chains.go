@@ -32,6 +32,17 @@ type chainSet struct {
 	closers   []func()
 }
 
+// realCount is how many chains are on a real network.
+func (s *chainSet) realCount() int {
+	n := 0
+	for _, r := range s.real {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *chainSet) close() {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i]()

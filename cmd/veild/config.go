@@ -40,8 +40,11 @@ type config struct {
 	// WebhookAllowPrivate lets webhooks reach private, loopback and
 	// link-local addresses (development and tests only).
 	WebhookAllowPrivate bool
-	ReadyTimeout        time.Duration
-	ReadyHeadAge        time.Duration
+	// AgentWebReach is which hosts the agents' web requests may reach
+	// (webreach.go).
+	AgentWebReach webReach
+	ReadyTimeout  time.Duration
+	ReadyHeadAge  time.Duration
 
 	// Store selects the backend: bolt (one node) or postgres (cluster).
 	Store       string
@@ -89,6 +92,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ChatWriteTimeout, "chat-write-timeout", httpapi.DefaultLimits.ChatWriteTimeout, "the reply of POST /agent/:id/chat (a hosted model) must be written within this")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", httpapi.DefaultLimits.IdleTimeout, "an idle keep-alive connection is closed after this")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks reach private, loopback and link-local addresses (development and tests only; docs/webhooks.md)")
+	fs.Var(&c.AgentWebReach, "agent-web-reach", "hosts the agents' web requests (pay_invoice's payment links of other servers, fetch_paid) may reach: public, any (loopback and private too), or auto: any while every chain is a devnet, else public")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 5*time.Second, "time limit of each check of GET /readyz")
 	fs.DurationVar(&c.ReadyHeadAge, "ready-head-age", 2*time.Minute, "GET /readyz fails when a real network's latest block is older than this (devnets are not checked); 0: not checked")
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")

@@ -132,7 +132,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var agents httpapi.Agents
 	instant := newInstant(store, chainSet.refs, agent.EnclaveKeys(enclaves), func() scanner.Agents { return agents }, log)
 	defer instant.Stop()
+	webPrivate := cfg.AgentWebReach.allowPrivate(chainSet.realCount())
+	log.Info("agents' web requests", "reach", cfg.AgentWebReach.String(), "private_addresses", webPrivate)
 	deps := agent.Deps{
+		HTTP:      agentWebClient(webPrivate),
 		Store:     store,
 		Feed:      feed,
 		Log:       log,
