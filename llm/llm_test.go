@@ -135,7 +135,7 @@ func TestProvidersToolLoop(t *testing.T) {
 				if r.Problem != "" {
 					t.Errorf("request %d rejected: %s", i, r.Problem)
 				}
-				if len(r.Tools) != 18 {
+				if len(r.Tools) != len(builtin.ToolNames) {
 					t.Errorf("request %d offered %d tools", i, len(r.Tools))
 				}
 				if !strings.Contains(r.System, "You are alice.veil") || !strings.Contains(r.System, "prefers USDC") {

@@ -37,6 +37,8 @@ func describe(r result) string {
 		return s + txText(d)
 	case "pay_invoice":
 		return describePayInvoice(r, d)
+	case "fetch_paid":
+		return describeFetchPaid(r, d)
 	case "scan_payments":
 		n, hasCount := count(d, "count", "found", "new")
 		where := onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))

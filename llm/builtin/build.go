@@ -87,6 +87,8 @@ func build(kind string, c clause, inherit map[string]any, now time.Time) []actio
 		return []action{buildPay(c, inherit)}
 	case "payinvoice":
 		return []action{buildPayInvoice(c)}
+	case "fetchpaid":
+		return []action{buildFetchPaid(c)}
 	}
 	return []action{ask("unknown", unknownText)}
 }

@@ -38,11 +38,11 @@ type wantJSON struct {
 var stateChanging = map[string]bool{
 	"send_payment": true, "pay_agent": true, "schedule_payment": true, "withdraw": true, "withdraw_all": true,
 	"manage_schedule": true, "register_name": true, "create_invoice": true, "fund_wallet": true, "save_memory": true,
-	"pay_invoice": true,
+	"pay_invoice": true, "fetch_paid": true,
 }
 
 // valueMoving tools (the tools' MovesValue).
-var valueMoving = map[string]bool{"send_payment": true, "pay_agent": true, "schedule_payment": true, "withdraw": true, "withdraw_all": true, "pay_invoice": true}
+var valueMoving = map[string]bool{"send_payment": true, "pay_agent": true, "schedule_payment": true, "withdraw": true, "withdraw_all": true, "pay_invoice": true, "fetch_paid": true}
 
 var corpusNow = time.Date(2027, 1, 31, 10, 0, 0, 0, time.UTC)
 

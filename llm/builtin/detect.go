@@ -18,6 +18,8 @@ func detect(c clause) string {
 		return "greet"
 	case thanksOnly(c):
 		return "thanks"
+	case fetchPaidish(c):
+		return "fetchpaid"
 	case payInvoiceish(c):
 		return "payinvoice"
 	case manageVerb(c) != "" && (scheduleNoun(c) || scheduleID(c) != "" || c.has("paying", "subscription") ||

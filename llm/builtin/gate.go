@@ -11,7 +11,7 @@ import (
 
 // moneyKinds are the requests whose tools move value (the tools'
 // MovesValue): they run only behind the money gate.
-var moneyKinds = map[string]bool{"pay": true, "schedule": true, "withdraw": true, "payinvoice": true}
+var moneyKinds = map[string]bool{"pay": true, "schedule": true, "withdraw": true, "payinvoice": true, "fetchpaid": true}
 
 // gate applies the money gate (package intent) to the planned actions: a
 // request to move value in a part of the message that is not an
@@ -50,7 +50,7 @@ func gate(r intent.Reading, acts []action) []action {
 // ana 1 usdc, she was great" is read by its first clause), else every
 // clause of its span.
 func actionMood(r intent.Reading, a action) intent.Mood {
-	key := argText(a.args, "amount")
+	key := argText(a.args, "amount", "max_amount")
 	has := func(seg string) bool { return intent.States(seg, key) }
 	if key == "" {
 		if key = argText(a.args, "to", "invoice"); key != "" {
@@ -135,6 +135,8 @@ func phrase(a action) string {
 		return "withdraw everything to " + arg("to")
 	case "pay_invoice":
 		return "pay invoice " + arg("invoice")
+	case "fetch_paid":
+		return strings.TrimSpace(fmt.Sprintf("fetch %s paying up to %s %s", arg("url"), arg("max_amount"), arg("asset")))
 	case "withdraw":
 		if arg("amount") != "" {
 			return fmt.Sprintf("withdraw %s from %s to %s", arg("amount"), arg("from"), arg("to"))

@@ -43,13 +43,13 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// ToolNames are the 18 tools the planner knows: DESIGN.md's 17, then
-// pay_invoice.
+// ToolNames are the 19 tools the planner knows: DESIGN.md's 17, then
+// pay_invoice and fetch_paid.
 var ToolNames = []string{
 	"send_payment", "pay_agent", "scan_payments", "get_balance", "create_invoice",
 	"check_invoices", "resolve_name", "register_name", "get_agent_info", "withdraw",
 	"withdraw_all", "privacy_check", "fund_wallet", "schedule_payment", "list_schedules",
-	"manage_schedule", "save_memory", "pay_invoice",
+	"manage_schedule", "save_memory", "pay_invoice", "fetch_paid",
 }
 
 // Model is the builtin planner. It is safe for concurrent use.

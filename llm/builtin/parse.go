@@ -56,7 +56,7 @@ func plan(text string, now time.Time) []action {
 		}
 		out = append(out, sentence(text, ws, sr[1], now)...)
 	}
-	out = dedupe(gate(reading, out))
+	out = dedupe(gate(reading, joinFetchMaximum(text, masked, out)))
 	if len(out) > maxActions {
 		out = append(out[:maxActions:maxActions], ask("limit", fmt.Sprintf("I handle up to %d requests per message; please send the rest separately.", maxActions)))
 	}

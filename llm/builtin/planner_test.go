@@ -152,6 +152,18 @@ var planCases = []struct {
 	{in: "don't pay invoice 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: nil},
 	{in: "pay the invoice", calls: nil},
 	{in: "pay 3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b", calls: []wantCall{c("pay_invoice", `{"invoice":"3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b"}`)}},
+	// paying for web resources (x402, issue 19)
+	{in: "fetch https://api.example.com/data paying up to 1 USDC", calls: []wantCall{c("fetch_paid", `{"url":"https://api.example.com/data","max_amount":"1","asset":"USDC"}`)}},
+	{in: "get http://127.0.0.1:9000/weather, pay at most 0.5 usdc", calls: []wantCall{c("fetch_paid", `{"url":"http://127.0.0.1:9000/weather","max_amount":"0.5","asset":"USDC"}`)}},
+	{in: "pay up to 2 USDC for https://api.example.com/report", calls: []wantCall{c("fetch_paid", `{"url":"https://api.example.com/report","max_amount":"2","asset":"USDC"}`)}},
+	{in: "buy access to https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b/x402 for up to 25 USDC", calls: []wantCall{c("fetch_paid", `{"url":"https://veil.example/pay/3f2a9c1e-8b7d-4e2f-9a1b-2c3d4e5f6a7b/x402","max_amount":"25","asset":"USDC"}`)}},
+	{in: "don't fetch https://api.example.com/data paying up to 1 USDC", calls: nil},
+	{in: "fetch https://api.example.com/data", calls: nil},
+	{in: "Fetch https://api.example.com/data. You may pay up to 1 USDC.", calls: []wantCall{c("fetch_paid", `{"url":"https://api.example.com/data","max_amount":"1","asset":"USDC"}`)}},
+	{in: "use x402 to get https://api.example.com/data, max 1 USDC", calls: []wantCall{c("fetch_paid", `{"url":"https://api.example.com/data","max_amount":"1","asset":"USDC"}`)}},
+	{in: "don't fetch https://api.example.com/data, pay at most 1 USDC", calls: nil},
+	{in: "should I fetch https://api.example.com/data paying up to 1 USDC?", calls: nil},
+	{in: "pay bob 5 USDC, see https://example.com/receipt", calls: []wantCall{c("send_payment", `{"recipient":"bob","amount":"5","asset":"USDC"}`)}},
 	// privacy, faucet
 	{in: "privacy check", calls: []wantCall{c("privacy_check", `{}`)}},
 	{in: "how private am I?", calls: []wantCall{c("privacy_check", `{}`)}},
@@ -250,8 +262,8 @@ func TestPlannerCoversEveryTool(t *testing.T) {
 			t.Errorf("no planner case calls %s", n)
 		}
 	}
-	if len(ToolNames) != 18 {
-		t.Errorf("%d tool names, want 18", len(ToolNames))
+	if len(ToolNames) != 19 {
+		t.Errorf("%d tool names, want 19", len(ToolNames))
 	}
 }
 
