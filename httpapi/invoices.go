@@ -34,6 +34,8 @@ func moneyError(err error) error {
 		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), agent.ErrNoPayment.Error()+": "), Err: err}
 	case errors.Is(err, agent.ErrInvoiceExpired):
 		return &Error{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), agent.ErrInvoiceExpired.Error()+": "), Err: err}
+	case errors.Is(err, agent.ErrInvoiceSettled):
+		return &Error{Status: http.StatusConflict, Message: strings.TrimPrefix(err.Error(), agent.ErrInvoiceSettled.Error()+": "), Err: err}
 	case errors.Is(err, agent.ErrScheduleNotFound):
 		return &Error{Status: http.StatusNotFound, Message: "schedule not found", Err: err}
 	case errors.Is(err, agent.ErrScheduleTransition):
@@ -83,34 +85,69 @@ func (s *Server) invoicePaid(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req InvoicePaidRequest
-	raw, err := io.ReadAll(r.Body)
-	limit, _ := bodyTimeout(r)
-	if berr := bodyError(err, limit); berr != nil {
-		return berr
-	}
+	txHash, err := readTxHash(r)
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&req); err != nil {
-			return Errorf(http.StatusBadRequest, "request body is not valid JSON for this endpoint: %s (send {\"txHash\": \"0x…\"} or no body)", jsonErrorText(err))
-		}
-		if dec.More() {
-			return Errorf(http.StatusBadRequest, "request body has data after the JSON object")
-		}
-	}
-	req.TxHash = strings.TrimSpace(req.TxHash)
-	if len(req.TxHash) > maxTxHash || strings.ContainsAny(req.TxHash, " /\t\n") {
-		return Errorf(http.StatusBadRequest, "txHash is not a transaction hash")
-	}
 	v, err := call(r.Context(), s, rec.AgentID, &agent.ConfirmInvoicePaid{
-		AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID, TxHash: req.TxHash,
+		AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID, TxHash: txHash,
 	})
 	if err != nil {
 		return moneyError(err)
 	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// readTxHash reads the optional {"txHash": "…"} body of POST
+// /invoice/:id/paid and /pay/:id/paid ("" when there is no body).
+func readTxHash(r *http.Request) (string, error) {
+	var req InvoicePaidRequest
+	raw, err := io.ReadAll(r.Body)
+	limit, _ := bodyTimeout(r)
+	if berr := bodyError(err, limit); berr != nil {
+		return "", berr
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&req); err != nil {
+			return "", Errorf(http.StatusBadRequest, "request body is not valid JSON for this endpoint: %s (send {\"txHash\": \"0x…\"})", jsonErrorText(err))
+		}
+		if dec.More() {
+			return "", Errorf(http.StatusBadRequest, "request body has data after the JSON object")
+		}
+	}
+	req.TxHash = strings.TrimSpace(req.TxHash)
+	if len(req.TxHash) > maxTxHash || strings.ContainsAny(req.TxHash, " /\t\n") {
+		return "", Errorf(http.StatusBadRequest, "txHash is not a transaction hash")
+	}
+	return req.TxHash, nil
+}
+
+// payPaid is the public POST /pay/:id/paid {txHash}: anyone who paid the
+// invoice (a wallet, another Veil's agent) names the transaction, which is
+// verified on chain as for POST /invoice/:id/paid; the answer is the pay
+// page's JSON view. No API key: the proof is on chain (docs/invoices.md).
+func (s *Server) payPaid(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.invoiceOwner(r)
+	if err != nil {
+		return err
+	}
+	txHash, err := readTxHash(r)
+	if err != nil {
+		return err
+	}
+	if txHash == "" {
+		return Errorf(http.StatusBadRequest, "txHash is required: send {\"txHash\": \"…\"}, the transaction that paid the invoice")
+	}
+	v, err := call(r.Context(), s, rec.AgentID, &agent.ClaimInvoicePaid{InvoiceID: rec.ID, TxHash: txHash})
+	if err != nil {
+		return moneyError(err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

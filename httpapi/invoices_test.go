@@ -152,3 +152,61 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting: %s", what)
 }
+
+// TestPublicClaimSettlesOnce: POST /pay/:id/paid, without an API key,
+// settles an invoice from the transaction that paid it, verified on chain;
+// a hash that pays something else, or none, changes nothing; repeating
+// the paying hash answers the paid invoice, another hash is 409; one
+// invoice_paid in all.
+func TestPublicClaimSettlesOnce(t *testing.T) {
+	e := newMoneyEnv(t)
+	a := e.create(t, newEVMOwner(t), "alice", "ethereum")
+	inv := e.createInvoice(t, a.ID, `create an invoice for 0.05 ETH for "design work"`)
+	path := "/pay/" + inv.ID + "/paid"
+	p := e.newPayer(t)
+	elsewhere := e.pay(t, p, "0x000000000000000000000000000000000000dEaD", "0.05")
+	for _, c := range []struct {
+		name, path string
+		body       any
+		status     int
+		msg        string
+	}{
+		{"no body", path, nil, 400, "txHash is required"},
+		{"empty hash", path, map[string]string{"txHash": " "}, 400, "txHash is required"},
+		{"not JSON", path, `{"txHash": 5}`, 400, "not valid JSON"},
+		{"not a hash", path, map[string]string{"txHash": "a/b"}, 400, "not a transaction hash"},
+		{"unknown tx", path, map[string]string{"txHash": "0x" + strings.Repeat("ab", 32)}, 400, "not mined"},
+		{"pays another address", path, map[string]string{"txHash": elsewhere}, 400, "pays nothing in ETH to the invoice's address"},
+		{"unknown invoice", "/pay/00000000-0000-4000-8000-000000000000/paid", map[string]string{"txHash": elsewhere}, 404, "invoice not found"},
+		{"not an id", "/pay/not-a-uuid/paid", map[string]string{"txHash": elsewhere}, 404, "invoice not found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg, status := e.do("POST", c.path, "", c.body).errorBody(t)
+			if status != c.status || !strings.Contains(msg, c.msg) {
+				t.Fatalf("= %d %q, want %d %q", status, msg, c.status, c.msg)
+			}
+		})
+	}
+	var view agent.PayView
+	e.do("GET", "/pay/"+inv.ID+"/status", "", nil).decode(t, &view)
+	if view.Status != "pending" {
+		t.Fatalf("a refused claim changed the invoice: %+v", view)
+	}
+
+	paid := e.pay(t, p, inv.PayTo, "0.05")
+	for i := 0; i < 2; i++ { // the paying hash again: the same paid invoice
+		r := e.do("POST", path, "", map[string]string{"txHash": paid})
+		var got agent.PayView
+		r.decode(t, &got)
+		if r.status != 200 || got.Status != "paid" || got.ID != inv.ID || got.TxLink == "" {
+			t.Fatalf("claim %d = %d %s", i, r.status, r.body)
+		}
+	}
+	if msg, status := e.do("POST", path, "", map[string]string{"txHash": elsewhere}).errorBody(t); status != 409 || !strings.Contains(msg, "paid by another transaction") {
+		t.Fatalf("another hash on a paid invoice = %d %q", status, msg)
+	}
+	in := e.notes(t, a.ID)
+	if countType(in, agent.NoteInvoicePaid) != 1 || countType(in, agent.NotePaymentReceived) != 1 {
+		t.Fatalf("notifications %+v", in.Notifications)
+	}
+}

@@ -53,6 +53,7 @@ func (s *Server) payRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/pay/{invoiceId}", handler(s.payPage))
 	r.Method(http.MethodGet, "/pay/{invoiceId}/status", handler(s.payStatus))
 	r.Method(http.MethodGet, "/pay/{invoiceId}/qr.svg", handler(s.payQR))
+	r.Method(http.MethodPost, "/pay/{invoiceId}/paid", handler(s.payPaid))
 }
 
 // payView reads the invoice for the pay page from its agent, which knows

@@ -212,3 +212,55 @@ func PayViewOf(rec state.InvoiceRecord) *PayView {
 		TxHash: rec.TxHash, CreatedAt: rec.CreatedAt, PaidAt: rec.PaidAt,
 	}
 }
+
+// claimInvoicePaid settles the invoice from a transaction anyone names
+// (the public POST /pay/:id/paid): the chain, not the caller, says what it
+// paid. A paid invoice answers as it is for one of the transactions that
+// paid it and refuses any other; nothing else changes.
+func (a *Actor) claimInvoicePaid(ctx context.Context, m *ClaimInvoicePaid) (*PayView, error) {
+	rec, err := a.invoiceRecord(ctx, m.InvoiceID)
+	if err != nil {
+		return nil, err
+	}
+	txHash := strings.TrimSpace(m.TxHash)
+	if txHash == "" {
+		return nil, fmt.Errorf("%w: name the transaction that paid the invoice: {\"txHash\": \"…\"}", ErrNoPayment)
+	}
+	if rec.Status == state.InvoicePaid {
+		if !a.paidBy(ctx, rec, txHash) {
+			return nil, fmt.Errorf("%w: invoice %s was paid by another transaction; %s is not one of its payments", ErrInvoiceSettled, rec.ID, txHash)
+		}
+		return a.publicInvoice(ctx, &PublicInvoice{InvoiceID: rec.ID})
+	}
+	if rec.Expired(a.deps.now()) {
+		return nil, fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid, ask the payee for a new invoice", ErrInvoiceExpired, rec.ID, rec.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if err := a.verifyInvoiceTx(ctx, rec, txHash); err != nil {
+		return nil, err
+	}
+	return a.publicInvoice(ctx, &PublicInvoice{InvoiceID: rec.ID})
+}
+
+// paidBy: txHash is the transaction that settled rec or one of the
+// payments recorded at its address.
+func (a *Actor) paidBy(ctx context.Context, rec state.InvoiceRecord, txHash string) bool {
+	same := func(h string) bool {
+		if rec.Chain.Family() == chains.FamilyEVM {
+			return strings.EqualFold(h, txHash)
+		}
+		return h == txHash
+	}
+	if rec.TxHash != nil && same(*rec.TxHash) {
+		return true
+	}
+	p, err := state.NewPayments(a.deps.Store, a.id, a.deps.now).Get(ctx, rec.Chain, rec.PayTo)
+	if err != nil {
+		return false
+	}
+	for _, h := range p.TxHashes {
+		if same(h) {
+			return true
+		}
+	}
+	return false
+}

@@ -24,6 +24,9 @@ var (
 	// ErrInvoiceExpired: the invoice is past its expiry and cannot be
 	// paid (409). Its message says when it expired.
 	ErrInvoiceExpired = errors.New("invoice expired")
+	// ErrInvoiceSettled: a claim names a transaction other than those
+	// that paid the already paid invoice (409).
+	ErrInvoiceSettled = errors.New("invoice already paid")
 	// ErrScheduleNotFound: no such schedule for this agent (404).
 	ErrScheduleNotFound = errors.New("schedule not found")
 	// ErrScheduleTransition: the action is not allowed in the schedule's
@@ -72,6 +75,17 @@ type GetInvoice struct {
 type ConfirmInvoicePaid struct {
 	answers[*tools.Invoice]
 	AccountID string
+	InvoiceID string
+	TxHash    string
+}
+
+// ClaimInvoicePaid is the public POST /pay/:id/paid: anyone may name the
+// transaction that paid the invoice, which is verified on chain (the
+// proof is the chain's, not the caller's). Answers the pay page's view;
+// ErrNoPayment when the transaction does not settle it, ErrInvoiceSettled
+// when the invoice was paid by other transactions. Idempotent.
+type ClaimInvoicePaid struct {
+	answers[*PayView]
 	InvoiceID string
 	TxHash    string
 }

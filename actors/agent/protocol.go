@@ -137,6 +137,7 @@ func protocol() []route {
 		on((*Actor).getInvoice).missing(ErrInvoiceNotFound),
 		on((*Actor).confirmInvoicePaid).missing(ErrInvoiceNotFound),
 		on((*Actor).publicInvoice).missing(ErrInvoiceNotFound),
+		on((*Actor).claimInvoicePaid).missing(ErrInvoiceNotFound),
 		on((*Actor).payX402).missing(ErrInvoiceNotFound), // x402.go
 		on(func(a *Actor, ctx context.Context, _ *ListSchedules) ([]tools.Schedule, error) {
 			return a.listSchedules(ctx)

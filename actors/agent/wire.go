@@ -79,6 +79,7 @@ func RegisterWire(c *msg.Codec) {
 		{"agent.invoice-not-found", ErrInvoiceNotFound},
 		{"agent.no-payment", ErrNoPayment},
 		{"agent.invoice-expired", ErrInvoiceExpired},
+		{"agent.invoice-settled", ErrInvoiceSettled},
 		{"agent.schedule-not-found", ErrScheduleNotFound},
 		{"agent.schedule-transition", ErrScheduleTransition},
 		{"agent.approval-not-found", ErrApprovalNotFound},
