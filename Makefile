@@ -11,7 +11,7 @@ NORACE_PKGS := github.com/veilhq/veil/runtime/cluster
 # proxy (and caches it), so every machine lints with the same checks.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build release test test-race test-norace test-ts lint fmt bench clean console-shots
+.PHONY: run build release test test-deps test-race test-norace test-ts lint fmt bench clean console-shots
 
 run: build
 	$(BIN)/veild serve
@@ -48,7 +48,12 @@ release:
 
 # test = lint + every test, with the race detector on every package that has
 # concurrency (all of ours but NORACE_PKGS), + the TypeScript client's tests.
-test: lint test-race test-norace test-ts
+test: test-deps lint test-race test-norace test-ts
+
+# test-deps installs what the tests need beside Go (Chromium, Node.js and
+# npm, systemd-analyze) from Debian's packages when it is missing.
+test-deps:
+	@bash scripts/test-deps.sh
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -x -F -e dummy $(foreach p,$(NORACE_PKGS),-e $(p)))
@@ -57,8 +62,8 @@ test-norace:
 	@if [ -n "$(NORACE_PKGS)" ]; then $(GO) test -count=1 -timeout 20m $(NORACE_PKGS); fi
 
 # The TypeScript client (clients/typescript, docs/typescript.md): its
-# node:test suites build veild and run against it. npm is required (CI
-# installs it in .ci/run).
+# node:test suites build veild and run against it. npm is required
+# (test-deps installs it).
 test-ts:
 	@command -v npm >/dev/null 2>&1 || { echo "test-ts: npm is not installed (the TypeScript client's tests need node and npm)"; exit 1; }
 	cd clients/typescript && npm ci --ignore-scripts --no-audit --no-fund && npm test
