@@ -71,6 +71,11 @@ func (l invoiceLookup) LocalID(link string) (string, bool) {
 	return rest, true
 }
 
+// PayLink is the payment link of this server's invoice id.
+func (l invoiceLookup) PayLink(id string) string {
+	return strings.TrimRight(l.publicURL, "/") + "/pay/" + id
+}
+
 // PayAddress pays an invoice's one-time address from the agent's account:
 // the owner's approval rules first (a held payment is not sent), then the
 // connector signs a transfer from the account's own key (no one-time key)
@@ -107,10 +112,22 @@ func (o *chainOps) PaymentTarget(id chains.ID, asset string) (uint64, string, bo
 // transfers (chains.TransferScanner), as the payee's Veil must to settle
 // an invoice paid by one.
 func (o *chainOps) SettlesByTransfer(id chains.ID) bool {
+	_, ok := o.connector(id).(chains.TransferScanner)
+	return ok
+}
+
+// connector is this node's connector for chain id (nil when none).
+func (o *chainOps) connector(id chains.ID) chains.Connector {
 	c, err := o.conn(id)
 	if err != nil {
-		return false
+		return nil
 	}
-	_, ok := c.Connector().(chains.TransferScanner)
+	return c.Connector()
+}
+
+// VerifiesByHash: this node's connector for chain verifies a payment by
+// its transaction hash (chains.PaymentVerifier).
+func (o *chainOps) VerifiesByHash(id chains.ID) bool {
+	_, ok := o.connector(id).(chains.PaymentVerifier)
 	return ok
 }

@@ -23,6 +23,9 @@ type InvoicePaymentResult struct {
 	Asset   string    `json:"asset"`
 	Chain   chains.ID `json:"chain"`
 	PayTo   string    `json:"payTo"`
+	// Settlement says, on chains where the payee's Veil is told the
+	// transaction (Stellar, Solana), whether it verified it.
+	Settlement string `json:"settlement,omitempty"`
 }
 
 var payInvoiceSpec = spec{
@@ -75,12 +78,26 @@ func payInvoice() Tool {
 			if err := checkStatedAmount(env, ref, a.str("amount"), inv, asset); err != nil {
 				return nil, err
 			}
+			claim := ""
 			if !ic.SettlesByTransfer(inv.Chain) {
-				// Paid, it would stay pending: the payee's Veil would
-				// not see the transfer (docs/invoices.md, "Other chains").
-				return nil, fmt.Errorf("%w: invoice %s is on %s, where Veil does not yet see a plain transfer to an invoice's address, so the payee's invoice would not settle; nothing was paid. Ask the payee for an invoice on an EVM chain, or pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Chain)
+				if !ic.VerifiesByHash(inv.Chain) {
+					// Paid, it would stay pending: the payee's Veil would
+					// not see the transfer (docs/invoices.md, "Other chains").
+					return nil, fmt.Errorf("%w: invoice %s is on %s, where Veil does not yet see a plain transfer to an invoice's address, so the payee's invoice would not settle; nothing was paid. Ask the payee for an invoice on an EVM chain, or pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Chain)
+				}
+				// The payee's Veil settles it once told the transaction
+				// (POST /pay/<id>/paid), on this server or the link's.
+				claim = env.InvoiceLookup.PayLink(inv.ID) + "/paid"
+				if ref.link != "" && inv.AgentID == "" {
+					claim = claimURL(ref.link)
+				}
 			}
-			return payInvoiceNow(ctx, env, ic, inv, asset)
+			// What cannot reach the invoice's fresh address is refused
+			// before anything is sent.
+			if err := reachable(inv, asset); err != nil {
+				return nil, err
+			}
+			return payInvoiceNow(ctx, env, ic, inv, asset, claim)
 		},
 	}
 }
@@ -201,7 +218,11 @@ func invoiceKey(env *Env, inv PayableInvoice) string {
 	return "invoice/" + env.Agent.ID + "/" + string(inv.Chain) + "/" + to
 }
 
-func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableInvoice, asset Asset) (any, error) {
+// payInvoiceNow pays inv; with a claim URL (chains where the payee's Veil
+// does not scan transfers) it then names the transaction there, and a
+// failed claim leaves the payment standing (it is on chain, and paying
+// again answers the same transaction).
+func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableInvoice, asset Asset, claim string) (any, error) {
 	payee := orDefault(inv.Payee, "the payee")
 	label := fmt.Sprintf("%s (invoice %s)", payee, inv.ID)
 	key := invoiceKey(env, inv)
@@ -219,6 +240,13 @@ func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableI
 	}
 	res := &InvoicePaymentResult{Invoice: inv.ID, Payee: inv.Payee, Memo: inv.Memo, TxHash: tx.TxHash, TxLink: txLink(env, inv.Chain, tx),
 		Amount: inv.Amount, Asset: asset.Symbol, Chain: inv.Chain, PayTo: inv.PayTo}
+	if claim != "" {
+		if err := claimPaid(ctx, env, claim, tx.TxHash); err != nil {
+			res.Settlement = fmt.Sprintf("paid on chain, but the payee's server was not told (%v); the invoice settles when the payee or anyone sends {\"txHash\": %q} to %s, or when this invoice is paid again", err, tx.TxHash, claim)
+		} else {
+			res.Settlement = "the payee's server verified the transaction; the invoice is paid"
+		}
+	}
 	if env.Notifier != nil {
 		// Keyed by the invoice: paying it again (a retry, another chat)
 		// returns the first payment and announces nothing more.

@@ -32,6 +32,10 @@ func (f *fakeChains) PayAddress(ctx context.Context, req chains.SendRequest, lab
 // the connectors do.
 func (f *fakeChains) SettlesByTransfer(c chains.ID) bool { return c.Family() == chains.FamilyEVM }
 
+// VerifiesByHash: the fake verifies no payment by hash, so invoices on
+// other chains are refused before anything is sent.
+func (f *fakeChains) VerifiesByHash(chains.ID) bool { return false }
+
 func (f *fakeChains) PaymentTarget(c chains.ID, asset string) (uint64, string, bool) {
 	if c != chains.Base {
 		return 0, "", false
@@ -60,6 +64,8 @@ func (l *fakeLookup) ByAddress(ctx context.Context, c chains.ID, payTo string) (
 	}
 	return PayableInvoice{}, fmt.Errorf("%w: %s", ErrUnknownInvoice, payTo)
 }
+
+func (l *fakeLookup) PayLink(id string) string { return "https://veil.local/pay/" + id }
 
 func (l *fakeLookup) LocalID(link string) (string, bool) {
 	return strings.CutPrefix(link, "https://veil.local/pay/")
@@ -382,6 +388,33 @@ func TestParseInvoiceRef(t *testing.T) {
 		"https://veil.example/pay/abcdef12#x", "https://veil.example/pay/abc def12", "https://veil.example/pay/abcdef12/qr.svg", "javascript:alert(1)"} {
 		if _, err := parseInvoiceRef(bad); !errors.Is(err, ErrInvalidArgs) {
 			t.Errorf("%q: %v, want ErrInvalidArgs", bad, err)
+		}
+	}
+}
+
+// TestReachable: what cannot reach an invoice's fresh one-time address on
+// Stellar and Solana is refused before anything is sent.
+func TestReachable(t *testing.T) {
+	for _, c := range []struct {
+		chain         chains.ID
+		asset, amount string
+		refused       string
+	}{
+		{chains.Stellar, "XLM", "1", ""},
+		{chains.Stellar, "XLM", "0.9999999", "at least 1 XLM"},
+		{chains.Stellar, "USDC", "50", "no USDC trustline"},
+		{chains.Solana, "SOL", "0.00089088", ""},
+		{chains.Solana, "SOL", "0.00089087", "must hold"},
+		{chains.Solana, "USDC", "0.01", ""},
+		{chains.Base, "ETH", "0.000001", ""},
+	} {
+		asset, err := LookupAsset(c.chain, c.asset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = reachable(PayableInvoice{ID: "inv", Chain: c.chain, Asset: c.asset, Amount: c.amount}, asset)
+		if c.refused == "" && err != nil || c.refused != "" && (!errors.Is(err, ErrInvoiceNotPayable) || !strings.Contains(fmt.Sprint(err), c.refused)) {
+			t.Errorf("%s %s %s: %v, want refused %q", c.chain, c.amount, c.asset, err, c.refused)
 		}
 	}
 }

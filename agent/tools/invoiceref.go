@@ -67,6 +67,8 @@ type InvoiceLookup interface {
 	ByAddress(ctx context.Context, chain chains.ID, payTo string) (PayableInvoice, error)
 	// LocalID answers the invoice id of a payment link of this server.
 	LocalID(link string) (string, bool)
+	// PayLink is the payment link of this server's invoice id.
+	PayLink(id string) string
 }
 
 // InvoiceChains is what paying an invoice needs from the chains besides
@@ -86,6 +88,10 @@ type InvoiceChains interface {
 	// invoice's address on chain (the connector scans transfers), so the
 	// payee's invoice settles by itself once paid.
 	SettlesByTransfer(chain chains.ID) bool
+	// VerifiesByHash says whether the payee's Veil can verify a payment on
+	// chain by its transaction hash (chains.PaymentVerifier), so an invoice
+	// paid there settles once the payer names the transaction.
+	VerifiesByHash(chain chains.ID) bool
 }
 
 // invoiceRef is what the user named: a bare id, or a link and its id.

@@ -1,0 +1,215 @@
+//go:build !nodevnet
+
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/veilhq/veil/actors/agent"
+	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet/solanadev"
+	"github.com/veilhq/veil/chains/devnet/stellardev"
+	"github.com/veilhq/veil/chains/solana"
+	"github.com/veilhq/veil/chains/stellar"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/httpapi"
+	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/llm"
+	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/host"
+)
+
+// fundedConnector is a Stellar or Solana connector with its devnet's faucet.
+type fundedConnector interface {
+	chains.Connector
+	Fund(ctx context.Context, address string) (chains.TxResult, error)
+}
+
+// newLedgerServer is one Veil server on a fresh Stellar or Solana devnet.
+// Stellar's connector scans plain transfers (its scanner settles an
+// invoice); Solana's does not, so an invoice there settles when the payer
+// names the transaction (POST /pay/:id/paid).
+func newLedgerServer(t *testing.T, c chains.ID) (*moneyEnv, fundedConnector) {
+	t.Helper()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "veil.db"), persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root [32]byte
+	root[0] = 21
+	prov, err := software.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := enclave.WithPolicy(prov, policy.NewStore(st, time.Now))
+	var conn fundedConnector
+	switch c {
+	case chains.Stellar:
+		dev, err := stellardev.Start(ctx, stellardev.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = dev.Close() })
+		conn, err = stellar.New(ctx, dev.Config(), stellar.Options{Store: st, Signer: signer})
+		if err != nil {
+			t.Fatal(err)
+		}
+	case chains.Solana:
+		dev, err := solanadev.Start(ctx, solanadev.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = dev.Close() })
+		conn, err = solana.New(ctx, dev.Config(), solana.Options{Store: st, Signer: signer})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	var handler http.Handler = http.NotFoundHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models llm.Config
+	h := host.NewHost(system, agent.Loader(agent.Deps{
+		Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.ChainMap{c: ref},
+		Models:    func(p, key string) (llms.Model, error) { return models.Model(llm.Provider(p), key) },
+		PublicURL: srv.URL,
+		// pay_invoice tells the invoice's server (this test server, on
+		// loopback) the transaction.
+		HTTP: tools.NewWebClient(tools.WebOptions{AllowPrivate: true}),
+	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(h), Logger: quiet, TEE: prov})
+	handler = api
+	key, err := apikey.Bootstrap(ctx, st, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		_ = h.Stop(context.Background())
+		ref.Stop()
+		system.Shutdown()
+		_ = st.Close()
+	})
+	return &moneyEnv{env: &env{t: t, url: srv.URL, key: key, store: st, host: h, api: api}, ref: ref, enclave: prov}, conn
+}
+
+// TestPayInvoiceOnStellarAndSolana: on the Stellar and Solana devnets an
+// agent pays another agent's invoice with pay_invoice: the transfer
+// creates the invoice's one-time account with exactly its amount; on
+// Stellar the payee's scanner sees it, on Solana the payer names the
+// transaction to the invoice's server, which verifies it on chain (POST
+// /pay/:id/paid, through the agent's web client); the invoice settles once
+// with one invoice_paid, the payer gets one payment_sent, and paying
+// again moves nothing. A claim with a transaction that paid something
+// else is refused; amounts a new account cannot hold are refused before
+// anything is sent.
+func TestPayInvoiceOnStellarAndSolana(t *testing.T) {
+	for _, tc := range []struct {
+		chain            chains.ID
+		invoice, amount  string
+		asset            string
+		tooSmall, reason string
+		// scans: the payee's Veil sees the plain transfer (Stellar's
+		// scanner); otherwise the payer names the transaction (Solana).
+		scans bool
+	}{
+		{chains.Stellar, "create an invoice for 2 XLM for the design work", "2", "XLM", "create an invoice for 0.5 XLM for a sticker", "at least 1 XLM", true},
+		{chains.Solana, "create an invoice for 0.25 SOL for the design work", "0.25", "SOL", "create an invoice for 0.0001 SOL for a sticker", "a new Solana account must hold", false},
+	} {
+		t.Run(string(tc.chain), func(t *testing.T) {
+			ctx := context.Background()
+			e, conn := newLedgerServer(t, tc.chain)
+			payer := e.create(t, newEdOwner(t, string(tc.chain)), "payer", string(tc.chain))
+			payee := e.create(t, newEdOwner(t, string(tc.chain)), "payee", string(tc.chain))
+			if _, err := conn.Fund(ctx, payer.Address); err != nil {
+				t.Fatal(err)
+			}
+			if tc.scans {
+				e.startScanner(t)
+			}
+			inv := e.createInvoice(t, payee.ID, tc.invoice)
+			name, status, detail := e.tool(t, payer.ID, "pay invoice "+inv.ID)
+			var paid struct{ Invoice, TxHash, Amount, Asset, PayTo, Settlement string }
+			if err := json.Unmarshal([]byte(detail), &paid); name != "pay_invoice" || status != "success" || err != nil ||
+				paid.Invoice != inv.ID || paid.Amount != tc.amount || paid.Asset != tc.asset || paid.PayTo != inv.PayTo || tc.scans != (paid.Settlement == "") {
+				t.Fatalf("pay invoice: %s %s %s", name, status, detail)
+			}
+			if tc.scans {
+				e.waitPaid(t, inv.ID)
+			} else if !strings.Contains(paid.Settlement, "the invoice is paid") {
+				t.Fatalf("the payee's server was not told: %s", paid.Settlement)
+			}
+			var got invoiceJSON
+			e.do("GET", "/invoice/"+inv.ID, e.key, nil).decode(t, &got)
+			if got.Status != "paid" || got.TxHash == nil || *got.TxHash != paid.TxHash {
+				t.Fatalf("the payee's invoice after the payment: %+v", got)
+			}
+			// Exactly the invoice's amount reached its address.
+			transfers, err := conn.(chains.PaymentVerifier).TransfersIn(ctx, paid.TxHash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent []string
+			for _, tr := range transfers {
+				if tr.To == inv.PayTo {
+					sent = append(sent, tr.Amount+" "+tr.Asset)
+				}
+			}
+			if strings.Join(sent, ",") != tc.amount+" "+tc.asset {
+				t.Fatalf("the transaction sent %v to the invoice's address, want %s %s", sent, tc.amount, tc.asset)
+			}
+			// Paying again moves nothing; the same claim again is the
+			// paid invoice.
+			e.steps(t, payer.ID, []step{{"pay invoice " + inv.ID, "pay_invoice", "error", "already paid"}})
+			if r := e.do("POST", "/pay/"+inv.ID+"/paid", "", map[string]string{"txHash": paid.TxHash}); r.status != 200 {
+				t.Fatalf("the claim again = %d %s", r.status, r.body)
+			}
+			// A transaction that paid something else settles nothing.
+			other := e.createInvoice(t, payee.ID, tc.invoice)
+			msg, code := e.do("POST", "/pay/"+other.ID+"/paid", "", map[string]string{"txHash": paid.TxHash}).errorBody(t)
+			if code != 400 || !strings.Contains(msg, "pays nothing") {
+				t.Fatalf("a claim with another invoice's transaction = %d %q", code, msg)
+			}
+			if msg, code := e.do("POST", "/pay/"+inv.ID+"/paid", "", map[string]string{"txHash": strings.Repeat("1", 64)}).errorBody(t); code != 409 {
+				t.Fatalf("another hash on the paid invoice = %d %q", code, msg)
+			}
+			e.do("GET", "/invoice/"+other.ID, e.key, nil).decode(t, &got)
+			if got.Status != "pending" {
+				t.Fatalf("the other invoice: %+v", got)
+			}
+			// An amount a new account cannot hold: refused before sending.
+			small := e.createInvoice(t, payee.ID, tc.tooSmall)
+			e.steps(t, payer.ID, []step{{"pay invoice " + small.ID, "pay_invoice", "error", tc.reason}})
+
+			in := e.notes(t, payee.ID)
+			if countType(in, agent.NoteInvoicePaid) != 1 {
+				t.Fatalf("payee notifications %+v", in.Notifications)
+			}
+			if n := countType(e.notes(t, payer.ID), "payment_sent"); n != 1 {
+				t.Fatalf("payer has %d payment_sent", n)
+			}
+		})
+	}
+}
