@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,11 +42,39 @@ type fundedConnector interface {
 	Fund(ctx context.Context, address string) (chains.TxResult, error)
 }
 
-// newLedgerServer is one Veil server on a fresh Stellar or Solana devnet.
-// Stellar's connector scans plain transfers (its scanner settles an
-// invoice); Solana's does not, so an invoice there settles when the payer
-// names the transaction (POST /pay/:id/paid).
-func newLedgerServer(t *testing.T, c chains.ID) (*moneyEnv, fundedConnector) {
+// ledgerDevnet starts a fresh Stellar or Solana devnet and answers how
+// a Veil server connects to it (its own store and signer).
+func ledgerDevnet(t *testing.T, c chains.ID) func(st persistence.Store, signer chains.Signer) (fundedConnector, error) {
+	t.Helper()
+	ctx := context.Background()
+	switch c {
+	case chains.Stellar:
+		dev, err := stellardev.Start(ctx, stellardev.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = dev.Close() })
+		return func(st persistence.Store, signer chains.Signer) (fundedConnector, error) {
+			return stellar.New(ctx, dev.Config(), stellar.Options{Store: st, Signer: signer})
+		}
+	default:
+		dev, err := solanadev.Start(ctx, solanadev.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = dev.Close() })
+		return func(st persistence.Store, signer chains.Signer) (fundedConnector, error) {
+			return solana.New(ctx, dev.Config(), solana.Options{Store: st, Signer: signer})
+		}
+	}
+}
+
+// newLedgerServer is one Veil server (its own store and enclave root) on
+// a Stellar or Solana devnet (ledgerDevnet); two on one devnet can pay
+// each other's invoices. Stellar's connector scans plain transfers (its
+// scanner settles an invoice); Solana's does not, so an invoice there
+// settles when the payer names the transaction (POST /pay/:id/paid).
+func newLedgerServer(t *testing.T, c chains.ID, rootByte byte, connect func(persistence.Store, chains.Signer) (fundedConnector, error)) (*moneyEnv, fundedConnector) {
 	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -54,34 +83,14 @@ func newLedgerServer(t *testing.T, c chains.ID) (*moneyEnv, fundedConnector) {
 		t.Fatal(err)
 	}
 	var root [32]byte
-	root[0] = 21
+	root[0] = rootByte
 	prov, err := software.New(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer := enclave.WithPolicy(prov, policy.NewStore(st, time.Now))
-	var conn fundedConnector
-	switch c {
-	case chains.Stellar:
-		dev, err := stellardev.Start(ctx, stellardev.Options{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = dev.Close() })
-		conn, err = stellar.New(ctx, dev.Config(), stellar.Options{Store: st, Signer: signer})
-		if err != nil {
-			t.Fatal(err)
-		}
-	case chains.Solana:
-		dev, err := solanadev.Start(ctx, solanadev.Options{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = dev.Close() })
-		conn, err = solana.New(ctx, dev.Config(), solana.Options{Store: st, Signer: signer})
-		if err != nil {
-			t.Fatal(err)
-		}
+	conn, err := connect(st, enclave.WithPolicy(prov, policy.NewStore(st, time.Now)))
+	if err != nil {
+		t.Fatal(err)
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	var handler http.Handler = http.NotFoundHandler()
@@ -140,7 +149,7 @@ func TestPayInvoiceOnStellarAndSolana(t *testing.T) {
 	} {
 		t.Run(string(tc.chain), func(t *testing.T) {
 			ctx := context.Background()
-			e, conn := newLedgerServer(t, tc.chain)
+			e, conn := newLedgerServer(t, tc.chain, 21, ledgerDevnet(t, tc.chain))
 			payer := e.create(t, newEdOwner(t, string(tc.chain)), "payer", string(tc.chain))
 			payee := e.create(t, newEdOwner(t, string(tc.chain)), "payee", string(tc.chain))
 			if _, err := conn.Fund(ctx, payer.Address); err != nil {
@@ -212,4 +221,65 @@ func TestPayInvoiceOnStellarAndSolana(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPayForeignSolanaInvoiceClaim: an agent pays another Veil server's
+// Solana invoice by its link. The first claim does not reach that server
+// (it answers 503): the payment stands, the answer says how the invoice
+// still settles, and the invoice stays pending there. Paying again sends
+// nothing (the same transaction, under the invoice's key) and its claim
+// settles the invoice once.
+func TestPayForeignSolanaInvoiceClaim(t *testing.T) {
+	ctx := context.Background()
+	connect := ledgerDevnet(t, chains.Solana)
+	e, conn := newLedgerServer(t, chains.Solana, 21, connect)
+	far, _ := newLedgerServer(t, chains.Solana, 22, connect)
+	// far behind a front that refuses the first claim.
+	var refused atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && refused.CompareAndSwap(false, true) {
+			http.Error(w, `{"message":"down for maintenance","statusCode":503}`, http.StatusServiceUnavailable)
+			return
+		}
+		far.api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	payer := e.create(t, newEdOwner(t, "solana"), "payer", "solana")
+	payee := far.create(t, newEdOwner(t, "solana"), "payee", "solana")
+	if _, err := conn.Fund(ctx, payer.Address); err != nil {
+		t.Fatal(err)
+	}
+	inv := far.createInvoice(t, payee.ID, "create an invoice for 0.3 SOL for the translation")
+	link := front.URL + "/pay/" + inv.ID
+	pay := func() (txHash, settlement string) {
+		t.Helper()
+		name, status, detail := e.tool(t, payer.ID, "pay "+link)
+		var d struct{ TxHash, Settlement string }
+		if err := json.Unmarshal([]byte(detail), &d); name != "pay_invoice" || status != "success" || err != nil || d.TxHash == "" {
+			t.Fatalf("pay %s: %s %s %s", link, name, status, detail)
+		}
+		return d.TxHash, d.Settlement
+	}
+	first, settlement := pay()
+	if !strings.Contains(settlement, "was not told") || !strings.Contains(settlement, first) || !strings.Contains(settlement, link+"/paid") {
+		t.Fatalf("a failed claim: %q", settlement)
+	}
+	if s := far.invoiceStatus(t, inv.ID); s != "pending" {
+		t.Fatalf("the invoice is %s before any claim reached its server", s)
+	}
+	again, settlement := pay()
+	if again != first || !strings.Contains(settlement, "the invoice is paid") {
+		t.Fatalf("paying again: %s (first %s), %q", again, first, settlement)
+	}
+	if s := far.invoiceStatus(t, inv.ID); s != "paid" {
+		t.Fatalf("the invoice is %s after the claim", s)
+	}
+	if n := countType(far.notes(t, payee.ID), agent.NoteInvoicePaid); n != 1 {
+		t.Fatalf("%d invoice_paid", n)
+	}
+	if n := countType(e.notes(t, payer.ID), "payment_sent"); n != 1 {
+		t.Fatalf("%d payment_sent", n)
+	}
+	e.steps(t, payer.ID, []step{{"pay " + link, "pay_invoice", "error", "already paid"}})
 }
