@@ -32,50 +32,19 @@ func load(b *testing.B, n int, want int, do func(c *http.Client, i int) int) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// drive is the loader: n requests over `clients` concurrent clients, each
-// with its own keep-alive connection. It returns requests/s and the sorted
-// latencies, and fails the benchmark if any request got another status.
+// drive is the closed-loop loader: n requests over `clients` concurrent
+// clients, each with its own keep-alive connection, each sending its next
+// request as soon as the last is answered (driveAtRate with no rate).
 func drive(b *testing.B, n int, want int, do func(c *http.Client, i int) int) (float64, []time.Duration) {
-	b.Helper()
-	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
-	lat := make([]time.Duration, n)
-	var next atomic.Int64
-	var bad atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				if do(c, i) != want {
-					bad.Add(1)
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if bad.Load() > 0 {
-		b.Fatalf("%d of %d requests failed", bad.Load(), n)
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return float64(n) / elapsed.Seconds(), lat
+	return driveAtRate(b, n, 0, want, do)
 }
 
 // driveAtRate is the open-loop loader: request i is due at start + i/rate
 // whatever the server's speed, sent by the first of `clients` workers free
 // at that moment, and its latency counts from when it was due (so a
 // request that waited for a free worker is charged the wait: no
-// coordinated omission). It returns the achieved requests/s and the sorted
+// coordinated omission). With rate 0 a request is due when a worker takes
+// it (closed loop). It returns the achieved requests/s and the sorted
 // latencies, and fails the benchmark if any request got another status.
 func driveAtRate(b *testing.B, n int, rate float64, want int, do func(c *http.Client, i int) int) (float64, []time.Duration) {
 	b.Helper()
@@ -86,7 +55,10 @@ func driveAtRate(b *testing.B, n int, rate float64, want int, do func(c *http.Cl
 	var next atomic.Int64
 	var bad atomic.Int64
 	var wg sync.WaitGroup
-	interval := time.Duration(float64(time.Second) / rate)
+	var interval time.Duration
+	if rate > 0 {
+		interval = time.Duration(float64(time.Second) / rate)
+	}
 	start := time.Now()
 	for w := 0; w < clients; w++ {
 		wg.Add(1)
@@ -97,8 +69,11 @@ func driveAtRate(b *testing.B, n int, rate float64, want int, do func(c *http.Cl
 				if i >= n {
 					return
 				}
-				due := start.Add(time.Duration(i) * interval)
-				time.Sleep(time.Until(due))
+				due := time.Now()
+				if interval > 0 {
+					due = start.Add(time.Duration(i) * interval)
+					time.Sleep(time.Until(due))
+				}
 				if do(c, i) != want {
 					bad.Add(1)
 				}
