@@ -335,7 +335,7 @@ func negated(cw []word) bool {
 		}
 		skip := false
 		for _, p := range notNegation {
-			if j := seq(cw, p); j >= 0 && j <= i && i < j+len(strings.Fields(p)) {
+			if j := seq(cw, p); j >= 0 && j <= i && i < j+phraseLen(p) {
 				skip = true
 			}
 		}
