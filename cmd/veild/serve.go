@@ -20,6 +20,7 @@ import (
 	enclaveactor "github.com/veilhq/veil/actors/enclave"
 	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/dstack"
 	"github.com/veilhq/veil/enclave/software"
@@ -135,7 +136,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	webPrivate := cfg.AgentWebReach.allowPrivate(chainSet.realCount())
 	log.Info("agents' web requests", "reach", cfg.AgentWebReach.String(), "private_addresses", webPrivate)
 	deps := agent.Deps{
-		HTTP:      agentWebClient(webPrivate),
+		HTTP:      tools.NewWebClient(tools.WebOptions{AllowPrivate: webPrivate}),
 		Store:     store,
 		Feed:      feed,
 		Log:       log,

@@ -1,12 +1,6 @@
 package main
 
-import (
-	"fmt"
-	"net/http"
-	"time"
-
-	"github.com/veilhq/veil/agent/tools"
-)
+import "fmt"
 
 // webReach is --agent-web-reach: which hosts the agents' own web requests
 // (pay_invoice's foreign payment links, fetch_paid's URLs) may reach.
@@ -51,9 +45,4 @@ func (w webReach) allowPrivate(realChains int) bool {
 		return false
 	}
 	return realChains == 0
-}
-
-// agentWebClient is the agents' web client for the resolved mode.
-func agentWebClient(allowPrivate bool) *http.Client {
-	return tools.NewWebClient(tools.WebOptions{AllowPrivate: allowPrivate, Timeout: 30 * time.Second})
 }
