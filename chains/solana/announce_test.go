@@ -1,0 +1,112 @@
+//go:build !nodevnet
+
+package solana_test
+
+import (
+	"crypto/rand"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet/solanadev"
+	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/persistence"
+)
+
+// slotClock is the devnet's clock, moved by the test: the transactions sent
+// between two moves share a slot.
+type slotClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *slotClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *slotClock) nextSlot() {
+	c.mu.Lock()
+	c.t = c.t.Add(solanadev.SlotDuration)
+	c.mu.Unlock()
+}
+
+// TestAnnouncementsInIsWhatScanReads: AnnouncementsIn returns, for each
+// payment, exactly the announcement Scan reads (every field, Position
+// included, also for two payments in one slot); nothing for a confirmed
+// transaction that announced nothing; ErrNotFound for an unknown one.
+func TestAnnouncementsInIsWhatScanReads(t *testing.T) {
+	clock := &slotClock{t: time.Now()}
+	e := &env{t: t, dir: t.TempDir()}
+	var root [32]byte
+	_, _ = rand.Read(root[:])
+	enc, err := software.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.enc = enc
+	if e.dev, err = solanadev.Start(bg, solanadev.Options{Dir: e.dir, Now: clock.now}); err != nil {
+		t.Fatal(err)
+	}
+	if e.store, err = persistence.OpenBolt(filepath.Join(e.dir, "veil.db"), persistence.BoltOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.conn = e.connect()
+	t.Cleanup(func() {
+		e.dev.Close()
+		e.store.Close()
+	})
+	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
+	bob := e.agent("00000000-0000-0000-0000-00000000000b", true)
+	reg, err := e.conn.RegisterName(bg, bob.ref, bob.keys.Address, "bob", bob.keys.MetaAddress)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clock.nextSlot()
+	var sent []string
+	for i, p := range []struct{ asset, amount string }{{"SOL", "1.5"}, {"USDC", "12.5"}, {"SOL", "0.25"}} {
+		if i == 2 {
+			clock.nextSlot()
+		}
+		r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: p.asset, Amount: amt(p.amount), To: bob.keys.MetaAddress, IdempotencyKey: "pay-" + p.amount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, r.TxHash)
+	}
+	anns, _, err := e.conn.Scan(bg, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(anns) != len(sent) {
+		t.Fatalf("scan read %d announcements, sent %d: %+v", len(anns), len(sent), anns)
+	}
+	for i, a := range anns {
+		if a.TxHash != sent[i] {
+			t.Fatalf("scan's announcement %d is of %s, sent %s", i, a.TxHash, sent[i])
+		}
+		in, err := e.conn.AnnouncementsIn(bg, a.TxHash)
+		if err != nil || len(in) != 1 || !reflect.DeepEqual(in[0], a) {
+			t.Fatalf("AnnouncementsIn(%s) = %+v %v, scanned %+v", a.TxHash, in, err, a)
+		}
+	}
+	// The first two share a slot: Position tells them apart as Scan does.
+	if anns[0].Position>>20 != anns[1].Position>>20 || anns[0].Position == anns[1].Position {
+		t.Fatalf("positions of one slot's payments: %d, %d", anns[0].Position, anns[1].Position)
+	}
+	if in, err := e.conn.AnnouncementsIn(bg, reg.TxHash); err != nil || len(in) != 0 {
+		t.Fatalf("AnnouncementsIn(a name registration) = %+v %v", in, err)
+	}
+	if _, err := e.conn.AnnouncementsIn(bg, "1111111111111111111111111111111111111111111111111111111111111111"); !errors.Is(err, chains.ErrNotFound) {
+		t.Fatalf("AnnouncementsIn(unknown) = %v", err)
+	}
+	if _, err := e.conn.AnnouncementsIn(bg, "not a signature"); !errors.Is(err, chains.ErrNotFound) {
+		t.Fatalf("AnnouncementsIn(garbage) = %v", err)
+	}
+}
