@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,10 +17,10 @@ import (
 // state of the last commit before it began, and writers go on meanwhile.
 // It implements io.WriterTo.
 func (s *Bolt) WriteTo(w io.Writer) (int64, error) {
-	if err := s.enter(); err != nil {
+	if err := s.c.Enter(context.Background()); err != nil {
 		return 0, err
 	}
-	defer s.gate.Leave()
+	defer s.c.Leave()
 	var n int64
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error

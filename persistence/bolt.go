@@ -13,8 +13,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/veilhq/veil/persistence/internal/gate"
 	"github.com/veilhq/veil/persistence/internal/groupcommit"
+	keyprefix "github.com/veilhq/veil/persistence/internal/prefix"
 )
 
 // Errors OpenBolt wraps so that veild can tell an operator what to do
@@ -93,9 +93,8 @@ type Bolt struct {
 	path string
 	opts BoltOptions
 
-	gate gate.Gate // admits calls until Close
-
-	c *groupcommit.Queue[[]Op] // nil with NoGroupCommit
+	// c admits calls until Close and group-commits Apply's batches.
+	c *groupcommit.Queue[[]Op]
 
 	hooks testHooks
 }
@@ -157,9 +156,10 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 		return nil, err
 	}
 	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
-	if !opts.NoGroupCommit {
-		s.c = groupcommit.Start(opts.MaxGroup, 0, s.commitGroup, hooks.enqueued)
-	}
+	s.c = groupcommit.Start(groupcommit.Config[[]Op]{
+		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup,
+		Commit: s.commitGroup, Enqueued: hooks.enqueued,
+	})
 	return s, nil
 }
 
@@ -182,24 +182,12 @@ func checkSize(db *bolt.DB, path string) error {
 // Path returns the data file's path.
 func (s *Bolt) Path() string { return s.path }
 
-// enter admits a call, or reports ErrClosed. Every successful enter must be
-// paired with s.gate.Leave().
-func (s *Bolt) enter() error {
-	if !s.gate.Enter() {
-		return ErrClosed
-	}
-	return nil
-}
-
 // Close rejects new calls with ErrClosed, waits for the calls already
 // admitted (their batches commit normally), stops the committer and closes
 // the file. Closing twice is a no-op.
 func (s *Bolt) Close() error {
-	if !s.gate.Close() {
+	if !s.c.Close() {
 		return nil
-	}
-	if s.c != nil {
-		s.c.Stop()
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close data file %s: %w", s.path, err)
@@ -209,19 +197,13 @@ func (s *Bolt) Close() error {
 
 // Get implements Store.
 func (s *Bolt) Get(ctx context.Context, table, key string) (Record, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidateGet(table, key); err != nil {
 		return Record{}, err
 	}
-	if err := validateKey(key); err != nil {
+	if err := s.c.Enter(ctx); err != nil {
 		return Record{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return Record{}, err
-	}
-	if err := s.enter(); err != nil {
-		return Record{}, err
-	}
-	defer s.gate.Leave()
+	defer s.c.Leave()
 	var rec Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(table))
@@ -257,19 +239,13 @@ const listCtxEvery = 256
 
 // List implements Store.
 func (s *Bolt) List(ctx context.Context, table string, q Query) ([]Record, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidateList(table, q); err != nil {
 		return nil, err
 	}
-	if q.Limit < 0 {
-		return nil, fmt.Errorf("%w: negative limit %d", ErrInvalid, q.Limit)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.c.Enter(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.gate.Leave()
+	defer s.c.Leave()
 	var out []Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(table))
@@ -331,7 +307,7 @@ func seekForward(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
 // with prefix. The caller stops at the first key without prefix, which also
 // covers a bound that falls below the prefix's range.
 func seekReverse(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
-	hi, bounded := prefixEnd(prefix)
+	hi, bounded := keyprefix.End(prefix)
 	if len(after) > 0 && (!bounded || bytes.Compare(after, hi) < 0) {
 		hi, bounded = after, true
 	}
@@ -342,19 +318,6 @@ func seekReverse(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
 		return c.Last()
 	}
 	return c.Prev()
-}
-
-// prefixEnd returns the smallest key greater than every key that starts
-// with prefix, and false when there is none (empty prefix or all 0xff).
-func prefixEnd(prefix []byte) ([]byte, bool) {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1], true
-		}
-	}
-	return nil, false
 }
 
 func advance(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
@@ -380,80 +343,4 @@ func decodeRecord(raw []byte) (uint64, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: record with version 0", ErrCorrupt)
 	}
 	return v, raw[versionLen:], nil
-}
-
-func validateTable(table string) error {
-	switch {
-	case table == "":
-		return fmt.Errorf("%w: empty table name", ErrInvalid)
-	case len(table) > MaxTableLen:
-		return fmt.Errorf("%w: table name of %d bytes (max %d)", ErrInvalid, len(table), MaxTableLen)
-	}
-	return nil
-}
-
-func validateKey(key string) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty key", ErrInvalid)
-	case len(key) > MaxKeyLen:
-		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrInvalid, len(key), MaxKeyLen)
-	}
-	return nil
-}
-
-// validateOps rejects a batch before it reaches the committer, so that a
-// malformed op can never fail the shared transaction of a whole group.
-func validateOps(ops []Op) error {
-	if len(ops) == 0 {
-		return fmt.Errorf("%w: empty batch", ErrInvalid)
-	}
-	for i, op := range ops {
-		if err := validateOp(op); err != nil {
-			return fmt.Errorf("op %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
-func validateOp(op Op) error {
-	if err := validateTable(op.Table); err != nil {
-		return err
-	}
-	switch op.Kind {
-	case OpPut, OpDelete, OpCheck:
-		if err := validateKey(op.Key); err != nil {
-			return fmt.Errorf("%s: %w", op.Table, err)
-		}
-	case OpDeletePrefix:
-		// An empty prefix would wipe the table; nothing in Veil needs that,
-		// and a bug that builds an empty prefix must not.
-		if op.Key == "" {
-			return fmt.Errorf("%w: %s: delete with empty prefix", ErrInvalid, op.Table)
-		}
-		if len(op.Key) > MaxKeyLen {
-			return fmt.Errorf("%w: %s: prefix of %d bytes (max %d)", ErrInvalid, op.Table, len(op.Key), MaxKeyLen)
-		}
-		if op.Expect.Kind != ExpectAny {
-			return fmt.Errorf("%w: %s: delete-prefix takes no expectation", ErrInvalid, op.Table)
-		}
-	default:
-		return fmt.Errorf("%w: unknown op kind %d", ErrInvalid, op.Kind)
-	}
-	if op.Kind != OpPut && op.Value != nil {
-		return fmt.Errorf("%w: %s/%q: value on a non-put op", ErrInvalid, op.Table, op.Key)
-	}
-	if len(op.Value) > MaxValueLen {
-		return fmt.Errorf("%w: %s/%q: value of %d bytes (max %d)", ErrInvalid, op.Table, op.Key, len(op.Value), MaxValueLen)
-	}
-	switch op.Expect.Kind {
-	case ExpectAny, ExpectAbsent:
-	case ExpectVersion:
-		if op.Expect.Version == 0 {
-			return fmt.Errorf("%w: %s/%q: version 0 never exists (use Absent)", ErrInvalid, op.Table, op.Key)
-		}
-	default:
-		return fmt.Errorf("%w: %s/%q: unknown expectation kind %d", ErrInvalid, op.Table, op.Key, op.Expect.Kind)
-	}
-	return nil
 }

@@ -28,23 +28,10 @@ type request = groupcommit.Request[[]Op]
 // Apply waits for the commit and reports its real outcome, because the write
 // may already be durable.
 func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
-	if err := validateOps(ops); err != nil {
+	if err := ValidateBatch(ops); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.gate.Leave()
-
-	r := groupcommit.NewRequest(ops, 0)
-	if s.c == nil {
-		s.commitGroup([]*request{r})
-		return r.Versions, r.Err
-	}
-	return s.c.Wait(ctx, r)
+	return s.c.Apply(ctx, groupcommit.NewRequest(ops, 0))
 }
 
 // commitGroup runs every request of group in one transaction and answers
@@ -158,7 +145,7 @@ func plan(tx *bolt.Tx, ops []Op) ([]step, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !holds(op.Expect, cur) {
+		if !op.Expect.Holds(cur) {
 			return nil, &ConflictError{Table: op.Table, Key: op.Key, Expected: op.Expect, Actual: cur}
 		}
 		switch op.Kind {
@@ -170,17 +157,6 @@ func plan(tx *bolt.Tx, ops []Op) ([]step, error) {
 		}
 	}
 	return steps, nil
-}
-
-func holds(e Expect, cur uint64) bool {
-	switch e.Kind {
-	case ExpectAbsent:
-		return cur == 0
-	case ExpectVersion:
-		return cur == e.Version
-	default:
-		return true
-	}
 }
 
 // write applies a planned batch. An error here leaves the batch half done,

@@ -298,25 +298,3 @@ func TestObserveGetsGroupSize(t *testing.T) {
 		t.Fatalf("Observe saw groups of %d and %d, want 1 and 5", a, b)
 	}
 }
-
-func TestPrefixEnd(t *testing.T) {
-	tests := []struct {
-		in, want string
-		ok       bool
-	}{
-		{"", "", false},
-		{"a", "b", true},
-		{"a/", "a0", true},
-		{"a\xff", "b", true},
-		{"a\xff\xff", "b", true},
-		{"\xfe\xff", "\xff", true},
-		{"\xff", "", false},
-		{"\xff\xff", "", false},
-	}
-	for _, tc := range tests {
-		got, ok := prefixEnd([]byte(tc.in))
-		if string(got) != tc.want || ok != tc.ok {
-			t.Errorf("prefixEnd(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}

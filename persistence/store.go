@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/veilhq/veil/persistence/internal/gate"
 )
 
 // Sentinel errors. Match them with errors.Is.
@@ -22,8 +24,9 @@ var (
 	// (a stale version, a key that already exists, a key that is missing).
 	// The concrete error is a *ConflictError.
 	ErrConflict = errors.New("persistence: conflict")
-	// ErrClosed reports a call on a store that has been closed.
-	ErrClosed = errors.New("persistence: store closed")
+	// ErrClosed reports a call on a store that has been closed. It is the
+	// error of the gate both stores admit calls through.
+	ErrClosed = gate.ErrClosed
 	// ErrInvalid reports a malformed request (empty table, empty key, ...).
 	ErrInvalid = errors.New("persistence: invalid operation")
 )
@@ -78,6 +81,18 @@ func (e Expect) String() string {
 		return fmt.Sprintf("version %d", e.Version)
 	default:
 		return "any"
+	}
+}
+
+// Holds reports whether a record at version cur (0: absent) meets e.
+func (e Expect) Holds(cur uint64) bool {
+	switch e.Kind {
+	case ExpectAbsent:
+		return cur == 0
+	case ExpectVersion:
+		return cur == e.Version
+	default:
+		return true
 	}
 }
 

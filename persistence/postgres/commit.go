@@ -11,6 +11,7 @@ import (
 
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/persistence/internal/groupcommit"
+	keyprefix "github.com/veilhq/veil/persistence/internal/prefix"
 )
 
 // Group commit. A commit waits for PostgreSQL to flush its WAL, and each
@@ -40,27 +41,14 @@ type request = groupcommit.Request[[]persistence.Op]
 // may already be committed. The transaction runs under the committer's own
 // context (bounded by CommitTimeout), never a caller's.
 func (s *Store) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, error) {
-	if err := validateOps(ops); err != nil {
+	if err := persistence.ValidateBatch(ops); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.gate.Leave()
-
 	size := 0
 	for _, op := range ops {
 		size += len(op.Value)
 	}
-	r := groupcommit.NewRequest(ops, size)
-	if s.c == nil {
-		s.commitGroup([]*request{r})
-		return r.Versions, r.Err
-	}
-	return s.c.Wait(ctx, r)
+	return s.c.Apply(ctx, groupcommit.NewRequest(ops, size))
 }
 
 // groupAttempts bounds how often a group is run again after a serialization
@@ -254,7 +242,7 @@ func (g *groupTx) queueBatch(b *pgx.Batch, items []item, ri int) []item {
 				// A check with Any asserts nothing.
 			}
 		case persistence.OpDeletePrefix:
-			if end, ok := prefixEnd(key); ok {
+			if end, ok := keyprefix.End(key); ok {
 				q(j, false, stDeletePrefix, tbl, key, end)
 			} else {
 				q(j, false, stDeletePrefixOpen, tbl, key)
@@ -321,7 +309,7 @@ func (g *groupTx) preciseOp(ctx context.Context, op persistence.Op) (uint64, *pe
 	tbl, key := []byte(op.Table), []byte(op.Key)
 	switch {
 	case op.Kind == persistence.OpDeletePrefix:
-		if end, ok := prefixEnd(key); ok {
+		if end, ok := keyprefix.End(key); ok {
 			return 0, nil, g.exec(ctx, stDeletePrefix, tbl, key, end)
 		}
 		return 0, nil, g.exec(ctx, stDeletePrefixOpen, tbl, key)
@@ -336,7 +324,7 @@ func (g *groupTx) preciseOp(ctx context.Context, op persistence.Op) (uint64, *pe
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, nil, err
 		}
-		if !holds(op.Expect, uint64(cur)) {
+		if !op.Expect.Holds(uint64(cur)) {
 			return 0, &persistence.ConflictError{Table: op.Table, Key: op.Key, Expected: op.Expect, Actual: uint64(cur)}, nil
 		}
 		if cur > 0 {
@@ -374,17 +362,6 @@ func (g *groupTx) preciseOp(ctx context.Context, op persistence.Op) (uint64, *pe
 		return 0, nil, g.exec(ctx, stDeleteAny, tbl, key)
 	}
 	return 0, nil, fmt.Errorf("%s/%q changed under each of %d reads", op.Table, op.Key, preciseAttempts)
-}
-
-func holds(e persistence.Expect, cur uint64) bool {
-	switch e.Kind {
-	case persistence.ExpectAbsent:
-		return cur == 0
-	case persistence.ExpectVersion:
-		return cur == e.Version
-	default:
-		return true
-	}
 }
 
 // value is op's value as a parameter: never nil, which pgx would send as

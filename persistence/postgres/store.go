@@ -26,8 +26,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/veilhq/veil/persistence"
-	"github.com/veilhq/veil/persistence/internal/gate"
 	"github.com/veilhq/veil/persistence/internal/groupcommit"
+	keyprefix "github.com/veilhq/veil/persistence/internal/prefix"
 )
 
 // Options tunes Open. The zero value is the production setting.
@@ -76,9 +76,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	opts Options
 
-	gate gate.Gate // admits calls until Close
-
-	c *groupcommit.Queue[[]persistence.Op] // nil with NoGroupCommit
+	// c admits calls until Close and group-commits Apply's batches.
+	c *groupcommit.Queue[[]persistence.Op]
 
 	hooks testHooks
 }
@@ -156,9 +155,10 @@ func open(ctx context.Context, dsn string, opts Options, hooks testHooks) (*Stor
 	pc.Release()
 
 	s := &Store{pool: pool, opts: opts, hooks: hooks}
-	if !opts.NoGroupCommit {
-		s.c = groupcommit.Start(opts.MaxGroup, opts.MaxGroupBytes, s.commitGroup, nil)
-	}
+	s.c = groupcommit.Start(groupcommit.Config[[]persistence.Op]{
+		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup, MaxBytes: opts.MaxGroupBytes,
+		Commit: s.commitGroup,
+	})
 	return s, nil
 }
 
@@ -182,24 +182,12 @@ func checkDurable(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// enter admits a call, or reports ErrClosed. Every successful enter must be
-// paired with s.gate.Leave().
-func (s *Store) enter() error {
-	if !s.gate.Enter() {
-		return persistence.ErrClosed
-	}
-	return nil
-}
-
 // Close rejects new calls with ErrClosed, waits for the calls already
 // admitted (their batches commit normally), stops the committer and closes
 // the connection pool. Closing twice is a no-op.
 func (s *Store) Close() error {
-	if !s.gate.Close() {
+	if !s.c.Close() {
 		return nil
-	}
-	if s.c != nil {
-		s.c.Stop()
 	}
 	s.pool.Close()
 	return nil
@@ -207,19 +195,13 @@ func (s *Store) Close() error {
 
 // Get implements persistence.Store.
 func (s *Store) Get(ctx context.Context, table, key string) (persistence.Record, error) {
-	if err := validateTable(table); err != nil {
+	if err := persistence.ValidateGet(table, key); err != nil {
 		return persistence.Record{}, err
 	}
-	if err := validateKey(key); err != nil {
+	if err := s.c.Enter(ctx); err != nil {
 		return persistence.Record{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return persistence.Record{}, err
-	}
-	if err := s.enter(); err != nil {
-		return persistence.Record{}, err
-	}
-	defer s.gate.Leave()
+	defer s.c.Leave()
 	var (
 		val []byte
 		ver int64
@@ -246,19 +228,13 @@ func (s *Store) Get(ctx context.Context, table, key string) (persistence.Record,
 // primary key (tbl, rkey); BYTEA compares byte-wise, which is the order the
 // contract asks for.
 func (s *Store) List(ctx context.Context, table string, q persistence.Query) ([]persistence.Record, error) {
-	if err := validateTable(table); err != nil {
+	if err := persistence.ValidateList(table, q); err != nil {
 		return nil, err
 	}
-	if q.Limit < 0 {
-		return nil, fmt.Errorf("%w: negative limit %d", persistence.ErrInvalid, q.Limit)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.c.Enter(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.gate.Leave()
+	defer s.c.Leave()
 	sql, args := listQuery(table, q)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -293,7 +269,7 @@ func (s *Store) List(ctx context.Context, table string, q persistence.Query) ([]
 }
 
 // listQuery builds the SELECT for q. Prefix becomes a key range (prefix <=
-// key < prefixEnd(prefix)) so the index bounds the scan; After bounds it on
+// key < keyprefix.End(prefix)) so the index bounds the scan; After bounds it on
 // the side the walk starts from.
 func listQuery(table string, q persistence.Query) (string, []any) {
 	var sb strings.Builder
@@ -305,7 +281,7 @@ func listQuery(table string, q persistence.Query) (string, []any) {
 	sb.WriteString("SELECT rkey, rvalue, version FROM veil_records WHERE tbl = $1")
 	if q.Prefix != "" {
 		sb.WriteString(" AND rkey >= " + arg([]byte(q.Prefix)))
-		if end, ok := prefixEnd([]byte(q.Prefix)); ok {
+		if end, ok := keyprefix.End([]byte(q.Prefix)); ok {
 			sb.WriteString(" AND rkey < " + arg(end))
 		}
 	}
@@ -326,95 +302,4 @@ func listQuery(table string, q persistence.Query) (string, []any) {
 		fmt.Fprintf(&sb, " LIMIT $%d", len(args))
 	}
 	return sb.String(), args
-}
-
-// prefixEnd returns the smallest key greater than every key that starts
-// with prefix, and false when there is none (empty prefix or all 0xff).
-func prefixEnd(prefix []byte) ([]byte, bool) {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1], true
-		}
-	}
-	return nil, false
-}
-
-// Validation. The rules and messages are persistence's own (bolt.go); they
-// are repeated here because persistence does not export them, and the
-// conformance suite holds both copies to the same behaviour.
-
-func validateTable(table string) error {
-	switch {
-	case table == "":
-		return fmt.Errorf("%w: empty table name", persistence.ErrInvalid)
-	case len(table) > persistence.MaxTableLen:
-		return fmt.Errorf("%w: table name of %d bytes (max %d)", persistence.ErrInvalid, len(table), persistence.MaxTableLen)
-	}
-	return nil
-}
-
-func validateKey(key string) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty key", persistence.ErrInvalid)
-	case len(key) > persistence.MaxKeyLen:
-		return fmt.Errorf("%w: key of %d bytes (max %d)", persistence.ErrInvalid, len(key), persistence.MaxKeyLen)
-	}
-	return nil
-}
-
-// validateOps rejects a batch before it reaches the committer, so that a
-// malformed op can never fail the transaction a whole group shares.
-func validateOps(ops []persistence.Op) error {
-	if len(ops) == 0 {
-		return fmt.Errorf("%w: empty batch", persistence.ErrInvalid)
-	}
-	for i, op := range ops {
-		if err := validateOp(op); err != nil {
-			return fmt.Errorf("op %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
-func validateOp(op persistence.Op) error {
-	if err := validateTable(op.Table); err != nil {
-		return err
-	}
-	switch op.Kind {
-	case persistence.OpPut, persistence.OpDelete, persistence.OpCheck:
-		if err := validateKey(op.Key); err != nil {
-			return fmt.Errorf("%s: %w", op.Table, err)
-		}
-	case persistence.OpDeletePrefix:
-		if op.Key == "" {
-			return fmt.Errorf("%w: %s: delete with empty prefix", persistence.ErrInvalid, op.Table)
-		}
-		if len(op.Key) > persistence.MaxKeyLen {
-			return fmt.Errorf("%w: %s: prefix of %d bytes (max %d)", persistence.ErrInvalid, op.Table, len(op.Key), persistence.MaxKeyLen)
-		}
-		if op.Expect.Kind != persistence.ExpectAny {
-			return fmt.Errorf("%w: %s: delete-prefix takes no expectation", persistence.ErrInvalid, op.Table)
-		}
-	default:
-		return fmt.Errorf("%w: unknown op kind %d", persistence.ErrInvalid, op.Kind)
-	}
-	if op.Kind != persistence.OpPut && op.Value != nil {
-		return fmt.Errorf("%w: %s/%q: value on a non-put op", persistence.ErrInvalid, op.Table, op.Key)
-	}
-	if len(op.Value) > persistence.MaxValueLen {
-		return fmt.Errorf("%w: %s/%q: value of %d bytes (max %d)", persistence.ErrInvalid, op.Table, op.Key, len(op.Value), persistence.MaxValueLen)
-	}
-	switch op.Expect.Kind {
-	case persistence.ExpectAny, persistence.ExpectAbsent:
-	case persistence.ExpectVersion:
-		if op.Expect.Version == 0 {
-			return fmt.Errorf("%w: %s/%q: version 0 never exists (use Absent)", persistence.ErrInvalid, op.Table, op.Key)
-		}
-	default:
-		return fmt.Errorf("%w: %s/%q: unknown expectation kind %d", persistence.ErrInvalid, op.Table, op.Key, op.Expect.Kind)
-	}
-	return nil
 }

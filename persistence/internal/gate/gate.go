@@ -3,7 +3,15 @@
 // so that their batches commit normally before the store goes away.
 package gate
 
-import "sync"
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// ErrClosed is what Enter reports once the gate is closed; it is
+// persistence.ErrClosed.
+var ErrClosed = errors.New("persistence: store closed")
 
 // Gate admits calls until it is closed. The zero Gate is open.
 type Gate struct {
@@ -14,16 +22,19 @@ type Gate struct {
 	calls  sync.WaitGroup
 }
 
-// Enter admits a call and reports true, or reports false once the gate is
-// closed. Every admitted call must call Leave.
-func (g *Gate) Enter() bool {
+// Enter admits a call, or returns ctx's error when ctx has ended and
+// ErrClosed once the gate is closed. Every admitted call must call Leave.
+func (g *Gate) Enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
-		return false
+		return ErrClosed
 	}
 	g.calls.Add(1)
-	return true
+	return nil
 }
 
 // Leave ends a call Enter admitted.

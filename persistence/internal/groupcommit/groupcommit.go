@@ -7,12 +7,19 @@
 // transaction and answers each request. How a group is committed, and how
 // each batch keeps its own all-or-nothing outcome inside it, is the
 // store's (persistence/bolt_commit.go, persistence/postgres/commit.go).
+//
+// The queue also owns the store's gate (persistence/internal/gate): every
+// call enters it, and Close stops admitting calls, waits for the admitted
+// ones (their batches commit normally) and only then stops the committer,
+// so nothing is ever left in the queue.
 package groupcommit
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/veilhq/veil/persistence/internal/gate"
 )
 
 // Request is one Apply call: the store's batch, and its answer once the
@@ -56,6 +63,9 @@ func Answer[B any](group []*Request[B], commit time.Duration, observers ...func(
 
 // Queue holds the requests not yet taken and runs the committer.
 type Queue[B any] struct {
+	gate gate.Gate // admits calls until Close
+
+	direct             bool // no committer: each request commits alone (Config.Direct)
 	maxGroup, maxBytes int
 	commit             func(group []*Request[B])
 	// enqueued, when set, is called after each request joins the queue
@@ -70,26 +80,55 @@ type Queue[B any] struct {
 	exit chan struct{}
 }
 
-// Start runs a committer that hands groups of at most maxGroup requests and
-// maxBytes of values (0: no byte bound; a group holds at least one request
-// whatever its size) to commit, which must answer every request of the
-// group. enqueued may be nil.
-func Start[B any](maxGroup, maxBytes int, commit func(group []*Request[B]), enqueued func()) *Queue[B] {
+// Config is what Start needs of the store.
+type Config[B any] struct {
+	// Direct runs no committer: Apply commits each request alone, on its
+	// caller's goroutine (a store's NoGroupCommit, which measures what
+	// group commit buys).
+	Direct bool
+	// MaxGroup and MaxBytes bound a group: at most MaxGroup requests and
+	// MaxBytes of values (0: no byte bound; a group holds at least one
+	// request whatever its size).
+	MaxGroup, MaxBytes int
+	// Commit commits a group and must answer every request of it (Answer).
+	Commit func(group []*Request[B])
+	// Enqueued, when set, is called after each request joins the queue.
+	Enqueued func()
+}
+
+// Start returns an open queue and, unless c.Direct, runs its committer.
+func Start[B any](c Config[B]) *Queue[B] {
 	q := &Queue[B]{
-		maxGroup: maxGroup, maxBytes: maxBytes, commit: commit, enqueued: enqueued,
+		direct: c.Direct, maxGroup: c.MaxGroup, maxBytes: c.MaxBytes, commit: c.Commit, enqueued: c.Enqueued,
 		wake: make(chan struct{}, 1),
 		quit: make(chan struct{}),
 		exit: make(chan struct{}),
 	}
-	go q.run()
+	if q.direct {
+		close(q.exit)
+	} else {
+		go q.run()
+	}
 	return q
 }
 
-// Stop ends the committer. The store calls it only after every admitted
-// Apply has returned, so nothing is left in the queue.
-func (q *Queue[B]) Stop() {
+// Enter admits a call: it returns ctx's error when ctx has ended, and
+// gate.ErrClosed once Close has begun. Every admitted call must call Leave.
+func (q *Queue[B]) Enter(ctx context.Context) error { return q.gate.Enter(ctx) }
+
+// Leave ends a call Enter admitted.
+func (q *Queue[B]) Leave() { q.gate.Leave() }
+
+// Close rejects new calls, waits for the admitted ones (their batches
+// commit normally) and stops the committer. It reports false when the
+// queue was already closed; the store then has nothing more to release.
+func (q *Queue[B]) Close() bool {
+	if !q.gate.Close() {
+		return false
+	}
 	close(q.quit)
 	<-q.exit
+	return true
 }
 
 // Len is the number of requests waiting to be taken.
@@ -99,11 +138,19 @@ func (q *Queue[B]) Len() int {
 	return len(q.queue)
 }
 
-// Wait queues r and returns its answer. A request whose ctx ends while it
-// is still queued is withdrawn and Wait returns ctx.Err(); once the
-// committer has taken it, Wait waits for the real outcome, because the
-// write may already be durable.
-func (q *Queue[B]) Wait(ctx context.Context, r *Request[B]) ([]uint64, error) {
+// Apply admits the call (Enter), queues r and returns its answer. A
+// request whose ctx ends while it is still queued is withdrawn and Apply
+// returns ctx.Err(); once the committer has taken it, Apply waits for the
+// real outcome, because the write may already be durable.
+func (q *Queue[B]) Apply(ctx context.Context, r *Request[B]) ([]uint64, error) {
+	if err := q.Enter(ctx); err != nil {
+		return nil, err
+	}
+	defer q.Leave()
+	if q.direct {
+		q.commit([]*Request[B]{r})
+		return r.Versions, r.Err
+	}
 	q.enqueue(r)
 	if q.enqueued != nil {
 		q.enqueued()
