@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/veilhq/veil/client"
@@ -35,32 +34,6 @@ func (a *app) resolve(ctx context.Context, ref string) (*client.AgentInfo, error
 		return nil, &client.Error{StatusCode: 404, Message: fmt.Sprintf("no agent %q in this account (veil agent list shows yours)", ref)}
 	}
 	return info, err
-}
-
-// agentCommand runs fn with the resolved agent of args[0] and exactly
-// `extra` more arguments.
-func (a *app) withAgent(cmd string, args []string, extra int, fn func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error) error {
-	ref, rest, err := a.agentArg(args, cmd)
-	if err != nil {
-		return err
-	}
-	if len(rest) != extra {
-		return usagef("%s: expected %d argument(s) after AGENT, got %d", cmd, extra, len(rest))
-	}
-	if err := a.needKey(); err != nil {
-		return err
-	}
-	c, err := a.api()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := a.reqCtx(defaultTimeout)
-	defer cancel()
-	ag, err := a.resolve(ctx, ref)
-	if err != nil {
-		return err
-	}
-	return fn(ctx, c, ag, rest)
 }
 
 func init() {
@@ -105,10 +78,7 @@ sign it there within 10 minutes, and pass --wallet, --signature and --message-fi
 				if w.wallet == "" {
 					return usagef("--print-message needs --wallet ADDRESS")
 				}
-				fmt.Fprint(a.stdout, client.CreateMessage(name, create.chain, w.wallet, time.Now()))
-				if isTerminal(a.stdout) {
-					fmt.Fprintln(a.stdout)
-				}
+				a.printSignable(client.CreateMessage(name, create.chain, w.wallet, time.Now()))
 				return nil
 			}
 			var req client.CreateAgentRequest
@@ -130,26 +100,18 @@ sign it there within 10 minutes, and pass --wallet, --signature and --message-fi
 					return usagef("%s", strings.TrimPrefix(err.Error(), "veil: "))
 				}
 			}
-			if err := a.needKey(); err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			defer cancel()
-			ag, err := c.CreateAgent(ctx, req)
-			if err != nil {
-				return err
-			}
-			if a.g.json {
-				return a.printJSON(ag)
-			}
-			fmt.Fprintf(a.stdout, "Created %s%s (%s)\n", ag.Name, client.NameSuffix, ag.ID)
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "  chain\t%s\n  address\t%s\n  meta-address\t%s\n", ag.Chain, ag.Address, ag.MetaAddress)
-			return tw.Flush()
+			return a.call(func(ctx context.Context, c *client.Client) error {
+				ag, err := c.CreateAgent(ctx, req)
+				if err != nil {
+					return err
+				}
+				return a.print(ag, func() error {
+					fmt.Fprintf(a.stdout, "Created %s%s (%s)\n", ag.Name, client.NameSuffix, ag.ID)
+					tw := a.table()
+					fmt.Fprintf(tw, "  chain\t%s\n  address\t%s\n  meta-address\t%s\n", ag.Chain, ag.Address, ag.MetaAddress)
+					return tw.Flush()
+				})
+			})
 		},
 	})
 
@@ -158,42 +120,23 @@ sign it there within 10 minutes, and pass --wallet, --signature and --message-fi
 		summary:  "list the agents of your account",
 		examples: []string{"veil agent list", "veil agent list --json | jq -r '.[].id'"},
 		run: func(a *app, args []string) error {
-			if len(args) != 0 {
-				return usagef("agent list takes no arguments")
-			}
-			if err := a.needKey(); err != nil {
+			if err := noArgs("agent list", args); err != nil {
 				return err
 			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			defer cancel()
-			list, err := c.ListAgents(ctx)
-			if err != nil {
-				return err
-			}
-			if a.g.json {
-				if list == nil {
-					list = []client.AgentInfo{}
+			return a.call(func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListAgents(ctx)
+				if err != nil {
+					return err
 				}
-				return a.printJSON(list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stderr, "No agents yet: create one with veil agent create NAME --chain CHAIN.")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tID\tCHAINS\tADDRESS")
-			for _, ag := range list {
-				first := ""
-				if len(ag.Chains) > 0 {
-					first = ag.Addresses[ag.Chains[0]]
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ag.FullName(), ag.ID, strings.Join(ag.Chains, ","), first)
-			}
-			return tw.Flush()
+				return printList(a, list, "No agents yet: create one with veil agent create NAME --chain CHAIN.",
+					"NAME\tID\tCHAINS\tADDRESS", func(ag client.AgentInfo) string {
+						first := ""
+						if len(ag.Chains) > 0 {
+							first = ag.Addresses[ag.Chains[0]]
+						}
+						return fmt.Sprintf("%s\t%s\t%s\t%s", ag.FullName(), ag.ID, strings.Join(ag.Chains, ","), first)
+					})
+			})
 		},
 	})
 
@@ -204,16 +147,15 @@ sign it there within 10 minutes, and pass --wallet, --signature and --message-fi
 		examples: []string{"veil agent show alice", "veil agent show 0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "veil agent show alice --json"},
 		run: func(a *app, args []string) error {
 			return a.withAgent("agent show", args, 0, func(_ context.Context, _ *client.Client, ag *client.AgentInfo, _ []string) error {
-				if a.g.json {
-					return a.printJSON(ag)
-				}
-				fmt.Fprintf(a.stdout, "%s\n  id      %s\n", ag.FullName(), ag.ID)
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				for _, ch := range ag.Chains {
-					fmt.Fprintf(tw, "  %s\taddress\t%s\n", ch, ag.Addresses[ch])
-					fmt.Fprintf(tw, "  \tmeta\t%s\n", ag.MetaAddresses[ch])
-				}
-				return tw.Flush()
+				return a.print(ag, func() error {
+					fmt.Fprintf(a.stdout, "%s\n  id      %s\n", ag.FullName(), ag.ID)
+					tw := a.table()
+					for _, ch := range ag.Chains {
+						fmt.Fprintf(tw, "  %s\taddress\t%s\n", ch, ag.Addresses[ch])
+						fmt.Fprintf(tw, "  \tmeta\t%s\n", ag.MetaAddresses[ch])
+					}
+					return tw.Flush()
+				})
 			})
 		},
 	})
@@ -238,10 +180,7 @@ failed).`,
 					if err != nil {
 						return err
 					}
-					if a.g.json {
-						return a.printJSON(st)
-					}
-					return a.printStatus(ag, []*client.AgentStatus{st}, nil)
+					return a.print(st, func() error { return a.printStatus(ag, []*client.AgentStatus{st}, nil) })
 				}
 				var list []*client.AgentStatus
 				failed := map[string]error{}
@@ -259,10 +198,7 @@ failed).`,
 					list = append(list, st)
 				}
 				if a.g.json {
-					if list == nil {
-						list = []*client.AgentStatus{}
-					}
-					if err := a.printJSON(list); err != nil {
+					if err := a.printJSON(nonNil(list)); err != nil {
 						return err
 					}
 					return firstErr
@@ -294,48 +230,28 @@ file only you can read.`,
 		flags: func(a *app, fs *pflag.FlagSet) { export.add(fs) },
 		run: func(a *app, args []string) error {
 			return a.withAgent("agent export", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-				w := &export
-				var req client.ExportRequest
-				switch {
-				case w.printMessage:
-					if w.wallet == "" {
-						return usagef("--print-message needs --wallet ADDRESS (the owner wallet)")
-					}
-					fmt.Fprint(a.stdout, client.ExportMessage(ag.ID, w.wallet, time.Now()))
-					if isTerminal(a.stdout) {
-						fmt.Fprintln(a.stdout)
-					}
-					return nil
-				case w.presigned():
-					msg, err := w.signedMessage()
-					if err != nil {
-						return err
-					}
-					if msg == "" {
-						return usagef("--signature needs --message or --message-file (export always sends the signed message)")
-					}
-					req = client.ExportRequest{Signature: w.signature, Message: msg}
-				default:
-					s, err := w.signer(a)
-					if err != nil {
-						return err
-					}
-					if req, err = client.SignExport(s, ag.ID, time.Now()); err != nil {
-						return err
-					}
+				req, done, err := ownerAction[client.ExportRequest]{
+					what:    "export",
+					message: func(wallet string) string { return client.ExportMessage(ag.ID, wallet, time.Now()) },
+					presigned: func(signature, msg string) client.ExportRequest {
+						return client.ExportRequest{Signature: signature, Message: msg}
+					},
+					sign: func(s client.Signer) (client.ExportRequest, error) { return client.SignExport(s, ag.ID, time.Now()) },
+				}.request(a, &export)
+				if err != nil || done {
+					return err
 				}
 				key, err := c.ExportKey(ctx, ag.ID, req)
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(key)
-				}
-				if isTerminal(a.stdout) {
-					fmt.Fprintf(a.stderr, "Private key of %s (anyone who has it controls the agent's funds):\n", ag.FullName())
-				}
-				fmt.Fprintln(a.stdout, key.Secret)
-				return nil
+				return a.print(key, func() error {
+					if isTerminal(a.stdout) {
+						fmt.Fprintf(a.stderr, "Private key of %s (anyone who has it controls the agent's funds):\n", ag.FullName())
+					}
+					fmt.Fprintln(a.stdout, key.Secret)
+					return nil
+				})
 			})
 		},
 	})

@@ -185,11 +185,16 @@ func (e *authError) Error() string { return e.msg }
 
 // reqCtx bounds one request.
 func (a *app) reqCtx(def time.Duration) (context.Context, context.CancelFunc) {
+	return a.limit(a.ctx, def)
+}
+
+// limit bounds one request under parent: --timeout, else def.
+func (a *app) limit(parent context.Context, def time.Duration) (context.Context, context.CancelFunc) {
 	d := a.g.timeout
 	if d <= 0 {
 		d = def
 	}
-	return context.WithTimeout(a.ctx, d)
+	return context.WithTimeout(parent, d)
 }
 
 const defaultTimeout = 30 * time.Second

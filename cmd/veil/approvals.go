@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/veilhq/veil/client"
@@ -29,27 +28,15 @@ func init() {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				if l == nil {
-					l = []client.Approval{}
-				}
-				return a.printJSON(l)
-			}
-			if len(l) == 0 {
-				fmt.Fprintf(a.stderr, "No %sapprovals for %s.\n", map[bool]string{true: status + " "}[st != ""], ag.FullName())
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tAMOUNT\tTO\tWHY\tEXPIRES\tTX")
-			for _, ap := range l {
-				tx := ap.TxHash
-				if tx == "" && ap.Error != "" {
-					tx = "error: " + ap.Error
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", ap.ID, ap.Status, ap.Amount, ap.Asset, ap.Recipient,
-					strings.Join(ap.Reasons, "; "), ap.ExpiresAt.Local().Format(time.DateTime), tx)
-			}
-			return tw.Flush()
+			return printList(a, l, fmt.Sprintf("No %sapprovals for %s.", map[bool]string{true: status + " "}[st != ""], ag.FullName()),
+				"ID\tSTATUS\tAMOUNT\tTO\tWHY\tEXPIRES\tTX", func(ap client.Approval) string {
+					tx := ap.TxHash
+					if tx == "" && ap.Error != "" {
+						tx = "error: " + ap.Error
+					}
+					return fmt.Sprintf("%s\t%s\t%s %s\t%s\t%s\t%s\t%s", ap.ID, ap.Status, ap.Amount, ap.Asset, ap.Recipient,
+						strings.Join(ap.Reasons, "; "), localTime(ap.ExpiresAt), tx)
+				})
 		})
 	}
 	statusFlag := func(a *app, fs *pflag.FlagSet) {
@@ -92,53 +79,36 @@ decision is refused (exit status of a conflict).`,
 			run: func(a *app, args []string) error {
 				return a.withAgent("approvals "+verb, args, 1, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error {
 					id := rest[0]
-					var req client.DecideApprovalRequest
-					switch {
-					case w.printMessage:
-						if w.wallet == "" {
-							return usagef("--print-message needs --wallet ADDRESS (the owner wallet)")
-						}
-						fmt.Fprint(a.stdout, client.ApprovalMessage(id, ag.ID, w.wallet, deny, time.Now()))
-						if isTerminal(a.stdout) {
-							fmt.Fprintln(a.stdout)
-						}
-						return nil
-					case w.presigned():
-						msg, err := w.signedMessage()
-						if err != nil {
-							return err
-						}
-						if msg == "" {
-							return usagef("--signature needs --message or --message-file (a decision always sends the signed message)")
-						}
-						req = client.DecideApprovalRequest{Decision: verb, Signature: w.signature, Message: msg}
-					default:
-						s, err := w.signer(a)
-						if err != nil {
-							return err
-						}
-						if req, err = client.SignApproval(s, ag.ID, id, deny, time.Now()); err != nil {
-							return err
-						}
+					req, done, err := ownerAction[client.DecideApprovalRequest]{
+						what:    "a decision",
+						message: func(wallet string) string { return client.ApprovalMessage(id, ag.ID, wallet, deny, time.Now()) },
+						presigned: func(signature, msg string) client.DecideApprovalRequest {
+							return client.DecideApprovalRequest{Decision: verb, Signature: signature, Message: msg}
+						},
+						sign: func(s client.Signer) (client.DecideApprovalRequest, error) {
+							return client.SignApproval(s, ag.ID, id, deny, time.Now())
+						},
+					}.request(a, &w)
+					if err != nil || done {
+						return err
 					}
 					d, err := c.DecideApproval(ctx, ag.ID, id, req)
 					if err != nil {
 						return err
 					}
-					if a.g.json {
-						return a.printJSON(d)
-					}
-					switch {
-					case d.TxHash != "":
-						fmt.Fprintf(a.stdout, "Payment %s %s: sent, transaction %s.\n", d.ID, d.Status, d.TxHash)
-					case d.Error != "":
-						fmt.Fprintf(a.stdout, "Payment %s %s, but it could not be sent: %s\n", d.ID, d.Status, d.Error)
-					case d.Status == client.ApprovalApproved:
-						fmt.Fprintf(a.stdout, "Payment %s approved; it is sent as soon as its chain answers (veil approvals list %s --status approved).\n", d.ID, ag.Name)
-					default:
-						fmt.Fprintf(a.stdout, "Payment %s %s: nothing was paid.\n", d.ID, d.Status)
-					}
-					return nil
+					return a.print(d, func() error {
+						switch {
+						case d.TxHash != "":
+							fmt.Fprintf(a.stdout, "Payment %s %s: sent, transaction %s.\n", d.ID, d.Status, d.TxHash)
+						case d.Error != "":
+							fmt.Fprintf(a.stdout, "Payment %s %s, but it could not be sent: %s\n", d.ID, d.Status, d.Error)
+						case d.Status == client.ApprovalApproved:
+							fmt.Fprintf(a.stdout, "Payment %s approved; it is sent as soon as its chain answers (veil approvals list %s --status approved).\n", d.ID, ag.Name)
+						default:
+							fmt.Fprintf(a.stdout, "Payment %s %s: nothing was paid.\n", d.ID, d.Status)
+						}
+						return nil
+					})
 				})
 			},
 		})

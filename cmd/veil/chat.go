@@ -48,30 +48,18 @@ Without -c a new conversation starts; -c last continues the most recent one.
 			fs.StringVarP(&f.conv, "conversation", "c", "", "continue this `conversation` (its id, or last)")
 		},
 		run: func(a *app, args []string) error {
-			ref, rest, err := a.agentArg(args, "chat")
+			var s *chatSession
+			err := a.withOnlyAgent("chat", args, "chat takes one AGENT; quote the message and pass it with -m", func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+				var err error
+				if f.conv == "last" {
+					f.conv, err = lastConversation(ctx, c, ag.ID)
+				}
+				s = &chatSession{app: a, c: c, agent: ag, conv: f.conv}
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			if len(rest) > 0 {
-				return usagef("chat takes one AGENT; quote the message and pass it with -m")
-			}
-			if err := a.needKey(); err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			ag, err := a.resolve(ctx, ref)
-			if err == nil && f.conv == "last" {
-				f.conv, err = lastConversation(ctx, c, ag.ID)
-			}
-			cancel()
-			if err != nil {
-				return err
-			}
-			s := &chatSession{app: a, c: c, agent: ag, conv: f.conv}
 			switch {
 			case f.message != "":
 				return s.oneShot(f.message)
@@ -105,11 +93,7 @@ type chatSession struct {
 // send sends one message, with a spinner on a terminal.
 func (s *chatSession) send(ctx context.Context, msg string) (*client.ChatResponse, error) {
 	a := s.app
-	d := a.g.timeout
-	if d <= 0 {
-		d = chatTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := a.limit(ctx, chatTimeout)
 	defer cancel()
 	var stop func()
 	if !a.g.json && isTerminal(a.stderr) {

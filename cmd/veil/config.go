@@ -93,14 +93,13 @@ func init() {
 		path:    "config path",
 		summary: "print the config file's path",
 		run: func(a *app, args []string) error {
-			if len(args) != 0 {
-				return usagef("config path takes no arguments")
+			if err := noArgs("config path", args); err != nil {
+				return err
 			}
-			if a.g.json {
-				return a.printJSON(map[string]string{"path": a.cfg.path})
-			}
-			fmt.Fprintln(a.stdout, a.cfg.path)
-			return nil
+			return a.print(map[string]string{"path": a.cfg.path}, func() error {
+				fmt.Fprintln(a.stdout, a.cfg.path)
+				return nil
+			})
 		},
 	})
 	register(&command{
@@ -108,8 +107,8 @@ func init() {
 		summary: "print the settings in effect (flags, environment, config file)",
 		detail:  "Secrets (apiKey, aiKey) are shown shortened.",
 		run: func(a *app, args []string) error {
-			if len(args) != 0 {
-				return usagef("config show takes no arguments")
+			if err := noArgs("config show", args); err != nil {
+				return err
 			}
 			eff := map[string]string{
 				"url": a.g.url, "apiKey": mask(a.g.apiKey), "provider": a.g.provider,
@@ -154,11 +153,10 @@ func init() {
 			if err := writeConfig(c); err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(map[string]string{"path": c.path})
-			}
-			fmt.Fprintf(a.stderr, "wrote %s\n", c.path)
-			return nil
+			return a.print(map[string]string{"path": c.path}, func() error {
+				fmt.Fprintf(a.stderr, "wrote %s\n", c.path)
+				return nil
+			})
 		},
 	})
 }

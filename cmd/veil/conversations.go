@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
-	"time"
 
 	"github.com/veilhq/veil/client"
 )
@@ -16,26 +14,14 @@ func init() {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				if convs == nil {
-					convs = []client.Conversation{}
-				}
-				return a.printJSON(convs)
-			}
-			if len(convs) == 0 {
-				fmt.Fprintf(a.stderr, "No conversations with %s yet: start one with veil chat %s.\n", ag.FullName(), ag.Name)
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tUPDATED\tTITLE")
-			for _, cv := range convs {
-				title := cv.Title
-				if title == "" {
-					title = "(empty)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", cv.ID, cv.UpdatedAt.Local().Format(time.DateTime), title)
-			}
-			return tw.Flush()
+			return printList(a, convs, fmt.Sprintf("No conversations with %s yet: start one with veil chat %s.", ag.FullName(), ag.Name),
+				"ID\tUPDATED\tTITLE", func(cv client.Conversation) string {
+					title := cv.Title
+					if title == "" {
+						title = "(empty)"
+					}
+					return fmt.Sprintf("%s\t%s\t%s", cv.ID, localTime(cv.UpdatedAt), title)
+				})
 		})
 	}
 	register(&command{
@@ -71,14 +57,10 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					if msgs == nil {
-						msgs = []client.Message{}
-					}
-					return a.printJSON(msgs)
-				}
-				a.printMessages(a.stdout, ag, msgs)
-				return nil
+				return a.print(nonNil(msgs), func() error {
+					a.printMessages(a.stdout, ag, msgs)
+					return nil
+				})
 			})
 		},
 	})
@@ -93,11 +75,10 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(cv)
-				}
-				fmt.Fprintln(a.stdout, cv.ID)
-				return nil
+				return a.print(cv, func() error {
+					fmt.Fprintln(a.stdout, cv.ID)
+					return nil
+				})
 			})
 		},
 	})
@@ -111,11 +92,10 @@ func init() {
 				if err := c.DeleteConversation(ctx, ag.ID, rest[0]); err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(map[string]any{"deleted": rest[0]})
-				}
-				fmt.Fprintf(a.stderr, "Deleted conversation %s.\n", rest[0])
-				return nil
+				return a.print(map[string]any{"deleted": rest[0]}, func() error {
+					fmt.Fprintf(a.stderr, "Deleted conversation %s.\n", rest[0])
+					return nil
+				})
 			})
 		},
 	})

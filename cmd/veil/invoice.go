@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/spf13/pflag"
-	"text/tabwriter"
-	"time"
 
 	"github.com/veilhq/veil/client"
 )
@@ -52,23 +50,17 @@ func (a *app) withInvoice(cmd string, args []string, fn func(ctx context.Context
 	if len(args) != 1 {
 		return usagef("%s needs one INVOICE id", cmd)
 	}
-	if err := a.needKey(); err != nil {
-		return err
-	}
-	c, err := a.api()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := a.reqCtx(defaultTimeout)
-	defer cancel()
-	return fn(ctx, c, args[0])
+	return a.call(func(ctx context.Context, c *client.Client) error { return fn(ctx, c, args[0]) })
 }
 
+// printInvoice prints an invoice: the API's object with --json, else a
+// table for people.
 func (a *app) printInvoice(inv *client.Invoice) error {
-	if a.g.json {
-		return a.printJSON(inv)
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	return a.print(inv, func() error { return a.invoiceTable(inv) })
+}
+
+func (a *app) invoiceTable(inv *client.Invoice) error {
+	tw := a.table()
 	fmt.Fprintf(tw, "Invoice %s\n", inv.ID)
 	fmt.Fprintf(tw, "  from\t%s%s\n  amount\t%s %s\n", inv.AgentName, client.NameSuffix, inv.Amount, inv.Asset)
 	if inv.Memo != "" {
@@ -84,6 +76,6 @@ func (a *app) printInvoice(inv *client.Invoice) error {
 	if inv.PayTo != "" {
 		fmt.Fprintf(tw, "  pay to\t%s\n", inv.PayTo)
 	}
-	fmt.Fprintf(tw, "  pay\t%s\n  created\t%s\n", inv.PaymentLink, inv.CreatedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(tw, "  pay\t%s\n  created\t%s\n", inv.PaymentLink, localTime(inv.CreatedAt))
 	return tw.Flush()
 }

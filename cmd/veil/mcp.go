@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/veilhq/veil/client"
 )
 
 func init() {
@@ -24,23 +26,15 @@ written to standard output; errors go to standard error. Runs until standard inp
 			`{"mcpServers":{"alice":{"command":"veil","args":["mcp","alice"],"env":{"VEIL_URL":"https://veil.example.com","VEIL_API_KEY":"veil_live_…"}}}}`,
 		},
 		run: func(a *app, args []string) error {
-			ref, rest, err := a.agentArg(args, "mcp")
+			var endpoint string
+			err := a.withOnlyAgent("mcp", args, "mcp takes one AGENT", func(_ context.Context, _ *client.Client, ag *client.AgentInfo, _ []string) error {
+				endpoint = strings.TrimRight(a.g.url, "/") + "/agent/" + ag.ID + "/mcp"
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			if len(rest) != 0 {
-				return usagef("mcp takes one AGENT")
-			}
-			if err := a.needKey(); err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			ag, err := a.resolve(ctx, ref)
-			cancel()
-			if err != nil {
-				return err
-			}
-			return a.serveMCP(a.ctx, strings.TrimRight(a.g.url, "/")+"/agent/"+ag.ID+"/mcp")
+			return a.serveMCP(a.ctx, endpoint)
 		},
 	})
 }

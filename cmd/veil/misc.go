@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/spf13/pflag"
-	"text/tabwriter"
 
 	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/internal/buildinfo"
@@ -16,21 +15,16 @@ func init() {
 		summary:  "check that the server answers",
 		examples: []string{"veil health --url http://127.0.0.1:8080 && echo up"},
 		run: func(a *app, args []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			defer cancel()
-			h, err := c.Health(ctx)
-			if err != nil {
-				return err
-			}
-			if a.g.json {
-				return a.printJSON(h)
-			}
-			fmt.Fprintf(a.stdout, "%s: %s\n", c.BaseURL(), h.Status)
-			return nil
+			return a.callWithoutKey(func(ctx context.Context, c *client.Client) error {
+				h, err := c.Health(ctx)
+				if err != nil {
+					return err
+				}
+				return a.print(h, func() error {
+					fmt.Fprintf(a.stdout, "%s: %s\n", c.BaseURL(), h.Status)
+					return nil
+				})
+			})
 		},
 	})
 	register(&command{
@@ -38,14 +32,13 @@ func init() {
 		summary: "print the version",
 		run: func(a *app, args []string) error {
 			bi := buildinfo.Read(version)
-			if a.g.json {
-				return a.printJSON(struct {
-					buildinfo.Info
-					Client string `json:"client"`
-				}{bi, client.Version})
-			}
-			fmt.Fprintln(a.stdout, "veil", bi)
-			return nil
+			return a.print(struct {
+				buildinfo.Info
+				Client string `json:"client"`
+			}{bi, client.Version}, func() error {
+				fmt.Fprintln(a.stdout, "veil", bi)
+				return nil
+			})
 		},
 	})
 	register(&command{
@@ -53,26 +46,18 @@ func init() {
 		summary:  "show the server's enclave provider, measurement and attestation key",
 		examples: []string{"veil tee info --json"},
 		run: func(a *app, args []string) error {
-			if err := a.needKey(); err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			defer cancel()
-			info, err := c.TEEInfo(ctx)
-			if err != nil {
-				return err
-			}
-			if a.g.json {
-				return a.printJSON(info)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "provider\t%s\nmeasurement\t%s\ninstance\t%s\nattestation key\t%s %s\nnote\t%s\n",
-				info.Provider, info.Measurement, info.InstanceID, info.AttestationKeyType, info.AttestationPublicKey, info.Note)
-			return tw.Flush()
+			return a.call(func(ctx context.Context, c *client.Client) error {
+				info, err := c.TEEInfo(ctx)
+				if err != nil {
+					return err
+				}
+				return a.print(info, func() error {
+					tw := a.table()
+					fmt.Fprintf(tw, "provider\t%s\nmeasurement\t%s\ninstance\t%s\nattestation key\t%s %s\nnote\t%s\n",
+						info.Provider, info.Measurement, info.InstanceID, info.AttestationKeyType, info.AttestationPublicKey, info.Note)
+					return tw.Flush()
+				})
+			})
 		},
 	})
 	var nonce string
@@ -90,17 +75,16 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(att)
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "agent\t%s (%s)\nprovider\t%s\nquote type\t%s\nreport data\t%s\nnonce\t%s\nissued at\t%s\n",
-					ag.FullName(), att.AgentID, att.Provider, att.QuoteType, att.ReportData, att.Nonce, att.IssuedAt)
-				for _, ch := range sortedKeys(att.PublicKeys) {
-					fmt.Fprintf(tw, "%s\t%s\n", ch, att.PublicKeys[ch].Address)
-				}
-				fmt.Fprintln(tw, "(use --json to keep the full statement and quote for verification)")
-				return tw.Flush()
+				return a.print(att, func() error {
+					tw := a.table()
+					fmt.Fprintf(tw, "agent\t%s (%s)\nprovider\t%s\nquote type\t%s\nreport data\t%s\nnonce\t%s\nissued at\t%s\n",
+						ag.FullName(), att.AgentID, att.Provider, att.QuoteType, att.ReportData, att.Nonce, att.IssuedAt)
+					for _, ch := range sortedKeys(att.PublicKeys) {
+						fmt.Fprintf(tw, "%s\t%s\n", ch, att.PublicKeys[ch].Address)
+					}
+					fmt.Fprintln(tw, "(use --json to keep the full statement and quote for verification)")
+					return tw.Flush()
+				})
 			})
 		},
 	})

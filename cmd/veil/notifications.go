@@ -41,27 +41,14 @@ Subcommands: notifications read AGENT (mark all read), notifications clear AGENT
 			if f.interval < 100*time.Millisecond {
 				return usagef("--interval must be at least 100ms")
 			}
-			ref, rest, err := a.agentArg(args, "notifications")
+			var n *notifier
+			err := a.withOnlyAgent("notifications", args, "notifications takes one AGENT", func(_ context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+				n = &notifier{app: a, c: c, agent: ag, unread: f.unread, markRead: f.markRead}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			if len(rest) != 0 {
-				return usagef("notifications takes one AGENT")
-			}
-			if err := a.needKey(); err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.reqCtx(defaultTimeout)
-			ag, err := a.resolve(ctx, ref)
-			cancel()
-			if err != nil {
-				return err
-			}
-			n := &notifier{app: a, c: c, agent: ag, unread: f.unread, markRead: f.markRead}
 			if !f.follow {
 				return n.once()
 			}
@@ -82,10 +69,7 @@ Subcommands: notifications read AGENT (mark all read), notifications clear AGENT
 				if err := c.MarkNotificationsRead(ctx, ag.ID); err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(map[string]any{"unreadCount": 0})
-				}
-				return nil
+				return a.print(map[string]any{"unreadCount": 0}, func() error { return nil })
 			})
 		},
 	})
@@ -99,10 +83,7 @@ Subcommands: notifications read AGENT (mark all read), notifications clear AGENT
 				if err := c.DeleteNotifications(ctx, ag.ID); err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(map[string]any{"deleted": true})
-				}
-				return nil
+				return a.print(map[string]any{"deleted": true}, func() error { return nil })
 			})
 		},
 	})
@@ -119,11 +100,7 @@ type notifier struct {
 // fetch reads the inbox under ctx (the follow loop's, so an interrupt ends
 // a request in flight), bounded by the request timeout.
 func (n *notifier) fetch(ctx context.Context) (*client.Inbox, error) {
-	d := n.app.g.timeout
-	if d <= 0 {
-		d = defaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := n.app.limit(ctx, defaultTimeout)
 	defer cancel()
 	return n.c.Notifications(ctx, n.agent.ID)
 }
@@ -155,9 +132,7 @@ func (n *notifier) once() error {
 				out.Notifications = append(out.Notifications, list[i])
 			}
 		}
-		if out.Notifications == nil {
-			out.Notifications = []client.Notification{}
-		}
+		out.Notifications = nonNil(out.Notifications)
 		if err := n.app.printJSON(out); err != nil {
 			return err
 		}
@@ -232,7 +207,7 @@ func printNotification(w io.Writer, nt client.Notification) {
 	if !nt.Read {
 		mark = "•"
 	}
-	fmt.Fprintf(w, "%s %s  %-17s %s\n", mark, nt.CreatedAt.Local().Format(time.DateTime), nt.Type, nt.Title)
+	fmt.Fprintf(w, "%s %s  %-17s %s\n", mark, localTime(nt.CreatedAt), nt.Type, nt.Title)
 	if nt.Body != "" && nt.Body != nt.Title {
 		fmt.Fprintf(w, "    %s\n", nt.Body)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
-	"time"
 
 	"github.com/veilhq/veil/client"
 )
@@ -16,26 +14,14 @@ func init() {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				if l == nil {
-					l = []client.Schedule{}
-				}
-				return a.printJSON(l)
-			}
-			if len(l) == 0 {
-				fmt.Fprintf(a.stderr, "No schedules for %s: ask it in chat, e.g. \"every week send 5 ZEN to carol\".\n", ag.FullName())
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tEVERY\tAMOUNT\tTO\tNEXT RUN")
-			for _, s := range l {
-				next := "-"
-				if s.Status != client.ScheduleCancelled {
-					next = s.NextRun.Local().Format(time.DateTime)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%s\n", s.ID, s.Status, s.Interval, s.Amount, s.Asset, s.Recipient, next)
-			}
-			return tw.Flush()
+			return printList(a, l, fmt.Sprintf("No schedules for %s: ask it in chat, e.g. \"every week send 5 ZEN to carol\".", ag.FullName()),
+				"ID\tSTATUS\tEVERY\tAMOUNT\tTO\tNEXT RUN", func(s client.Schedule) string {
+					next := "-"
+					if s.Status != client.ScheduleCancelled {
+						next = localTime(s.NextRun)
+					}
+					return fmt.Sprintf("%s\t%s\t%s\t%s %s\t%s\t%s", s.ID, s.Status, s.Interval, s.Amount, s.Asset, s.Recipient, next)
+				})
 		})
 	}
 	register(&command{
@@ -65,11 +51,10 @@ func init() {
 					if err != nil {
 						return err
 					}
-					if a.g.json {
-						return a.printJSON(s)
-					}
-					fmt.Fprintf(a.stdout, "Schedule %s is %s.\n", s.ID, s.Status)
-					return nil
+					return a.print(s, func() error {
+						fmt.Fprintf(a.stdout, "Schedule %s is %s.\n", s.ID, s.Status)
+						return nil
+					})
 				})
 			},
 		})

@@ -133,3 +133,52 @@ func (w *walletFlags) signedMessage() (string, error) {
 	}
 	return strings.ReplaceAll(w.message, `\n`, "\n"), nil
 }
+
+// printSignable prints a message for the owner to sign elsewhere, with a
+// final newline only on a terminal (the signed text has none).
+func (a *app) printSignable(msg string) {
+	fmt.Fprint(a.stdout, msg)
+	if isTerminal(a.stdout) {
+		fmt.Fprintln(a.stdout)
+	}
+}
+
+// ownerAction is an action on an existing agent that its owner wallet
+// signs (export, approve, deny): how to make its message, and its request
+// from a signature made elsewhere or from a signer.
+type ownerAction[R any] struct {
+	what      string // names the action in "(… always sends the signed message)"
+	message   func(wallet string) string
+	presigned func(signature, message string) R
+	sign      func(client.Signer) (R, error)
+}
+
+// request returns the action's request as the wallet flags choose: with
+// --print-message it prints the message and reports done; with
+// --signature it carries the signed message (which must be given); else
+// the flags' (or environment's) wallet signs.
+func (o ownerAction[R]) request(a *app, w *walletFlags) (req R, done bool, err error) {
+	switch {
+	case w.printMessage:
+		if w.wallet == "" {
+			return req, false, usagef("--print-message needs --wallet ADDRESS (the owner wallet)")
+		}
+		a.printSignable(o.message(w.wallet))
+		return req, true, nil
+	case w.presigned():
+		msg, err := w.signedMessage()
+		if err != nil {
+			return req, false, err
+		}
+		if msg == "" {
+			return req, false, usagef("--signature needs --message or --message-file (%s always sends the signed message)", o.what)
+		}
+		return o.presigned(w.signature, msg), false, nil
+	}
+	s, err := w.signer(a)
+	if err != nil {
+		return req, false, err
+	}
+	req, err = o.sign(s)
+	return req, false, err
+}
