@@ -27,6 +27,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/deadline"
+	"github.com/veilhq/veil/internal/defaults"
 )
 
 // Maintainer is implemented by connectors that track the transactions they
@@ -59,15 +61,9 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.MaintainEvery <= 0 {
-		o.MaintainEvery = time.Second
-	}
-	if o.MaxReads <= 0 {
-		o.MaxReads = 64
-	}
-	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = 2 * time.Minute
-	}
+	o.MaintainEvery = defaults.Positive(o.MaintainEvery, time.Second)
+	o.MaxReads = defaults.Positive(o.MaxReads, 64)
+	o.DefaultTimeout = defaults.Positive(o.DefaultTimeout, 2*time.Minute)
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -182,12 +178,9 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	timeout := r.opts.DefaultTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
-		}
+	timeout, err := deadline.Timeout(ctx, r.opts.DefaultTimeout)
+	if err != nil {
+		return nil, err
 	}
 	res, err := r.system.Root.RequestFuture(r.pid, &call{ctx: ctx, op: op, lane: laneKey, fn: fn}, timeout).Result()
 	if err != nil {

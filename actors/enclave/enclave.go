@@ -22,6 +22,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/internal/deadline"
 )
 
 // DefaultTimeout bounds a request whose context has no deadline.
@@ -98,7 +99,7 @@ func (r *Ref) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, e
 	if err := r.checkChain(chain); err != nil {
 		return enclave.PublicKeys{}, err
 	}
-	return request[enclave.PublicKeys](ctx, r, &deriveKeysMsg{ctx: ctx, agentID: agentID, epoch: epoch})
+	return request[enclave.PublicKeys](ctx, r, &deriveKeysMsg{caller: caller{ctx}, agentID: agentID, epoch: epoch})
 }
 
 // Sign signs req (enclave.Provider.Sign: a spend or a no-value request)
@@ -108,7 +109,7 @@ func (r *Ref) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error) 
 	if err := r.checkChain(req.Key.Chain); err != nil {
 		return nil, err
 	}
-	return request[[]byte](ctx, r, &signMsg{ctx: ctx, req: req})
+	return request[[]byte](ctx, r, &signMsg{caller: caller{ctx}, req: req})
 }
 
 // ScanKeys returns the agent's viewing private key and spending public key
@@ -117,7 +118,7 @@ func (r *Ref) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epo
 	if err := r.checkChain(chain); err != nil {
 		return enclave.ScanKeys{}, err
 	}
-	return request[enclave.ScanKeys](ctx, r, &scanKeysMsg{ctx: ctx, agentID: agentID, epoch: epoch})
+	return request[enclave.ScanKeys](ctx, r, &scanKeysMsg{caller: caller{ctx}, agentID: agentID, epoch: epoch})
 }
 
 // Export returns the agent's account private key on the actor's chain
@@ -127,18 +128,18 @@ func (r *Ref) Export(ctx context.Context, agentID string, chain chains.ID, epoch
 	if err := r.checkChain(chain); err != nil {
 		return "", err
 	}
-	return request[string](ctx, r, &exportMsg{ctx: ctx, agentID: agentID, epoch: epoch})
+	return request[string](ctx, r, &exportMsg{caller: caller{ctx}, agentID: agentID, epoch: epoch})
 }
 
 // Attest attests the agent's keys on chainIDs (any chains: the provider
 // serves them all; the request runs on this actor).
 func (r *Ref) Attest(ctx context.Context, agentID string, chainIDs []chains.ID, nonce []byte) (enclave.Attestation, error) {
-	return request[enclave.Attestation](ctx, r, &attestMsg{ctx: ctx, agentID: agentID, chainIDs: chainIDs, nonce: nonce})
+	return request[enclave.Attestation](ctx, r, &attestMsg{caller: caller{ctx}, agentID: agentID, chainIDs: chainIDs, nonce: nonce})
 }
 
 // Info describes the provider.
 func (r *Ref) Info(ctx context.Context) (enclave.Info, error) {
-	return request[enclave.Info](ctx, r, &infoMsg{ctx: ctx})
+	return request[enclave.Info](ctx, r, &infoMsg{caller: caller{ctx}})
 }
 
 // request sends msg and awaits the reply with RequestFuture, bounded by
@@ -148,15 +149,12 @@ func request[T any](ctx context.Context, r *Ref, msg any) (T, error) {
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	timeout := DefaultTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(dl); timeout <= 0 {
-			return zero, context.DeadlineExceeded
-		}
+	timeout, err := deadline.Timeout(ctx, DefaultTimeout)
+	if err != nil {
+		return zero, err
 	}
 	fut := r.system.Root.RequestFuture(r.pid, msg, timeout)
 	var res any
-	var err error
 	if ctx.Done() == nil {
 		res, err = fut.Result()
 	} else {
@@ -202,40 +200,47 @@ func request[T any](ctx context.Context, r *Ref, msg any) (T, error) {
 	return v, nil
 }
 
-// Messages (local to this node).
+// Messages (local to this node). Each carries its caller's context
+// (caller): the actor checks it before any key work and passes it on to
+// the provider.
 type (
+	caller struct{ ctx context.Context }
+
 	deriveKeysMsg struct {
-		ctx     context.Context
+		caller
 		agentID string
 		epoch   uint32
 	}
 	signMsg struct {
-		ctx context.Context
+		caller
 		req chains.SignRequest
 	}
 	scanKeysMsg struct {
-		ctx     context.Context
+		caller
 		agentID string
 		epoch   uint32
 	}
 	exportMsg struct {
-		ctx     context.Context
+		caller
 		agentID string
 		epoch   uint32
 	}
 	attestMsg struct {
-		ctx      context.Context
+		caller
 		agentID  string
 		chainIDs []chains.ID
 		nonce    []byte
 	}
-	infoMsg struct{ ctx context.Context }
+	infoMsg struct{ caller }
 
 	reply struct {
 		value any
 		err   error
 	}
 )
+
+// callerCtx is the context of a message's caller.
+func (c caller) callerCtx() context.Context { return c.ctx }
 
 // enclaveActor owns the provider for one chain.
 type enclaveActor struct {
@@ -244,23 +249,11 @@ type enclaveActor struct {
 }
 
 func (a *enclaveActor) Receive(c actor.Context) {
-	var ctx context.Context
-	switch m := c.Message().(type) {
-	case *deriveKeysMsg:
-		ctx = m.ctx
-	case *signMsg:
-		ctx = m.ctx
-	case *scanKeysMsg:
-		ctx = m.ctx
-	case *exportMsg:
-		ctx = m.ctx
-	case *attestMsg:
-		ctx = m.ctx
-	case *infoMsg:
-		ctx = m.ctx
-	default:
+	m, ok := c.Message().(interface{ callerCtx() context.Context })
+	if !ok {
 		return // lifecycle messages (Started, Stopping, …)
 	}
+	ctx := m.callerCtx()
 	if c.Sender() == nil {
 		return // nobody to answer
 	}

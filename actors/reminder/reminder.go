@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/actors/internal/background"
 	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/internal/defaults"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -63,9 +65,7 @@ type Reminder struct {
 	mu   sync.Mutex
 	wait map[string]time.Time // due key → not before (retries, errors)
 
-	stop chan struct{}
-	once sync.Once
-	done sync.WaitGroup
+	loop *background.Loop // runs RunDue every Poll (Start, Stop)
 }
 
 // New builds a reminder; Start runs it in the background.
@@ -73,25 +73,15 @@ func New(opts Options) *Reminder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Poll <= 0 {
-		opts.Poll = time.Second
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 512
-	}
-	if opts.Page <= 0 {
-		opts.Page = 4096
-	}
-	if opts.RunTimeout <= 0 {
-		opts.RunTimeout = 2 * time.Minute
-	}
-	if opts.ErrorBackoff <= 0 {
-		opts.ErrorBackoff = 10 * time.Second
-	}
+	opts.Poll = defaults.Positive(opts.Poll, time.Second)
+	opts.Parallel = defaults.Positive(opts.Parallel, 512)
+	opts.Page = defaults.Positive(opts.Page, 4096)
+	opts.RunTimeout = defaults.Positive(opts.RunTimeout, 2*time.Minute)
+	opts.ErrorBackoff = defaults.Positive(opts.ErrorBackoff, 10*time.Second)
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Reminder{opts: opts, wait: map[string]time.Time{}, stop: make(chan struct{})}
+	return &Reminder{opts: opts, wait: map[string]time.Time{}, loop: background.New()}
 }
 
 // Report counts what one RunDue did.
@@ -114,40 +104,19 @@ func (r Report) Runs() int { return r.Paid + r.Failed }
 
 // Start runs RunDue every Poll until Stop.
 func (r *Reminder) Start() {
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-r.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		t := time.NewTicker(r.opts.Poll)
-		defer t.Stop()
-		for {
-			if rep, err := r.RunDue(ctx); err != nil && ctx.Err() == nil {
-				r.opts.Log.Warn("reminder: pass failed", "err", err)
-			} else if rep.Errors > 0 {
-				r.opts.Log.Warn("reminder: some agents did not answer; they are tried again", "errors", rep.Errors)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	r.loop.Every(r.opts.Poll, func(ctx context.Context) {
+		if rep, err := r.RunDue(ctx); err != nil && ctx.Err() == nil {
+			r.opts.Log.Warn("reminder: pass failed", "err", err)
+		} else if rep.Errors > 0 {
+			r.opts.Log.Warn("reminder: some agents did not answer; they are tried again", "errors", rep.Errors)
 		}
-	}()
+	})
 }
 
 // Stop ends the background loop; a running pass is cancelled (its slots
 // run again on the next start: the agent's run state makes that safe).
 func (r *Reminder) Stop() {
-	r.once.Do(func() { close(r.stop) })
-	r.done.Wait()
+	r.loop.Stop()
 }
 
 type due struct {

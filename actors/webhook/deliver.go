@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/veilhq/veil/actors/internal/background"
+	"github.com/veilhq/veil/internal/defaults"
 	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
@@ -106,16 +108,12 @@ type Deliverer struct {
 	pass sync.Mutex
 	// trimmed is when old deliveries were last removed (under pass).
 	trimmed time.Time
-	stop    chan struct{}
-	once    sync.Once
-	done    sync.WaitGroup
+	loop    *background.Loop // runs RunOnce every Poll (Start, Stop)
 }
 
 // NewDeliverer fills in the defaults.
 func NewDeliverer(opts Options) *Deliverer {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
+	opts.Timeout = defaults.Positive(opts.Timeout, 10*time.Second)
 	if opts.Client == nil {
 		opts.Client = NewClient(opts.AllowPrivate, opts.Timeout)
 	}
@@ -125,54 +123,29 @@ func NewDeliverer(opts Options) *Deliverer {
 	if opts.Jitter == nil {
 		opts.Jitter = rand.Float64
 	}
-	if opts.Poll <= 0 {
-		opts.Poll = time.Second
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 8
-	}
+	opts.Poll = defaults.Positive(opts.Poll, time.Second)
+	opts.Parallel = defaults.Positive(opts.Parallel, 8)
 	if opts.Metrics == nil {
 		opts.Metrics = nopMetrics{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Deliverer{opts: opts, stop: make(chan struct{})}
+	return &Deliverer{opts: opts, loop: background.New()}
 }
 
 // Start runs RunOnce every Poll until Stop.
 func (d *Deliverer) Start() {
-	d.done.Add(1)
-	go func() {
-		defer d.done.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-d.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		t := time.NewTicker(d.opts.Poll)
-		defer t.Stop()
-		for {
-			if _, err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				d.opts.Log.Warn("webhook: delivery pass failed; it is tried again", slog.String("err", err.Error()))
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	d.loop.Every(d.opts.Poll, func(ctx context.Context) {
+		if _, err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Log.Warn("webhook: delivery pass failed; it is tried again", slog.String("err", err.Error()))
 		}
-	}()
+	})
 }
 
 // Stop ends the loop; an attempt in flight is cancelled and retried later.
 func (d *Deliverer) Stop() {
-	d.once.Do(func() { close(d.stop) })
-	d.done.Wait()
+	d.loop.Stop()
 }
 
 // Report counts what one RunOnce did.

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/veilhq/veil/internal/deadline"
+	"github.com/veilhq/veil/internal/defaults"
 )
 
 // Errors the host returns. Match them with errors.Is.
@@ -95,27 +98,13 @@ type HostConfig struct {
 }
 
 func (c *HostConfig) defaults() {
-	if c.PassivateAfter <= 0 {
-		c.PassivateAfter = 5 * time.Minute
-	}
-	if c.Shards <= 0 {
-		c.Shards = 16
-	}
-	if c.LoadTimeout <= 0 {
-		c.LoadTimeout = 10 * time.Second
-	}
-	if c.DefaultTimeout <= 0 {
-		c.DefaultTimeout = 60 * time.Second
-	}
-	if c.MaxRestarts <= 0 {
-		c.MaxRestarts = 10
-	}
-	if c.RestartWindow <= 0 {
-		c.RestartWindow = 10 * time.Second
-	}
-	if c.MemoryCheckEvery <= 0 {
-		c.MemoryCheckEvery = time.Second
-	}
+	c.PassivateAfter = defaults.Positive(c.PassivateAfter, 5*time.Minute)
+	c.Shards = defaults.Positive(c.Shards, 16)
+	c.LoadTimeout = defaults.Positive(c.LoadTimeout, 10*time.Second)
+	c.DefaultTimeout = defaults.Positive(c.DefaultTimeout, 60*time.Second)
+	c.MaxRestarts = defaults.Positive(c.MaxRestarts, 10)
+	c.RestartWindow = defaults.Positive(c.RestartWindow, 10*time.Second)
+	c.MemoryCheckEvery = defaults.Positive(c.MemoryCheckEvery, time.Second)
 }
 
 func (c *HostConfig) shardCap() int {
@@ -225,12 +214,9 @@ func (h *Host) Request(ctx context.Context, id string, msg any) (any, error) {
 	if h.stopping.Load() {
 		return nil, ErrStopping
 	}
-	timeout := h.cfg.DefaultTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
-		}
+	timeout, err := deadline.Timeout(ctx, h.cfg.DefaultTimeout)
+	if err != nil {
+		return nil, err
 	}
 	fut := h.system.Root.RequestFuture(h.shardOf(id), &request{id: id, msg: msg, ctx: ctx}, timeout)
 	res, err := fut.Result()
