@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -293,4 +294,19 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// withArgs completes t from s: its schema, and a Run that checks the
+// arguments against s (decode) before do sees them, so a tool cannot run
+// on arguments its schema does not admit, and no tool repeats the check.
+func withArgs(t Tool, s spec, do func(ctx context.Context, env *Env, a *args) (any, error)) Tool {
+	t.Parameters = s.schema()
+	t.Run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+		a, err := s.decode(raw)
+		if err != nil {
+			return nil, err
+		}
+		return do(ctx, env, a)
+	}
+	return t
 }

@@ -157,6 +157,28 @@ func agentChains(env *Env, arg string) ([]chains.ID, error) {
 	return []chains.ID{c}, nil
 }
 
+// spend is what a payment, an invoice or a schedule moves: its chain, its
+// asset and the amount in that asset's base units.
+type spend struct {
+	chain  chains.ID
+	asset  Asset
+	amount chains.Amount
+}
+
+// readSpend reads the chain, asset and amount arguments of a: the chain
+// and asset by pickChain's rules (rc as there), the amount in that asset.
+func readSpend(env *Env, a *args, rc *recipient) (spend, error) {
+	c, asset, err := pickChain(env, a.str("chain"), a.str("asset"), rc)
+	if err != nil {
+		return spend{}, err
+	}
+	v, err := asset.Parse(a.str("amount"))
+	if err != nil {
+		return spend{}, err
+	}
+	return spend{chain: c, asset: asset, amount: v}, nil
+}
+
 // pickChain chooses the chain and asset of a payment (or invoice) from the
 // optional chain and asset arguments; rc, when non-nil, limits the chains
 // to those the recipient can be paid on. The rules (docs/tools.md):

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -49,49 +48,41 @@ type PaymentBrief struct {
 // maxListed caps the lists tools return.
 const maxListed = 20
 
-var scanSpec = spec{pChainOpt}
-
 func scanPayments() Tool {
-	return Tool{
+	return onChains(Tool{
 		Name: "scan_payments",
 		Description: "Scan the chain(s) now for stealth payments sent to this agent. Returns count (new payments found) " +
 			"and the unwithdrawn payments (stealth addresses to use with withdraw).",
-		Parameters: scanSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, cs, err := targetChains(env, scanSpec, raw)
-			if err != nil {
-				return nil, err
-			}
-			res := &ScanResult{Chains: []ChainCount{}}
-			if a.has("chain") {
-				res.Chain = cs[0]
-			}
-			var ok []chains.ID
-			for _, c := range cs {
-				n, err := env.Chains.Scan(ctx, c)
-				if err != nil {
-					if len(cs) == 1 {
-						return nil, chainErr("scanning", c, err)
-					}
-					res.Unavailable = append(res.Unavailable, ChainError{Chain: c, Error: err.Error()})
-					continue
-				}
+	}, func(ctx context.Context, env *Env, a *args, cs []chains.ID) (any, error) {
+		res := &ScanResult{Chains: []ChainCount{}}
+		if a.has("chain") {
+			res.Chain = cs[0]
+		}
+		var ok []chains.ID
+		var err error
+		res.Unavailable, err = onEachChain(cs, "scanning", func(c chains.ID) error {
+			n, err := env.Chains.Scan(ctx, c)
+			if err == nil {
 				ok = append(ok, c)
 				res.Count += n
 				res.Chains = append(res.Chains, ChainCount{Chain: c, Count: n})
 			}
-			if len(ok) == 0 {
-				return nil, fmt.Errorf("scanning failed on every chain: %s", res.Unavailable[0].Error)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(ok) == 0 {
+			return nil, fmt.Errorf("scanning failed on every chain: %s", res.Unavailable[0].Error)
+		}
+		if env.Payments != nil {
+			ps, err := received(ctx, env, ok)
+			if err == nil {
+				res.Payments = briefs(ps)
 			}
-			if env.Payments != nil {
-				ps, err := received(ctx, env, ok)
-				if err == nil {
-					res.Payments = briefs(ps)
-				}
-			}
-			return res, nil
-		},
-	}
+		}
+		return res, nil
+	})
 }
 
 // briefs lists the unwithdrawn payments, newest first, capped.
@@ -131,55 +122,64 @@ type ChainBalance struct {
 	StealthPayments int               `json:"stealthPayments"`
 }
 
-var balanceSpec = spec{pChainOpt}
-
 func getBalance() Tool {
-	return Tool{
+	return onChains(Tool{
 		Name: "get_balance",
 		Description: "Balances of this agent: its public address (native asset and tokens) and the received stealth payments " +
 			"not yet withdrawn, per chain.",
-		Parameters: balanceSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			_, cs, err := targetChains(env, balanceSpec, raw)
+	}, func(ctx context.Context, env *Env, _ *args, cs []chains.ID) (any, error) {
+		res := &BalanceResult{Balances: []ChainBalance{}}
+		var err error
+		res.Unavailable, err = onEachChain(cs, "reading the balance", func(c chains.ID) error {
+			b, err := env.Chains.Balance(ctx, c)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			res := &BalanceResult{Balances: []ChainBalance{}}
-			for _, c := range cs {
-				b, err := env.Chains.Balance(ctx, c)
-				if err != nil {
-					if len(cs) == 1 {
-						return nil, chainErr("reading the balance", c, err)
-					}
-					res.Unavailable = append(res.Unavailable, ChainError{Chain: c, Error: err.Error()})
-					continue
-				}
-				cb := ChainBalance{Chain: c, Address: env.Agent.Addresses[c], NativeAsset: c.NativeAsset(), Native: b.Native, Tokens: b.Tokens}
-				if cb.Tokens == nil {
-					cb.Tokens = map[string]string{}
-				}
-				if env.Payments != nil {
-					if ps, err := env.Payments.Received(ctx, c); err == nil {
-						for _, p := range ps {
-							if p.Withdrawn {
-								continue
-							}
-							if cb.Stealth == nil {
-								cb.Stealth = map[string]string{}
-							}
-							cb.Stealth[p.Asset] = addDecimal(cb.Stealth[p.Asset], p.Balance)
-							cb.StealthPayments++
+			cb := ChainBalance{Chain: c, Address: env.Agent.Addresses[c], NativeAsset: c.NativeAsset(), Native: b.Native, Tokens: b.Tokens}
+			if cb.Tokens == nil {
+				cb.Tokens = map[string]string{}
+			}
+			if env.Payments != nil {
+				if ps, err := env.Payments.Received(ctx, c); err == nil {
+					for _, p := range ps {
+						if p.Withdrawn {
+							continue
 						}
+						if cb.Stealth == nil {
+							cb.Stealth = map[string]string{}
+						}
+						cb.Stealth[p.Asset] = addDecimal(cb.Stealth[p.Asset], p.Balance)
+						cb.StealthPayments++
 					}
 				}
-				res.Balances = append(res.Balances, cb)
 			}
-			if len(res.Balances) == 0 {
-				return nil, fmt.Errorf("no chain answered: %s", res.Unavailable[0].Error)
+			res.Balances = append(res.Balances, cb)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Balances) == 0 {
+			return nil, fmt.Errorf("no chain answered: %s", res.Unavailable[0].Error)
+		}
+		return res, nil
+	})
+}
+
+// onEachChain runs op on each of cs. On one chain, its failure is the
+// tool's, explained (chainErr) as what failed; on several, the chains that
+// failed are listed and the others still run.
+func onEachChain(cs []chains.ID, what string, op func(c chains.ID) error) ([]ChainError, error) {
+	var failed []ChainError
+	for _, c := range cs {
+		if err := op(c); err != nil {
+			if len(cs) == 1 {
+				return nil, chainErr(what, c, err)
 			}
-			return res, nil
-		},
+			failed = append(failed, ChainError{Chain: c, Error: err.Error()})
+		}
 	}
+	return failed, nil
 }
 
 // addDecimal adds two decimal strings exactly ("" is 0).
@@ -227,28 +227,20 @@ type NameResult struct {
 	TxLink   string    `json:"txLink"`
 }
 
-var registerSpec = spec{pChainDefault}
-
 func registerName() Tool {
-	return Tool{
+	return onChain(Tool{
 		Name:        "register_name",
 		Description: "Register this agent's name (name.veil → its stealth meta-address) in the chain's on-chain name registry, so others can pay it by name there.",
-		Parameters:  registerSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			c, err := targetChain(env, registerSpec, raw)
-			if err != nil {
-				return nil, err
-			}
-			tx, err := env.Chains.RegisterName(ctx, c)
-			if err != nil {
-				if errors.Is(err, chains.ErrNameTaken) {
-					return nil, fmt.Errorf("%s%s on %s: %w (to another meta-address)", env.Agent.Name, chains.NameSuffix, c, err)
-				}
-				return nil, chainErr("registering "+env.Agent.Name+chains.NameSuffix, c, err)
-			}
-			return &NameResult{Name: env.Agent.Name, FullName: env.Agent.Name + chains.NameSuffix, Chain: c, TxHash: tx.TxHash, TxLink: txLink(env, c, tx)}, nil
-		},
-	}
+	}, func(ctx context.Context, env *Env, c chains.ID) (any, error) {
+		tx, err := env.Chains.RegisterName(ctx, c)
+		if errors.Is(err, chains.ErrNameTaken) {
+			return nil, fmt.Errorf("%s%s on %s: %w (to another meta-address)", env.Agent.Name, chains.NameSuffix, c, err)
+		}
+		if err != nil {
+			return nil, chainErr("registering "+env.Agent.Name+chains.NameSuffix, c, err)
+		}
+		return &NameResult{Name: env.Agent.Name, FullName: env.Agent.Name + chains.NameSuffix, Chain: c, TxHash: tx.TxHash, TxLink: txLink(env, c, tx)}, nil
+	})
 }
 
 // ResolveResult is the detail of resolve_name.
@@ -264,50 +256,44 @@ type ResolveResult struct {
 var resolveSpec = spec{{name: "name", required: true, maxLen: 40, example: "bob.veil", desc: "Name to look up: bob or bob.veil."}}
 
 func resolveName() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name:        "resolve_name",
 		Description: "Look up a name (bob or bob.veil): the chains it can be paid on and its stealth meta-addresses. Veil agents first, then the on-chain registry of this agent's chains.",
-		Parameters:  resolveSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := resolveSpec.decode(raw)
-			if err != nil {
-				return nil, err
-			}
-			name, err := chains.ParseName(a.str("name"))
-			if err != nil {
-				return nil, err
-			}
-			if env.Directory == nil {
-				return nil, fmt.Errorf("%w: no agent directory", ErrNotConfigured)
-			}
-			res := &ResolveResult{Name: name, FullName: name + chains.NameSuffix, MetaAddresses: map[chains.ID]string{}, Chains: []chains.ID{}}
-			found, err := env.Directory.LookupAgent(ctx, name)
-			if err == nil {
-				res.Source = "veil"
-				for _, c := range found.Chains {
-					if m := found.MetaAddresses[c]; m != "" {
-						res.Chains = append(res.Chains, c)
-						res.MetaAddresses[c] = m
-					}
+	}, resolveSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		name, err := chains.ParseName(a.str("name"))
+		if err != nil {
+			return nil, err
+		}
+		if env.Directory == nil {
+			return nil, fmt.Errorf("%w: no agent directory", ErrNotConfigured)
+		}
+		res := &ResolveResult{Name: name, FullName: name + chains.NameSuffix, MetaAddresses: map[chains.ID]string{}, Chains: []chains.ID{}}
+		found, err := env.Directory.LookupAgent(ctx, name)
+		if err == nil {
+			res.Source = "veil"
+			for _, c := range found.Chains {
+				if m := found.MetaAddresses[c]; m != "" {
+					res.Chains = append(res.Chains, c)
+					res.MetaAddresses[c] = m
 				}
-				return res, nil
 			}
-			if !errors.Is(err, ErrUnknownRecipient) {
-				return nil, fmt.Errorf("looking up %s%s failed: %w", name, chains.NameSuffix, err)
-			}
-			if env.Chains == nil {
-				return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, chains.NameSuffix)
-			}
-			rc, err := resolveRecipient(ctx, env, name, "", true)
-			if err != nil {
-				return nil, err
-			}
-			res.Source = "chain"
-			res.Chains = rc.chains()
-			res.MetaAddresses = rc.meta
 			return res, nil
-		},
-	}
+		}
+		if !errors.Is(err, ErrUnknownRecipient) {
+			return nil, fmt.Errorf("looking up %s%s failed: %w", name, chains.NameSuffix, err)
+		}
+		if env.Chains == nil {
+			return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, chains.NameSuffix)
+		}
+		rc, err := resolveRecipient(ctx, env, name, "", true)
+		if err != nil {
+			return nil, err
+		}
+		res.Source = "chain"
+		res.Chains = rc.chains()
+		res.MetaAddresses = rc.meta
+		return res, nil
+	})
 }
 
 // FundResult is the detail of fund_wallet.
@@ -318,25 +304,17 @@ type FundResult struct {
 	TxLink  string    `json:"txLink"`
 }
 
-var fundSpec = spec{pChainDefault}
-
 func fundWallet() Tool {
-	return Tool{
+	return onChain(Tool{
 		Name:        "fund_wallet",
 		Description: "Ask the test network's faucet to fund this agent's public address (test networks only).",
-		Parameters:  fundSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			c, err := targetChain(env, fundSpec, raw)
-			if err != nil {
-				return nil, err
-			}
-			tx, err := env.Chains.Fund(ctx, c)
-			if err != nil {
-				return nil, chainErr("funding from the faucet", c, err)
-			}
-			return &FundResult{Chain: c, Address: env.Agent.Addresses[c], TxHash: tx.TxHash, TxLink: txLink(env, c, tx)}, nil
-		},
-	}
+	}, func(ctx context.Context, env *Env, c chains.ID) (any, error) {
+		tx, err := env.Chains.Fund(ctx, c)
+		if err != nil {
+			return nil, chainErr("funding from the faucet", c, err)
+		}
+		return &FundResult{Chain: c, Address: env.Agent.Addresses[c], TxHash: tx.TxHash, TxLink: txLink(env, c, tx)}, nil
+	})
 }
 
 // AgentInfo is the detail of get_agent_info.
@@ -353,27 +331,22 @@ type AgentInfo struct {
 var noArgs = spec{}
 
 func getAgentInfo() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name:        "get_agent_info",
 		Description: "This agent's identity: name, full name (name.veil), chains, public addresses and stealth meta-addresses (what others pay).",
-		Parameters:  noArgs.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			if _, err := noArgs.decode(raw); err != nil {
-				return nil, err
-			}
-			ag := env.Agent
-			info := &AgentInfo{ID: ag.ID, Name: ag.Name, FullName: ag.Name + chains.NameSuffix, Chains: append([]chains.ID{}, ag.Chains...),
-				Addresses: map[chains.ID]string{}, MetaAddresses: map[chains.ID]string{}}
-			if len(ag.Chains) > 0 {
-				info.DefaultChain = ag.Chains[0]
-			}
-			for _, c := range ag.Chains {
-				info.Addresses[c] = ag.Addresses[c]
-				info.MetaAddresses[c] = ag.MetaAddresses[c]
-			}
-			return info, nil
-		},
-	}
+	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
+		ag := env.Agent
+		info := &AgentInfo{ID: ag.ID, Name: ag.Name, FullName: ag.Name + chains.NameSuffix, Chains: append([]chains.ID{}, ag.Chains...),
+			Addresses: map[chains.ID]string{}, MetaAddresses: map[chains.ID]string{}}
+		if len(ag.Chains) > 0 {
+			info.DefaultChain = ag.Chains[0]
+		}
+		for _, c := range ag.Chains {
+			info.Addresses[c] = ag.Addresses[c]
+			info.MetaAddresses[c] = ag.MetaAddresses[c]
+		}
+		return info, nil
+	})
 }
 
 // PrivacyReport is the detail of privacy_check.
@@ -411,115 +384,110 @@ type LinkedAddress struct {
 }
 
 func privacyCheck() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "privacy_check",
 		Description: "Review this agent's payment privacy: received stealth payments still unwithdrawn, withdrawals that link payments " +
 			"(several to one address, or to the agent's public address), funds on the public address; with advice.",
-		Parameters: noArgs.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			if _, err := noArgs.decode(raw); err != nil {
-				return nil, err
-			}
-			if env.Chains == nil || env.Payments == nil {
-				return nil, fmt.Errorf("%w: no chain access or payment records", ErrNotConfigured)
-			}
-			cs, err := agentChains(env, "")
+	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
+		if env.Chains == nil || env.Payments == nil {
+			return nil, fmt.Errorf("%w: no chain access or payment records", ErrNotConfigured)
+		}
+		cs, err := agentChains(env, "")
+		if err != nil {
+			return nil, err
+		}
+		rep := &PrivacyReport{Chains: []ChainPrivacy{}, Advice: []string{}}
+		type target struct {
+			chain chains.ID
+			addr  string
+		}
+		linked := map[target]int{}
+		var publicFunds []chains.ID
+		for _, c := range cs {
+			cp := ChainPrivacy{Chain: c}
+			ps, err := env.Payments.Received(ctx, c)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("reading received payments on %s: %w", c, err)
 			}
-			rep := &PrivacyReport{Chains: []ChainPrivacy{}, Advice: []string{}}
-			type target struct {
-				chain chains.ID
-				addr  string
-			}
-			linked := map[target]int{}
-			var publicFunds []chains.ID
-			for _, c := range cs {
-				cp := ChainPrivacy{Chain: c}
-				ps, err := env.Payments.Received(ctx, c)
-				if err != nil {
-					return nil, fmt.Errorf("reading received payments on %s: %w", c, err)
-				}
-				for _, p := range ps {
-					if p.Withdrawn {
-						cp.Withdrawn++
-					} else {
-						cp.Unwithdrawn++
-					}
-					seen := map[string]bool{}
-					for _, to := range p.WithdrawnTo {
-						k := to
-						if c.Family() == chains.FamilyEVM {
-							k = strings.ToLower(to)
-						}
-						if !seen[k] {
-							seen[k] = true
-							linked[target{c, k}]++
-						}
-					}
-				}
-				if b, err := env.Chains.Balance(ctx, c); err != nil {
-					rep.Unavailable = append(rep.Unavailable, ChainError{Chain: c, Error: err.Error()})
+			for _, p := range ps {
+				if p.Withdrawn {
+					cp.Withdrawn++
 				} else {
-					bb := b
-					cp.PublicBalance = &bb
-					cp.PublicFunds = !isZero(b.Native)
-					for _, v := range b.Tokens {
-						cp.PublicFunds = cp.PublicFunds || !isZero(v)
+					cp.Unwithdrawn++
+				}
+				seen := map[string]bool{}
+				for _, to := range p.WithdrawnTo {
+					k := to
+					if c.Family() == chains.FamilyEVM {
+						k = strings.ToLower(to)
 					}
-					if cp.PublicFunds {
-						publicFunds = append(publicFunds, c)
+					if !seen[k] {
+						seen[k] = true
+						linked[target{c, k}]++
 					}
 				}
-				rep.UnwithdrawnPayments += cp.Unwithdrawn
-				rep.WithdrawnPayments += cp.Withdrawn
-				rep.Chains = append(rep.Chains, cp)
 			}
-			atRisk := false
-			for t, n := range linked {
-				public := sameAddress(t.chain, env.Agent.Addresses[t.chain], t.addr)
-				if n > 1 || public {
-					rep.LinkedWithdrawals = append(rep.LinkedWithdrawals, LinkedAddress{Chain: t.chain, Address: t.addr, Payments: n, Public: public})
+			if b, err := env.Chains.Balance(ctx, c); err != nil {
+				rep.Unavailable = append(rep.Unavailable, ChainError{Chain: c, Error: err.Error()})
+			} else {
+				bb := b
+				cp.PublicBalance = &bb
+				cp.PublicFunds = !isZero(b.Native)
+				for _, v := range b.Tokens {
+					cp.PublicFunds = cp.PublicFunds || !isZero(v)
+				}
+				if cp.PublicFunds {
+					publicFunds = append(publicFunds, c)
 				}
 			}
-			sort.Slice(rep.LinkedWithdrawals, func(i, j int) bool {
-				x, y := rep.LinkedWithdrawals[i], rep.LinkedWithdrawals[j]
-				if x.Chain != y.Chain {
-					return chainIndex(x.Chain) < chainIndex(y.Chain)
-				}
-				return x.Address < y.Address
-			})
-			for _, l := range rep.LinkedWithdrawals {
-				atRisk = true
-				if l.Public {
-					rep.Advice = append(rep.Advice, fmt.Sprintf("%d payment(s) on %s were withdrawn to this agent's public address, which ties them to its name. Withdraw to fresh addresses instead.", l.Payments, l.Chain))
-				} else {
-					rep.Advice = append(rep.Advice, fmt.Sprintf("%d payments on %s were withdrawn to the same address %s, so anyone can link them. Use a fresh address for each withdrawal.", l.Payments, l.Chain, l.Address))
-				}
+			rep.UnwithdrawnPayments += cp.Unwithdrawn
+			rep.WithdrawnPayments += cp.Withdrawn
+			rep.Chains = append(rep.Chains, cp)
+		}
+		atRisk := false
+		for t, n := range linked {
+			public := sameAddress(t.chain, env.Agent.Addresses[t.chain], t.addr)
+			if n > 1 || public {
+				rep.LinkedWithdrawals = append(rep.LinkedWithdrawals, LinkedAddress{Chain: t.chain, Address: t.addr, Payments: n, Public: public})
 			}
-			if len(publicFunds) > 0 {
-				rep.Advice = append(rep.Advice, fmt.Sprintf("The public address holds funds on %s. Payments sent from it are visible as coming from this agent; that is expected for paying, but do not withdraw received stealth payments to it.", chainList(publicFunds)))
+		}
+		sort.Slice(rep.LinkedWithdrawals, func(i, j int) bool {
+			x, y := rep.LinkedWithdrawals[i], rep.LinkedWithdrawals[j]
+			if x.Chain != y.Chain {
+				return chainIndex(x.Chain) < chainIndex(y.Chain)
 			}
-			if rep.UnwithdrawnPayments > 0 {
-				rep.Advice = append(rep.Advice, fmt.Sprintf("%d received payment(s) sit unlinked at one-time stealth addresses. When you withdraw, use a different fresh address for each and space withdrawals out; withdraw_all to one address links them.", rep.UnwithdrawnPayments))
+			return x.Address < y.Address
+		})
+		for _, l := range rep.LinkedWithdrawals {
+			atRisk = true
+			if l.Public {
+				rep.Advice = append(rep.Advice, fmt.Sprintf("%d payment(s) on %s were withdrawn to this agent's public address, which ties them to its name. Withdraw to fresh addresses instead.", l.Payments, l.Chain))
+			} else {
+				rep.Advice = append(rep.Advice, fmt.Sprintf("%d payments on %s were withdrawn to the same address %s, so anyone can link them. Use a fresh address for each withdrawal.", l.Payments, l.Chain, l.Address))
 			}
-			if rep.UnwithdrawnPayments+rep.WithdrawnPayments == 0 {
-				rep.Advice = append(rep.Advice, "No stealth payments received yet; share your name or meta-address to receive privately.")
-			}
-			if len(rep.Unavailable) > 0 {
-				rep.Advice = append(rep.Advice, fmt.Sprintf("Public balances could not be read on %s; the report is incomplete there.", chainList(errChains(rep.Unavailable))))
-			}
-			switch {
-			case atRisk:
-				rep.Level = "at_risk"
-			case len(publicFunds) > 0:
-				rep.Level = "fair"
-			default:
-				rep.Level = "good"
-			}
-			return rep, nil
-		},
-	}
+		}
+		if len(publicFunds) > 0 {
+			rep.Advice = append(rep.Advice, fmt.Sprintf("The public address holds funds on %s. Payments sent from it are visible as coming from this agent; that is expected for paying, but do not withdraw received stealth payments to it.", chainList(publicFunds)))
+		}
+		if rep.UnwithdrawnPayments > 0 {
+			rep.Advice = append(rep.Advice, fmt.Sprintf("%d received payment(s) sit unlinked at one-time stealth addresses. When you withdraw, use a different fresh address for each and space withdrawals out; withdraw_all to one address links them.", rep.UnwithdrawnPayments))
+		}
+		if rep.UnwithdrawnPayments+rep.WithdrawnPayments == 0 {
+			rep.Advice = append(rep.Advice, "No stealth payments received yet; share your name or meta-address to receive privately.")
+		}
+		if len(rep.Unavailable) > 0 {
+			rep.Advice = append(rep.Advice, fmt.Sprintf("Public balances could not be read on %s; the report is incomplete there.", chainList(errChains(rep.Unavailable))))
+		}
+		switch {
+		case atRisk:
+			rep.Level = "at_risk"
+		case len(publicFunds) > 0:
+			rep.Level = "fair"
+		default:
+			rep.Level = "good"
+		}
+		return rep, nil
+	})
 }
 
 func chainIndex(c chains.ID) int {
@@ -539,37 +507,44 @@ func errChains(es []ChainError) []chains.ID {
 	return out
 }
 
-// targetChains decodes the arguments of a tool whose argument is its
-// optional chain, resolves the agent's chains it runs on, and checks that
-// the tool can reach chains at all.
-func targetChains(env *Env, s spec, raw json.RawMessage) (*args, []chains.ID, error) {
-	a, err := s.decode(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	cs, err := agentChains(env, a.str("chain"))
-	if err != nil {
-		return nil, nil, err
-	}
-	if env.Chains == nil {
-		return nil, nil, fmt.Errorf("%w: no chain access", ErrNotConfigured)
-	}
-	return a, cs, nil
+// onChains is withArgs for a tool whose one argument is its optional
+// chain: do runs on the agent's chains it names (every chain of the agent
+// when none is).
+func onChains(t Tool, do func(ctx context.Context, env *Env, a *args, cs []chains.ID) (any, error)) Tool {
+	return chainTool(t, pChainOpt, agentChains, do)
 }
 
-// targetChain is targetChains for a tool that runs on one chain (the
-// agent's default when none is named).
-func targetChain(env *Env, s spec, raw json.RawMessage) (chains.ID, error) {
-	a, err := s.decode(raw)
-	if err != nil {
-		return "", err
+// onChain is onChains for a tool that runs on one chain (the agent's
+// default when none is named).
+func onChain(t Tool, do func(ctx context.Context, env *Env, c chains.ID) (any, error)) Tool {
+	one := func(env *Env, arg string) ([]chains.ID, error) {
+		c, err := agentChain(env, arg)
+		return []chains.ID{c}, err
 	}
-	c, err := agentChain(env, a.str("chain"))
-	if err != nil {
-		return "", err
-	}
+	return chainTool(t, pChainDefault, one, func(ctx context.Context, env *Env, _ *args, cs []chains.ID) (any, error) {
+		return do(ctx, env, cs[0])
+	})
+}
+
+// chainTool resolves the chain argument p (with resolve) to the agent's
+// chains and runs do on them, once the tool is known to reach chains at all.
+func chainTool(t Tool, p param, resolve func(env *Env, arg string) ([]chains.ID, error), do func(ctx context.Context, env *Env, a *args, cs []chains.ID) (any, error)) Tool {
+	return withArgs(t, spec{p}, func(ctx context.Context, env *Env, a *args) (any, error) {
+		cs, err := resolve(env, a.str("chain"))
+		if err != nil {
+			return nil, err
+		}
+		if err := needChains(env); err != nil {
+			return nil, err
+		}
+		return do(ctx, env, a, cs)
+	})
+}
+
+// needChains refuses a tool that reaches chains when Env has no chain access.
+func needChains(env *Env) error {
 	if env.Chains == nil {
-		return "", fmt.Errorf("%w: no chain access", ErrNotConfigured)
+		return fmt.Errorf("%w: no chain access", ErrNotConfigured)
 	}
-	return c, nil
+	return nil
 }

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -39,67 +38,61 @@ var payInvoiceSpec = spec{
 // one-time address, once per invoice (the idempotency key is the invoice's
 // address, not the call's), under the owner's policy and approvals.
 func payInvoice() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "pay_invoice",
 		Description: "Pay an invoice by its id or payment link (of this server or another Veil server): exactly the invoice's amount and asset, on its chain, to its own one-time address. " +
 			"Paid, expired and this agent's own invoices are refused; an invoice is paid at most once. Only when the user asked in this message, naming the invoice. Returns txHash and txLink.",
-		Parameters: payInvoiceSpec.schema(),
 		Payment:    true,
 		MovesValue: true,
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := payInvoiceSpec.decode(raw)
-			if err != nil {
-				return nil, err
+	}, payInvoiceSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		ref, err := parseInvoiceRef(a.str("invoice"))
+		if err != nil {
+			return nil, err
+		}
+		if err := needKey(env); err != nil {
+			return nil, err
+		}
+		ic, ok := env.Chains.(InvoiceChains)
+		if !ok || env.InvoiceLookup == nil {
+			return nil, fmt.Errorf("%w: paying invoices is not available here", ErrNotConfigured)
+		}
+		if err := requireInvoiceStated(env, ref); err != nil {
+			return nil, err
+		}
+		inv, asset, err := resolveInvoice(ctx, env, ic, ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := payable(env, inv); err != nil {
+			return nil, err
+		}
+		if !deployed(&env.Agent, inv.Chain) {
+			return nil, fmt.Errorf("%w: invoice %s is to be paid on %s, and this agent is on %s; nothing was paid", ErrInvoiceNotPayable, inv.ID, inv.Chain, chainList(env.Agent.Chains))
+		}
+		if err := checkStatedAmount(env, ref, a.str("amount"), inv, asset); err != nil {
+			return nil, err
+		}
+		claim := ""
+		if !ic.SettlesByTransfer(inv.Chain) {
+			if !ic.VerifiesByHash(inv.Chain) {
+				// Paid, it would stay pending: the payee's Veil would
+				// not see the transfer (docs/invoices.md, "Other chains").
+				return nil, fmt.Errorf("%w: invoice %s is on %s, where Veil does not yet see a plain transfer to an invoice's address, so the payee's invoice would not settle; nothing was paid. Ask the payee for an invoice on an EVM chain, or pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Chain)
 			}
-			ref, err := parseInvoiceRef(a.str("invoice"))
-			if err != nil {
-				return nil, err
+			// The payee's Veil settles it once told the transaction
+			// (POST /pay/<id>/paid), on this server or the link's.
+			claim = env.InvoiceLookup.PayLink(inv.ID) + "/paid"
+			if ref.link != "" && inv.AgentID == "" {
+				claim = claimURL(ref.link)
 			}
-			if err := needKey(env); err != nil {
-				return nil, err
-			}
-			ic, ok := env.Chains.(InvoiceChains)
-			if !ok || env.InvoiceLookup == nil {
-				return nil, fmt.Errorf("%w: paying invoices is not available here", ErrNotConfigured)
-			}
-			if err := requireInvoiceStated(env, ref); err != nil {
-				return nil, err
-			}
-			inv, asset, err := resolveInvoice(ctx, env, ic, ref)
-			if err != nil {
-				return nil, err
-			}
-			if err := payable(env, inv); err != nil {
-				return nil, err
-			}
-			if !deployed(&env.Agent, inv.Chain) {
-				return nil, fmt.Errorf("%w: invoice %s is to be paid on %s, and this agent is on %s; nothing was paid", ErrInvoiceNotPayable, inv.ID, inv.Chain, chainList(env.Agent.Chains))
-			}
-			if err := checkStatedAmount(env, ref, a.str("amount"), inv, asset); err != nil {
-				return nil, err
-			}
-			claim := ""
-			if !ic.SettlesByTransfer(inv.Chain) {
-				if !ic.VerifiesByHash(inv.Chain) {
-					// Paid, it would stay pending: the payee's Veil would
-					// not see the transfer (docs/invoices.md, "Other chains").
-					return nil, fmt.Errorf("%w: invoice %s is on %s, where Veil does not yet see a plain transfer to an invoice's address, so the payee's invoice would not settle; nothing was paid. Ask the payee for an invoice on an EVM chain, or pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Chain)
-				}
-				// The payee's Veil settles it once told the transaction
-				// (POST /pay/<id>/paid), on this server or the link's.
-				claim = env.InvoiceLookup.PayLink(inv.ID) + "/paid"
-				if ref.link != "" && inv.AgentID == "" {
-					claim = claimURL(ref.link)
-				}
-			}
-			// What cannot reach the invoice's fresh address is refused
-			// before anything is sent.
-			if err := reachable(inv, asset); err != nil {
-				return nil, err
-			}
-			return payInvoiceNow(ctx, env, ic, inv, asset, claim)
-		},
-	}
+		}
+		// What cannot reach the invoice's fresh address is refused
+		// before anything is sent.
+		if err := reachable(inv, asset); err != nil {
+			return nil, err
+		}
+		return payInvoiceNow(ctx, env, ic, inv, asset, claim)
+	})
 }
 
 // resolveInvoice finds what ref names: this server's invoice (an id, or a
@@ -154,20 +147,13 @@ func resolveInvoice(ctx context.Context, env *Env, ic InvoiceChains, ref invoice
 // message this turn, so an invoice read in a memo, an email or a tool
 // result is never paid on the model's say-so.
 func requireInvoiceStated(env *Env, ref invoiceRef) error {
-	if env.Explicit {
-		return nil
-	}
 	id := strings.ToLower(ref.id)
 	contains := func(text string) bool { return strings.Contains(strings.ToLower(text), id) }
-	r := intent.Read(env.UserText)
-	if contains(r.Instructed()) {
-		return nil
-	}
-	if contains(r.Text) {
-		why := r.Refusal(contains)
+	return requireStated(env, contains, func(why intent.Mood) error {
 		return fmt.Errorf("%w: the user's message names invoice %s, but not in an instruction to pay it now: %s (%s). Do not call pay_invoice: answer the user, or ask one confirming question", ErrNotConfirmed, ref.id, why.Why(), why)
-	}
-	return fmt.Errorf("%w: the user's message does not name invoice %s; pay_invoice pays only an invoice the user named (its id or payment link) in this turn. Ask the user to confirm, then call pay_invoice again", ErrNotConfirmed, ref.id)
+	}, func() error {
+		return fmt.Errorf("%w: the user's message does not name invoice %s; pay_invoice pays only an invoice the user named (its id or payment link) in this turn. Ask the user to confirm, then call pay_invoice again", ErrNotConfirmed, ref.id)
+	})
 }
 
 // checkStatedAmount refuses when the user stated an amount (in the

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -47,10 +46,7 @@ func needKey(env *Env) error {
 	if strings.TrimSpace(env.IdempotencyKey) == "" {
 		return fmt.Errorf("%w: this call has no idempotency key, so a payment could not be made safely", ErrNotConfigured)
 	}
-	if env.Chains == nil {
-		return fmt.Errorf("%w: no chain access", ErrNotConfigured)
-	}
-	return nil
+	return needChains(env)
 }
 
 // chainErr explains a chain failure to the model.
@@ -94,29 +90,22 @@ func notify(ctx context.Context, env *Env, typ, title, body string) {
 	}
 }
 
-// pay answers a *PaymentResult, or a *PaymentHeld when the owner's policy
-// holds the payment for approval.
-func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg string, onChain bool) (any, error) {
+// pay pays who the amount, asset and chain of a (send_payment's and
+// pay_agent's arguments) and answers a *PaymentResult, or a *PaymentHeld
+// when the owner's policy holds the payment for approval.
+func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool) (any, error) {
 	if err := needKey(env); err != nil {
 		return nil, err
 	}
-	rc, err := resolveRecipient(ctx, env, who, chainArg, onChain)
+	rc, sp, err := readPayment(ctx, env, who, a, onChain)
 	if err != nil {
 		return nil, err
 	}
-	c, asset, err := pickChain(env, chainArg, assetArg, rc)
-	if err != nil {
+	c, asset, amount := sp.chain, sp.asset, sp.amount.String()
+	if err := requireAmountStated(env, tool, a.str("amount")); err != nil {
 		return nil, err
 	}
-	value, err := asset.Parse(amountArg)
-	if err != nil {
-		return nil, err
-	}
-	amount := value.String()
-	if err := requireAmountStated(env, tool, amountArg); err != nil {
-		return nil, err
-	}
-	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: value, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
+	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: sp.amount, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
 	var he *HeldError
 	if errors.As(err, &he) {
 		return held(he, amount, asset.Symbol, c, rc.display), nil
@@ -130,49 +119,48 @@ func pay(ctx context.Context, env *Env, tool, who, amountArg, assetArg, chainArg
 	return res, nil
 }
 
+// readPayment reads who a payment tool pays (resolveRecipient, with
+// onChain as there) and what (readSpend, on the chains who can be paid on).
+func readPayment(ctx context.Context, env *Env, who string, a *args, onChain bool) (*recipient, spend, error) {
+	rc, err := resolveRecipient(ctx, env, who, a.str("chain"), onChain)
+	if err != nil {
+		return nil, spend{}, err
+	}
+	sp, err := readSpend(env, a, rc)
+	return rc, sp, err
+}
+
 var sendPaymentSpec = spec{pRecipient, pAmount, pAsset, pPayChain}
 
 func sendPayment() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "send_payment",
 		Description: "Send a private (stealth) payment from this agent to a Veil agent name or a stealth meta-address. " +
 			"The recipient gets a fresh one-time address; nobody watching the chain can link it to them. " +
 			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
-		Parameters: sendPaymentSpec.schema(),
 		Payment:    true,
 		MovesValue: true,
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := sendPaymentSpec.decode(raw)
-			if err != nil {
-				return nil, err
-			}
-			return pay(ctx, env, "send_payment", a.str("recipient"), a.str("amount"), a.str("asset"), a.str("chain"), true)
-		},
-	}
+	}, sendPaymentSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		return pay(ctx, env, "send_payment", a.str("recipient"), a, true)
+	})
 }
 
 var payAgentSpec = spec{pAgentName, pAmount, pAsset, pPayChain}
 
 func payAgent() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "pay_agent",
 		Description: "Pay another Veil agent by its name (alice or alice.veil) with a private stealth payment. " +
 			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
-		Parameters: payAgentSpec.schema(),
 		Payment:    true,
 		MovesValue: true,
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := payAgentSpec.decode(raw)
-			if err != nil {
-				return nil, err
-			}
-			name := strings.TrimSpace(a.str("agent_name"))
-			if strings.HasPrefix(strings.ToLower(name), "st:") {
-				return nil, argErr("agent_name must be an agent's name; to pay a meta-address use send_payment")
-			}
-			return pay(ctx, env, "pay_agent", name, a.str("amount"), a.str("asset"), a.str("chain"), false)
-		},
-	}
+	}, payAgentSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		name := strings.TrimSpace(a.str("agent_name"))
+		if strings.HasPrefix(strings.ToLower(name), "st:") {
+			return nil, argErr("agent_name must be an agent's name; to pay a meta-address use send_payment")
+		}
+		return pay(ctx, env, "pay_agent", name, a, false)
+	})
 }
 
 // WithdrawResult is the detail of withdraw.
@@ -225,97 +213,91 @@ var withdrawSpec = spec{
 }
 
 func withdraw() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "withdraw",
 		Description: "Move the funds of one received stealth payment (by its stealth address) to a plain address the user gives. " +
 			"Only when the user asked in this message, with the destination address written in it.",
-		Parameters: withdrawSpec.schema(),
 		Payment:    true,
 		MovesValue: true,
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := withdrawSpec.decode(raw)
-			if err != nil {
+	}, withdrawSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		if err := needKey(env); err != nil {
+			return nil, err
+		}
+		from := strings.TrimSpace(a.str("from"))
+		all, err := received(ctx, env, env.Agent.Chains)
+		if err != nil {
+			return nil, err
+		}
+		var p *Payment
+		for i := range all {
+			if sameAddress(all[i].Chain, all[i].StealthAddress, from) {
+				p = &all[i]
+				break
+			}
+		}
+		if p == nil {
+			var open []string
+			for _, q := range all {
+				if !q.Withdrawn {
+					open = append(open, fmt.Sprintf("%s (%s %s on %s)", q.StealthAddress, q.Balance, q.Asset, q.Chain))
+				}
+			}
+			if len(open) == 0 {
+				return nil, fmt.Errorf("%w: %q is not a payment this agent received, and there are no unwithdrawn payments (run scan_payments to look for new ones)", ErrInvalidArgs, clip(from, 64))
+			}
+			more := ""
+			if len(open) > 5 {
+				more = fmt.Sprintf(" and %d more", len(open)-5)
+				open = open[:5]
+			}
+			return nil, fmt.Errorf("%w: %q is not a payment this agent received; unwithdrawn payments: %s%s", ErrInvalidArgs, clip(from, 64), strings.Join(open, ", "), more)
+		}
+		if p.Withdrawn {
+			return nil, fmt.Errorf("%w: the payment at %s on %s was already withdrawn", ErrInvalidArgs, p.StealthAddress, p.Chain)
+		}
+		to, err := ParseAddress(p.Chain, strings.TrimSpace(a.str("to")))
+		if err != nil {
+			return nil, err
+		}
+		if sameAddress(p.Chain, to, p.StealthAddress) {
+			return nil, argErr("to is the payment's own stealth address")
+		}
+		asset, err := LookupAsset(p.Chain, p.Asset)
+		if err != nil {
+			asset = Asset{Symbol: p.Asset, Decimals: 18}
+		}
+		req := chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: !a.has("amount"), To: to, IdempotencyKey: env.IdempotencyKey}
+		amount := ""
+		if !req.All {
+			if req.Amount, err = asset.Parse(a.str("amount")); err != nil {
 				return nil, err
 			}
-			if err := needKey(env); err != nil {
+			amount = req.Amount.String()
+			if exceeds(amount, p.Balance) {
+				return nil, fmt.Errorf("%w: %s %s is more than the payment holds (%s %s); omit amount to withdraw everything", chains.ErrInsufficientFunds, amount, asset.Symbol, p.Balance, asset.Symbol)
+			}
+			if err := requireAmountStated(env, "withdraw", a.str("amount")); err != nil {
 				return nil, err
 			}
-			from := strings.TrimSpace(a.str("from"))
-			all, err := received(ctx, env, env.Agent.Chains)
-			if err != nil {
-				return nil, err
-			}
-			var p *Payment
-			for i := range all {
-				if sameAddress(all[i].Chain, all[i].StealthAddress, from) {
-					p = &all[i]
-					break
-				}
-			}
-			if p == nil {
-				var open []string
-				for _, q := range all {
-					if !q.Withdrawn {
-						open = append(open, fmt.Sprintf("%s (%s %s on %s)", q.StealthAddress, q.Balance, q.Asset, q.Chain))
-					}
-				}
-				if len(open) == 0 {
-					return nil, fmt.Errorf("%w: %q is not a payment this agent received, and there are no unwithdrawn payments (run scan_payments to look for new ones)", ErrInvalidArgs, clip(from, 64))
-				}
-				more := ""
-				if len(open) > 5 {
-					more = fmt.Sprintf(" and %d more", len(open)-5)
-					open = open[:5]
-				}
-				return nil, fmt.Errorf("%w: %q is not a payment this agent received; unwithdrawn payments: %s%s", ErrInvalidArgs, clip(from, 64), strings.Join(open, ", "), more)
-			}
-			if p.Withdrawn {
-				return nil, fmt.Errorf("%w: the payment at %s on %s was already withdrawn", ErrInvalidArgs, p.StealthAddress, p.Chain)
-			}
-			to, err := ParseAddress(p.Chain, strings.TrimSpace(a.str("to")))
-			if err != nil {
-				return nil, err
-			}
-			if sameAddress(p.Chain, to, p.StealthAddress) {
-				return nil, argErr("to is the payment's own stealth address")
-			}
-			asset, err := LookupAsset(p.Chain, p.Asset)
-			if err != nil {
-				asset = Asset{Symbol: p.Asset, Decimals: 18}
-			}
-			req := chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: !a.has("amount"), To: to, IdempotencyKey: env.IdempotencyKey}
-			amount := ""
-			if !req.All {
-				if req.Amount, err = asset.Parse(a.str("amount")); err != nil {
-					return nil, err
-				}
-				amount = req.Amount.String()
-				if exceeds(amount, p.Balance) {
-					return nil, fmt.Errorf("%w: %s %s is more than the payment holds (%s %s); omit amount to withdraw everything", chains.ErrInsufficientFunds, amount, asset.Symbol, p.Balance, asset.Symbol)
-				}
-				if err := requireAmountStated(env, "withdraw", a.str("amount")); err != nil {
-					return nil, err
-				}
-			}
-			if err := requireAddressStated(env, "withdraw", strings.TrimSpace(a.str("to"))); err != nil {
-				return nil, err
-			}
-			tx, err := env.Chains.Withdraw(ctx, req)
-			if err != nil {
-				return nil, chainErr("withdrawing from "+p.StealthAddress, p.Chain, err)
-			}
-			res := &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: amount}
-			if amount == "" {
-				res.Amount = "all"
-			}
-			if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: amount, TxHash: tx.TxHash}); err != nil {
-				return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", res.TxLink, err)
-			}
-			notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, p.Asset),
-				fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, p.Asset, p.StealthAddress, to, p.Chain, res.TxLink))
-			return res, nil
-		},
-	}
+		}
+		if err := requireAddressStated(env, "withdraw", strings.TrimSpace(a.str("to"))); err != nil {
+			return nil, err
+		}
+		tx, err := env.Chains.Withdraw(ctx, req)
+		if err != nil {
+			return nil, chainErr("withdrawing from "+p.StealthAddress, p.Chain, err)
+		}
+		res := &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: amount}
+		if amount == "" {
+			res.Amount = "all"
+		}
+		if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: amount, TxHash: tx.TxHash}); err != nil {
+			return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", res.TxLink, err)
+		}
+		notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, p.Asset),
+			fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, p.Asset, p.StealthAddress, to, p.Chain, res.TxLink))
+		return res, nil
+	})
 }
 
 // exceeds reports whether decimal a > decimal b (b unparseable: false,
@@ -354,93 +336,87 @@ var withdrawAllSpec = spec{
 }
 
 func withdrawAll() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "withdraw_all",
 		Description: "Withdraw every received, not yet withdrawn stealth payment on the chain(s) of the given address to that address. " +
 			"Warn the user that this links those payments together. Only when the user asked in this message, with the address written in it.",
-		Parameters: withdrawAllSpec.schema(),
 		Payment:    true,
 		MovesValue: true,
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := withdrawAllSpec.decode(raw)
+	}, withdrawAllSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		if err := needKey(env); err != nil {
+			return nil, err
+		}
+		toArg := strings.TrimSpace(a.str("to"))
+		fam, ok := addressFamily(toArg)
+		if !ok {
+			return nil, fmt.Errorf("%w %q: give an EVM (0x…), Stellar (G…) or Solana (base58) address", chains.ErrInvalidAddress, clip(toArg, 64))
+		}
+		var scope []chains.ID
+		if a.has("chain") {
+			c, err := agentChain(env, a.str("chain"))
 			if err != nil {
 				return nil, err
 			}
-			if err := needKey(env); err != nil {
-				return nil, err
+			if c.Family() != fam {
+				return nil, fmt.Errorf("%w: %s is a %s address but chain %s is %s", chains.ErrInvalidAddress, clip(toArg, 64), fam, c, c.Family())
 			}
-			toArg := strings.TrimSpace(a.str("to"))
-			fam, ok := addressFamily(toArg)
-			if !ok {
-				return nil, fmt.Errorf("%w %q: give an EVM (0x…), Stellar (G…) or Solana (base58) address", chains.ErrInvalidAddress, clip(toArg, 64))
-			}
-			var scope []chains.ID
-			if a.has("chain") {
-				c, err := agentChain(env, a.str("chain"))
-				if err != nil {
-					return nil, err
-				}
-				if c.Family() != fam {
-					return nil, fmt.Errorf("%w: %s is a %s address but chain %s is %s", chains.ErrInvalidAddress, clip(toArg, 64), fam, c, c.Family())
-				}
-				scope = []chains.ID{c}
-			} else {
-				for _, c := range env.Agent.Chains {
-					if c.Family() == fam {
-						scope = append(scope, c)
-					}
-				}
-				if len(scope) == 0 {
-					return nil, fmt.Errorf("%w: %s is a %s address but this agent is on %s", ErrInvalidArgs, clip(toArg, 64), fam, chainList(env.Agent.Chains))
+			scope = []chains.ID{c}
+		} else {
+			for _, c := range env.Agent.Chains {
+				if c.Family() == fam {
+					scope = append(scope, c)
 				}
 			}
-			to, err := ParseAddress(scope[0], toArg)
+			if len(scope) == 0 {
+				return nil, fmt.Errorf("%w: %s is a %s address but this agent is on %s", ErrInvalidArgs, clip(toArg, 64), fam, chainList(env.Agent.Chains))
+			}
+		}
+		to, err := ParseAddress(scope[0], toArg)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := received(ctx, env, scope)
+		if err != nil {
+			return nil, err
+		}
+		var open []Payment
+		for _, p := range ps {
+			if !p.Withdrawn {
+				open = append(open, p)
+			}
+		}
+		if len(open) == 0 {
+			return nil, fmt.Errorf("%w: no unwithdrawn payments on %s (run scan_payments to look for new ones)", ErrInvalidArgs, chainList(scope))
+		}
+		if err := requireAddressStated(env, "withdraw_all", toArg); err != nil {
+			return nil, err
+		}
+		sort.SliceStable(open, func(i, j int) bool { return open[i].ReceivedAt.Before(open[j].ReceivedAt) })
+		res := &WithdrawAllResult{To: to, Withdrawn: []WithdrawResult{}}
+		for _, p := range open {
+			// One key per payment, derived from the call's key: a
+			// retried call repeats exactly the same withdrawals.
+			key := env.IdempotencyKey + "/" + string(p.Chain) + "/" + p.StealthAddress
+			tx, err := env.Chains.Withdraw(ctx, chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: true, To: to, IdempotencyKey: key})
 			if err != nil {
-				return nil, err
+				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: chainErr("withdrawing", p.Chain, err).Error()})
+				continue
 			}
-			ps, err := received(ctx, env, scope)
-			if err != nil {
-				return nil, err
+			w := WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all"}
+			if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, TxHash: tx.TxHash}); err != nil {
+				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: fmt.Sprintf("sent (%s) but recording it failed: %v", w.TxLink, err)})
 			}
-			var open []Payment
-			for _, p := range ps {
-				if !p.Withdrawn {
-					open = append(open, p)
-				}
-			}
-			if len(open) == 0 {
-				return nil, fmt.Errorf("%w: no unwithdrawn payments on %s (run scan_payments to look for new ones)", ErrInvalidArgs, chainList(scope))
-			}
-			if err := requireAddressStated(env, "withdraw_all", toArg); err != nil {
-				return nil, err
-			}
-			sort.SliceStable(open, func(i, j int) bool { return open[i].ReceivedAt.Before(open[j].ReceivedAt) })
-			res := &WithdrawAllResult{To: to, Withdrawn: []WithdrawResult{}}
-			for _, p := range open {
-				// One key per payment, derived from the call's key: a
-				// retried call repeats exactly the same withdrawals.
-				key := env.IdempotencyKey + "/" + string(p.Chain) + "/" + p.StealthAddress
-				tx, err := env.Chains.Withdraw(ctx, chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: true, To: to, IdempotencyKey: key})
-				if err != nil {
-					res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: chainErr("withdrawing", p.Chain, err).Error()})
-					continue
-				}
-				w := WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all"}
-				if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, TxHash: tx.TxHash}); err != nil {
-					res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: fmt.Sprintf("sent (%s) but recording it failed: %v", w.TxLink, err)})
-				}
-				res.Withdrawn = append(res.Withdrawn, w)
-				notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s", p.Asset),
-					fmt.Sprintf("Withdrew everything (%s %s) from %s to %s on %s. Transaction %s", p.Balance, p.Asset, p.StealthAddress, to, p.Chain, w.TxLink))
-			}
-			res.Count = len(res.Withdrawn)
-			if res.Count == 0 {
-				return nil, fmt.Errorf("no payment could be withdrawn: %s", res.Failed[0].Error)
-			}
-			if res.Count > 1 {
-				res.Warning = fmt.Sprintf("these %d payments now all went to %s, which links them to each other on chain", res.Count, to)
-			}
-			return res, nil
-		},
-	}
+			res.Withdrawn = append(res.Withdrawn, w)
+			notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s", p.Asset),
+				fmt.Sprintf("Withdrew everything (%s %s) from %s to %s on %s. Transaction %s", p.Balance, p.Asset, p.StealthAddress, to, p.Chain, w.TxLink))
+		}
+		res.Count = len(res.Withdrawn)
+		if res.Count == 0 {
+			return nil, fmt.Errorf("no payment could be withdrawn: %s", res.Failed[0].Error)
+		}
+		if res.Count > 1 {
+			res.Warning = fmt.Sprintf("these %d payments now all went to %s, which links them to each other on chain", res.Count, to)
+		}
+		return res, nil
+	})
 }

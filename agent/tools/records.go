@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -46,50 +45,40 @@ var invoiceSpec = spec{
 }
 
 func createInvoice() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "create_invoice",
 		Description: "Create an invoice (payment request) with its own one-time stealth address. Returns the invoice with id and " +
 			"paymentLink, a page the payer opens to pay.",
-		Parameters: invoiceSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := invoiceSpec.decode(raw)
+	}, invoiceSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		if env.Invoices == nil {
+			return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
+		}
+		sp, err := readSpend(env, a, nil)
+		if err != nil {
+			return nil, err
+		}
+		memo := strings.TrimSpace(a.str("memo"))
+		if memo == "" {
+			return nil, argErr("memo is empty: say what the invoice is for")
+		}
+		// The key, not the id, carries idempotency: invoice ids are
+		// public (pay links) and must not be derivable from the agent,
+		// the message or the arguments.
+		want := Invoice{Chain: sp.chain, Amount: sp.amount.String(), Asset: sp.asset.Symbol, Memo: memo}
+		if s := a.str("expires_in"); s != "" {
+			d, err := ParseExpiry(s)
 			if err != nil {
 				return nil, err
 			}
-			if env.Invoices == nil {
-				return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
-			}
-			c, asset, err := pickChain(env, a.str("chain"), a.str("asset"), nil)
-			if err != nil {
-				return nil, err
-			}
-			amount, err := ParseAmount(a.str("amount"), asset)
-			if err != nil {
-				return nil, err
-			}
-			memo := strings.TrimSpace(a.str("memo"))
-			if memo == "" {
-				return nil, argErr("memo is empty: say what the invoice is for")
-			}
-			// The key, not the id, carries idempotency: invoice ids are
-			// public (pay links) and must not be derivable from the agent,
-			// the message or the arguments.
-			want := Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
-			if s := a.str("expires_in"); s != "" {
-				d, err := ParseExpiry(s)
-				if err != nil {
-					return nil, err
-				}
-				at := env.now().Add(d).UTC()
-				want.ExpiresAt = &at
-			}
-			inv, err := env.Invoices.Create(ctx, want, callKey(env, "create_invoice"))
-			if err != nil {
-				return nil, fmt.Errorf("creating the invoice: %w", err)
-			}
-			return &inv, nil
-		},
-	}
+			at := env.now().Add(d).UTC()
+			want.ExpiresAt = &at
+		}
+		inv, err := env.Invoices.Create(ctx, want, callKey(env, "create_invoice"))
+		if err != nil {
+			return nil, fmt.Errorf("creating the invoice: %w", err)
+		}
+		return &inv, nil
+	})
 }
 
 // InvoiceList is the detail of check_invoices.
@@ -102,38 +91,33 @@ type InvoiceList struct {
 }
 
 func checkInvoices() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name:        "check_invoices",
 		Description: "List this agent's invoices (newest first, at most 20) with how many are pending and paid.",
-		Parameters:  noArgs.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			if _, err := noArgs.decode(raw); err != nil {
-				return nil, err
+	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
+		if env.Invoices == nil {
+			return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
+		}
+		all, err := env.Invoices.List(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing invoices: %w", err)
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+		res := &InvoiceList{Count: len(all), Invoices: []Invoice{}}
+		for _, inv := range all {
+			switch inv.Status {
+			case "paid":
+				res.Paid++
+			case "pending":
+				res.Pending++
 			}
-			if env.Invoices == nil {
-				return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
-			}
-			all, err := env.Invoices.List(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("listing invoices: %w", err)
-			}
-			sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
-			res := &InvoiceList{Count: len(all), Invoices: []Invoice{}}
-			for _, inv := range all {
-				switch inv.Status {
-				case "paid":
-					res.Paid++
-				case "pending":
-					res.Pending++
-				}
-			}
-			if len(all) > maxListed {
-				all = all[:maxListed]
-			}
-			res.Invoices = append(res.Invoices, all...)
-			return res, nil
-		},
-	}
+		}
+		if len(all) > maxListed {
+			all = all[:maxListed]
+		}
+		res.Invoices = append(res.Invoices, all...)
+		return res, nil
+	})
 }
 
 // Intervals of a schedule (docs/schedules.md): daily, weekly, monthly,
@@ -288,69 +272,55 @@ var scheduleSpec = spec{
 }
 
 func schedulePayment() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "schedule_payment",
 		Description: "Set up a recurring stealth payment (hourly, every N hours, daily, weekly, on a weekday, or monthly) to a Veil name or meta-address. The first payment " +
 			"runs one interval from now. Only when the user asked in this message, with the amount written in it.",
-		Parameters: scheduleSpec.schema(),
 		MovesValue: true,
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := scheduleSpec.decode(raw)
+	}, scheduleSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		if env.Schedules == nil {
+			return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+		}
+		rc, sp, err := readPayment(ctx, env, a.str("recipient"), a, true)
+		if err != nil {
+			return nil, err
+		}
+		now := env.now()
+		interval, err := NormalizeInterval(a.str("interval"))
+		if err != nil {
+			return nil, err
+		}
+		first, err := NextRun(now, now, interval)
+		if err != nil {
+			return nil, err
+		}
+		var end *time.Time
+		if a.has("end_date") {
+			e, err := parseEndDate(a.str("end_date"))
 			if err != nil {
 				return nil, err
 			}
-			if env.Schedules == nil {
-				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+			if !e.After(now) {
+				return nil, argErr("end_date %s is not in the future", a.str("end_date"))
 			}
-			rc, err := resolveRecipient(ctx, env, a.str("recipient"), a.str("chain"), true)
-			if err != nil {
-				return nil, err
+			if e.Before(first) {
+				return nil, argErr("end_date %s is before the first payment (%s): the schedule would never pay", a.str("end_date"), first.Format(time.RFC3339))
 			}
-			c, asset, err := pickChain(env, a.str("chain"), a.str("asset"), rc)
-			if err != nil {
-				return nil, err
-			}
-			amount, err := ParseAmount(a.str("amount"), asset)
-			if err != nil {
-				return nil, err
-			}
-			now := env.now()
-			interval, err := NormalizeInterval(a.str("interval"))
-			if err != nil {
-				return nil, err
-			}
-			first, err := NextRun(now, now, interval)
-			if err != nil {
-				return nil, err
-			}
-			var end *time.Time
-			if a.has("end_date") {
-				e, err := parseEndDate(a.str("end_date"))
-				if err != nil {
-					return nil, err
-				}
-				if !e.After(now) {
-					return nil, argErr("end_date %s is not in the future", a.str("end_date"))
-				}
-				if e.Before(first) {
-					return nil, argErr("end_date %s is before the first payment (%s): the schedule would never pay", a.str("end_date"), first.Format(time.RFC3339))
-				}
-				end = &e
-			}
-			if err := requireAmountStated(env, "schedule_payment", a.str("amount")); err != nil {
-				return nil, err
-			}
-			who := rc.name
-			if who == "" {
-				who = rc.metaAddr
-			}
-			s, err := env.Schedules.Create(ctx, Schedule{ID: callID(env, "schedule_payment"), Recipient: who, Amount: amount, Asset: asset.Symbol, Chain: c, Interval: interval, EndDate: end})
-			if err != nil {
-				return nil, fmt.Errorf("creating the schedule: %w", err)
-			}
-			return &s, nil
-		},
-	}
+			end = &e
+		}
+		if err := requireAmountStated(env, "schedule_payment", a.str("amount")); err != nil {
+			return nil, err
+		}
+		who := rc.name
+		if who == "" {
+			who = rc.metaAddr
+		}
+		s, err := env.Schedules.Create(ctx, Schedule{ID: callID(env, "schedule_payment"), Recipient: who, Amount: sp.amount.String(), Asset: sp.asset.Symbol, Chain: sp.chain, Interval: interval, EndDate: end})
+		if err != nil {
+			return nil, fmt.Errorf("creating the schedule: %w", err)
+		}
+		return &s, nil
+	})
 }
 
 func (env *Env) now() time.Time {
@@ -370,50 +340,45 @@ type ScheduleList struct {
 }
 
 func listSchedules() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name:        "list_schedules",
 		Description: "List this agent's recurring payments: active and paused ones first by next run, then cancelled ones.",
-		Parameters:  noArgs.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			if _, err := noArgs.decode(raw); err != nil {
-				return nil, err
+	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
+		if env.Schedules == nil {
+			return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+		}
+		all, err := env.Schedules.List(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing schedules: %w", err)
+		}
+		rank := func(s string) int {
+			switch s {
+			case "active":
+				return 0
+			case "paused":
+				return 1
 			}
-			if env.Schedules == nil {
-				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+			return 2
+		}
+		sort.SliceStable(all, func(i, j int) bool {
+			if ri, rj := rank(all[i].Status), rank(all[j].Status); ri != rj {
+				return ri < rj
 			}
-			all, err := env.Schedules.List(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("listing schedules: %w", err)
+			return all[i].NextRun.Before(all[j].NextRun)
+		})
+		res := &ScheduleList{Count: len(all), Schedules: append([]Schedule{}, all...)}
+		for _, s := range all {
+			switch s.Status {
+			case "active":
+				res.Active++
+			case "paused":
+				res.Paused++
+			default:
+				res.Cancelled++
 			}
-			rank := func(s string) int {
-				switch s {
-				case "active":
-					return 0
-				case "paused":
-					return 1
-				}
-				return 2
-			}
-			sort.SliceStable(all, func(i, j int) bool {
-				if ri, rj := rank(all[i].Status), rank(all[j].Status); ri != rj {
-					return ri < rj
-				}
-				return all[i].NextRun.Before(all[j].NextRun)
-			})
-			res := &ScheduleList{Count: len(all), Schedules: append([]Schedule{}, all...)}
-			for _, s := range all {
-				switch s.Status {
-				case "active":
-					res.Active++
-				case "paused":
-					res.Paused++
-				default:
-					res.Cancelled++
-				}
-			}
-			return res, nil
-		},
-	}
+		}
+		return res, nil
+	})
 }
 
 var manageSpec = spec{
@@ -426,41 +391,36 @@ var manageSpec = spec{
 }
 
 func manageSchedule() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name: "manage_schedule",
 		Description: "Pause, resume or cancel a recurring payment by its id (or a unique prefix of at least 4 characters), or by " +
 			"what the user called it (recipient, amount, asset, interval: \"the weekly 5 USDC payment to bob\"). When several " +
 			"schedules match, nothing changes and the error lists them: ask the user which one. Cancelling is final.",
-		Parameters: manageSpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := manageSpec.decode(raw)
-			if err != nil {
+	}, manageSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		if env.Schedules == nil {
+			return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+		}
+		id := strings.ToLower(strings.TrimSpace(a.str("schedule_id")))
+		if id == "" {
+			var err error
+			if id, err = matchSchedule(ctx, env, a); err != nil {
 				return nil, err
 			}
-			if env.Schedules == nil {
-				return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
+		}
+		if len(id) < 4 {
+			return nil, argErr("schedule_id %q is too short: give at least 4 characters of the id (see list_schedules)", id)
+		}
+		for _, r := range id {
+			if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r == '-') {
+				return nil, argErr("schedule_id %q is not a schedule id: ids are hexadecimal UUIDs (see list_schedules)", clip(id, 36))
 			}
-			id := strings.ToLower(strings.TrimSpace(a.str("schedule_id")))
-			if id == "" {
-				if id, err = matchSchedule(ctx, env, a); err != nil {
-					return nil, err
-				}
-			}
-			if len(id) < 4 {
-				return nil, argErr("schedule_id %q is too short: give at least 4 characters of the id (see list_schedules)", id)
-			}
-			for _, r := range id {
-				if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r == '-') {
-					return nil, argErr("schedule_id %q is not a schedule id: ids are hexadecimal UUIDs (see list_schedules)", clip(id, 36))
-				}
-			}
-			s, err := env.Schedules.Transition(ctx, id, a.str("action"))
-			if err != nil {
-				return nil, err
-			}
-			return &s, nil
-		},
-	}
+		}
+		s, err := env.Schedules.Transition(ctx, id, a.str("action"))
+		if err != nil {
+			return nil, err
+		}
+		return &s, nil
+	})
 }
 
 // matchSchedule finds the one schedule the description fits, among those
@@ -545,29 +505,23 @@ var memorySpec = spec{
 }
 
 func saveMemory() Tool {
-	return Tool{
+	return withArgs(Tool{
 		Name:        "save_memory",
 		Description: "Remember something across conversations (a preference, fact, contact or standing instruction) when the user asks or clearly wants it kept.",
-		Parameters:  memorySpec.schema(),
-		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-			a, err := memorySpec.decode(raw)
-			if err != nil {
-				return nil, err
-			}
-			if env.Memories == nil {
-				return nil, fmt.Errorf("%w: no memory store", ErrNotConfigured)
-			}
-			content := strings.TrimSpace(a.str("content"))
-			if content == "" {
-				return nil, argErr("content is empty: say what to remember")
-			}
-			m, err := env.Memories.Save(ctx, Memory{ID: callID(env, "save_memory"), Content: content, Type: a.str("type"), Importance: a.int("importance", 3)})
-			if err != nil {
-				return nil, fmt.Errorf("saving the memory: %w", err)
-			}
-			return &m, nil
-		},
-	}
+	}, memorySpec, func(ctx context.Context, env *Env, a *args) (any, error) {
+		if env.Memories == nil {
+			return nil, fmt.Errorf("%w: no memory store", ErrNotConfigured)
+		}
+		content := strings.TrimSpace(a.str("content"))
+		if content == "" {
+			return nil, argErr("content is empty: say what to remember")
+		}
+		m, err := env.Memories.Save(ctx, Memory{ID: callID(env, "save_memory"), Content: content, Type: a.str("type"), Importance: a.int("importance", 3)})
+		if err != nil {
+			return nil, fmt.Errorf("saving the memory: %w", err)
+		}
+		return &m, nil
+	})
 }
 
 // Bounds of create_invoice's expires_in.
