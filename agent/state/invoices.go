@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -90,17 +89,9 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	if len(key) > MaxIdempotencyKeyLen {
 		return tools.Invoice{}, fmt.Errorf("%w: idempotency key longer than %d bytes", ErrInvalid, MaxIdempotencyKeyLen)
 	}
-	c, err := chains.Parse(string(inv.Chain))
+	c, asset, amount, err := checkSpend(inv.Chain, inv.Asset, inv.Amount)
 	if err != nil {
-		return tools.Invoice{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	asset, err := tools.LookupAsset(c, inv.Asset)
-	if err != nil {
-		return tools.Invoice{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	amount, err := tools.ParseAmount(inv.Amount, asset)
-	if err != nil {
-		return tools.Invoice{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return tools.Invoice{}, err
 	}
 	memo := strings.TrimSpace(inv.Memo)
 	if memo == "" || len([]rune(memo)) > tools.MaxMemoLen {
@@ -191,6 +182,25 @@ func randomID() (string, error) {
 	return u.String(), nil
 }
 
+// checkSpend checks the chain, asset and amount of an invoice or a
+// schedule (Schedules.Create) to be stored (ErrInvalid) and answers them
+// canonical: the chain's id, the asset, the amount as its decimal.
+func checkSpend(chain chains.ID, symbol, amount string) (chains.ID, tools.Asset, string, error) {
+	c, err := chains.Parse(string(chain))
+	if err != nil {
+		return "", tools.Asset{}, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	asset, err := tools.LookupAsset(c, symbol)
+	if err != nil {
+		return "", tools.Asset{}, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	v, err := tools.ParseAmount(amount, asset)
+	if err != nil {
+		return "", tools.Asset{}, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return c, asset, v, nil
+}
+
 func sameInvoice(got, want tools.Invoice, key string) (tools.Invoice, error) {
 	if got.Chain != want.Chain || got.Amount != want.Amount || got.Asset != want.Asset || got.Memo != want.Memo {
 		return tools.Invoice{}, fmt.Errorf("%w: idempotency key %q already created invoice %s for other terms", ErrIDReused, key, got.ID)
@@ -200,17 +210,12 @@ func sameInvoice(got, want tools.Invoice, key string) (tools.Invoice, error) {
 
 // List returns the agent's invoices, newest first.
 func (s *Invoices) List(ctx context.Context) ([]tools.Invoice, error) {
-	recs, err := s.store.List(ctx, TableInvoices, persistence.Query{Prefix: s.agentID + "/"})
+	out := []tools.Invoice{}
+	err := listJSON(ctx, s.store, TableInvoices, s.agentID+"/", "invoice", func(rec InvoiceRecord, _ uint64) {
+		out = append(out, rec.invoice())
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]tools.Invoice, 0, len(recs))
-	for _, r := range recs {
-		var rec InvoiceRecord
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
-			return nil, fmt.Errorf("decode invoice %s: %w", r.Key, err)
-		}
-		out = append(out, rec.invoice())
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out, nil

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -150,19 +149,14 @@ func (s *Memories) Save(ctx context.Context, m tools.Memory) (tools.Memory, erro
 }
 
 func (s *Memories) list(ctx context.Context) ([]tools.Memory, map[string]uint64, error) {
-	recs, err := s.store.List(ctx, TableMemories, persistence.Query{Prefix: s.agentID + "/"})
+	out := []tools.Memory{}
+	vers := map[string]uint64{}
+	err := listJSON(ctx, s.store, TableMemories, s.agentID+"/", "memory", func(m tools.Memory, version uint64) {
+		out = append(out, m)
+		vers[m.ID] = version
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	out := make([]tools.Memory, 0, len(recs))
-	vers := make(map[string]uint64, len(recs))
-	for _, r := range recs {
-		var m tools.Memory
-		if err := json.Unmarshal(r.Value, &m); err != nil {
-			return nil, nil, fmt.Errorf("decode memory %s: %w", r.Key, err)
-		}
-		out = append(out, m)
-		vers[m.ID] = r.Version
 	}
 	return out, vers, nil
 }

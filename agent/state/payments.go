@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -124,17 +123,12 @@ func (s *Payments) Received(ctx context.Context, chain chains.ID) ([]tools.Payme
 	if chain != "" {
 		prefix += string(chain) + "/"
 	}
-	recs, err := s.store.List(ctx, TablePayments, persistence.Query{Prefix: prefix})
+	out := []tools.Payment{}
+	err := listJSON(ctx, s.store, TablePayments, prefix, "payment", func(rec PaymentRecord, _ uint64) {
+		out = append(out, rec.Payment)
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]tools.Payment, 0, len(recs))
-	for _, r := range recs {
-		var rec PaymentRecord
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
-			return nil, fmt.Errorf("decode payment %s: %w", r.Key, err)
-		}
-		out = append(out, rec.Payment)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ReceivedAt.Before(out[j].ReceivedAt) })
 	return out, nil

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/agent/tools"
-	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -123,17 +121,9 @@ func (s *Schedules) Create(ctx context.Context, in tools.Schedule) (tools.Schedu
 	if err := checkAgentID(s.agentID); err != nil {
 		return tools.Schedule{}, err
 	}
-	c, err := chains.Parse(string(in.Chain))
+	c, asset, amount, err := checkSpend(in.Chain, in.Asset, in.Amount)
 	if err != nil {
-		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	asset, err := tools.LookupAsset(c, in.Asset)
-	if err != nil {
-		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	amount, err := tools.ParseAmount(in.Amount, asset)
-	if err != nil {
-		return tools.Schedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return tools.Schedule{}, err
 	}
 	if strings.TrimSpace(in.Recipient) == "" {
 		return tools.Schedule{}, fmt.Errorf("%w: empty recipient", ErrInvalid)
@@ -194,17 +184,12 @@ func sameSchedule(got, want tools.Schedule) (tools.Schedule, error) {
 
 // List returns the agent's schedules, oldest first.
 func (s *Schedules) List(ctx context.Context) ([]tools.Schedule, error) {
-	recs, err := s.store.List(ctx, TableSchedules, persistence.Query{Prefix: s.agentID + "/"})
+	out := []tools.Schedule{}
+	err := listJSON(ctx, s.store, TableSchedules, s.agentID+"/", "schedule", func(sc tools.Schedule, _ uint64) {
+		out = append(out, sc)
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]tools.Schedule, 0, len(recs))
-	for _, r := range recs {
-		var sc tools.Schedule
-		if err := json.Unmarshal(r.Value, &sc); err != nil {
-			return nil, fmt.Errorf("decode schedule %s: %w", r.Key, err)
-		}
-		out = append(out, sc)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
@@ -268,32 +253,28 @@ func (s *Schedules) Transition(ctx context.Context, idPrefix, action string) (to
 	if err != nil {
 		return tools.Schedule{}, err
 	}
-	var out tools.Schedule
-	err = retry(ctx, func() error {
-		sc, v, err := s.get(ctx, id)
-		if err != nil {
-			return err
-		}
+	out, err := s.update(ctx, id, func(sc tools.Schedule) (tools.Schedule, []persistence.Op, error) {
 		next := sc
 		var ops []persistence.Op
 		switch {
 		case sc.Status == ScheduleCancelled:
-			return fmt.Errorf("%w: schedule %s is cancelled, which is final; create a new one", ErrInvalidTransition, id)
+			return next, nil, fmt.Errorf("%w: schedule %s is cancelled, which is final; create a new one", ErrInvalidTransition, id)
 		case action == ActionPause && sc.Status == ScheduleActive:
 			next.Status = SchedulePaused
 			ops = append(ops, s.undueOp(sc))
 		case action == ActionPause:
-			return fmt.Errorf("%w: schedule %s is already paused", ErrInvalidTransition, id)
+			return next, nil, fmt.Errorf("%w: schedule %s is already paused", ErrInvalidTransition, id)
 		case action == ActionResume && sc.Status == SchedulePaused:
 			if s.check != nil {
 				if err := s.check(ctx, sc); err != nil {
-					return err
+					return next, nil, err
 				}
 			}
 			now := s.now().UTC()
 			if !next.NextRun.After(now) {
+				var err error
 				if next.NextRun, err = tools.NextRun(sc.CreatedAt, now, sc.Interval); err != nil {
-					return err
+					return next, nil, err
 				}
 			}
 			if sc.EndDate != nil && next.NextRun.After(*sc.EndDate) {
@@ -303,21 +284,19 @@ func (s *Schedules) Transition(ctx context.Context, idPrefix, action string) (to
 				ops = append(ops, s.dueOp(next))
 			}
 		case action == ActionResume:
-			return fmt.Errorf("%w: schedule %s is active, not paused", ErrInvalidTransition, id)
+			return next, nil, fmt.Errorf("%w: schedule %s is active, not paused", ErrInvalidTransition, id)
 		default: // cancel
 			next.Status = ScheduleCancelled
 			if sc.Status == ScheduleActive {
 				ops = append(ops, s.undueOp(sc))
 			}
 		}
-		ops = append(ops, persistence.Put(TableSchedules, s.key(id), mustJSON(next), persistence.AtVersion(v)))
-		if _, err := s.store.Apply(ctx, ops...); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		return next, ops, nil
 	})
-	return out, err
+	if err != nil {
+		return tools.Schedule{}, err
+	}
+	return out, nil
 }
 
 // PauseOps returns the writes that pause schedule id, as Transition's
@@ -342,18 +321,12 @@ func (s *Schedules) PauseOps(ctx context.Context, id string) (sc tools.Schedule,
 // the current NextRun (already advanced) fails with ErrStaleSlot and
 // returns the schedule as it is.
 func (s *Schedules) Advance(ctx context.Context, id string, slot time.Time) (tools.Schedule, error) {
-	var out tools.Schedule
-	err := retry(ctx, func() error {
-		sc, v, err := s.get(ctx, id)
-		if err != nil {
-			return err
-		}
-		out = sc
+	return s.update(ctx, id, func(sc tools.Schedule) (tools.Schedule, []persistence.Op, error) {
 		if sc.Status != ScheduleActive {
-			return fmt.Errorf("%w: schedule %s is %s", ErrStaleSlot, id, sc.Status)
+			return sc, nil, fmt.Errorf("%w: schedule %s is %s", ErrStaleSlot, id, sc.Status)
 		}
 		if !sc.NextRun.Equal(slot) {
-			return fmt.Errorf("%w: schedule %s next runs at %s, not %s", ErrStaleSlot, id, sc.NextRun.Format(time.RFC3339Nano), slot.UTC().Format(time.RFC3339Nano))
+			return sc, nil, fmt.Errorf("%w: schedule %s next runs at %s, not %s", ErrStaleSlot, id, sc.NextRun.Format(time.RFC3339Nano), slot.UTC().Format(time.RFC3339Nano))
 		}
 		now := s.now().UTC()
 		next := sc
@@ -362,14 +335,35 @@ func (s *Schedules) Advance(ctx context.Context, id string, slot time.Time) (too
 		if now.After(from) {
 			from = now
 		}
+		var err error
 		if next.NextRun, err = tools.NextRun(sc.CreatedAt, from, sc.Interval); err != nil {
-			return err
+			return sc, nil, err
 		}
 		ops := []persistence.Op{s.undueOp(sc)}
 		if sc.EndDate != nil && next.NextRun.After(*sc.EndDate) {
 			next.Status = ScheduleCancelled
 		} else {
 			ops = append(ops, s.dueOp(next))
+		}
+		return next, ops, nil
+	})
+}
+
+// update rewrites schedule id as change makes it (the schedule to store,
+// and the due-index writes that go with it) in one batch that expects the
+// version read, and reads again on a concurrent change. It answers the
+// schedule as written or, when change refuses, as read.
+func (s *Schedules) update(ctx context.Context, id string, change func(sc tools.Schedule) (tools.Schedule, []persistence.Op, error)) (tools.Schedule, error) {
+	var out tools.Schedule
+	err := retry(ctx, func() error {
+		sc, v, err := s.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		out = sc
+		next, ops, err := change(sc)
+		if err != nil {
+			return err
 		}
 		ops = append(ops, persistence.Put(TableSchedules, s.key(id), mustJSON(next), persistence.AtVersion(v)))
 		if _, err := s.store.Apply(ctx, ops...); err != nil {
