@@ -188,6 +188,32 @@ type word struct {
 
 func words(orig, masked string, from, to int) []word {
 	var out []word
+	ScanWords(orig, masked, from, to, ".,!?;:)]}\"'”’»>*_…-–—", ",:-–—", func(s, e int, comma bool) {
+		switch {
+		case e > s:
+			low := strings.ReplaceAll(strings.ToLower(orig[s:e]), "’", "'")
+			out = append(out, word{low: low, start: s, end: e, comma: comma})
+		case comma && len(out) > 0:
+			out[len(out)-1].comma = true
+		}
+	})
+	return out
+}
+
+// LeadTrim is the punctuation a word starts with that is not part of it.
+// ScanWords matches it byte by byte, so there only its ASCII characters
+// are trimmed.
+const LeadTrim = "([{\"'“‘«<*_#"
+
+// ScanWords calls word for each word of masked[from:to], split at white
+// space as masked says, with its bounds [s, e) in orig (the text masked
+// was made from, the same length), trimmed of LeadTrim at its start and of
+// the characters of tail at its end; comma says that one of those trimmed
+// at its end is in breaks. A word that is all such punctuation is reported
+// with s == e (its comma belongs to the word before). The gate (words) and
+// the builtin planner's tokenizer split words with it, each with its own
+// tail and breaks.
+func ScanWords(orig, masked string, from, to int, tail, breaks string, word func(s, e int, comma bool)) {
 	i := from
 	for i < to {
 		r, size := utf8.DecodeRuneInString(masked[i:])
@@ -204,29 +230,23 @@ func words(orig, masked string, from, to int) []word {
 			j += s2
 		}
 		s, e := i, j
-		for s < e && strings.ContainsRune("([{\"'“‘«<*_#", rune(orig[s])) {
+		for s < e && orig[s] < utf8.RuneSelf && strings.IndexByte(LeadTrim, orig[s]) >= 0 {
 			s++
 		}
 		comma := false
 		for e > s {
 			r3, s3 := utf8.DecodeLastRuneInString(orig[s:e])
-			if !strings.ContainsRune(".,!?;:)]}\"'”’»>*_…-–—", r3) {
+			if !strings.ContainsRune(tail, r3) {
 				break
 			}
-			if r3 == ',' || r3 == ':' || r3 == '-' || r3 == '–' || r3 == '—' {
+			if strings.ContainsRune(breaks, r3) {
 				comma = true
 			}
 			e -= s3
 		}
-		if e > s {
-			low := strings.ReplaceAll(strings.ToLower(orig[s:e]), "’", "'")
-			out = append(out, word{low: low, start: s, end: e, comma: comma})
-		} else if comma && len(out) > 0 {
-			out[len(out)-1].comma = true
-		}
+		word(s, e, comma)
 		i = j
 	}
-	return out
 }
 
 // splitters end a clause; "and"/"but"/"then" start the next one.

@@ -86,7 +86,7 @@ func messageRef(text string) string {
 	masked := intent.Mask(text)
 	seen := map[string]bool{}
 	for _, f := range strings.Fields(masked) {
-		if w := strings.TrimRight(strings.TrimLeft(f, leadTrim), tailTrim); rePayLink.MatchString(w) {
+		if w := strings.TrimRight(strings.TrimLeft(f, intent.LeadTrim), tailTrim); rePayLink.MatchString(w) {
 			seen[w] = true
 		}
 	}

@@ -3,8 +3,6 @@ package builtin
 import (
 	"github.com/veilhq/veil/agent/intent"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // tok is one word of the user's message. raw keeps the user's spelling
@@ -16,51 +14,23 @@ type tok struct {
 	comma      bool // a comma followed the word
 }
 
-const leadTrim = "([{\"'“‘«<*_#"
+// tailTrim is what a word's end is trimmed of (the gate also trims
+// dashes); a trimmed comma marks the word as followed by a comma.
 const tailTrim = ".,!?;:)]}\"'”’»>*_…"
 
 // tokenize splits masked[from:to] into words, with offsets into the
-// original text orig (same length as masked).
+// original text orig (same length as masked): the gate's ScanWords.
 func tokenize(orig, masked string, from, to int) []tok {
 	var out []tok
-	i := from
-	for i < to {
-		r, size := utf8.DecodeRuneInString(masked[i:])
-		if unicode.IsSpace(r) {
-			i += size
-			continue
-		}
-		j := i
-		for j < to {
-			r2, s2 := utf8.DecodeRuneInString(masked[j:])
-			if unicode.IsSpace(r2) {
-				break
-			}
-			j += s2
-		}
-		s, e := i, j
-		for s < e && strings.ContainsRune(leadTrim, rune(orig[s])) && orig[s] < utf8.RuneSelf {
-			s++
-		}
-		comma := false
-		for e > s {
-			r3, s3 := utf8.DecodeLastRuneInString(orig[s:e])
-			if !strings.ContainsRune(tailTrim, r3) {
-				break
-			}
-			if r3 == ',' {
-				comma = true
-			}
-			e -= s3
-		}
-		if e > s {
+	intent.ScanWords(orig, masked, from, to, tailTrim, ",", func(s, e int, comma bool) {
+		switch {
+		case e > s:
 			raw := orig[s:e]
 			out = append(out, tok{raw: raw, low: strings.ToLower(raw), start: s, end: e, comma: comma})
-		} else if comma && len(out) > 0 {
+		case comma && len(out) > 0:
 			out[len(out)-1].comma = true
 		}
-		i = j
-	}
+	})
 	return out
 }
 
