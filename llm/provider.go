@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -210,45 +211,19 @@ func (c Config) Model(p Provider, apiKey string) (llms.Model, error) {
 		}
 		return &adapter{inner: m, provider: Veil, secret: c.HostedKey, timeout: c.timeout()}, nil
 	case OpenAI:
-		if apiKey == "" {
-			return nil, missingKey(p)
-		}
-		base := c.OpenAIBaseURL
-		if base == "" {
-			base = DefaultOpenAIBaseURL
-		}
-		model := c.OpenAIModel
-		if model == "" {
-			model = DefaultOpenAIModel
-		}
-		m, err := openai.New(
-			openai.WithBaseURL(base), openai.WithModel(model), openai.WithToken(apiKey),
-			openai.WithOrganization(""), openai.WithHTTPClient(c.httpClient(p)),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("llm: openai: %s", Redact(err.Error(), apiKey))
-		}
-		return &adapter{inner: m, provider: p, secret: apiKey, timeout: c.timeout()}, nil
+		return c.withKey(p, apiKey, func(hc *recordingClient) (llms.Model, error) {
+			return openai.New(
+				openai.WithBaseURL(cmp.Or(c.OpenAIBaseURL, DefaultOpenAIBaseURL)), openai.WithModel(cmp.Or(c.OpenAIModel, DefaultOpenAIModel)),
+				openai.WithToken(apiKey), openai.WithOrganization(""), openai.WithHTTPClient(hc),
+			)
+		})
 	case Anthropic:
-		if apiKey == "" {
-			return nil, missingKey(p)
-		}
-		base := c.AnthropicBaseURL
-		if base == "" {
-			base = DefaultAnthropicBaseURL
-		}
-		model := c.AnthropicModel
-		if model == "" {
-			model = DefaultAnthropicModel
-		}
-		m, err := anthropic.New(
-			anthropic.WithBaseURL(base), anthropic.WithModel(model), anthropic.WithToken(apiKey),
-			anthropic.WithHTTPClient(c.httpClient(p)),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("llm: anthropic: %s", Redact(err.Error(), apiKey))
-		}
-		return &adapter{inner: m, provider: p, secret: apiKey, timeout: c.timeout()}, nil
+		return c.withKey(p, apiKey, func(hc *recordingClient) (llms.Model, error) {
+			return anthropic.New(
+				anthropic.WithBaseURL(cmp.Or(c.AnthropicBaseURL, DefaultAnthropicBaseURL)), anthropic.WithModel(cmp.Or(c.AnthropicModel, DefaultAnthropicModel)),
+				anthropic.WithToken(apiKey), anthropic.WithHTTPClient(hc),
+			)
+		})
 	default:
 		q, err := ParseProvider(string(p))
 		if err != nil {
@@ -256,6 +231,20 @@ func (c Config) Model(p Provider, apiKey string) (llms.Model, error) {
 		}
 		return c.Model(q, apiKey)
 	}
+}
+
+// withKey builds the model of provider p (build, with the client that
+// reaches it), which runs on the caller's own key: required, and redacted
+// from what a failure says.
+func (c Config) withKey(p Provider, apiKey string, build func(hc *recordingClient) (llms.Model, error)) (llms.Model, error) {
+	if apiKey == "" {
+		return nil, missingKey(p)
+	}
+	m, err := build(c.httpClient(p))
+	if err != nil {
+		return nil, fmt.Errorf("llm: %s: %s", p, Redact(err.Error(), apiKey))
+	}
+	return &adapter{inner: m, provider: p, secret: apiKey, timeout: c.timeout()}, nil
 }
 
 func missingKey(p Provider) error {

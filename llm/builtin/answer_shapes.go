@@ -6,7 +6,8 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,36 +77,27 @@ func holdings(chain string, m map[string]any) string {
 		}
 		parts = append(parts, balanceMoney(n, orDefault(sym, "(native)")))
 	}
-	toks := obj(m["tokens"])
-	keys := make([]string, 0, len(toks))
-	for k := range toks {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, balanceMoney(scalar(toks[k]), k))
-	}
+	parts = append(parts, moneyByAsset(obj(m["tokens"]))...)
 	out := "nothing yet"
 	if len(parts) > 0 {
 		out = strings.Join(parts, ", ")
 	}
 	// Received stealth payments not yet withdrawn.
-	stealth := obj(m["stealth"])
-	skeys := make([]string, 0, len(stealth))
-	for k := range stealth {
-		skeys = append(skeys, k)
-	}
-	sort.Strings(skeys)
-	var sp []string
-	for _, k := range skeys {
-		sp = append(sp, balanceMoney(scalar(stealth[k]), k))
-	}
-	if len(sp) > 0 {
+	if sp := moneyByAsset(obj(m["stealth"])); len(sp) > 0 {
 		n, _ := count(m, "stealthPayments")
 		out += fmt.Sprintf(", plus %s received privately", strings.Join(sp, ", "))
 		if n > 0 {
 			out += fmt.Sprintf(" in %s not yet withdrawn", plural(n, "payment"))
 		}
+	}
+	return out
+}
+
+// moneyByAsset renders {asset: amount} as "100 USDC" each, by asset.
+func moneyByAsset(m map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, balanceMoney(scalar(m[k]), k))
 	}
 	return out
 }
@@ -487,13 +479,8 @@ func flat(v any) string {
 	case nil:
 		return ""
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var parts []string
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			val := scalar(x[k])
 			if r := []rune(val); len(r) > 120 {
 				val = string(r[:120]) + "…"

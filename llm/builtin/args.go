@@ -170,6 +170,10 @@ func chainsOf(c clause) []string {
 	return out
 }
 
+// skipAfterVerb are the words between a verb and its payee ("pay the
+// agent bob", "pay back bob").
+var skipAfterVerb = map[string]bool{"the": true, "agent": true, "back": true, "over": true}
+
 var skipAfterTo = map[string]bool{
 	"the": true, "my": true, "our": true, "his": true, "their": true, "agent": true, "user": true,
 	"friend": true, "buddy": true, "pal": true, "colleague": true, "mate": true, "good": true, "old": true,
@@ -189,8 +193,10 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 		}
 		out = append(out, r)
 	}
-	scan := func(j int) {
-		for j < len(ws) && skipAfterTo[ws[j].low] {
+	// payee adds the payee named after the words of skip from ws[j] on
+	// (noting "agent" among them), and answers its index.
+	payee := func(j int, skip map[string]bool) (int, bool) {
+		for j < len(ws) && skip[ws[j].low] {
 			if ws[j].low == "agent" {
 				agent = true
 			}
@@ -199,14 +205,18 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 		if j < len(ws) {
 			if r, ok := recipientOf(ws[j]); ok {
 				add(r)
-				// "to hugo or iris" (and nothing after, or "each"/"both"…),
-				// not "to bob and tell him thanks".
-				if j+2 < len(ws) && (ws[j+1].low == "or" || ws[j+1].low == "and" || ws[j+1].low == "&" || ws[j+1].low == "and/or") &&
-					(j+3 >= len(ws) || map[string]bool{"each": true, "both": true, "too": true, "equally": true, "please": true, "now": true, "on": true, "via": true}[ws[j+3].low]) {
-					if r2, ok := recipientOf(ws[j+2]); ok {
-						add(r2)
-					}
-				}
+				return j, true
+			}
+		}
+		return j, false
+	}
+	scan := func(j int) {
+		// "to hugo or iris" (and nothing after, or "each"/"both"…), not
+		// "to bob and tell him thanks".
+		if j, ok := payee(j, skipAfterTo); ok && j+2 < len(ws) && (ws[j+1].low == "or" || ws[j+1].low == "and" || ws[j+1].low == "&" || ws[j+1].low == "and/or") &&
+			(j+3 >= len(ws) || map[string]bool{"each": true, "both": true, "too": true, "equally": true, "please": true, "now": true, "on": true, "via": true}[ws[j+3].low]) {
+			if r2, ok := recipientOf(ws[j+2]); ok {
+				add(r2)
 			}
 		}
 	}
@@ -220,18 +230,7 @@ func recipients(c clause, bare bool) (out []string, agent bool) {
 			switch t.low {
 			case "pay", "send", "tip", "give", "wire", "transfer", "paying", "sending", "remit", "owe", "owes", "shoot", "zap",
 				"reimburse", "repay", "venmo", "spot", "gift", "snd", "sned", "pya", "paay", "sent", "paid", "throw", "forward":
-				j := i + 1
-				for j < len(ws) && (ws[j].low == "the" || ws[j].low == "agent" || ws[j].low == "back" || ws[j].low == "over") {
-					if ws[j].low == "agent" {
-						agent = true
-					}
-					j++
-				}
-				if j < len(ws) {
-					if r, ok := recipientOf(ws[j]); ok {
-						add(r)
-					}
-				}
+				payee(i+1, skipAfterVerb)
 			}
 			if len(out) > 0 {
 				break

@@ -182,12 +182,7 @@ func parseDate(ws []tok, today time.Time) (time.Time, int, bool) {
 				n++
 			}
 		}
-		if n < len(ws) && isYear(ws[n].low) {
-			y, _ := strconv.Atoi(ws[n].low)
-			t, ok := validDate(y, m, day)
-			return t, n + 1, ok
-		}
-		return nextOccurrence(today, m, day), n, dayExists(m, day)
+		return onDay(ws, n, today, m, day)
 	}
 	// "15 March", "15th of March 2027"
 	if o := reOrdinal.FindStringSubmatch(w0); o != nil {
@@ -198,17 +193,23 @@ func parseDate(ws []tok, today time.Time) (time.Time, int, bool) {
 		}
 		if n < len(ws) {
 			if m := monthNames[ws[n].low]; m > 0 {
-				n++
-				if n < len(ws) && isYear(ws[n].low) {
-					y, _ := strconv.Atoi(ws[n].low)
-					t, ok := validDate(y, m, day)
-					return t, n + 1, ok
-				}
-				return nextOccurrence(today, m, day), n, dayExists(m, day)
+				return onDay(ws, n+1, today, m, day)
 			}
 		}
 	}
 	return time.Time{}, 1, false
+}
+
+// onDay ends a date of month m and day whose words run to ws[n]: in the
+// year ws[n] names, or else the next such day after today. It answers the
+// date, the words read and whether the day exists.
+func onDay(ws []tok, n int, today time.Time, m, day int) (time.Time, int, bool) {
+	if n < len(ws) && isYear(ws[n].low) {
+		y, _ := strconv.Atoi(ws[n].low)
+		t, ok := validDate(y, m, day)
+		return t, n + 1, ok
+	}
+	return nextOccurrence(today, m, day), n, dayExists(m, day)
 }
 
 func isYear(s string) bool {
