@@ -74,9 +74,6 @@ const (
 	tableMeta     = "solana_dev_meta"
 )
 
-// Options configures Start.
-type Options = devserver.Options
-
 // Devnet is a running Solana devnet.
 type Devnet struct {
 	store persistence.Store
@@ -109,17 +106,9 @@ func Start(ctx context.Context, opts Options) (*Devnet, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log.With("devnet", "solana"), srv: srv,
+	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log, srv: srv,
 		accounts: map[solanago.PublicKey]*account{}, genesis: sha256.Sum256([]byte("veil solana devnet"))}
-	if err := d.load(ctx); err != nil {
-		_ = srv.Close()
-		return nil, err
-	}
-	if d.url, err = srv.Serve(opts.Addr, http.HandlerFunc(d.serveRPC), d.log); err != nil {
-		return nil, err
-	}
-	if err := d.bootstrap(ctx); err != nil {
-		d.Close()
+	if d.url, err = srv.Start(ctx, devserver.Ledger{Load: d.load, Handler: http.HandlerFunc(d.serveRPC), Bootstrap: d.bootstrap}); err != nil {
 		return nil, err
 	}
 	d.log.Info("Solana devnet serving", "rpc", d.url, "slot", d.Slot())
@@ -175,20 +164,16 @@ func (d *Devnet) load(ctx context.Context) error {
 		return fmt.Errorf("solanadev: meta: %w", err)
 	}
 	d.genesisAt, d.slotOffset, d.seq = m.GenesisAt, m.SlotOffset, m.Seq
-	recs, err := d.store.List(ctx, tableAccounts, persistence.Query{})
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		var a account
-		if err := json.Unmarshal(r.Value, &a); err != nil {
-			return fmt.Errorf("solanadev: account %s: %w", r.Key, err)
-		}
-		k, err := solanago.PublicKeyFromBase58(r.Key)
+	err = devserver.LoadTable(ctx, d.store, tableAccounts, func(key string, a *account) error {
+		k, err := solanago.PublicKeyFromBase58(key)
 		if err != nil {
-			return fmt.Errorf("solanadev: account key %q: %w", r.Key, err)
+			return fmt.Errorf("account key %q: %w", key, err)
 		}
-		d.accounts[k] = &a
+		d.accounts[k] = a
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("solanadev: %w", err)
 	}
 	return nil
 }

@@ -15,9 +15,6 @@ import (
 // Available reports whether this binary includes the Solana devnet.
 const Available = false
 
-// Options configures Start (see the devnet build).
-type Options = devserver.Options
-
 // Devnet is never created in this build.
 type Devnet = devserver.Absent[solana.Config]
 

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -71,9 +72,6 @@ const (
 	tableMeta       = "stellar_dev_meta"
 )
 
-// Options configures Start.
-type Options = devserver.Options
-
 // Devnet is a running Stellar devnet.
 type Devnet struct {
 	store     persistence.Store
@@ -96,17 +94,9 @@ func Start(ctx context.Context, opts Options) (*Devnet, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log.With("devnet", "stellar"), srv: srv,
+	d := &Devnet{store: opts.Store, now: opts.Now, log: opts.Log, srv: srv,
 		usdcAsset: txnbuild.CreditAsset{Code: "USDC", Issuer: IssuerKey.Address()}}
-	if err := d.load(ctx); err != nil {
-		_ = srv.Close()
-		return nil, err
-	}
-	if d.url, err = srv.Serve(opts.Addr, d.routes(), d.log); err != nil {
-		return nil, err
-	}
-	if err := d.bootstrap(ctx); err != nil {
-		d.Close()
+	if d.url, err = srv.Start(ctx, devserver.Ledger{Load: d.load, Handler: d.routes(), Bootstrap: d.bootstrap}); err != nil {
 		return nil, err
 	}
 	d.log.Info("Stellar devnet serving", "horizon", d.url, "ledger", d.Ledger())
@@ -165,27 +155,17 @@ func (d *Devnet) load(ctx context.Context) error {
 		if p, err := d.store.Get(ctx, tableMeta, "passphrase"); err != nil || string(p.Value) != Passphrase {
 			return fmt.Errorf("stellardev: the store holds another network's ledger; delete it")
 		}
-		recs, err := d.store.List(ctx, tableAccounts, persistence.Query{})
-		if err != nil {
-			return err
+		if err := devserver.LoadTable(ctx, d.store, tableAccounts, func(_ string, a *account) error {
+			st.accounts[a.ID] = a
+			return nil
+		}); err != nil {
+			return fmt.Errorf("stellardev: %w", err)
 		}
-		for _, r := range recs {
-			var a account
-			if err := json.Unmarshal(r.Value, &a); err != nil {
-				return fmt.Errorf("stellardev: account %s: %w", r.Key, err)
-			}
-			st.accounts[a.ID] = &a
-		}
-		recs, err = d.store.List(ctx, tableClaimables, persistence.Query{})
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			var c claimable
-			if err := json.Unmarshal(r.Value, &c); err != nil {
-				return fmt.Errorf("stellardev: claimable %s: %w", r.Key, err)
-			}
-			st.claimables[c.ID] = &c
+		if err := devserver.LoadTable(ctx, d.store, tableClaimables, func(_ string, c *claimable) error {
+			st.claimables[c.ID] = c
+			return nil
+		}); err != nil {
+			return fmt.Errorf("stellardev: %w", err)
 		}
 	}
 	d.st = st
@@ -257,33 +237,17 @@ func (d *Devnet) submit(ctx context.Context, envB64 string) (*txRecord, *rejecti
 	}
 	// Apply on a copy of the account and claimable maps so that a failed
 	// commit to the store leaves the ledger as it was.
-	work := &state{accounts: make(map[string]*account, len(d.st.accounts)), claimables: make(map[string]*claimable, len(d.st.claimables)), ledger: d.st.ledger}
-	for k, v := range d.st.accounts {
-		work.accounts[k] = v
-	}
-	for k, v := range d.st.claimables {
-		work.claimables[k] = v
-	}
+	work := &state{accounts: maps.Clone(d.st.accounts), claimables: maps.Clone(d.st.claimables), ledger: d.st.ledger}
 	out, rej := work.apply(envB64, Passphrase, d.now())
 	if out == nil {
 		return nil, rej, nil
 	}
 	ops := []persistence.Op{persistence.Put(tableMeta, "ledger", fmt.Appendf(nil, "%d", work.ledger), persistence.Any())}
 	for _, id := range out.accounts {
-		if a := work.accounts[id]; a != nil {
-			val, _ := json.Marshal(a)
-			ops = append(ops, persistence.Put(tableAccounts, id, val, persistence.Any()))
-		} else {
-			ops = append(ops, persistence.Delete(tableAccounts, id, persistence.Any()))
-		}
+		ops = append(ops, devserver.PutOrDelete(tableAccounts, id, work.accounts[id]))
 	}
 	for _, id := range out.cbs {
-		if c := work.claimables[id]; c != nil {
-			val, _ := json.Marshal(c)
-			ops = append(ops, persistence.Put(tableClaimables, id, val, persistence.Any()))
-		} else {
-			ops = append(ops, persistence.Delete(tableClaimables, id, persistence.Any()))
-		}
+		ops = append(ops, devserver.PutOrDelete(tableClaimables, id, work.claimables[id]))
 	}
 	val, _ := json.Marshal(out.rec)
 	pt := fmt.Sprintf("%020d", out.rec.PT)

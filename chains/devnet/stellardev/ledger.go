@@ -51,6 +51,8 @@ func (a *account) clone() *account {
 	return &b
 }
 
+func (a *account) touch(ledger uint32) { a.Modified = ledger }
+
 func (a *account) minBalance() int64 {
 	return (2 + int64(a.Subentries) + int64(a.Sponsoring)) * baseReserve
 }
@@ -72,6 +74,8 @@ func (c *claimable) clone() *claimable {
 	d.Claimants = append([]string(nil), c.Claimants...)
 	return &d
 }
+
+func (c *claimable) touch(ledger uint32) { c.Modified = ledger }
 
 // txRecord is one transaction in the history.
 type txRecord struct {
@@ -113,70 +117,80 @@ type state struct {
 	ledger     uint32
 }
 
+// entry is what the ledger keeps per id (an account, a claimable
+// balance): a transaction changes a clone of it, stamped with the ledger
+// that last modified it.
+type entry[E any] interface {
+	*E
+	clone() *E
+	touch(ledger uint32)
+}
+
+// overlay is a copy-on-write layer over one map of the state: an entry is
+// cloned into it when a transaction first reads it; a nil entry is one the
+// transaction deleted.
+type overlay[E any, P entry[E]] struct {
+	base    map[string]*E
+	changed map[string]*E
+}
+
+func newOverlay[E any, P entry[E]](base map[string]*E) overlay[E, P] {
+	return overlay[E, P]{base: base, changed: map[string]*E{}}
+}
+
+// get answers the transaction's copy of id's entry (nil: there is none).
+func (o overlay[E, P]) get(id string) *E {
+	if e, ok := o.changed[id]; ok {
+		return e
+	}
+	e, ok := o.base[id]
+	if !ok {
+		return nil
+	}
+	c := P(e).clone()
+	o.changed[id] = c
+	return c
+}
+
+// set makes e id's entry (nil: deletes it).
+func (o overlay[E, P]) set(id string, e *E) { o.changed[id] = e }
+
+// commit applies the layer to the base map, stamping what it writes with
+// ledger, and returns the ids it changed, sorted.
+func (o overlay[E, P]) commit(ledger uint32) []string {
+	var ids []string
+	for id, e := range o.changed {
+		if e == nil {
+			delete(o.base, id)
+		} else {
+			P(e).touch(ledger)
+			o.base[id] = e
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
 // view is a copy-on-write overlay of state for one transaction.
 type view struct {
-	base       *state
-	accounts   map[string]*account // nil value: deleted
-	claimables map[string]*claimable
+	accounts   overlay[account, *account]
+	claimables overlay[claimable, *claimable]
 	ledger     uint32
 }
 
 func newView(s *state) *view {
-	return &view{base: s, accounts: map[string]*account{}, claimables: map[string]*claimable{}, ledger: s.ledger}
+	return &view{accounts: newOverlay[account](s.accounts), claimables: newOverlay[claimable](s.claimables), ledger: s.ledger}
 }
 
-func (v *view) account(id string) *account {
-	if a, ok := v.accounts[id]; ok {
-		return a
-	}
-	a, ok := v.base.accounts[id]
-	if !ok {
-		return nil
-	}
-	c := a.clone()
-	v.accounts[id] = c
-	return c
-}
-
-func (v *view) create(a *account) { v.accounts[a.ID] = a }
-func (v *view) remove(id string)  { v.accounts[id] = nil }
-
-func (v *view) claimable(id string) *claimable {
-	if c, ok := v.claimables[id]; ok {
-		return c
-	}
-	c, ok := v.base.claimables[id]
-	if !ok {
-		return nil
-	}
-	d := c.clone()
-	v.claimables[id] = d
-	return d
-}
+func (v *view) account(id string) *account     { return v.accounts.get(id) }
+func (v *view) create(a *account)              { v.accounts.set(a.ID, a) }
+func (v *view) remove(id string)               { v.accounts.set(id, nil) }
+func (v *view) claimable(id string) *claimable { return v.claimables.get(id) }
 
 // commit applies the overlay to the base state and returns what changed.
 func (v *view) commit() (accts []string, cbs []string) {
-	for id, a := range v.accounts {
-		if a == nil {
-			delete(v.base.accounts, id)
-		} else {
-			a.Modified = v.ledger
-			v.base.accounts[id] = a
-		}
-		accts = append(accts, id)
-	}
-	for id, c := range v.claimables {
-		if c == nil {
-			delete(v.base.claimables, id)
-		} else {
-			c.Modified = v.ledger
-			v.base.claimables[id] = c
-		}
-		cbs = append(cbs, id)
-	}
-	sort.Strings(accts)
-	sort.Strings(cbs)
-	return accts, cbs
+	return v.accounts.commit(v.ledger), v.claimables.commit(v.ledger)
 }
 
 func assetKey(a xdr.Asset) string {

@@ -295,7 +295,7 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 			l.Balance -= amt
 		}
 		id := balanceID(txSource, seq, index)
-		v.claimables[id] = &claimable{ID: id, Asset: key, Amount: amt, Claimants: claimants, Sponsor: srcID}
+		v.claimables.set(id, &claimable{ID: id, Asset: key, Amount: amt, Claimants: claimants, Sponsor: srcID})
 		return opResult(t, 0, "op_success", func(tr *xdr.OperationResultTr) {
 			var cid xdr.ClaimableBalanceId
 			_ = xdr.SafeUnmarshalHex(id, &cid)
@@ -331,7 +331,7 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 		if sp := v.account(cb.Sponsor); sp != nil {
 			sp.Sponsoring -= uint32(len(cb.Claimants))
 		}
-		v.claimables[id] = nil
+		v.claimables.set(id, nil)
 		return ok(t)
 
 	case xdr.OperationTypeBumpSequence:

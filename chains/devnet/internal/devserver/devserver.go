@@ -1,10 +1,13 @@
 // Package devserver is what the embedded Stellar and Solana devnets share
 // that is not the chain: their Options, the store Start opens when the
-// caller gives none, and the HTTP server's start and stop.
+// caller gives none, the order of start-up (load or create the ledger,
+// serve, bootstrap), the ledger's JSON records, the HTTP server's stop and
+// the stand-in of a build without them.
 package devserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +40,8 @@ type Options struct {
 // Server is a devnet's store and HTTP server.
 type Server struct {
 	pkg      string // the devnet package's name, for errors
+	addr     string // where Start listens
+	log      *slog.Logger
 	store    persistence.Store
 	ownStore bool
 
@@ -47,7 +52,8 @@ type Server struct {
 
 // Open applies opts' defaults (in place) and opens the store of the
 // devnet of package pkg ("stellardev") and chain ("stellar") when opts
-// gives none; opts.Store is then that store.
+// gives none; opts.Store is then that store, and opts.Log names the chain
+// ("devnet"="stellar") in every event.
 func Open(opts *Options, pkg, chain string) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -55,10 +61,11 @@ func Open(opts *Options, pkg, chain string) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	opts.Log = opts.Log.With("devnet", chain)
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
-	s := &Server{pkg: pkg, store: opts.Store, done: make(chan struct{})}
+	s := &Server{pkg: pkg, addr: opts.Addr, log: opts.Log, store: opts.Store, done: make(chan struct{})}
 	if s.store == nil {
 		if opts.Dir == "" {
 			return nil, fmt.Errorf("%s: Options.Store or Options.Dir is required", pkg)
@@ -76,21 +83,41 @@ func Open(opts *Options, pkg, chain string) (*Server, error) {
 	return s, nil
 }
 
-// Serve listens on addr and serves h until Close; it returns the base
-// URL ("http://127.0.0.1:port"). On failure it closes the store.
-func (s *Server) Serve(addr string, h http.Handler, log *slog.Logger) (string, error) {
-	ln, err := net.Listen("tcp", addr)
+// Ledger is the chain that Start brings up.
+type Ledger struct {
+	// Load reads the ledger from the store, or writes its genesis there.
+	Load func(context.Context) error
+	// Handler serves the chain's API.
+	Handler http.Handler
+	// Bootstrap creates, with real transactions, what a fresh ledger
+	// lacks (it finds nothing to do on a ledger that has it).
+	Bootstrap func(context.Context) error
+}
+
+// Start loads l, serves l.Handler on Options.Addr until Close and
+// bootstraps l; it returns the base URL ("http://127.0.0.1:port"). On
+// failure it has closed the server and the store it opened.
+func (s *Server) Start(ctx context.Context, l Ledger) (string, error) {
+	if err := l.Load(ctx); err != nil {
+		_ = s.Close()
+		return "", err
+	}
+	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		_ = s.Close()
-		return "", fmt.Errorf("%s: listen %s: %w", s.pkg, addr, err)
+		return "", fmt.Errorf("%s: listen %s: %w", s.pkg, s.addr, err)
 	}
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: l.Handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("serve", "err", err)
+			s.log.Error("serve", "err", err)
 		}
 	}()
+	if err := l.Bootstrap(ctx); err != nil {
+		_ = s.Close()
+		return "", err
+	}
 	return "http://" + ln.Addr().String(), nil
 }
 
@@ -109,6 +136,35 @@ func (s *Server) Close() error {
 		}
 	})
 	return err
+}
+
+// LoadTable decodes every record of table as JSON into a new T and hands
+// it to add with its key, in key order.
+func LoadTable[T any](ctx context.Context, st persistence.Store, table string, add func(key string, v *T) error) error {
+	recs, err := st.List(ctx, table, persistence.Query{})
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		v := new(T)
+		if err := json.Unmarshal(r.Value, v); err != nil {
+			return fmt.Errorf("decode %s/%s: %w", table, r.Key, err)
+		}
+		if err := add(r.Key, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutOrDelete is the op that writes v as JSON at key, or deletes key when
+// v is nil (an entry the transaction removed).
+func PutOrDelete[T any](table, key string, v *T) persistence.Op {
+	if v == nil {
+		return persistence.Delete(table, key, persistence.Any())
+	}
+	val, _ := json.Marshal(v)
+	return persistence.Put(table, key, val, persistence.Any())
 }
 
 // Absent is the devnet of a binary built without it (-tags nodevnet); C

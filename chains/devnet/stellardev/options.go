@@ -1,0 +1,6 @@
+package stellardev
+
+import "github.com/veilhq/veil/chains/devnet/internal/devserver"
+
+// Options configures Start.
+type Options = devserver.Options
