@@ -407,7 +407,7 @@ func (a *Actor) outcome(ctx context.Context, n *Notify, convID, text string, ops
 		default:
 			now := a.deps.now()
 			next.LastMessageID++
-			raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Role: RoleSystem, Text: text, CreatedAt: now})
+			raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Message: Message{Role: RoleSystem, Text: text, CreatedAt: now}})
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Conversation is the spec's Conversation.
@@ -29,12 +29,11 @@ type Message struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// storedMessage keeps the id in the store, which the API hides.
+// storedMessage keeps the id in the store, which the API hides: its ID
+// shadows Message's (hidden) one in JSON, the other fields are Message's.
 type storedMessage struct {
-	ID        int64     `json:"id"`
-	Role      string    `json:"role"`
-	Text      string    `json:"text"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID int64 `json:"id"`
+	Message
 }
 
 func (a *Actor) convKey(convID string) string { return a.id + "/" + convID }
@@ -46,17 +45,9 @@ func (a *Actor) msgPrefix(convID string) string { return a.id + "/" + convID + "
 func msgKey(prefix string, id int64) string { return fmt.Sprintf("%s%016x", prefix, id) }
 
 func (a *Actor) listConversations(ctx context.Context) ([]Conversation, error) {
-	recs, err := a.deps.Store.List(ctx, TableConversations, persistence.Query{Prefix: a.id + "/"})
+	out, err := jsonrec.List[Conversation](ctx, a.deps.Store, TableConversations, persistence.Query{Prefix: a.id + "/"})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Conversation, 0, len(recs))
-	for _, r := range recs {
-		var c Conversation
-		if err := json.Unmarshal(r.Value, &c); err != nil {
-			return nil, fmt.Errorf("agent %s: decode conversation %s: %w", a.id, r.Key, err)
-		}
-		out = append(out, c)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
@@ -84,35 +75,28 @@ func (a *Actor) getConversation(ctx context.Context, convID string) (*Conversati
 	if _, err := uuid.Parse(convID); err != nil {
 		return nil, 0, ErrConversationNotFound
 	}
-	r, err := a.deps.Store.Get(ctx, TableConversations, a.convKey(convID))
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, 0, ErrConversationNotFound
-	}
+	c, version, err := jsonrec.Load[Conversation](ctx, a.deps.Store, TableConversations, a.convKey(convID))
 	if err != nil {
 		return nil, 0, err
 	}
-	var c Conversation
-	if err := json.Unmarshal(r.Value, &c); err != nil {
-		return nil, 0, fmt.Errorf("agent %s: decode conversation %s: %w", a.id, convID, err)
+	if c == nil {
+		return nil, 0, ErrConversationNotFound
 	}
-	return &c, r.Version, nil
+	return c, version, nil
 }
 
 func (a *Actor) listMessages(ctx context.Context, convID string) ([]Message, error) {
 	if _, _, err := a.getConversation(ctx, convID); err != nil {
 		return nil, err
 	}
-	recs, err := a.deps.Store.List(ctx, TableMessages, persistence.Query{Prefix: a.msgPrefix(convID)})
+	stored, err := jsonrec.List[storedMessage](ctx, a.deps.Store, TableMessages, persistence.Query{Prefix: a.msgPrefix(convID)})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, len(recs))
-	for _, r := range recs {
-		var m storedMessage
-		if err := json.Unmarshal(r.Value, &m); err != nil {
-			return nil, fmt.Errorf("agent %s: decode message %s: %w", a.id, r.Key, err)
-		}
-		out = append(out, Message(m))
+	out := make([]Message, len(stored))
+	for i, m := range stored {
+		out[i] = m.Message
+		out[i].ID = m.ID
 	}
 	return out, nil
 }
@@ -151,7 +135,7 @@ func (a *Actor) appendMessages(ctx context.Context, conv *Conversation, convVers
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = now
 		}
-		raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt})
+		raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Message: m})
 		if err != nil {
 			return 0, err
 		}

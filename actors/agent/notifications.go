@@ -8,6 +8,7 @@ import (
 
 	"github.com/veilhq/veil/actors/webhook"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Notification types (DESIGN.md "Decisions").
@@ -80,15 +81,8 @@ func (a *Actor) readInbox(ctx context.Context) ([]Notification, []persistence.Re
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]Notification, 0, len(recs))
-	for _, r := range recs {
-		var n Notification
-		if err := json.Unmarshal(r.Value, &n); err != nil {
-			return nil, nil, fmt.Errorf("agent %s: decode notification %s: %w", a.id, r.Key, err)
-		}
-		out = append(out, n)
-	}
-	return out, recs, nil
+	out, err := jsonrec.Decode[Notification](TableNotifications, recs)
+	return out, recs, err
 }
 
 func (a *Actor) listNotifications(ctx context.Context) (*Inbox, error) {
@@ -139,17 +133,5 @@ func (a *Actor) deleteNotifications(ctx context.Context) error {
 // store directly: a notification another cluster member stored is there
 // too.
 func NotificationsAfter(ctx context.Context, st persistence.Store, agentID string, after int64, limit int) ([]Notification, error) {
-	recs, err := st.List(ctx, TableNotifications, persistence.Query{Prefix: agentID + "/", After: fmt.Sprintf("%s/%016x", agentID, after), Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Notification, 0, len(recs))
-	for _, r := range recs {
-		var n Notification
-		if err := json.Unmarshal(r.Value, &n); err != nil {
-			return nil, fmt.Errorf("agent %s: decode notification %s: %w", agentID, r.Key, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return jsonrec.List[Notification](ctx, st, TableNotifications, persistence.Query{Prefix: agentID + "/", After: fmt.Sprintf("%s/%016x", agentID, after), Limit: limit})
 }

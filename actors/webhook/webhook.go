@@ -30,6 +30,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Tables this package owns.
@@ -228,17 +229,9 @@ func (r *Registry) Create(ctx context.Context, accountID, url string, events []s
 
 // List returns the account's webhooks, oldest first.
 func (r *Registry) List(ctx context.Context, accountID string) ([]Webhook, error) {
-	recs, err := r.st.List(ctx, TableWebhooks, persistence.Query{Prefix: accountID + "/"})
+	out, err := jsonrec.List[Webhook](ctx, r.st, TableWebhooks, persistence.Query{Prefix: accountID + "/"})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Webhook, 0, len(recs))
-	for _, rec := range recs {
-		var w Webhook
-		if err := json.Unmarshal(rec.Value, &w); err != nil {
-			return nil, fmt.Errorf("webhook: decode %s: %w", rec.Key, err)
-		}
-		out = append(out, w)
 	}
 	sortByCreated(out)
 	return out, nil
@@ -250,18 +243,11 @@ func (r *Registry) Get(ctx context.Context, accountID, id string) (*Webhook, err
 }
 
 func getHook(ctx context.Context, st persistence.Store, accountID, id string) (*Webhook, error) {
-	rec, err := st.Get(ctx, TableWebhooks, hookKey(accountID, id))
+	w, err := jsonrec.Get[Webhook](ctx, st, TableWebhooks, hookKey(accountID, id))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, ErrNotFound
 	}
-	if err != nil {
-		return nil, err
-	}
-	var w Webhook
-	if err := json.Unmarshal(rec.Value, &w); err != nil {
-		return nil, fmt.Errorf("webhook: decode %s: %w", rec.Key, err)
-	}
-	return &w, nil
+	return w, err
 }
 
 // Delete removes the webhook with its deliveries; pending ones are never
@@ -304,19 +290,7 @@ func (r *Registry) Deliveries(ctx context.Context, accountID, id string, limit i
 	if _, err := r.Get(ctx, accountID, id); err != nil {
 		return nil, err
 	}
-	recs, err := r.st.List(ctx, TableDeliveries, persistence.Query{Prefix: id + "/", Reverse: true, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Delivery, 0, len(recs))
-	for _, rec := range recs {
-		var d Delivery
-		if err := json.Unmarshal(rec.Value, &d); err != nil {
-			return nil, fmt.Errorf("webhook: decode delivery %s: %w", rec.Key, err)
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	return jsonrec.List[Delivery](ctx, r.st, TableDeliveries, persistence.Query{Prefix: id + "/", Reverse: true, Limit: limit})
 }
 
 // newDelivery builds the pending delivery of ev to w and its writes.

@@ -16,8 +16,8 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/internal/jsonrec"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 type rpcRequest struct {

@@ -30,9 +30,9 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet/internal/devserver"
-	"github.com/veilhq/veil/chains/internal/jsonrec"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Available reports whether this binary includes the Stellar devnet.

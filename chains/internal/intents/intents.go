@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/internal/jsonrec"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // States of an intent.

@@ -1,6 +1,7 @@
-// Package jsonrec reads and writes one JSON value per store key under the
-// store's version check: the connectors' payment intents, which must be
-// written once (Absent) and then only by whoever read the latest version.
+// Package jsonrec reads and writes one JSON value per store key: Get, Load
+// and List decode records, Save writes one under the store's version check
+// (the connectors' payment intents, which must be written once (Absent)
+// and then only by whoever read the latest version).
 package jsonrec
 
 import (
@@ -39,6 +40,30 @@ func get[T any](ctx context.Context, st persistence.Store, table, key string) (*
 		return nil, 0, fmt.Errorf("decode %s/%s: %w", table, key, err)
 	}
 	return v, rec.Version, nil
+}
+
+// List decodes every record of table that q selects, in the store's
+// order, each into a T.
+func List[T any](ctx context.Context, st persistence.Store, table string, q persistence.Query) ([]T, error) {
+	recs, err := st.List(ctx, table, q)
+	if err != nil {
+		return nil, err
+	}
+	return Decode[T](table, recs)
+}
+
+// Decode decodes recs, read from table, each into a T, for a caller that
+// needs the records too (their keys and versions).
+func Decode[T any](table string, recs []persistence.Record) ([]T, error) {
+	out := make([]T, 0, len(recs))
+	for _, rec := range recs {
+		var v T
+		if err := json.Unmarshal(rec.Value, &v); err != nil {
+			return nil, fmt.Errorf("decode %s/%s: %w", table, rec.Key, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // Save writes v at key if the record is still at version ver (0: absent)

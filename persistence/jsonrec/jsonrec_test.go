@@ -43,3 +43,31 @@ func TestLoadSaveVersions(t *testing.T) {
 		t.Fatal("garbage decoded")
 	}
 }
+
+func TestList(t *testing.T) {
+	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "r.db"), persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	type rec struct{ N int }
+	if got, err := List[rec](ctx, st, "t", persistence.Query{}); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("empty table = %#v %v; want an empty, non-nil list", got, err)
+	}
+	for i, k := range []string{"a/2", "a/1", "b/1"} {
+		if _, err := Save(ctx, st, "t", k, rec{i}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := List[rec](ctx, st, "t", persistence.Query{Prefix: "a/"})
+	if err != nil || len(got) != 2 || got[0].N != 1 || got[1].N != 0 {
+		t.Fatalf("prefix a/ = %+v %v; want [{1} {0}] in key order", got, err)
+	}
+	if _, err := st.Apply(ctx, persistence.Put("t", "a/3", []byte("{"), persistence.Any())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := List[rec](ctx, st, "t", persistence.Query{Prefix: "a/"}); err == nil {
+		t.Fatal("garbage decoded")
+	}
+}
