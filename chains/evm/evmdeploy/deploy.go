@@ -121,9 +121,22 @@ type entry struct {
 
 // contract is one thing to deploy.
 type contract struct {
-	name   string
-	code   func(d *deployer) []byte
+	name string
+	code func(d *deployer) []byte
+	// verify checks, beyond the code being there (nil: nothing more), that
+	// the contract at a is the one wanted.
 	verify func(ctx context.Context, d *deployer, a common.Address) error
+}
+
+// check verifies the contract at a: it has code, and c.verify accepts it.
+func (c contract) check(ctx context.Context, d *deployer, a common.Address) error {
+	if err := d.requireCode(ctx, c.name, a); err != nil {
+		return err
+	}
+	if c.verify == nil {
+		return nil
+	}
+	return c.verify(ctx, d, a)
 }
 
 type deployer struct {
@@ -209,9 +222,6 @@ func Deploy(ctx context.Context, opts Options) (Result, error) {
 			d.log("announcer: the canonical ERC-5564 singleton is absent; deploying one")
 			if d.res.Announcer, err = d.ensure(ctx, contract{name: "ERC5564Announcer",
 				code: func(*deployer) []byte { return common.FromHex(bindings.ERC5564AnnouncerMetaData.Bin) },
-				verify: func(ctx context.Context, d *deployer, a common.Address) error {
-					return d.requireCode(ctx, "announcer", a)
-				},
 			}); err != nil {
 				return Result{}, err
 			}
@@ -295,7 +305,7 @@ func (d *deployer) ensureBlock(ctx context.Context, c contract) (common.Address,
 			}
 		}
 		if e.Mined {
-			err := c.verify(ctx, d, e.Address)
+			err := c.check(ctx, d, e.Address)
 			if err == nil {
 				d.res.Reused = append(d.res.Reused, c.name)
 				d.log("%s: %s (deployed earlier in block %d, verified)", c.name, e.Address.Hex(), e.Block)
@@ -331,7 +341,7 @@ func (d *deployer) ensureBlock(ctx context.Context, c contract) (common.Address,
 	if err := d.save(); err != nil {
 		return common.Address{}, 0, err
 	}
-	if err := c.verify(ctx, d, addr); err != nil {
+	if err := c.check(ctx, d, addr); err != nil {
 		return common.Address{}, 0, fmt.Errorf("evmdeploy: %s at %s: %w", c.name, addr.Hex(), err)
 	}
 	d.res.Deployed = append(d.res.Deployed, c.name)
@@ -350,20 +360,20 @@ func (d *deployer) requireCode(ctx context.Context, what string, a common.Addres
 	return nil
 }
 
-func (d *deployer) call(ctx context.Context, a common.Address, data []byte) ([]byte, error) {
-	return d.eth.CallContract(ctx, ethereum.CallMsg{To: &a, Data: data}, nil)
+// call calls a read-only method of the contract at a: data is the packed
+// call, unpack decodes its answer.
+func call[T any](ctx context.Context, d *deployer, a common.Address, data []byte, unpack func([]byte) (T, error)) (T, error) {
+	out, err := d.eth.CallContract(ctx, ethereum.CallMsg{To: &a, Data: data}, nil)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return unpack(out)
 }
 
 func verifySender(ctx context.Context, d *deployer, a common.Address) error {
-	if err := d.requireCode(ctx, "StealthSender", a); err != nil {
-		return err
-	}
 	s := bindings.NewStealthSender()
-	out, err := d.call(ctx, a, s.PackAnnouncer())
-	if err != nil {
-		return err
-	}
-	ann, err := s.UnpackAnnouncer(out)
+	ann, err := call(ctx, d, a, s.PackAnnouncer(), s.UnpackAnnouncer)
 	if err != nil {
 		return err
 	}
@@ -374,42 +384,22 @@ func verifySender(ctx context.Context, d *deployer, a common.Address) error {
 }
 
 func verifyNames(ctx context.Context, d *deployer, a common.Address) error {
-	if err := d.requireCode(ctx, "VeilNames", a); err != nil {
-		return err
-	}
 	n := bindings.NewVeilNames()
-	out, err := d.call(ctx, a, n.PackNameOf(common.Address{}))
-	if err != nil {
-		return err
-	}
-	_, err = n.UnpackNameOf(out)
+	_, err := call(ctx, d, a, n.PackNameOf(common.Address{}), n.UnpackNameOf)
 	return err
 }
 
 func verifyToken(ctx context.Context, d *deployer, a common.Address, want evm.Token, minter common.Address) error {
-	if err := d.requireCode(ctx, "token", a); err != nil {
-		return err
-	}
 	t := bindings.NewTestToken()
-	out, err := d.call(ctx, a, t.PackDecimals())
+	dec, err := call(ctx, d, a, t.PackDecimals(), t.UnpackDecimals)
 	if err != nil {
 		return err
 	}
-	dec, err := t.UnpackDecimals(out)
+	sym, err := call(ctx, d, a, t.PackSymbol(), t.UnpackSymbol)
 	if err != nil {
 		return err
 	}
-	if out, err = d.call(ctx, a, t.PackSymbol()); err != nil {
-		return err
-	}
-	sym, err := t.UnpackSymbol(out)
-	if err != nil {
-		return err
-	}
-	if out, err = d.call(ctx, a, t.PackMinter()); err != nil {
-		return err
-	}
-	m, err := t.UnpackMinter(out)
+	m, err := call(ctx, d, a, t.PackMinter(), t.UnpackMinter)
 	if err != nil {
 		return err
 	}
