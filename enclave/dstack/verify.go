@@ -137,23 +137,19 @@ func VerifyAttestation(att enclave.Attestation, policy Policy) (*Report, error) 
 			return nil, false, fail("event log: %q occurs %d times", name, len(p))
 		}
 	}
-	var p []byte
-	var ok bool
-	if p, _, err = one("app-id"); err != nil {
-		return nil, err
+	// The identity events are hex in the report; an absent one stays "".
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"app-id", &r.AppID}, {"compose-hash", &r.ComposeHash}, {"instance-id", &r.InstanceID}} {
+		p, _, err := one(f.name)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = hex.EncodeToString(p)
 	}
-	r.AppID = hex.EncodeToString(p)
-	if p, ok, err = one("compose-hash"); err != nil {
-		return nil, err
-	}
-	if ok {
-		r.ComposeHash = hex.EncodeToString(p)
-	}
-	if p, _, err = one("instance-id"); err != nil {
-		return nil, err
-	}
-	r.InstanceID = hex.EncodeToString(p)
-	if p, ok, err = one("key-provider"); err != nil {
+	p, ok, err := one("key-provider")
+	if err != nil {
 		return nil, err
 	}
 	if ok {

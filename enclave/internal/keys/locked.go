@@ -41,45 +41,37 @@ type Locked struct {
 // NewLocked derives with kdf under mu.
 func NewLocked(mu *sync.RWMutex, kdf KDF) Locked { return Locked{mu: mu, kdf: kdf} }
 
-// keySet derives agentID's keys on chain at epoch; release them with the
-// returned function (it zeroes the keys and unlocks).
-func (l Locked) keySet(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (*Set, func(), error) {
+// withSet derives agentID's keys on chain at epoch and hands them to use,
+// under the read lock; the keys are zeroed when use returns.
+func withSet[T any](ctx context.Context, l Locked, agentID string, chain chains.ID, epoch uint32, use func(*Set) (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return zero, err
 	}
 	if err := enclave.CheckAgentID(agentID); err != nil {
-		return nil, nil, err
+		return zero, err
 	}
 	if err := enclave.CheckChain(chain); err != nil {
-		return nil, nil, err
+		return zero, err
 	}
 	l.mu.RLock()
+	defer l.mu.RUnlock()
 	s, err := Derive(l.kdf, agentID, chain, epoch)
 	if err != nil {
-		l.mu.RUnlock()
-		return nil, nil, err
+		return zero, err
 	}
-	return s, func() { s.Zero(); l.mu.RUnlock() }, nil
+	defer s.Zero()
+	return use(s)
 }
 
 // DeriveKeys is enclave.Provider's DeriveKeys.
 func (l Locked) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
-	s, done, err := l.keySet(ctx, agentID, chain, epoch)
-	if err != nil {
-		return enclave.PublicKeys{}, err
-	}
-	defer done()
-	return s.Public(), nil
+	return withSet(ctx, l, agentID, chain, epoch, func(s *Set) (enclave.PublicKeys, error) { return s.Public(), nil })
 }
 
 // ScanKeys is enclave.Provider's ScanKeys.
 func (l Locked) ScanKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.ScanKeys, error) {
-	s, done, err := l.keySet(ctx, agentID, chain, epoch)
-	if err != nil {
-		return enclave.ScanKeys{}, err
-	}
-	defer done()
-	return s.ScanKeys(), nil
+	return withSet(ctx, l, agentID, chain, epoch, func(s *Set) (enclave.ScanKeys, error) { return s.ScanKeys(), nil })
 }
 
 // Sign is enclave.Provider's (and chains.Signer's) Sign: the request's
@@ -88,22 +80,14 @@ func (l Locked) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error
 	if err := enclave.CheckRequest(req); err != nil {
 		return nil, err
 	}
-	s, done, err := l.keySet(ctx, req.Key.AgentID, req.Key.Chain, req.Key.Epoch)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return s.Sign(req.Payload, req.Key.EphemeralPub)
+	return withSet(ctx, l, req.Key.AgentID, req.Key.Chain, req.Key.Epoch, func(s *Set) ([]byte, error) {
+		return s.Sign(req.Payload, req.Key.EphemeralPub)
+	})
 }
 
 // Export is enclave.Provider's Export.
 func (l Locked) Export(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (string, error) {
-	s, done, err := l.keySet(ctx, agentID, chain, epoch)
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	return s.Export(), nil
+	return withSet(ctx, l, agentID, chain, epoch, func(s *Set) (string, error) { return s.Export(), nil })
 }
 
 // Unquoted is the part of enclave.Provider's Attest both providers share:
