@@ -297,14 +297,22 @@ func clip(s string, n int) string {
 }
 
 // withArgs completes t from s: its schema, and a Run that checks the
-// arguments against s (decode) before do sees them, so a tool cannot run
-// on arguments its schema does not admit, and no tool repeats the check.
+// arguments against s (decode), and for a payment tool the call's
+// idempotency key (needKey), before do sees them, so a tool cannot run on
+// arguments its schema does not admit, a payment cannot be made twice by a
+// retry, and no tool repeats the checks.
 func withArgs(t Tool, s spec, do func(ctx context.Context, env *Env, a *args) (any, error)) Tool {
 	t.Parameters = s.schema()
+	payment := t.Payment
 	t.Run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 		a, err := s.decode(raw)
 		if err != nil {
 			return nil, err
+		}
+		if payment {
+			if err := needKey(env); err != nil {
+				return nil, err
+			}
 		}
 		return do(ctx, env, a)
 	}

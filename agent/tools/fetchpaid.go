@@ -96,9 +96,6 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 	if err := requireURLStated(env, rawURL); err != nil {
 		return nil, err
 	}
-	if err := needKey(env); err != nil {
-		return nil, err
-	}
 	client := env.HTTP
 	if client == nil {
 		client = NewWebClient(WebOptions{})

@@ -49,9 +49,6 @@ func payInvoice() Tool {
 		if err != nil {
 			return nil, err
 		}
-		if err := needKey(env); err != nil {
-			return nil, err
-		}
 		ic, ok := env.Chains.(InvoiceChains)
 		if !ok || env.InvoiceLookup == nil {
 			return nil, fmt.Errorf("%w: paying invoices is not available here", ErrNotConfigured)

@@ -42,6 +42,8 @@ func chainEnum() []string {
 	return out
 }
 
+// needKey refuses a payment tool's call without an idempotency key or
+// chain access (withArgs runs it for every Tool.Payment).
 func needKey(env *Env) error {
 	if strings.TrimSpace(env.IdempotencyKey) == "" {
 		return fmt.Errorf("%w: this call has no idempotency key, so a payment could not be made safely", ErrNotConfigured)
@@ -94,9 +96,6 @@ func notify(ctx context.Context, env *Env, typ, title, body string) {
 // pay_agent's arguments) and answers a *PaymentResult, or a *PaymentHeld
 // when the owner's policy holds the payment for approval.
 func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool) (any, error) {
-	if err := needKey(env); err != nil {
-		return nil, err
-	}
 	rc, sp, err := readPayment(ctx, env, who, a, onChain)
 	if err != nil {
 		return nil, err
@@ -220,9 +219,6 @@ func withdraw() Tool {
 		Payment:    true,
 		MovesValue: true,
 	}, withdrawSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		if err := needKey(env); err != nil {
-			return nil, err
-		}
 		from := strings.TrimSpace(a.str("from"))
 		all, err := received(ctx, env, env.Agent.Chains)
 		if err != nil {
@@ -343,9 +339,6 @@ func withdrawAll() Tool {
 		Payment:    true,
 		MovesValue: true,
 	}, withdrawAllSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		if err := needKey(env); err != nil {
-			return nil, err
-		}
 		toArg := strings.TrimSpace(a.str("to"))
 		fam, ok := addressFamily(toArg)
 		if !ok {

@@ -27,7 +27,8 @@ type Tool struct {
 	// Parameters is the JSON schema of the arguments object.
 	Parameters map[string]any
 	// Payment marks tools that send money now: they get an idempotency key
-	// and count in the payments metric.
+	// (a call without one is refused before the tool runs) and count in
+	// the payments metric.
 	Payment bool
 	// MovesValue marks tools that move value now or later (payments,
 	// withdrawals, schedules): Call runs them only behind the money gate
