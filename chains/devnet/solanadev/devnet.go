@@ -37,6 +37,7 @@ import (
 	"github.com/veilhq/veil/chains/devnet/internal/devserver"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Available reports whether this binary includes the Solana devnet.
@@ -164,16 +165,20 @@ func (d *Devnet) load(ctx context.Context) error {
 		return fmt.Errorf("solanadev: meta: %w", err)
 	}
 	d.genesisAt, d.slotOffset, d.seq = m.GenesisAt, m.SlotOffset, m.Seq
-	err = devserver.LoadTable(ctx, d.store, tableAccounts, func(key string, a *account) error {
-		k, err := solanago.PublicKeyFromBase58(key)
-		if err != nil {
-			return fmt.Errorf("account key %q: %w", key, err)
-		}
-		d.accounts[k] = a
-		return nil
-	})
+	recs, err := d.store.List(ctx, tableAccounts, persistence.Query{})
 	if err != nil {
 		return fmt.Errorf("solanadev: %w", err)
+	}
+	accts, err := jsonrec.Decode[*account](tableAccounts, recs)
+	if err != nil {
+		return fmt.Errorf("solanadev: %w", err)
+	}
+	for i, r := range recs {
+		k, err := solanago.PublicKeyFromBase58(r.Key)
+		if err != nil {
+			return fmt.Errorf("solanadev: account key %q: %w", r.Key, err)
+		}
+		d.accounts[k] = accts[i]
 	}
 	return nil
 }

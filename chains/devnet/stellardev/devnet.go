@@ -155,17 +155,19 @@ func (d *Devnet) load(ctx context.Context) error {
 		if p, err := d.store.Get(ctx, tableMeta, "passphrase"); err != nil || string(p.Value) != Passphrase {
 			return fmt.Errorf("stellardev: the store holds another network's ledger; delete it")
 		}
-		if err := devserver.LoadTable(ctx, d.store, tableAccounts, func(_ string, a *account) error {
-			st.accounts[a.ID] = a
-			return nil
-		}); err != nil {
+		accts, err := jsonrec.List[*account](ctx, d.store, tableAccounts, persistence.Query{})
+		if err != nil {
 			return fmt.Errorf("stellardev: %w", err)
 		}
-		if err := devserver.LoadTable(ctx, d.store, tableClaimables, func(_ string, c *claimable) error {
-			st.claimables[c.ID] = c
-			return nil
-		}); err != nil {
+		cbs, err := jsonrec.List[*claimable](ctx, d.store, tableClaimables, persistence.Query{})
+		if err != nil {
 			return fmt.Errorf("stellardev: %w", err)
+		}
+		for _, a := range accts {
+			st.accounts[a.ID] = a
+		}
+		for _, c := range cbs {
+			st.claimables[c.ID] = c
 		}
 	}
 	d.st = st

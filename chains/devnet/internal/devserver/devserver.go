@@ -1,7 +1,7 @@
 // Package devserver is what the embedded Stellar and Solana devnets share
 // that is not the chain: their Options, the store Start opens when the
 // caller gives none, the order of start-up (load or create the ledger,
-// serve, bootstrap), the ledger's JSON records, the HTTP server's stop and
+// serve, bootstrap), the ledger's writes, the HTTP server's stop and
 // the stand-in of a build without them.
 package devserver
 
@@ -136,25 +136,6 @@ func (s *Server) Close() error {
 		}
 	})
 	return err
-}
-
-// LoadTable decodes every record of table as JSON into a new T and hands
-// it to add with its key, in key order.
-func LoadTable[T any](ctx context.Context, st persistence.Store, table string, add func(key string, v *T) error) error {
-	recs, err := st.List(ctx, table, persistence.Query{})
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		v := new(T)
-		if err := json.Unmarshal(r.Value, v); err != nil {
-			return fmt.Errorf("decode %s/%s: %w", table, r.Key, err)
-		}
-		if err := add(r.Key, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // PutOrDelete is the op that writes v as JSON at key, or deletes key when
