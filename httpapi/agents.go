@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -72,15 +70,31 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/agent/{id}", handler(s.getAgent))
 	r.Method(http.MethodGet, "/agent/{id}/status", handler(s.agentStatus))
 	r.Method(http.MethodPost, "/agent/{id}/export", handler(s.exportKey))
-	r.Method(http.MethodGet, "/agent/{id}/conversations", handler(s.listConversations))
-	r.Method(http.MethodPost, "/agent/{id}/conversations", handler(s.createConversation))
-	r.Method(http.MethodGet, "/agent/{id}/conversations/{convId}/messages", handler(s.listMessages))
-	r.Method(http.MethodDelete, "/agent/{id}/conversations/{convId}", handler(s.deleteConversation))
-	r.Method(http.MethodGet, "/agent/{id}/notifications", handler(s.listNotifications))
-	r.Method(http.MethodPost, "/agent/{id}/notifications/read", handler(s.markNotificationsRead))
-	r.Method(http.MethodDelete, "/agent/{id}/notifications", handler(s.deleteNotifications))
+	r.Method(http.MethodGet, "/agent/{id}/conversations", asks(s, http.StatusOK, func(_ *http.Request, acc string) (*agent.ListConversations, error) {
+		return &agent.ListConversations{AccountID: acc}, nil
+	}))
+	r.Method(http.MethodPost, "/agent/{id}/conversations", asks(s, http.StatusCreated, func(_ *http.Request, acc string) (*agent.CreateConversation, error) {
+		return &agent.CreateConversation{AccountID: acc}, nil
+	}))
+	r.Method(http.MethodGet, "/agent/{id}/conversations/{convId}/messages", asks(s, http.StatusOK, func(r *http.Request, acc string) (*agent.ListMessages, error) {
+		return &agent.ListMessages{AccountID: acc, ConversationID: chi.URLParam(r, "convId")}, nil
+	}))
+	r.Method(http.MethodDelete, "/agent/{id}/conversations/{convId}", asks(s, http.StatusOK, func(r *http.Request, acc string) (*agent.DeleteConversation, error) {
+		return &agent.DeleteConversation{AccountID: acc, ConversationID: chi.URLParam(r, "convId")}, nil
+	}))
+	r.Method(http.MethodGet, "/agent/{id}/notifications", asks(s, http.StatusOK, func(_ *http.Request, acc string) (*agent.ListNotifications, error) {
+		return &agent.ListNotifications{AccountID: acc}, nil
+	}))
+	r.Method(http.MethodPost, "/agent/{id}/notifications/read", asks(s, http.StatusOK, func(_ *http.Request, acc string) (*agent.MarkNotificationsRead, error) {
+		return &agent.MarkNotificationsRead{AccountID: acc}, nil
+	}))
+	r.Method(http.MethodDelete, "/agent/{id}/notifications", asks(s, http.StatusOK, func(_ *http.Request, acc string) (*agent.DeleteNotifications, error) {
+		return &agent.DeleteNotifications{AccountID: acc}, nil
+	}))
 	r.Method(http.MethodPost, "/agent/{id}/chat", handler(s.chat))
-	r.Method(http.MethodGet, "/agent/{id}/policy", handler(s.getPolicy))
+	r.Method(http.MethodGet, "/agent/{id}/policy", asks(s, http.StatusOK, func(_ *http.Request, acc string) (*agent.GetPolicy, error) {
+		return &agent.GetPolicy{AccountID: acc}, nil
+	}))
 	r.Method(http.MethodPut, "/agent/{id}/policy", handler(s.setPolicy))
 	r.Method(http.MethodGet, "/invoice/{invoiceId}", handler(s.getInvoice))
 	r.Method(http.MethodPost, "/invoice/{invoiceId}/paid", handler(s.invoicePaid))
@@ -90,43 +104,6 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Method(http.MethodPost, "/agent/{id}/schedules/{scheduleId}/cancel", handler(s.scheduleAction("cancel")))
 	r.Method(http.MethodGet, "/tee/info", handler(s.teeInfo))
 	r.Method(http.MethodGet, "/tee/attest/{agentId}", handler(s.teeAttest))
-}
-
-// ask sends m to the agent with this id and returns its answer as the type
-// m declares (agent.Request[R]), with the agent's domain errors mapped to
-// the API's. An answer of another type, or no value where one is due, is a
-// protocol mismatch between this layer and the agent's messages (or a
-// codec that decoded another type): a 500 whose log line names both types,
-// never a panic.
-func ask[R any](ctx context.Context, s *Server, id string, m agent.Request[R]) (R, error) {
-	v, err := call(ctx, s, id, m)
-	if err != nil {
-		return v, apiError(err)
-	}
-	return v, nil
-}
-
-// call is ask without the error mapping, for handlers that map the agent's
-// errors themselves (moneyError).
-func call[R any](ctx context.Context, s *Server, id string, m agent.Request[R]) (R, error) {
-	var zero R
-	v, err := s.agents.Request(ctx, id, m)
-	if err != nil {
-		return zero, err
-	}
-	if r, ok := v.(R); ok && !nilPointer(v) {
-		return r, nil
-	}
-	if _, none := any(zero).(agent.None); none && v == nil {
-		return zero, nil
-	}
-	return zero, fmt.Errorf("httpapi: protocol mismatch: agent %s answered %T (nil: %t) to %T, where a %T was expected", id, v, v == nil || nilPointer(v), m, zero)
-}
-
-// nilPointer reports a typed nil pointer: no answer where one is due.
-func nilPointer(v any) bool {
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // apiError turns the errors of the layers below into user-facing ones.
@@ -161,17 +138,6 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the chain is not reachable right now; retry later", Err: err}
 	}
 	return err
-}
-
-// agentID reads a path parameter that must be an agent UUID; anything else
-// is an agent that does not exist, answered without activating an actor.
-func agentID(r *http.Request, param string) (string, error) {
-	id := chi.URLParam(r, param)
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return "", Errorf(http.StatusNotFound, "agent not found")
-	}
-	return id, nil
 }
 
 func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
@@ -294,7 +260,7 @@ func truncate(s string, n int) string {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
-	recs, err := agent.Directory{Store: s.store}.ByAccount(r.Context(), accountFrom(r.Context()).ID)
+	recs, err := agent.Directory{Store: s.store}.ByAccount(r.Context(), accountID(r))
 	if err != nil {
 		return err
 	}
@@ -315,7 +281,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) writeAgentInfo(w http.ResponseWriter, r *http.Request, id string) error {
-	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
+	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: accountID(r)})
 	if err != nil {
 		return err
 	}
@@ -328,14 +294,7 @@ func (s *Server) agentByName(w http.ResponseWriter, r *http.Request) error {
 	if !chains.ValidName(name) {
 		return Errorf(http.StatusBadRequest, "invalid name %q: %s", truncate(name, 40), nameRule)
 	}
-	id, err := agent.Directory{Store: s.store}.IDByName(r.Context(), name)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return Errorf(http.StatusNotFound, "agent not found")
-	}
-	if err != nil {
-		return err
-	}
-	return s.writeAgentInfo(w, r, id)
+	return s.foundAgent(w, r)(agent.Directory{Store: s.store}.IDByName(r.Context(), name))
 }
 
 // agentByWallet answers the oldest agent the wallet owns in the caller's
@@ -345,18 +304,26 @@ func (s *Server) agentByWallet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return apiError(err)
 	}
-	id, err := agent.Directory{Store: s.store}.IDByWallet(r.Context(), accountFrom(r.Context()).ID, wallet)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return Errorf(http.StatusNotFound, "agent not found")
+	return s.foundAgent(w, r)(agent.Directory{Store: s.store}.IDByWallet(r.Context(), accountID(r), wallet))
+}
+
+// foundAgent writes the agent a directory lookup found (as the caller's
+// account sees it), or the lookup's error: none found is the 404 of every
+// agent endpoint.
+func (s *Server) foundAgent(w http.ResponseWriter, r *http.Request) func(id string, err error) error {
+	return func(id string, err error) error {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return Errorf(http.StatusNotFound, "agent not found")
+		}
+		if err != nil {
+			return err
+		}
+		return s.writeAgentInfo(w, r, id)
 	}
-	if err != nil {
-		return err
-	}
-	return s.writeAgentInfo(w, r, id)
 }
 
 func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
+	to, acc, err := target(r)
 	if err != nil {
 		return err
 	}
@@ -369,12 +336,7 @@ func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {
 		}
 		chain = string(cid)
 	}
-	v, err := ask(r.Context(), s, id, &agent.GetStatus{AccountID: accountFrom(r.Context()).ID, Chain: chain})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.GetStatus{AccountID: acc, Chain: chain}))
 }
 
 // ExportRequest is the body of POST /agent/:id/export.
@@ -384,106 +346,13 @@ type ExportRequest struct {
 }
 
 func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
-	if err != nil {
-		return err
-	}
 	var req ExportRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	secret, err := ask(r.Context(), s, id, &agent.Export{AccountID: accountFrom(r.Context()).ID, Signature: req.Signature, Message: req.Message})
+	to, acc, err := targetBody(r, &req)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]string{"secret": secret})
-	return nil
-}
-
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListConversations{AccountID: acc}))
-}
-
-func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusCreated)(ask(r.Context(), s, to, &agent.CreateConversation{AccountID: acc}))
-}
-
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
-	conv := chi.URLParam(r, "convId")
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListMessages{AccountID: acc, ConversationID: conv}))
-}
-
-func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
-	conv := chi.URLParam(r, "convId")
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.DeleteConversation{AccountID: acc, ConversationID: conv}))
-}
-
-func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error {
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.ListNotifications{AccountID: acc}))
-}
-
-func (s *Server) markNotificationsRead(w http.ResponseWriter, r *http.Request) error {
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.MarkNotificationsRead{AccountID: acc}))
-}
-
-func (s *Server) deleteNotifications(w http.ResponseWriter, r *http.Request) error {
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.DeleteNotifications{AccountID: acc}))
-}
-
-// target reads the agent of the {id} path parameter and the caller's
-// account.
-func (s *Server) target(r *http.Request) (id, account string, err error) {
-	id, err = agentID(r, "id")
-	if err != nil {
-		return "", "", err
-	}
-	return id, accountFrom(r.Context()).ID, nil
-}
-
-// written writes an agent's answer with status, or returns its error: use
-// it around ask, written(w, http.StatusOK)(ask(ctx, s, id, msg)). An
-// agent.None answer is the status with an empty body.
-func written(w http.ResponseWriter, status int) func(v any, err error) error {
-	return func(v any, err error) error {
-		if err != nil {
-			return err
-		}
-		if _, none := v.(agent.None); none {
-			w.WriteHeader(status)
-			return nil
-		}
-		writeJSON(w, status, v)
-		return nil
-	}
+	secret, err := ask(r.Context(), s, to, &agent.Export{AccountID: acc, Signature: req.Signature, Message: req.Message})
+	return private(w, http.StatusOK)(map[string]string{"secret": secret}, err)
 }
 
 func (s *Server) teeInfo(w http.ResponseWriter, r *http.Request) error {
@@ -523,12 +392,7 @@ func (s *Server) teeAttest(w http.ResponseWriter, r *http.Request) error {
 		_, _ = rand.Read(b[:])
 		nonce = hex.EncodeToString(b[:])
 	}
-	v, err := ask(r.Context(), s, id, &agent.Attest{AccountID: accountFrom(r.Context()).ID, Nonce: nonce})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return written(w, http.StatusOK)(ask(r.Context(), s, id, &agent.Attest{AccountID: accountID(r), Nonce: nonce}))
 }
 
 // SetPolicyRequest is the body of PUT /agent/:id/policy.
@@ -538,30 +402,14 @@ type SetPolicyRequest struct {
 	Message   string         `json:"message"`
 }
 
-func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
-	to, acc, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.GetPolicy{AccountID: acc}))
-}
-
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
-	if err != nil {
-		return err
-	}
 	var req SetPolicyRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	if req.Policy == nil {
-		return Errorf(http.StatusBadRequest, "policy is required: send {\"policy\": {...}, \"signature\", \"message\"} (an empty policy {} removes every limit)")
-	}
-	v, err := ask(r.Context(), s, id, &agent.SetPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy, Signature: req.Signature, Message: req.Message})
+	to, acc, err := targetBody(r, &req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	if err := needPolicy(req.Policy, `{"policy": {...}, "signature", "message"}`); err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.SetPolicy{AccountID: acc, Policy: *req.Policy, Signature: req.Signature, Message: req.Message}))
 }

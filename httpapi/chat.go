@@ -25,12 +25,9 @@ const (
 )
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
-	if err != nil {
-		return err
-	}
 	var req ChatRequest
-	if err := decodeJSON(r, &req); err != nil {
+	to, acc, err := targetBody(r, &req)
+	if err != nil {
 		return err
 	}
 	// A hosted model may take longer than an ordinary reply may.
@@ -41,10 +38,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if n := len([]rune(req.Message)); n > agent.MaxMessageRunes {
 		return Errorf(http.StatusBadRequest, "message has %d characters; the limit is %d", n, agent.MaxMessageRunes)
 	}
-	if req.ConversationID != "" {
-		if u, err := uuid.Parse(req.ConversationID); err != nil || u.String() != req.ConversationID {
-			return Errorf(http.StatusNotFound, "conversation not found")
-		}
+	if req.ConversationID != "" && !isUUID(req.ConversationID) {
+		return Errorf(http.StatusNotFound, "conversation not found")
 	}
 	provider, err := llm.ParseProvider(r.Header.Get(HeaderProvider))
 	if err != nil {
@@ -54,8 +49,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if len(idem) > 255 {
 		return Errorf(http.StatusBadRequest, "Idempotency-Key is too long: at most 255 characters")
 	}
-	v, err := ask(r.Context(), s, id, &agent.Chat{
-		AccountID:      accountFrom(r.Context()).ID,
+	v, err := ask(r.Context(), s, to, &agent.Chat{
+		AccountID:      acc,
 		ConversationID: req.ConversationID,
 		Message:        req.Message,
 		Provider:       string(provider),

@@ -48,8 +48,7 @@ func (s *Server) owned(w http.ResponseWriter, r *http.Request) error {
 	if len(addrs) == 0 || len(addrs) > maxOwnedAddresses {
 		return Errorf(http.StatusBadRequest, "address: give 1 to %d addresses", maxOwnedAddresses)
 	}
-	account := accountFrom(r.Context()).ID
-	recs, err := agent.Directory{Store: s.store}.ByAccount(r.Context(), account)
+	recs, err := agent.Directory{Store: s.store}.ByAccount(r.Context(), accountID(r))
 	if err != nil {
 		return err
 	}

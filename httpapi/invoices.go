@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
-
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/enclave"
@@ -51,9 +48,9 @@ func moneyError(err error) error {
 // invoiceOwner finds the agent of the {invoiceId} path parameter. A
 // malformed or unknown id is a 404 without touching an actor.
 func (s *Server) invoiceOwner(r *http.Request) (state.InvoiceRecord, error) {
-	id := chi.URLParam(r, "invoiceId")
-	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		return state.InvoiceRecord{}, Errorf(http.StatusNotFound, "invoice not found")
+	id, err := pathID(r, "invoiceId", "invoice")
+	if err != nil {
+		return state.InvoiceRecord{}, err
 	}
 	rec, err := state.GetInvoice(r.Context(), s.store, id)
 	if errors.Is(err, state.ErrNotFound) {
@@ -69,34 +66,31 @@ func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := call(r.Context(), s, rec.AgentID, &agent.GetInvoice{AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID})
-	if err != nil {
-		return moneyError(err)
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return written(w, http.StatusOK)(askMoney(r.Context(), s, rec.AgentID, &agent.GetInvoice{AccountID: accountID(r), InvoiceID: rec.ID}))
 }
 
 // invoicePaid is POST /invoice/:id/paid with an optional {txHash}: the
 // payment is verified on chain before the invoice flips; repeating it
 // answers the same invoice and raises no second notification.
 func (s *Server) invoicePaid(w http.ResponseWriter, r *http.Request) error {
+	rec, txHash, err := s.paidInvoice(r)
+	if err != nil {
+		return err
+	}
+	return written(w, http.StatusOK)(askMoney(r.Context(), s, rec.AgentID, &agent.ConfirmInvoicePaid{
+		AccountID: accountID(r), InvoiceID: rec.ID, TxHash: txHash,
+	}))
+}
+
+// paidInvoice reads the invoice of the {invoiceId} path parameter, then
+// the transaction hash of the body (readTxHash).
+func (s *Server) paidInvoice(r *http.Request) (state.InvoiceRecord, string, error) {
 	rec, err := s.invoiceOwner(r)
 	if err != nil {
-		return err
+		return rec, "", err
 	}
 	txHash, err := readTxHash(r)
-	if err != nil {
-		return err
-	}
-	v, err := call(r.Context(), s, rec.AgentID, &agent.ConfirmInvoicePaid{
-		AccountID: accountFrom(r.Context()).ID, InvoiceID: rec.ID, TxHash: txHash,
-	})
-	if err != nil {
-		return moneyError(err)
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return rec, txHash, err
 }
 
 // readTxHash reads the optional {"txHash": "…"} body of POST
@@ -132,22 +126,12 @@ func readTxHash(r *http.Request) (string, error) {
 // verified on chain as for POST /invoice/:id/paid; the answer is the pay
 // page's JSON view. No API key: the proof is on chain (docs/invoices.md).
 func (s *Server) payPaid(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.invoiceOwner(r)
-	if err != nil {
-		return err
-	}
-	txHash, err := readTxHash(r)
+	rec, txHash, err := s.paidInvoice(r)
 	if err != nil {
 		return err
 	}
 	if txHash == "" {
 		return Errorf(http.StatusBadRequest, "txHash is required: send {\"txHash\": \"…\"}, the transaction that paid the invoice")
 	}
-	v, err := call(r.Context(), s, rec.AgentID, &agent.ClaimInvoicePaid{InvoiceID: rec.ID, TxHash: txHash})
-	if err != nil {
-		return moneyError(err)
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return private(w, http.StatusOK)(askMoney(r.Context(), s, rec.AgentID, &agent.ClaimInvoicePaid{InvoiceID: rec.ID, TxHash: txHash}))
 }

@@ -32,20 +32,15 @@ func (s *Server) mcpRoutes(r chi.Router) {
 }
 
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
-	if err != nil {
-		return err
-	}
-	account := accountFrom(r.Context()).ID
 	// Another account's agent is a 404 in the spec's format before any
 	// MCP message is read, like every agent endpoint.
-	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: account})
+	_, rec, err := s.ownAgent(r)
 	if err != nil {
 		return err
 	}
 	// A tool call may wait for a chain, as a chat does.
 	extendWrite(w, s.bounds.ChatWriteTimeout)
-	srv := s.mcpServer(account, rec)
+	srv := s.mcpServer(accountID(r), rec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,

@@ -15,9 +15,9 @@ import (
 func (s *Server) ownerRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/agent/{id}/notifications/stream", handler(s.notificationStream))
 	r.Method(http.MethodPost, "/agent/{id}/policy/preview", handler(s.previewPolicy))
-	r.Method(http.MethodGet, "/agent/{id}/approvals", handler(s.listApprovals))
-	r.Method(http.MethodGet, "/agent/{id}/approvals/{approvalId}", handler(s.getApproval))
-	r.Method(http.MethodPost, "/agent/{id}/approvals/{approvalId}", handler(s.decideApproval))
+	r.Method(http.MethodGet, "/agent/{id}/approvals", asks(s, http.StatusOK, listApprovals))
+	r.Method(http.MethodGet, "/agent/{id}/approvals/{approvalId}", asks(s, http.StatusOK, getApproval))
+	r.Method(http.MethodPost, "/agent/{id}/approvals/{approvalId}", asks(s, http.StatusOK, decideApproval))
 	s.webhookRoutes(r)
 }
 
@@ -26,25 +26,25 @@ type PreviewPolicyRequest struct {
 	Policy *policy.Policy `json:"policy"`
 }
 
+// needPolicy is the rule of both policy bodies: the policy is required
+// (an empty one removes every limit); send shows the body to send.
+func needPolicy(p *policy.Policy, send string) error {
+	if p == nil {
+		return Errorf(http.StatusBadRequest, "policy is required: send %s (an empty policy {} removes every limit)", send)
+	}
+	return nil
+}
+
 // previewPolicy answers {hash, message}: the exact text the owner signs
 // to set this policy with PUT /agent/:id/policy, issued now.
 func (s *Server) previewPolicy(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
-	if err != nil {
-		return err
-	}
 	var req PreviewPolicyRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	if req.Policy == nil {
-		return Errorf(http.StatusBadRequest, "policy is required: send {\"policy\": {...}} (an empty policy {} removes every limit)")
-	}
-	v, err := ask(r.Context(), s, id, &agent.PreviewPolicy{AccountID: accountFrom(r.Context()).ID, Policy: *req.Policy})
+	to, acc, err := targetBody(r, &req)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	if err := needPolicy(req.Policy, `{"policy": {...}}`); err != nil {
+		return err
+	}
+	return private(w, http.StatusOK)(ask(r.Context(), s, to, &agent.PreviewPolicy{AccountID: acc, Policy: *req.Policy}))
 }

@@ -64,11 +64,7 @@ func (s *Server) payView(r *http.Request) (*agent.PayView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := call(r.Context(), s, rec.AgentID, &agent.PublicInvoice{InvoiceID: rec.ID})
-	if err != nil {
-		return nil, moneyError(err)
-	}
-	return v, nil
+	return askMoney(r.Context(), s, rec.AgentID, &agent.PublicInvoice{InvoiceID: rec.ID})
 }
 
 func securityHeaders(w http.ResponseWriter) {
@@ -136,13 +132,7 @@ func (s *Server) payPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) payStatus(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.payView(r)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return private(w, http.StatusOK)(s.payView(r))
 }
 
 // payQR is the QR code of the invoice's payment URI (the bare address

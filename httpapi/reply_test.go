@@ -73,7 +73,7 @@ func TestWrongAnswerTypeIsA500WithALogLine(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s := New(Config{Agents: fixedAgents{v: "secret"}, Logger: log})
 	r := chi.NewRouter()
-	r.Method(http.MethodGet, "/agent/{id}/policy", handler(s.getPolicy))
+	s.agentRoutes(r)
 	req := httptest.NewRequest(http.MethodGet, "/agent/6f1c0c5e-6a4e-4d43-9d0c-6a1f1c2b3d4e/policy", nil)
 	req = req.WithContext(context.WithValue(req.Context(), keyLogger, log))
 	w := httptest.NewRecorder()

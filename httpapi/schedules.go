@@ -3,25 +3,17 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
-
 	"github.com/veilhq/veil/actors/agent"
 )
 
 // listSchedules is GET /agent/:id/schedules: every schedule of the agent,
 // oldest first.
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
+	to, acc, err := target(r)
 	if err != nil {
 		return err
 	}
-	v, err := call(r.Context(), s, id, &agent.ListSchedules{AccountID: accountFrom(r.Context()).ID})
-	if err != nil {
-		return moneyError(err)
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return written(w, http.StatusOK)(askMoney(r.Context(), s, to, &agent.ListSchedules{AccountID: acc}))
 }
 
 // scheduleAction is POST /agent/:id/schedules/:scheduleId/{pause,resume,
@@ -34,18 +26,13 @@ func (s *Server) scheduleAction(action string) handler {
 }
 
 func (s *Server) doScheduleAction(w http.ResponseWriter, r *http.Request, action string) error {
-	id, err := agentID(r, "id")
+	to, acc, err := target(r)
 	if err != nil {
 		return err
 	}
-	sid := chi.URLParam(r, "scheduleId")
-	if u, err := uuid.Parse(sid); err != nil || u.String() != sid {
-		return Errorf(http.StatusNotFound, "schedule not found")
-	}
-	v, err := call(r.Context(), s, id, &agent.ScheduleAction{AccountID: accountFrom(r.Context()).ID, ScheduleID: sid, Action: action})
+	sid, err := pathID(r, "scheduleId", "schedule")
 	if err != nil {
-		return moneyError(err)
+		return err
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return written(w, http.StatusOK)(askMoney(r.Context(), s, to, &agent.ScheduleAction{AccountID: acc, ScheduleID: sid, Action: action}))
 }

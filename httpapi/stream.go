@@ -25,11 +25,7 @@ const (
 // read when this process stores a notification for the agent (the Feed)
 // and every StreamPoll, which picks up what other cluster members stored.
 func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) error {
-	id, err := agentID(r, "id")
-	if err != nil {
-		return err
-	}
-	rec, err := ask(r.Context(), s, id, &agent.Get{AccountID: accountFrom(r.Context()).ID})
+	id, rec, err := s.ownAgent(r)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/webhook"
@@ -71,14 +70,7 @@ func webhookError(err error) error {
 
 // webhookID reads the {webhookId} path parameter; anything but a UUID is a
 // webhook that does not exist.
-func webhookID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "webhookId")
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return "", Errorf(http.StatusNotFound, "webhook not found")
-	}
-	return id, nil
-}
+func webhookID(r *http.Request) (string, error) { return pathID(r, "webhookId", "webhook") }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	var req CreateWebhookRequest
@@ -93,24 +85,21 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	acc := accountFrom(r.Context())
+	acc := accountID(r)
 	if req.AgentID != "" {
-		u, err := uuid.Parse(req.AgentID)
-		if err != nil || u.String() != req.AgentID {
+		if !isUUID(req.AgentID) {
 			return Errorf(http.StatusBadRequest, "agentId %q is not an agent id (a UUID); leave it out to receive every agent's events", truncate(req.AgentID, 40))
 		}
 		// The agent must be the caller's: another account's is not found.
-		if _, err := ask(r.Context(), s, req.AgentID, &agent.Get{AccountID: acc.ID}); err != nil {
+		if _, err := ask(r.Context(), s, req.AgentID, &agent.Get{AccountID: acc}); err != nil {
 			return err
 		}
 	}
-	hook, err := s.webhooks().Create(r.Context(), acc.ID, url, events, req.AgentID)
+	hook, err := s.webhooks().Create(r.Context(), acc, url, events, req.AgentID)
 	if err != nil {
 		return webhookError(err)
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, viewOf(hook, true))
-	return nil
+	return private(w, http.StatusCreated)(viewOf(hook, true), nil)
 }
 
 // checkEventTypes validates and deduplicates the subscribed types; none
@@ -139,7 +128,7 @@ func checkEventTypes(in []string) ([]string, error) {
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	hooks, err := s.webhooks().List(r.Context(), accountFrom(r.Context()).ID)
+	hooks, err := s.webhooks().List(r.Context(), accountID(r))
 	if err != nil {
 		return err
 	}
@@ -156,7 +145,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.webhooks().Delete(r.Context(), accountFrom(r.Context()).ID, id); err != nil {
+	if err := s.webhooks().Delete(r.Context(), accountID(r), id); err != nil {
 		return webhookError(err)
 	}
 	w.WriteHeader(http.StatusOK)
@@ -170,7 +159,7 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.webhooks().Test(r.Context(), accountFrom(r.Context()).ID, id)
+	d, err := s.webhooks().Test(r.Context(), accountID(r), id)
 	if err != nil {
 		return webhookError(err)
 	}
@@ -222,7 +211,7 @@ func (s *Server) webhookDeliveries(w http.ResponseWriter, r *http.Request) error
 		}
 		limit = n
 	}
-	ds, err := s.webhooks().Deliveries(r.Context(), accountFrom(r.Context()).ID, id, limit)
+	ds, err := s.webhooks().Deliveries(r.Context(), accountID(r), id, limit)
 	if err != nil {
 		return webhookError(err)
 	}

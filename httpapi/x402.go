@@ -32,9 +32,9 @@ func (s *Server) payX402(w http.ResponseWriter, r *http.Request) error {
 	if len(payment) > x402.MaxHeader {
 		payment = payment[:x402.MaxHeader+1] // decoded as too long: a 402, not a 431
 	}
-	ans, err := call(r.Context(), s, rec.AgentID, &agent.X402Pay{InvoiceID: rec.ID, Payment: payment})
+	ans, err := askMoney(r.Context(), s, rec.AgentID, &agent.X402Pay{InvoiceID: rec.ID, Payment: payment})
 	if err != nil {
-		return moneyError(err)
+		return err
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")

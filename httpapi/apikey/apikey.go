@@ -141,15 +141,21 @@ func EnsureAccount(ctx context.Context, st persistence.Store, name string, now t
 }
 
 func getAccount(ctx context.Context, st persistence.Store, id string) (Account, error) {
+	acc, _, err := readAccount(ctx, st, id)
+	return acc, err
+}
+
+// readAccount reads an account and the version it was read at.
+func readAccount(ctx context.Context, st persistence.Store, id string) (Account, uint64, error) {
 	rec, err := st.Get(ctx, TableAccounts, id)
 	if err != nil {
-		return Account{}, fmt.Errorf("apikey: read account %s: %w", id, err)
+		return Account{}, 0, fmt.Errorf("apikey: read account %s: %w", id, err)
 	}
 	var acc Account
 	if err := json.Unmarshal(rec.Value, &acc); err != nil {
-		return Account{}, fmt.Errorf("apikey: decode account %s: %w", id, err)
+		return Account{}, 0, fmt.Errorf("apikey: decode account %s: %w", id, err)
 	}
-	return acc, nil
+	return acc, rec.Version, nil
 }
 
 // Create issues a new key for the account and returns its text, which is
@@ -244,20 +250,16 @@ func Bootstrap(ctx context.Context, st persistence.Store, now time.Time) (string
 // SetRateLimit sets (nil: clears) an account's per-key rate limit.
 func SetRateLimit(ctx context.Context, st persistence.Store, accountID string, lim *Limit) (Account, error) {
 	for {
-		rec, err := st.Get(ctx, TableAccounts, accountID)
+		acc, version, err := readAccount(ctx, st, accountID)
 		if err != nil {
-			return Account{}, fmt.Errorf("apikey: read account %s: %w", accountID, err)
-		}
-		var acc Account
-		if err := json.Unmarshal(rec.Value, &acc); err != nil {
-			return Account{}, fmt.Errorf("apikey: decode account %s: %w", accountID, err)
+			return Account{}, err
 		}
 		acc.RateLimit = lim
 		raw, err := json.Marshal(acc)
 		if err != nil {
 			return Account{}, err
 		}
-		_, err = st.Apply(ctx, persistence.Put(TableAccounts, accountID, raw, persistence.AtVersion(rec.Version)))
+		_, err = st.Apply(ctx, persistence.Put(TableAccounts, accountID, raw, persistence.AtVersion(version)))
 		if errors.Is(err, persistence.ErrConflict) {
 			continue
 		}
