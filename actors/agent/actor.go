@@ -69,8 +69,9 @@ type Deps struct {
 	// Feed, when set, is told of every notification stored (the
 	// notification stream watches it).
 	Feed *Feed
-	// Sent, when set, is told of each stealth payment a chat tool sent to
-	// another agent of this Veil (by name, e.g. "bob.veil"), so that the
+	// Sent, when set, is told of each stealth payment this agent sent to
+	// another agent of this Veil by name (e.g. "bob.veil") — from a chat
+	// tool, a schedule's run or an approved payment — so that the
 	// payee is notified as soon as the transaction is confirmed
 	// (actors/scanner.Instant). It must not block.
 	Sent func(chain chains.ID, payee, txHash string)

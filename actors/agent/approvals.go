@@ -348,7 +348,7 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return conn.SendStealth(ctx, from, a.rec.Addresses[string(ap.Chain)], chains.SendRequest{Chain: ap.Chain, Asset: ap.Asset, Amount: amount, To: ap.PayTo, IdempotencyKey: ap.Key})
+	return a.sendStealth(ctx, chains.SendRequest{Chain: ap.Chain, Asset: ap.Asset, Amount: amount, To: ap.PayTo, IdempotencyKey: ap.Key}, ap.Recipient)
 }
 
 // wakeApproval is the reminder's wake-up: a pending approval past its

@@ -253,11 +253,11 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	conn, err := a.deps.Chains.Chain(sc.Chain)
-	if err != nil {
+	// A chain this node does not serve fails the slot before anything is
+	// held for approval.
+	if _, err := a.deps.Chains.Chain(sc.Chain); err != nil {
 		return chains.TxResult{}, err
 	}
-	from := chains.KeyRef{AgentID: a.id, Chain: sc.Chain, Epoch: keyEpoch}
 	key := SlotKey(sc.ID, slot)
 	// Scheduled runs are held for approval like any payment.
 	if err := a.hold(ctx, policy.Hold{AgentID: a.id, Kind: policy.KindSchedule, Chain: sc.Chain, Asset: sc.Asset, Amount: sc.Amount,
@@ -271,7 +271,7 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return conn.SendStealth(ctx, from, a.rec.Addresses[string(sc.Chain)], chains.SendRequest{Chain: sc.Chain, Asset: sc.Asset, Amount: amount, To: meta, IdempotencyKey: key})
+	return a.sendStealth(ctx, chains.SendRequest{Chain: sc.Chain, Asset: sc.Asset, Amount: amount, To: meta, IdempotencyKey: key}, recipientLabel(sc.Recipient))
 }
 
 // scheduleMeta resolves the schedule's recipient on its chain now: a

@@ -138,18 +138,7 @@ func (o *chainOps) SendStealth(ctx context.Context, req chains.SendRequest) (cha
 		Recipient: o.names.name(req.To), PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	c, err := o.conn(req.Chain)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	// The connector signs the payment as a spend (asset, amount, meta,
-	// key); the enclave checks it against the agent's policy.
-	res, err := c.SendStealth(ctx, o.key(req.Chain), o.agent.Addresses[req.Chain], req)
-	if payee := o.names.name(req.To); err == nil && o.a.deps.Sent != nil && strings.HasSuffix(payee, chains.NameSuffix) {
-		// To another Veil agent: tell it at once, not at the next scan.
-		o.a.deps.Sent(req.Chain, payee, res.TxHash)
-	}
-	return res, err
+	return o.a.sendStealth(ctx, req, o.names.name(req.To))
 }
 
 func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {

@@ -30,3 +30,6 @@ func (s *Scanner) Shards(ctx context.Context) (map[string][]string, error) {
 	}
 	return out, nil
 }
+
+// Drain waits for the deliveries Sent started (they run on their own).
+func (n *Instant) Drain() { n.wg.Wait() }
