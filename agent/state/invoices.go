@@ -15,6 +15,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Invoice statuses.
@@ -210,12 +211,13 @@ func sameInvoice(got, want tools.Invoice, key string) (tools.Invoice, error) {
 
 // List returns the agent's invoices, newest first.
 func (s *Invoices) List(ctx context.Context) ([]tools.Invoice, error) {
-	out := []tools.Invoice{}
-	err := listJSON(ctx, s.store, TableInvoices, s.agentID+"/", "invoice", func(rec InvoiceRecord, _ uint64) {
-		out = append(out, rec.invoice())
-	})
+	recs, err := jsonrec.List[InvoiceRecord](ctx, s.store, TableInvoices, persistence.Query{Prefix: s.agentID + "/"})
 	if err != nil {
 		return nil, err
+	}
+	out := make([]tools.Invoice, len(recs))
+	for i, rec := range recs {
+		out[i] = rec.invoice()
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out, nil

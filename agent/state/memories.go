@@ -13,6 +13,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // MaxMemories caps one agent's memories. When full, a new memory replaces
@@ -149,14 +150,17 @@ func (s *Memories) Save(ctx context.Context, m tools.Memory) (tools.Memory, erro
 }
 
 func (s *Memories) list(ctx context.Context) ([]tools.Memory, map[string]uint64, error) {
-	out := []tools.Memory{}
-	vers := map[string]uint64{}
-	err := listJSON(ctx, s.store, TableMemories, s.agentID+"/", "memory", func(m tools.Memory, version uint64) {
-		out = append(out, m)
-		vers[m.ID] = version
-	})
+	recs, err := s.store.List(ctx, TableMemories, persistence.Query{Prefix: s.agentID + "/"})
 	if err != nil {
 		return nil, nil, err
+	}
+	out, err := jsonrec.Decode[tools.Memory](TableMemories, recs)
+	if err != nil {
+		return nil, nil, err
+	}
+	vers := make(map[string]uint64, len(recs))
+	for i, m := range out {
+		vers[m.ID] = recs[i].Version
 	}
 	return out, vers, nil
 }

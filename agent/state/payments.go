@@ -13,6 +13,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // PaymentRecord is a received payment as stored.
@@ -123,12 +124,13 @@ func (s *Payments) Received(ctx context.Context, chain chains.ID) ([]tools.Payme
 	if chain != "" {
 		prefix += string(chain) + "/"
 	}
-	out := []tools.Payment{}
-	err := listJSON(ctx, s.store, TablePayments, prefix, "payment", func(rec PaymentRecord, _ uint64) {
-		out = append(out, rec.Payment)
-	})
+	recs, err := jsonrec.List[PaymentRecord](ctx, s.store, TablePayments, persistence.Query{Prefix: prefix})
 	if err != nil {
 		return nil, err
+	}
+	out := make([]tools.Payment, len(recs))
+	for i, rec := range recs {
+		out[i] = rec.Payment
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ReceivedAt.Before(out[j].ReceivedAt) })
 	return out, nil

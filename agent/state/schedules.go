@@ -10,6 +10,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
 // Schedule statuses.
@@ -184,10 +185,7 @@ func sameSchedule(got, want tools.Schedule) (tools.Schedule, error) {
 
 // List returns the agent's schedules, oldest first.
 func (s *Schedules) List(ctx context.Context) ([]tools.Schedule, error) {
-	out := []tools.Schedule{}
-	err := listJSON(ctx, s.store, TableSchedules, s.agentID+"/", "schedule", func(sc tools.Schedule, _ uint64) {
-		out = append(out, sc)
-	})
+	out, err := jsonrec.List[tools.Schedule](ctx, s.store, TableSchedules, persistence.Query{Prefix: s.agentID + "/"})
 	if err != nil {
 		return nil, err
 	}

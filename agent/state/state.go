@@ -128,24 +128,6 @@ func getJSON(ctx context.Context, s persistence.Store, table, key string, v any)
 	return rec.Version, nil
 }
 
-// listJSON decodes each record of table under prefix as an R (what names
-// it in errors) and hands it to each with its version, in the store's
-// order.
-func listJSON[R any](ctx context.Context, s persistence.Store, table, prefix, what string, each func(rec R, version uint64)) error {
-	recs, err := s.List(ctx, table, persistence.Query{Prefix: prefix})
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		var rec R
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
-			return fmt.Errorf("decode %s %s: %w", what, r.Key, err)
-		}
-		each(rec, r.Version)
-	}
-	return nil
-}
-
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
