@@ -7,6 +7,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/stealth"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	secpstealth "github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave"
@@ -59,36 +60,30 @@ func DecodeEd25519(id chains.ID, anns []chains.Announcement) (decoded []edstealt
 // matcherFor returns a function that picks, from a page of announcements,
 // the indexes addressed to the holder of keys.
 func matcherFor(id chains.ID, keys enclave.ScanKeys) (func([]chains.Announcement) []int, error) {
-	var scan func([]chains.Announcement) ([]secpstealth.Match, []int)
 	if id.Family() == chains.FamilyEVM {
-		entry, err := keys.Secp256k1Entry()
-		if err != nil {
-			return nil, err
-		}
-		sc, err := secpstealth.NewScanner([]secpstealth.ViewKeyEntry{entry})
-		if err != nil {
-			return nil, err
-		}
-		scan = func(anns []chains.Announcement) ([]secpstealth.Match, []int) {
-			decoded, index := DecodeSecp256k1(anns)
-			return sc.Scan(decoded), index
-		}
-	} else {
-		entry, err := keys.Ed25519Entry()
-		if err != nil {
-			return nil, err
-		}
-		sc, err := edstealth.NewScanner([]edstealth.ViewKeyEntry{entry})
-		if err != nil {
-			return nil, err
-		}
-		scan = func(anns []chains.Announcement) ([]secpstealth.Match, []int) {
-			decoded, index := DecodeEd25519(id, anns)
-			return sc.Scan(decoded), index
-		}
+		return matcherOf(keys.Secp256k1Entry, secpstealth.NewScanner, DecodeSecp256k1)
+	}
+	return matcherOf(keys.Ed25519Entry, edstealth.NewScanner, func(anns []chains.Announcement) ([]edstealth.Announcement, []int) {
+		return DecodeEd25519(id, anns)
+	})
+}
+
+// matcherOf is matcherFor on one curve: a scanner over the holder's view
+// key entry, fed the announcements that decode turns into its form.
+func matcherOf[E, A any, S interface{ Scan([]A) []stealth.Match }](
+	entry func() (E, error), newScanner func([]E) (S, error), decode func([]chains.Announcement) ([]A, []int),
+) (func([]chains.Announcement) []int, error) {
+	e, err := entry()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := newScanner([]E{e})
+	if err != nil {
+		return nil, err
 	}
 	return func(anns []chains.Announcement) []int {
-		ms, index := scan(anns)
+		decoded, index := decode(anns)
+		ms := sc.Scan(decoded)
 		out := make([]int, 0, len(ms))
 		for _, m := range ms {
 			out = append(out, index[m.Announcement])

@@ -188,17 +188,11 @@ func (s *Set) Sign(payload, ephemeralPub []byte) ([]byte, error) {
 		if len(ephemeralPub) == 0 {
 			return signSecp256k1(s.account, payload), nil
 		}
-		eph, err := secpstealth.ParseEphemeralPub(ephemeralPub)
-		if err != nil {
-			return nil, inputErr("ephemeral public key", err)
-		}
-		k, err := secpstealth.DeriveStealthPrivateKey(s.evm.SpendPriv, s.evm.ViewPriv, eph)
-		if err != nil {
-			return nil, inputErr("one-time key", err)
-		}
-		sig := signSecp256k1(k, payload)
-		clear(k[:])
-		return sig, nil
+		return signOneTime(ephemeralPub, secpstealth.ParseEphemeralPub,
+			func(eph [33]byte) ([32]byte, error) {
+				return secpstealth.DeriveStealthPrivateKey(s.evm.SpendPriv, s.evm.ViewPriv, eph)
+			},
+			func(k [32]byte) ([]byte, error) { return signSecp256k1(k, payload), nil })
 	}
 	if len(payload) > MaxPayload {
 		return nil, fmt.Errorf("%w: payload larger than %d bytes", enclave.ErrInvalidInput, MaxPayload)
@@ -209,16 +203,27 @@ func (s *Set) Sign(payload, ephemeralPub []byte) ([]byte, error) {
 		clear(priv)
 		return sig, nil
 	}
-	eph, err := edstealth.ParseEphemeralPub(ephemeralPub)
+	return signOneTime(ephemeralPub, edstealth.ParseEphemeralPub,
+		func(eph [32]byte) ([32]byte, error) {
+			return edstealth.DeriveStealthPrivateKey(s.ed.SpendScalar, s.ed.ViewPriv, eph)
+		},
+		func(k [32]byte) ([]byte, error) { return edstealth.SignWithScalar(k, payload) })
+}
+
+// signOneTime signs with the one-time key of a payment: the announced
+// ephemeral key parsed, the private key derived from it (derive holds the
+// set's spend and view keys), used by sign and zeroed.
+func signOneTime[E any](ephemeralPub []byte, parse func([]byte) (E, error), derive func(E) ([32]byte, error), sign func([32]byte) ([]byte, error)) ([]byte, error) {
+	eph, err := parse(ephemeralPub)
 	if err != nil {
 		return nil, inputErr("ephemeral public key", err)
 	}
-	p, err := edstealth.DeriveStealthPrivateKey(s.ed.SpendScalar, s.ed.ViewPriv, eph)
+	k, err := derive(eph)
 	if err != nil {
 		return nil, inputErr("one-time key", err)
 	}
-	sig, err := edstealth.SignWithScalar(p, payload)
-	clear(p[:])
+	sig, err := sign(k)
+	clear(k[:])
 	if err != nil {
 		return nil, inputErr("one-time key", err)
 	}
