@@ -90,29 +90,32 @@ func (d *Devnet) handle(ctx context.Context, q rpcRequest) rpcResponse {
 	return resp
 }
 
-func param[T any](ps []json.RawMessage, i int, dst *T) *rpcError {
-	if i >= len(ps) {
-		return nil
-	}
-	if err := json.Unmarshal(ps[i], dst); err != nil {
-		return invalidParams(err.Error())
+// params decodes the positional parameters ps into dst, in order; a
+// *solana.PublicKey takes a base58 address. A parameter the request leaves
+// out leaves its dst as it is, except an address, which is required.
+func params(ps []json.RawMessage, dst ...any) *rpcError {
+	for i, v := range dst {
+		k, isKey := v.(*solanago.PublicKey)
+		switch {
+		case i >= len(ps) && isKey:
+			return invalidParams("missing address")
+		case i >= len(ps):
+		case isKey:
+			var s string
+			if err := json.Unmarshal(ps[i], &s); err != nil {
+				return invalidParams(err.Error())
+			}
+			var err error
+			if *k, err = solanago.PublicKeyFromBase58(s); err != nil {
+				return invalidParams("Invalid param: " + err.Error())
+			}
+		default:
+			if err := json.Unmarshal(ps[i], v); err != nil {
+				return invalidParams(err.Error())
+			}
+		}
 	}
 	return nil
-}
-
-func pubkeyParam(ps []json.RawMessage, i int) (solanago.PublicKey, *rpcError) {
-	var s string
-	if i >= len(ps) {
-		return solanago.PublicKey{}, invalidParams("missing address")
-	}
-	if err := param(ps, i, &s); err != nil {
-		return solanago.PublicKey{}, err
-	}
-	k, err := solanago.PublicKeyFromBase58(s)
-	if err != nil {
-		return solanago.PublicKey{}, invalidParams("Invalid param: " + err.Error())
-	}
-	return k, nil
 }
 
 func (d *Devnet) ctxValue(v any) any {
@@ -137,7 +140,7 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		return d.ctxValue(map[string]any{"blockhash": h.String(), "lastValidBlockHeight": s + blockhashWindow}), nil
 	case "isBlockhashValid":
 		var s string
-		if err := param(ps, 0, &s); err != nil {
+		if err := params(ps, &s); err != nil {
 			return nil, err
 		}
 		h, err := solanago.HashFromBase58(s)
@@ -150,7 +153,7 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		return d.ctxValue(ok), nil
 	case "getMinimumBalanceForRentExemption":
 		var n int
-		if err := param(ps, 0, &n); err != nil {
+		if err := params(ps, &n); err != nil {
 			return nil, err
 		}
 		if n < 0 || n > 10<<20 {
@@ -158,8 +161,8 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		}
 		return rentExempt(n), nil
 	case "getBalance":
-		k, err := pubkeyParam(ps, 0)
-		if err != nil {
+		var k solanago.PublicKey
+		if err := params(ps, &k); err != nil {
 			return nil, err
 		}
 		d.mu.Lock()
@@ -170,14 +173,11 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		d.mu.Unlock()
 		return d.ctxValue(v), nil
 	case "getAccountInfo":
-		k, err := pubkeyParam(ps, 0)
-		if err != nil {
-			return nil, err
-		}
+		var k solanago.PublicKey
 		var opts struct {
 			Encoding string `json:"encoding"`
 		}
-		if err := param(ps, 1, &opts); err != nil {
+		if err := params(ps, &k, &opts); err != nil {
 			return nil, err
 		}
 		d.mu.Lock()
@@ -194,8 +194,8 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		d.mu.Unlock()
 		return d.ctxValue(v), nil
 	case "getTokenAccountBalance":
-		k, err := pubkeyParam(ps, 0)
-		if err != nil {
+		var k solanago.PublicKey
+		if err := params(ps, &k); err != nil {
 			return nil, err
 		}
 		v, e := d.tokenBalance(k)
@@ -204,12 +204,9 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		}
 		return d.ctxValue(v), nil
 	case "requestAirdrop":
-		k, err := pubkeyParam(ps, 0)
-		if err != nil {
-			return nil, err
-		}
+		var k solanago.PublicKey
 		var lamports uint64
-		if err := param(ps, 1, &lamports); err != nil {
+		if err := params(ps, &k, &lamports); err != nil {
 			return nil, err
 		}
 		sig, e := d.Airdrop(ctx, k, lamports)
@@ -218,8 +215,8 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		}
 		return sig.String(), nil
 	case "veilFund":
-		k, err := pubkeyParam(ps, 0)
-		if err != nil {
+		var k solanago.PublicKey
+		if err := params(ps, &k); err != nil {
 			return nil, err
 		}
 		sig, e := d.Fund(ctx, k)
@@ -229,14 +226,11 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		return sig.String(), nil
 	case "sendTransaction":
 		var enc string
-		if err := param(ps, 0, &enc); err != nil {
-			return nil, err
-		}
 		var opts struct {
 			Encoding      string `json:"encoding"`
 			SkipPreflight bool   `json:"skipPreflight"`
 		}
-		if err := param(ps, 1, &opts); err != nil {
+		if err := params(ps, &enc, &opts); err != nil {
 			return nil, err
 		}
 		var raw []byte
@@ -256,7 +250,7 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		return sig.String(), nil
 	case "getSignatureStatuses":
 		var sigs []string
-		if err := param(ps, 0, &sigs); err != nil {
+		if err := params(ps, &sigs); err != nil {
 			return nil, err
 		}
 		out := make([]any, len(sigs))
@@ -273,28 +267,22 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 		}
 		return d.ctxValue(out), nil
 	case "getSignaturesForAddress":
-		k, err := pubkeyParam(ps, 0)
-		if err != nil {
-			return nil, err
-		}
+		var k solanago.PublicKey
 		var opts struct {
 			Limit  int    `json:"limit"`
 			Before string `json:"before"`
 			Until  string `json:"until"`
 		}
-		if err := param(ps, 1, &opts); err != nil {
+		if err := params(ps, &k, &opts); err != nil {
 			return nil, err
 		}
 		return d.signaturesFor(ctx, k, opts.Limit, opts.Before, opts.Until)
 	case "getTransaction":
 		var s string
-		if err := param(ps, 0, &s); err != nil {
-			return nil, err
-		}
 		var opts struct {
 			Encoding string `json:"encoding"`
 		}
-		if err := param(ps, 1, &opts); err != nil {
+		if err := params(ps, &s, &opts); err != nil {
 			return nil, err
 		}
 		rec, err := d.tx(ctx, s)
