@@ -123,6 +123,14 @@ func codec() cluster.Codec {
 // startNode starts one member in slot s.
 func startNode(t *testing.T, name string, s slot, seeds []string) *node {
 	t.Helper()
+	return startMember(t, name, s.ip(), s.remote, []*faultproxy.Proxy{s.health}, s.health.Addr(), seeds, nil)
+}
+
+// startMember starts one member binding ip, reached at remote (its
+// remoting) and at healths (its health endpoint, one proxy per link);
+// advertise is its own entry in seeds. rejoin is Config.Rejoin.
+func startMember(t *testing.T, name, ip string, remote *faultproxy.Proxy, healths []*faultproxy.Proxy, advertise string, seeds []string, rejoin func(string)) *node {
+	t.Helper()
 	n := &node{name: name, hold: make(chan struct{}), held: make(chan string, 16)}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet() }))
 	n.host = host.NewHost(n.system, func(ctx context.Context, id string) (host.Agent, error) {
@@ -131,12 +139,15 @@ func startNode(t *testing.T, name string, s slot, seeds []string) *node {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(ctx, n.system, cluster.Config{
-		Name: "test", Addr: s.ip() + ":0", Advertise: s.remote.Addr(),
-		Seeds: seeds, HealthAddr: s.ip() + ":0", HealthAdvertise: s.health.Addr(),
+		Name: "test", Addr: ip + ":0", Advertise: remote.Addr(),
+		Seeds: seeds, HealthAddr: ip + ":0", HealthAdvertise: advertise,
 		RefreshEvery: 200 * time.Millisecond, Host: n.host, Codec: codec(), Log: quiet(),
-		OnListen: func(remote, health string) {
-			s.remote.SetTarget(remote)
-			s.health.SetTarget(health)
+		Rejoin: rejoin,
+		OnListen: func(r, health string) {
+			remote.SetTarget(r)
+			for _, h := range healths {
+				h.SetTarget(health)
+			}
 		},
 	})
 	if err != nil {

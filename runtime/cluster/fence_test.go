@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/veilhq/veil/internal/faultproxy"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/cluster"
 	"github.com/veilhq/veil/runtime/host"
@@ -185,5 +187,103 @@ func TestPaymentIntentOfAStaleActivationIsRefusedAtomically(t *testing.T) {
 	// Outside an agent's request (no fence) the store is unchanged.
 	if _, err := chains.Apply(ctx, persistence.Put("intents", "maintenance", []byte("x"), persistence.Absent())); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A member missing from one peer's topology only (issue 25): with three
+// members, m1 drops m2 after its health polls of m2 time out (a loaded
+// machine), and protoactor blocks m2's id in m1 for good, while m0 still
+// counts m2. One disagreement of two is a tie the majority rule does not
+// see, and m1 would never admit m2 again: m2 learns from m1's health answer
+// that m1 (which the others count) blocked its id, and rejoins with a
+// fresh identity at once (here: a new member in its place, as veild's
+// supervisor restarts it). The cluster converges to one topology.
+func TestAMemberBlockedByOnePeerRejoins(t *testing.T) {
+	const n = 3
+	// hp[j][i]: member i's health endpoint as member j polls it, one proxy
+	// per link so that one member's polls of another can be cut alone.
+	hp := make([][]*faultproxy.Proxy, n)
+	rp := make([]*faultproxy.Proxy, n)
+	listen := func() *faultproxy.Proxy {
+		p, err := faultproxy.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	for j := range n {
+		rp[j] = listen()
+		hp[j] = make([]*faultproxy.Proxy, n)
+		for i := range n {
+			hp[j][i] = listen()
+		}
+	}
+	rejoined := make(chan string, n)
+	start := func(i int, name string) *node {
+		seeds := make([]string, n)
+		healths := make([]*faultproxy.Proxy, n)
+		for k := range n {
+			seeds[k] = hp[i][k].Addr()
+			healths[k] = hp[k][i]
+		}
+		return startMember(t, name, fmt.Sprintf("127.0.0.%d", 50+i), rp[i], healths, hp[i][i].Addr(), seeds,
+			func(why string) { rejoined <- why })
+	}
+	nodes := make([]*node, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); nodes[i] = start(i, fmt.Sprintf("m%d", i)) }()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, nd := range nodes {
+		waitMembers(t, nd, n)
+	}
+
+	// m1's polls of m2 hang until m1 drops m2; then they flow again.
+	hp[1][2].CutAll()
+	deadline := time.Now().Add(60 * time.Second)
+	for len(nodes[1].member.Members()) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("m1 never dropped m2: %v", nodes[1].member.Members())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not timing it
+	}
+	hp[1][2].Heal()
+
+	var why string
+	select {
+	case why = <-rejoined:
+	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a timing
+		t.Fatalf("m2 never rejoined; m1 sees %v, m2 fenced: %q", nodes[1].member.Members(), nodes[2].member.Fenced())
+	}
+	t.Logf("m2 rejoins: %s", why)
+	if nodes[2].member.Fenced() == "" {
+		t.Error("m2 serves while a member the cluster counts has blocked it")
+	}
+	nodes[2].kill()
+	nodes[2] = start(2, "m2-again")
+	for _, nd := range nodes {
+		waitMembers(t, nd, n)
+	}
+	// One placement everywhere: every member routes each agent to the
+	// same owner, and the members that were never blocked did not restart.
+	for i := range 20 {
+		id := fmt.Sprintf("tie-%d", i)
+		want := ping(t, nodes[0], id).Member
+		for _, nd := range nodes[1:] {
+			if got := ping(t, nd, id).Member; got != want {
+				t.Fatalf("agent %s answered by %s via %s and by %s via m0", id, got, nd.name, want)
+			}
+		}
+	}
+	select {
+	case why := <-rejoined:
+		t.Fatalf("a second member rejoined: %s", why)
+	default:
 	}
 }

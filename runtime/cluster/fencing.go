@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -40,13 +41,6 @@ const (
 	// paused; a gap above pauseGap between two ticks is a pause.
 	tick     = 100 * time.Millisecond
 	pauseGap = 2 * time.Second
-	// droppedFor is how long the others must have consistently left this
-	// member out (while they answer) before it restarts to rejoin: longer
-	// than a normal join takes to show up in their next poll.
-	droppedFor = 3 * time.Second
-	// joinFor is the same for a member the others have never counted:
-	// joining takes a poll round or two on their side, longer under load.
-	joinFor = 30 * time.Second
 )
 
 // fenceState is guarded by Member.mu.
@@ -67,6 +61,11 @@ func (f *fenceState) init() { f.reasons = map[string]string{} }
 type healthNode struct {
 	*automanaged.NodeModel
 	Members []string `json:"veil_members"`
+	// BlocksAsker says that the answering member has blocked the asking
+	// member's actor system id (the poll's ?member= parameter): protoactor
+	// never admits that id again, so only a new process of the asker can
+	// be counted by it.
+	BlocksAsker bool `json:"veil_blocks_asker,omitempty"`
 }
 
 // Fenced says why this member serves no agent now ("" when it serves).
@@ -243,16 +242,100 @@ func (m *Member) tick(now time.Time) {
 // when the others do not count it.
 func (m *Member) poll(started time.Time) {
 	answers := m.pollSeeds()
-	self := m.system.ID
 	m.mu.RLock()
 	mine := m.ids
 	m.mu.RUnlock()
-	var others, countMe, unknown int
-	for _, a := range answers {
-		if a.ID == self || a.ClusterName != m.cfg.Name {
-			continue
+	v := judge(m.system.ID, mine, answers, m.cfg.Name, m.cfg.Expected)
+	now := time.Now()
+	m.mu.Lock()
+	if v.why == "" {
+		m.fence.droppedAt = time.Time{}
+		if v.counted {
+			m.fence.counted = true
 		}
-		others++
+	} else if m.fence.droppedAt.IsZero() {
+		m.fence.droppedAt = now
+	}
+	since, counted := m.fence.droppedAt, m.fence.counted
+	confirmed := v.why == "" && !m.fence.pausedAt.IsZero() && started.After(m.fence.pausedAt)
+	if confirmed {
+		m.fence.pausedAt = time.Time{}
+	}
+	m.mu.Unlock()
+	m.setFence("dropped", v.why)
+	if confirmed {
+		m.cfg.Log.Info("cluster member's place confirmed after a pause")
+		m.setFence("paused", "")
+	}
+	if v.blocked {
+		// Blocked by id for good by a member the cluster counts: waiting
+		// cannot help, only a new process is admitted.
+		m.rejoin(v.why)
+		return
+	}
+	// A member that was counted and is not any more was dropped: protoactor
+	// never admits its id again. One that has never been counted may still
+	// be joining: it gets longer.
+	wait := m.cfg.DroppedFor
+	if !counted {
+		wait = m.cfg.JoinFor
+	}
+	if v.why != "" && now.Sub(since) >= wait {
+		m.rejoin(fmt.Sprintf("%s, for %v", v.why, now.Sub(since).Round(time.Second)))
+	}
+}
+
+// verdict is what one poll round says about this member's place.
+type verdict struct {
+	why     string // why the others do not count this member ("": they do)
+	blocked bool   // a member the cluster counts has blocked its id for good
+	counted bool   // at least one other member counts it
+}
+
+// judge reads one poll round's answers (including this member's own, if
+// it answered) against this member's view mine (the ids of its topology).
+// expected is the configured cluster size (0: unknown). The rules, first
+// match wins:
+//
+//   - blocked: a member that a majority counts (its own view included) has
+//     blocked this member's id. That is for good, so one disagreement is
+//     enough: with three members, one that dropped this one after a poll
+//     that timed out under load while the third still counts it is a tie
+//     the majority rule below never sees, and the cluster would never
+//     converge. When the two block each other and both are counted by a
+//     majority, the one with the greater id restarts, not both;
+//   - most of the other members that answer do not count it;
+//   - it is in a minority while members it does not count answer (it
+//     blocked them: their heartbeats expired while it was cut off).
+func judge(self string, mine map[string]bool, answers []healthNode, name string, expected int) verdict {
+	var others []healthNode
+	for _, a := range answers {
+		if a.ID != self && a.ClusterName == name {
+			others = append(others, a)
+		}
+	}
+	views := 1 + len(others) // this member's view and each other's
+	support := func(id string) int {
+		n := 0
+		if mine[id] {
+			n++
+		}
+		for _, a := range others {
+			if slices.Contains(a.Members, id) {
+				n++
+			}
+		}
+		return n
+	}
+	established := func(id string) bool {
+		if expected > 0 {
+			return support(id)*2 > expected
+		}
+		return support(id)*2 > views
+	}
+	var v verdict
+	var countMe, unknown int
+	for _, a := range others {
 		if slices.Contains(a.Members, self) {
 			countMe++
 		}
@@ -260,47 +343,28 @@ func (m *Member) poll(started time.Time) {
 			unknown++
 		}
 	}
-	var why string
+	v.counted = countMe > 0
+	for _, a := range others {
+		if !a.BlocksAsker || !established(a.ID) {
+			continue
+		}
+		if !mine[a.ID] && established(self) && self < a.ID {
+			continue // mutual: the other one (greater id) restarts
+		}
+		v.why = fmt.Sprintf("member %s:%d, counted by %d of %d views, blocked its id", a.Address, a.Port, support(a.ID), views)
+		v.blocked = true
+		return v
+	}
 	switch {
-	case others > 0 && countMe*2 < others:
+	case len(others) > 0 && countMe*2 < len(others):
 		// Most of the members that answer leave this one out.
-		why = fmt.Sprintf("%d of the %d other members that answer do not count it", others-countMe, others)
-	case unknown > 0 && m.cfg.Expected > 0 && len(mine)*2 <= m.cfg.Expected:
+		v.why = fmt.Sprintf("%d of the %d other members that answer do not count it", len(others)-countMe, len(others))
+	case unknown > 0 && expected > 0 && len(mine)*2 <= expected:
 		// In a minority, while members it does not count answer: it
 		// blocked them (their heartbeats expired while it was cut off).
-		why = fmt.Sprintf("%d members answer that its own topology does not hold", unknown)
+		v.why = fmt.Sprintf("%d members answer that its own topology does not hold", unknown)
 	}
-	now := time.Now()
-	m.mu.Lock()
-	if why == "" {
-		m.fence.droppedAt = time.Time{}
-		if countMe > 0 {
-			m.fence.counted = true
-		}
-	} else if m.fence.droppedAt.IsZero() {
-		m.fence.droppedAt = now
-	}
-	since, counted := m.fence.droppedAt, m.fence.counted
-	confirmed := why == "" && !m.fence.pausedAt.IsZero() && started.After(m.fence.pausedAt)
-	if confirmed {
-		m.fence.pausedAt = time.Time{}
-	}
-	m.mu.Unlock()
-	m.setFence("dropped", why)
-	if confirmed {
-		m.cfg.Log.Info("cluster member's place confirmed after a pause")
-		m.setFence("paused", "")
-	}
-	// A member that was counted and is not any more was dropped: protoactor
-	// never admits its id again. One that has never been counted may still
-	// be joining: it gets longer.
-	wait := droppedFor
-	if !counted {
-		wait = joinFor
-	}
-	if why != "" && now.Sub(since) >= wait {
-		m.rejoin(fmt.Sprintf("%s, for %v", why, now.Sub(since).Round(time.Second)))
-	}
+	return v
 }
 
 // pollSeeds reads every seed's health answer; seeds that do not answer
@@ -317,7 +381,7 @@ func (m *Member) pollSeeds() []healthNode {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+seed+"/_health", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+seed+"/_health?member="+url.QueryEscape(m.system.ID), nil)
 			if err != nil {
 				return
 			}

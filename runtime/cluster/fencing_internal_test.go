@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 
 	"github.com/veilhq/veil/runtime/host"
 )
@@ -48,6 +49,69 @@ func TestATickThatSeesAPauseFencesAtOnce(t *testing.T) {
 		m.mu.RUnlock()
 		if got := why != ""; got != tc.paused {
 			t.Fatalf("%s: fenced %q, want fenced = %v", tc.name, why, tc.paused)
+		}
+	}
+}
+
+// judge, on the views of three members after the faults of issue 25.
+// Each member's answer is its id, its view (the ids of its topology) and
+// whether it has blocked the asking member's id.
+func TestJudgeFindsTheMemberThatMustRejoin(t *testing.T) {
+	node := func(id string, blocks bool, view ...string) healthNode {
+		return healthNode{NodeModel: &automanaged.NodeModel{ID: id, ClusterName: "c", Address: "127.0.0.1", Port: 1}, Members: view, BlocksAsker: blocks}
+	}
+	set := func(ids ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name    string
+		self    string
+		mine    map[string]bool
+		answers []healthNode
+		why     bool // fenced as dropped
+		blocked bool // restarts at once
+	}{
+		{"one topology", "c", set("a", "b", "c"),
+			[]healthNode{node("a", false, "a", "b", "c"), node("b", false, "a", "b", "c"), node("c", false, "a", "b", "c")}, false, false},
+		// b dropped c after one health poll timed out (and blocked its id
+		// for good); a still counts c. One disagreement of two is a tie
+		// the majority rule does not see.
+		{"a tie: one member blocked this one", "c", set("a", "b", "c"),
+			[]healthNode{node("a", false, "a", "b", "c"), node("b", true, "a", "b")}, true, true},
+		{"a tie, seen from the member that blocked", "b", set("a", "b"),
+			[]healthNode{node("a", false, "a", "b", "c"), node("c", false, "a", "b", "c")}, false, false},
+		{"a tie, seen from the third", "a", set("a", "b", "c"),
+			[]healthNode{node("b", false, "a", "b"), node("c", false, "a", "b", "c")}, false, false},
+		// b and c blocked each other, a counts both: only the greater id
+		// restarts.
+		{"mutual block, greater id", "c", set("a", "c"),
+			[]healthNode{node("a", false, "a", "b", "c"), node("b", true, "a", "b")}, true, true},
+		{"mutual block, lesser id", "b", set("a", "b"),
+			[]healthNode{node("a", false, "a", "b", "c"), node("c", true, "a", "c")}, false, false},
+		// After a partition {a} | {b, c} healed: each side blocked the other.
+		{"partition healed, the minority", "a", set("a"),
+			[]healthNode{node("b", true, "b", "c"), node("c", true, "b", "c")}, true, true},
+		{"partition healed, the majority", "b", set("b", "c"),
+			[]healthNode{node("a", true, "a"), node("c", false, "b", "c")}, false, false},
+		// A member paused past the heartbeat expiry blocked the others on
+		// resume; they had dropped it: it is not counted, so its block
+		// moves nobody.
+		{"a resumed member's block", "a", set("a", "c"),
+			[]healthNode{node("b", true, "b"), node("c", false, "a", "c")}, false, false},
+		{"the resumed member itself", "b", set("a", "b", "c"),
+			[]healthNode{node("a", true, "a", "c"), node("c", true, "a", "c")}, true, true},
+		// Left out without a block (the others have not polled it yet, or
+		// cannot reach it): fenced, and restarts only after DroppedFor.
+		{"left out by most, not blocked", "c", set("a", "b", "c"),
+			[]healthNode{node("a", false, "a", "b"), node("b", false, "a", "b")}, true, false},
+	} {
+		v := judge(tc.self, tc.mine, tc.answers, "c", 3)
+		if (v.why != "") != tc.why || v.blocked != tc.blocked {
+			t.Errorf("%s: %+v; want fenced %v, blocked %v", tc.name, v, tc.why, tc.blocked)
 		}
 	}
 }

@@ -87,6 +87,24 @@ type Config struct {
 	// DefaultTimeout bounds a forwarded request whose context has no
 	// deadline. Default 60s.
 	DefaultTimeout time.Duration
+	// HeartbeatExpiration is protoactor's gossip heartbeat expiry: a
+	// member whose gossip this member has not heard for this long is
+	// blocked by id for good. Membership itself comes from the provider
+	// (a dead member leaves the topology within a poll or two, and one
+	// that left is blocked then), so this only has to outlast gossip
+	// delayed by load. Default 30s: at 10 s, on 2 cores at load 25-30,
+	// gossip timed out long enough to block live members.
+	HeartbeatExpiration time.Duration
+	// DroppedFor is how long the others must consistently leave this
+	// member out (while they answer, without having blocked it) before it
+	// restarts to rejoin: longer than a normal join takes to show up in
+	// their next poll. Default 3s. A member blocked by id by one that the
+	// cluster counts restarts at once.
+	DroppedFor time.Duration
+	// JoinFor is DroppedFor for a member the others have never counted:
+	// joining takes a poll round or two on their side, longer under load.
+	// Default 30s.
+	JoinFor time.Duration
 	// Rejoin is called (once) when this member finds that the others
 	// dropped it for good: protoactor blocks a member that left by its
 	// actor system id, so a paused or partitioned process that comes back
@@ -121,6 +139,15 @@ func (c *Config) defaults() {
 	}
 	if c.DefaultTimeout <= 0 {
 		c.DefaultTimeout = 60 * time.Second
+	}
+	if c.HeartbeatExpiration <= 0 {
+		c.HeartbeatExpiration = 30 * time.Second
+	}
+	if c.DroppedFor <= 0 {
+		c.DroppedFor = 3 * time.Second
+	}
+	if c.JoinFor <= 0 {
+		c.JoinFor = 30 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -223,14 +250,7 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 		return nil
 	}}
 	ccfg := cluster.Configure(cfg.Name, provider, lookup, remote.Configure(host, port, ropts...),
-		// A member that stops answering gossip for this long is blocked
-		// by id for good. Membership itself comes from the provider (a
-		// dead member leaves the topology within a poll or two, and one
-		// that left is blocked then), so this only has to outlast gossip
-		// delayed by load: at 10 s, on 2 cores at load 25-30, gossip
-		// timed out long enough to block live members and split the
-		// topology for good (the partition test's heal failures).
-		cluster.WithHeartbeatExpiration(30*time.Second))
+		cluster.WithHeartbeatExpiration(cfg.HeartbeatExpiration))
 	m.cl = cluster.New(system, ccfg)
 	system.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
@@ -309,9 +329,11 @@ func (m *Member) provider() (cluster.ClusterProvider, error) {
 			if err != nil {
 				return c.NoContent(http.StatusServiceUnavailable)
 			}
+			asker := c.QueryParam("member")
 			return c.JSON(http.StatusOK, healthNode{
-				NodeModel: automanaged.NewNode(m.cfg.Name, m.system.ID, h, p, healthPort, m.cl.GetClusterKinds()),
-				Members:   m.memberIDs(),
+				NodeModel:   automanaged.NewNode(m.cfg.Name, m.system.ID, h, p, healthPort, m.cl.GetClusterKinds()),
+				Members:     m.memberIDs(),
+				BlocksAsker: asker != "" && m.cl.Remote != nil && m.cl.Remote.BlockList().IsBlocked(asker),
 			})
 		})
 		m.health = e.Server
