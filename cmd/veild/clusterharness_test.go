@@ -173,6 +173,16 @@ func (c *testCluster) start(i int) (*member, error) {
 		return nil, err
 	}
 	ready := make(chan struct{})
+	// VEIL_CLUSTER_TEST_LOGS=DIR keeps every member process's log in DIR
+	// (m<i>-<pid>.log), also of processes that exited to rejoin, whose
+	// logs the test otherwise drops with them.
+	var keep io.Writer = io.Discard
+	if dir := os.Getenv("VEIL_CLUSTER_TEST_LOGS"); dir != "" {
+		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("m%d-%d.log", i, cmd.Process.Pid))); err == nil {
+			defer func() { go func() { <-m.exited; f.Close() }() }()
+			keep = f
+		}
+	}
 	go func() {
 		sc := bufio.NewScanner(errPipe)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -180,6 +190,7 @@ func (c *testCluster) start(i int) (*member, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = m.logs.Write([]byte(line + "\n"))
+			_, _ = io.WriteString(keep, line+"\n")
 			if sub := memberListeningRE.FindStringSubmatch(line); sub != nil {
 				// Remoting first: the others learn of the member through
 				// its health endpoint, and must then reach it.
@@ -338,11 +349,16 @@ func (c *testCluster) waitHealed(agents []string, within time.Duration) (time.Du
 	start := time.Now()
 	deadline := start.Add(within)
 	client := &http.Client{Timeout: 10 * time.Second}
-	var why string
+	var why, last string
 	for {
 		why = c.healed(client, agents)
 		if why == "" {
 			return time.Since(start), nil
+		}
+		if why != last {
+			// What the heal waits for, as it changes: where the time goes.
+			c.t.Logf("healing, %v: %s", time.Since(start).Round(10*time.Millisecond), tail(why, 1))
+			last = why
 		}
 		if time.Now().After(deadline) {
 			var logs strings.Builder

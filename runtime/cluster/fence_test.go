@@ -287,3 +287,24 @@ func TestAMemberBlockedByOnePeerRejoins(t *testing.T) {
 	default:
 	}
 }
+
+// The majority side of a partition keeps serving while the cut member's
+// health endpoint stays silent. Each poll round then waits out the HTTP
+// client's timeout for it; the watchdog ran the rounds itself, so its
+// ticker stood still for as long, took every round for a pause of the
+// process and fenced the member: the majority side refused most requests
+// for the whole partition (issue 25's partition test).
+func TestMajorityServesWhileAMemberIsCutOff(t *testing.T) {
+	nodes, slots, _ := startCluster(t, 3)
+	slots[2].health.CutAll()
+	slots[2].remote.CutAll()
+	for _, n := range nodes[:2] {
+		waitMembers(t, n, 2)
+	}
+	// Several poll rounds, each waiting for the silent member.
+	for i := range 40 {
+		for _, n := range nodes[:2] {
+			ping(t, n, fmt.Sprintf("cut-%d", i))
+		}
+	}
+}

@@ -173,11 +173,17 @@ func (m *Member) memberIDs() []string {
 
 // watch is the watchdog: it notices pauses and, with the automanaged
 // provider, polls the seeds to learn whether the others count this member.
+// The polls run in a goroutine of their own: a round waits up to the HTTP
+// client's timeout for a seed that does not answer (2 s during a
+// partition), and a ticker that waited with it saw every such round as a
+// pause of the process, fencing the majority side for the whole partition.
 func (m *Member) watch() {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	m.checkQuorum()
-	var lastPoll time.Time
+	if m.client != nil {
+		go m.pollEvery(m.cfg.RefreshEvery)
+	}
 	for {
 		select {
 		case <-m.done:
@@ -202,13 +208,22 @@ func (m *Member) watch() {
 			if confirmed {
 				m.setFence("paused", "")
 			}
-			continue
 		}
-		if now.Sub(lastPoll) < m.cfg.RefreshEvery {
-			continue
+	}
+}
+
+// pollEvery runs a poll round every period (or right after the previous
+// one, when a round took longer) until the member stops.
+func (m *Member) pollEvery(period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
 		}
-		lastPoll = now
-		m.poll(now)
+		m.poll(time.Now())
 	}
 }
 
