@@ -46,10 +46,17 @@ func WithFence(ctx context.Context, f Fence) context.Context {
 	return context.WithValue(ctx, fenceKey{}, f)
 }
 
+// WithoutFence returns ctx carrying no fence: for a write that only
+// undoes the caller's own earlier write (conditional on its version), which
+// must land even after the authority passed on, or what it undoes stays.
+func WithoutFence(ctx context.Context) context.Context {
+	return context.WithValue(ctx, fenceKey{}, Fence{})
+}
+
 // FenceOf returns the fence ctx carries, if any.
 func FenceOf(ctx context.Context) (Fence, bool) {
 	f, ok := ctx.Value(fenceKey{}).(Fence)
-	return f, ok
+	return f, ok && f.Table != ""
 }
 
 // Fencing returns s with the context's fence (WithFence) checked in every

@@ -387,7 +387,12 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (the payment is recorded; retry with the same idempotency key)",
 				chains.ErrUnavailable, c.cfg.Chain, next, at.Hash.Hex(), rerr)
 		case sentRejected:
-			if err := c.rollback(ctx, ikey, pkey, it, next); err != nil {
+			// Not fenced: the rollback only removes (or voids) this
+			// process's own reservation, conditionally, and moves no
+			// money. A stale owner's fenced rollback left the rejected
+			// transaction recorded as pending, and maintenance sent it
+			// after the caller had been told it failed (issue 25).
+			if err := c.rollback(persistence.WithoutFence(ctx), ikey, pkey, it, next); err != nil {
 				c.log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
 			}
 			return chains.TxResult{}, c.rejection(berr)

@@ -53,6 +53,12 @@ func testFence(t *testing.T, raw persistence.Store) {
 	// Nothing of the refused batch landed.
 	wantAbsent(t, s, "intents", "k2")
 	wantRecord(t, s, "nonces", "addr", "1", 1)
+	// WithoutFence lifts it: the undoing of one's own earlier write (the
+	// rollback of a rejected payment) lands after a takeover.
+	if _, err := s.Apply(persistence.WithoutFence(fenced), persistence.Delete("intents", "k1", persistence.AtVersion(1))); err != nil {
+		t.Fatalf("Apply without the fence = %v", err)
+	}
+	wantAbsent(t, s, "intents", "k1")
 
 	// A fence on a record that is gone refuses too.
 	apply(t, s, persistence.Delete("epochs", "agent-1", persistence.Any()))
