@@ -24,6 +24,14 @@ import (
 // eth_sendRawTransaction, while refusing is set, as a node that wants a
 // higher fee does (a rejection: nothing reaches the pool).
 func refusingNode(t *testing.T, target string, refusing *atomic.Bool) string {
+	return stubbedNode(t, target, "eth_sendRawTransaction", refusing, map[string]any{
+		"error": map[string]any{"code": -32000, "message": "transaction underpriced"}})
+}
+
+// stubbedNode forwards JSON-RPC to a real node, except single calls of
+// method while on is set, which it answers with answer (its "result" or
+// "error"). Batches pass through.
+func stubbedNode(t *testing.T, target, method string, on *atomic.Bool, answer map[string]any) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -31,9 +39,12 @@ func refusingNode(t *testing.T, target string, refusing *atomic.Bool) string {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if refusing.Load() && json.Unmarshal(body, &one) == nil && one.Method == "eth_sendRawTransaction" {
-			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": one.ID,
-				"error": map[string]any{"code": -32000, "message": "transaction underpriced"}})
+		if on.Load() && json.Unmarshal(body, &one) == nil && one.Method == method {
+			out := map[string]any{"jsonrpc": "2.0", "id": one.ID}
+			for k, v := range answer {
+				out[k] = v
+			}
+			_ = json.NewEncoder(w).Encode(out)
 			return
 		}
 		forwardRPC(w, target, body)

@@ -4,10 +4,6 @@ package evm_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,21 +18,7 @@ import (
 // (or one behind a load balancer) that mined a transaction and has not
 // indexed it yet. Batches pass through.
 func indexingNode(t *testing.T, target string, lagging *atomic.Bool) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var one struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if lagging.Load() && json.Unmarshal(body, &one) == nil && one.Method == "eth_getTransactionReceipt" {
-			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": one.ID, "result": nil})
-			return
-		}
-		forwardRPC(w, target, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return stubbedNode(t, target, "eth_getTransactionReceipt", lagging, map[string]any{"result": nil})
 }
 
 // A payment whose recorded transaction another process broadcast first
