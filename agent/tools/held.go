@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -36,6 +37,18 @@ type HeldError struct {
 
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("payment held for the owner's approval (approval %s): %s", e.ApprovalID, strings.Join(e.Reasons, "; "))
+}
+
+// notSent answers a payment of amount asset on c to recipient that the
+// chain did not make (err): held for the owner's approval, the tool
+// succeeds with a *PaymentHeld (nothing was paid yet); else it failed,
+// explained (chainErr) as what.
+func notSent(err error, amount, asset string, c chains.ID, recipient, what string) (any, error) {
+	var he *HeldError
+	if errors.As(err, &he) {
+		return held(he, amount, asset, c, recipient), nil
+	}
+	return nil, chainErr(what, c, err)
 }
 
 func held(e *HeldError, amount, asset string, c chains.ID, recipient string) *PaymentHeld {

@@ -214,12 +214,8 @@ func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableI
 		return nil, fmt.Errorf("%w: invoice %s: %w", ErrInvoiceNotPayable, inv.ID, err)
 	}
 	tx, err := ic.PayAddress(ctx, chains.SendRequest{Chain: inv.Chain, Asset: asset.Symbol, Amount: value, To: inv.PayTo, IdempotencyKey: key}, label)
-	var he *HeldError
-	if errors.As(err, &he) {
-		return held(he, inv.Amount, asset.Symbol, inv.Chain, label), nil
-	}
 	if err != nil {
-		return nil, chainErr(fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, inv.Amount, asset.Symbol, payee), inv.Chain, err)
+		return notSent(err, inv.Amount, asset.Symbol, inv.Chain, label, fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, inv.Amount, asset.Symbol, payee))
 	}
 	res := &InvoicePaymentResult{Invoice: inv.ID, Payee: inv.Payee, Memo: inv.Memo, TxHash: tx.TxHash, TxLink: txLink(env, inv.Chain, tx),
 		Amount: inv.Amount, Asset: asset.Symbol, Chain: inv.Chain, PayTo: inv.PayTo}

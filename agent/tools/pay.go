@@ -105,12 +105,8 @@ func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool)
 		return nil, err
 	}
 	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: sp.amount, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
-	var he *HeldError
-	if errors.As(err, &he) {
-		return held(he, amount, asset.Symbol, c, rc.display), nil
-	}
 	if err != nil {
-		return nil, chainErr(fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)), c, err)
+		return notSent(err, amount, asset.Symbol, c, rc.display, fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)))
 	}
 	res := &PaymentResult{TxHash: tx.TxHash, TxLink: txLink(env, c, tx), Amount: amount, Asset: asset.Symbol, Chain: c, Recipient: rc.display}
 	notify(ctx, env, "payment_sent", fmt.Sprintf("Sent %s %s", amount, asset.Symbol),
