@@ -89,6 +89,12 @@ type Options struct {
 	// cluster: each pass takes the member's current View and scans for the
 	// agents it owns there. Nil: a single node that owns every agent.
 	Placement func() View
+	// Topology, when set with Placement, answers a channel that is closed
+	// at the next change of the cluster's member list
+	// (runtime/cluster.Member.Changed): the background loop then runs a
+	// pass at once, so a member takes over the agents it gained (and
+	// leaves those it lost) without waiting for Interval.
+	Topology func() <-chan struct{}
 	// Watch selects what the scanner watches (default both).
 	Watch Watch
 }
@@ -166,7 +172,8 @@ type Report struct {
 	InvoicesPaid  int
 }
 
-// Start runs a pass every Interval (and on Kick) until Stop.
+// Start runs a pass every Interval, on Kick and when the topology changes
+// (Options.Topology), until Stop.
 func (s *Scanner) Start() {
 	s.done.Add(1)
 	go func() {
@@ -184,6 +191,12 @@ func (s *Scanner) Start() {
 		t := time.NewTimer(s.opts.Interval)
 		defer t.Stop()
 		for {
+			// Taken before the pass: a change while it runs (with the view
+			// it took) makes the next pass start at once.
+			var moved <-chan struct{}
+			if s.opts.Topology != nil {
+				moved = s.opts.Topology()
+			}
 			start := time.Now()
 			rep, err := s.ScanOnce(ctx)
 			if ctx.Err() != nil {
@@ -202,6 +215,7 @@ func (s *Scanner) Start() {
 				return
 			case <-t.C:
 			case <-s.kick:
+			case <-moved:
 			}
 		}
 	}()

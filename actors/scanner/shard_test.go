@@ -36,6 +36,9 @@ func place(members []string, id string) string {
 type cluster struct {
 	mu    sync.Mutex
 	views map[string][]string
+	// changed is closed and replaced by every see, as the cluster
+	// member's (runtime/cluster.Member.Changed).
+	changed chan struct{}
 }
 
 func (c *cluster) see(members []string, who ...string) {
@@ -44,6 +47,20 @@ func (c *cluster) see(members []string, who ...string) {
 	for _, w := range who {
 		c.views[w] = slices.Clone(members)
 	}
+	if c.changed != nil {
+		close(c.changed)
+	}
+	c.changed = make(chan struct{})
+}
+
+// topology is Options.Topology over see.
+func (c *cluster) topology() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
 }
 
 func (c *cluster) placement(self string) func() scanner.View {

@@ -35,8 +35,10 @@ const scanNotReadyAfter = 3
 // agent host stops, since both deliver to agents.
 //
 // placement is nil on a single node; in a cluster it is the member's view
-// (clusterView), and each member scans for the agents it owns.
-func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, placement func() scanner.View, mets *prom.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
+// (clusterView), and each member scans for the agents it owns, again at
+// once whenever the channel topology answers closes (the member list
+// changed).
+func startMoneyServices(store persistence.Store, agents scanner.Agents, keys agent.Keys, refs agent.ChainMap, placement func() scanner.View, topology func() <-chan struct{}, mets *prom.Metrics, log *slog.Logger, webhookAllowPrivate bool) (stop func()) {
 	holder := lease.NewHolderID()
 	// bbolt is opened by one process at a time: a lease record another
 	// holder left there is a crashed predecessor's, not a live member's.
@@ -69,7 +71,7 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 		if !ok || ref == nil {
 			continue
 		}
-		newScanner := func(watch scanner.Watch, place func() scanner.View) *scanner.Scanner {
+		newScanner := func(watch scanner.Watch, place func() scanner.View, topology func() <-chan struct{}) *scanner.Scanner {
 			// /readyz reads one health per chain: the scanner that
 			// finds the announcements (in a cluster, this member's shard).
 			board := scanHealth
@@ -77,7 +79,7 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 				board = nil
 			}
 			var s *scanner.Scanner
-			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: board, Watch: watch, Placement: place,
+			s = scanner.New(scanner.Options{Store: store, Chain: ref, Agents: agents, Keys: keys, Board: board, Watch: watch, Placement: place, Topology: topology,
 				Log: log.With(slog.String("component", "scanner"), slog.String("chain", string(id))),
 				OnPass: func(chain chains.ID, rep scanner.Report, took time.Duration, err error) {
 					if err == nil {
@@ -92,7 +94,7 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 		if placement == nil {
 			// One node: one scanner per chain does everything.
 			run("scanner/"+string(id), func() func() {
-				s := newScanner(0, nil)
+				s := newScanner(0, nil, nil)
 				s.Start()
 				return s.Stop
 			})
@@ -101,11 +103,11 @@ func startMoneyServices(store persistence.Store, agents scanner.Agents, keys age
 		// A cluster: every member scans the announcements for the agents
 		// it owns (its shard, docs/scanner.md), and one member, under the
 		// lease, watches the plain transfers to invoice addresses.
-		shard := newScanner(scanner.WatchAnnouncements, placement)
+		shard := newScanner(scanner.WatchAnnouncements, placement, topology)
 		shard.Start()
 		stops = append(stops, shard.Stop)
 		run("scanner/"+string(id), func() func() {
-			s := newScanner(scanner.WatchTransfers, nil)
+			s := newScanner(scanner.WatchTransfers, nil, nil)
 			s.Start()
 			return s.Stop
 		})

@@ -174,10 +174,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		agents = member
 	}
 	var placement func() scanner.View
+	var topology func() <-chan struct{}
 	if member != nil {
-		placement = clusterView(member)
+		placement, topology = clusterView(member), member.Changed
 	}
-	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, placement, mets, log, cfg.WebhookAllowPrivate)
+	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, placement, topology, mets, log, cfg.WebhookAllowPrivate)
 	defer stopMoney()
 	var apiAgents httpapi.Agents = agents
 	if deps.Snapshots != nil {

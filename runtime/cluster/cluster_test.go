@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -290,8 +291,19 @@ func TestKilledMembersAgentsMoveAndInFlightRequestsFailRetriably(t *testing.T) {
 	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a timing
 		t.Fatal("the held request never reached the victim's agent within 60s")
 	}
+	changed := nodes[0].member.Changed()
 	victim.kill()
 
+	// The topology signal (what the payment scanners re-shard on) fires
+	// with the victim gone from the member list.
+	select {
+	case <-changed:
+		if ms := nodes[0].member.Members(); slices.Contains(ms, victim.member.Self()) {
+			t.Fatalf("topology changed, still with the killed member: %v", ms)
+		}
+	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a timing
+		t.Fatal("no topology change within 60s of a member's death")
+	}
 	select {
 	case err := <-inflight:
 		if !errors.Is(err, host.ErrMemberLost) {

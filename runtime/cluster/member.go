@@ -372,6 +372,14 @@ func (m *Member) Members() []string {
 	return slices.Clone(m.members)
 }
 
+// Changed answers a channel that is closed at the next change of
+// Members (the payment scanners re-shard on it).
+func (m *Member) Changed() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
+}
+
 // Owner is the member that hosts the agent with this id.
 func (m *Member) Owner(id string) string {
 	m.mu.RLock()
