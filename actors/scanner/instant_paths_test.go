@@ -26,7 +26,14 @@ func instantEnv(t *testing.T) (*moneytest.Env, *scanner.Instant) {
 	t.Helper()
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
 	env.Chain.AnnounceSends()
-	inst := scanner.NewInstant(scanner.InstantOptions{Store: env.Store, Chains: agent.ChainMap{chains.Ethereum: env.Ref},
+	return env, withInstant(t, env)
+}
+
+// withInstant makes env's agents tell a new Instant of their payments to
+// other agents by name.
+func withInstant(t *testing.T, env *moneytest.Env) *scanner.Instant {
+	t.Helper()
+	inst := scanner.NewInstant(scanner.InstantOptions{Store: env.Store, Chains: agent.ChainMap{env.Ref.Chain(): env.Ref},
 		Agents: hostOf{env}, Keys: agent.EnclaveKeys(env.Enclave), Log: env.Log})
 	t.Cleanup(inst.Stop)
 	env.Configure = func(d *agent.Deps) {
@@ -34,7 +41,7 @@ func instantEnv(t *testing.T) (*moneytest.Env, *scanner.Instant) {
 		d.Sent = inst.Sent
 	}
 	env.Restart()
-	return env, inst
+	return inst
 }
 
 // notifiedOnce checks that the payee has the payment of tx, one
@@ -48,7 +55,7 @@ func notifiedOnce(t *testing.T, env *moneytest.Env, inst *scanner.Instant, payee
 	if n := moneytest.Count(env.Inbox(payee), agent.NotePaymentReceived); n != 1 {
 		t.Fatalf("payee has %d payment_received before any scan, want 1", n)
 	}
-	ps, err := state.NewPayments(env.Store, payee, nil).Received(ctx, chains.Ethereum)
+	ps, err := state.NewPayments(env.Store, payee, nil).Received(ctx, env.Ref.Chain())
 	if err != nil || len(ps) != 1 || ps[0].TxHash != tx {
 		t.Fatalf("payee's payments %+v %v, want the one of %s", ps, err, tx)
 	}

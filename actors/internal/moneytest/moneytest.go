@@ -294,7 +294,23 @@ type Env struct {
 // NewEnv starts everything; Restart replaces the host (a node restart).
 func NewEnv(t testing.TB, clock *Clock) *Env {
 	t.Helper()
-	e := &Env{T: t, Dir: t.TempDir(), Chain: NewChain(), Clock: clock, Log: slog.New(slog.DiscardHandler), Snapshots: agent.NewSnapshots()}
+	e := &Env{Chain: NewChain()}
+	e.start(t, clock, func(persistence.Store, chains.Signer) chains.Connector { return e.Chain })
+	return e
+}
+
+// NewEnvOn is NewEnv on a real chain: connect builds the connector over
+// the env's store, signing with its enclave. The agents are created on
+// that chain; Chain is nil.
+func NewEnvOn(t testing.TB, clock *Clock, connect func(store persistence.Store, signer chains.Signer) chains.Connector) *Env {
+	t.Helper()
+	e := &Env{}
+	e.start(t, clock, connect)
+	return e
+}
+
+func (e *Env) start(t testing.TB, clock *Clock, connect func(persistence.Store, chains.Signer) chains.Connector) {
+	e.T, e.Dir, e.Clock, e.Log, e.Snapshots = t, t.TempDir(), clock, slog.New(slog.DiscardHandler), agent.NewSnapshots()
 	var root [32]byte
 	root[0] = 9
 	var err error
@@ -306,7 +322,8 @@ func NewEnv(t testing.TB, clock *Clock) *Env {
 	}
 	quiet := e.Log
 	e.System = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	if e.Ref, err = chainactor.Start(context.Background(), e.System, e.Chain, chainactor.Options{Log: quiet}); err != nil {
+	t.Cleanup(func() { _ = e.Store.Close() })
+	if e.Ref, err = chainactor.Start(context.Background(), e.System, connect(e.Store, e.Enclave), chainactor.Options{Log: quiet}); err != nil {
 		t.Fatal(err)
 	}
 	e.startHost()
@@ -314,15 +331,13 @@ func NewEnv(t testing.TB, clock *Clock) *Env {
 		_ = e.Host.Stop(context.Background())
 		e.Ref.Stop()
 		e.System.Shutdown()
-		_ = e.Store.Close()
 	})
-	return e
 }
 
 func (e *Env) startHost() {
 	deps := agent.Deps{
 		Store: e.Store, Log: e.Log, Keys: agent.EnclaveKeys(e.Enclave),
-		Chains: agent.ChainMap{chains.Ethereum: e.Ref}, Now: e.Clock.Now, PublicURL: "http://veil.test",
+		Chains: agent.ChainMap{e.Ref.Chain(): e.Ref}, Now: e.Clock.Now, PublicURL: "http://veil.test",
 		Snapshots: e.Snapshots,
 		Failpoint: func(name string) error {
 			if e.Failures != nil {
@@ -354,12 +369,14 @@ func (e *Env) Reads() agent.Requester { return e.Snapshots.Reads(e.Host) }
 // Account is the account the env's agents belong to.
 const Account = "acct-1"
 
-// CreateAgent creates an agent on ethereum and returns its record.
+// CreateAgent creates an agent on the env's chain (ethereum, or NewEnvOn's)
+// and returns its record.
 func (e *Env) CreateAgent(name string) *agent.Record {
 	e.T.Helper()
 	id := uuid.NewString()
+	ch := e.Ref.Chain()
 	v, err := e.Host.Request(context.Background(), id, &agent.Create{
-		AccountID: Account, Name: name, Chain: string(chains.Ethereum), Chains: []chains.ID{chains.Ethereum},
+		AccountID: Account, Name: name, Chain: string(ch), Chains: []chains.ID{ch},
 		OwnerWallet: "0x000000000000000000000000000000000000dEaD", OwnerScheme: "eip191",
 	})
 	if err != nil {
