@@ -2,6 +2,7 @@ package solana
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	solanago "github.com/gagliardetto/solana-go"
@@ -18,32 +19,46 @@ var _ chains.AnnouncementReader = (*Connector)(nil)
 // Position a scan from the start of its slot gives it. An unknown, not yet
 // confirmed or failed transaction matches chains.ErrNotFound.
 func (c *Connector) AnnouncementsIn(ctx context.Context, txHash string) ([]chains.Announcement, error) {
-	sig, err := solanago.SignatureFromBase58(txHash)
-	if err != nil {
-		return nil, fmt.Errorf("%w: signature %q: want base58", chains.ErrNotFound, txHash)
-	}
-	// fetch reads at the confirmed commitment, as Scan's history does.
-	tx, r, err := c.fetch(ctx, sig)
+	// Scan skips failed transactions, and reads at the confirmed
+	// commitment, as successfulTx does.
+	tx, r, err := c.successfulTx(ctx, txHash)
 	if err != nil {
 		return nil, err
-	}
-	if r.Meta == nil {
-		return nil, fmt.Errorf("%w: transaction %s has no status yet", chains.ErrNotFound, txHash)
-	}
-	if r.Meta.Err != nil {
-		// Scan skips failed transactions.
-		return nil, fmt.Errorf("%w: transaction %s failed on solana and moved nothing", chains.ErrNotFound, txHash)
 	}
 	a, ok := c.DecodeAnnouncement(tx)
 	if !ok {
 		return nil, nil
 	}
-	idx, err := c.announcementsBefore(ctx, sig, r.Slot)
+	idx, err := c.announcementsBefore(ctx, tx.Signatures[0], r.Slot)
 	if err != nil {
 		return nil, err
 	}
 	a.Position = r.Slot<<20 | idx
 	return []chains.Announcement{a}, nil
+}
+
+// successfulTx reads the transaction txHash (a base58 signature) at the
+// confirmed commitment; one that is unknown, not confirmed yet, without a
+// status or failed is an error matching chains.ErrNotFound that says which.
+func (c *Connector) successfulTx(ctx context.Context, txHash string) (*solanago.Transaction, *rpc.GetTransactionResult, error) {
+	sig, err := solanago.SignatureFromBase58(txHash)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: signature %q: want base58", chains.ErrNotFound, txHash)
+	}
+	tx, r, err := c.fetch(ctx, sig)
+	if errors.Is(err, chains.ErrNotFound) {
+		return nil, nil, fmt.Errorf("%w: transaction %s is not confirmed on solana (yet)", chains.ErrNotFound, txHash)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Meta == nil {
+		return nil, nil, fmt.Errorf("%w: transaction %s has no status yet", chains.ErrNotFound, txHash)
+	}
+	if r.Meta.Err != nil {
+		return nil, nil, fmt.Errorf("%w: transaction %s failed on solana and moved nothing", chains.ErrNotFound, txHash)
+	}
+	return tx, r, nil
 }
 
 // announcementsBefore counts the announcements Scan reads before sig in

@@ -441,22 +441,9 @@ var _ chains.PaymentVerifier = (*Connector)(nil)
 // balance of a configured mint grew. An unknown or failed transaction
 // matches chains.ErrNotFound.
 func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Transfer, error) {
-	sig, err := solanago.SignatureFromBase58(txHash)
-	if err != nil {
-		return nil, fmt.Errorf("%w: signature %q: want base58", chains.ErrNotFound, txHash)
-	}
-	tx, r, err := c.fetch(ctx, sig)
-	if errors.Is(err, chains.ErrNotFound) {
-		return nil, fmt.Errorf("%w: transaction %s is not confirmed on solana (yet)", chains.ErrNotFound, txHash)
-	}
+	tx, r, err := c.successfulTx(ctx, txHash)
 	if err != nil {
 		return nil, err
-	}
-	if r.Meta == nil {
-		return nil, fmt.Errorf("%w: transaction %s has no status yet", chains.ErrNotFound, txHash)
-	}
-	if r.Meta.Err != nil {
-		return nil, fmt.Errorf("%w: transaction %s failed on solana and moved nothing", chains.ErrNotFound, txHash)
 	}
 	keys := tx.Message.AccountKeys
 	out := []chains.Transfer{}
