@@ -9,8 +9,11 @@ import (
 	"github.com/veilhq/veil/chains"
 )
 
-// The client's own types mirror the spec's JSON (spec/agent-platform-api.md
-// §2 and DESIGN.md); they are not the server's Go types.
+// The client's types mirror the spec's JSON (spec/agent-platform-api.md
+// §2 and DESIGN.md). Where the server has no type of its own layer for a
+// shape (agent info, the create answer, webhooks and their deliveries, the
+// request bodies), httpapi uses these: a change here changes the server's
+// JSON too, which httpapi's OpenAPI tests check against openapi.json.
 
 // Chain identifiers.
 const (

@@ -17,6 +17,7 @@ import (
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
@@ -24,41 +25,25 @@ import (
 // nameRule is the 400's explanation of chains.ValidName.
 const nameRule = chains.NameRule + ", given without the " + chains.NameSuffix + " suffix"
 
-// AgentInfo is the spec's AgentInfo.
-type AgentInfo struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Chains        []string          `json:"chains"`
-	Addresses     map[string]string `json:"addresses"`
-	MetaAddresses map[string]string `json:"metaAddresses"`
-}
+// The wire types of the agent endpoints are the Go client's: one
+// definition of each JSON shape, which the server writes (or decodes) and
+// the client reads (or sends), so the two cannot drift apart.
+type (
+	// AgentInfo is the spec's AgentInfo.
+	AgentInfo = client.AgentInfo
+	// CreateAgentRequest is the body of POST /agent/create.
+	CreateAgentRequest = client.CreateAgentRequest
+	// CreateAgentResponse is the spec's single-chain create answer, plus
+	// the AgentInfo fields chains, addresses and metaAddresses (additive:
+	// the spec's five fields are unchanged), which Wraith's TypeScript SDK
+	// reads from this answer (docs/compat-wraith.md).
+	CreateAgentResponse = client.CreatedAgent
+	// ExportRequest is the body of POST /agent/:id/export.
+	ExportRequest = client.ExportRequest
+)
 
 func infoOf(r *agent.Record) AgentInfo {
 	return AgentInfo{ID: r.ID, Name: r.Name, Chains: r.Chains, Addresses: r.Addresses, MetaAddresses: r.MetaAddresses}
-}
-
-// CreateAgentRequest is the body of POST /agent/create.
-type CreateAgentRequest struct {
-	Name      string `json:"name"`
-	Chain     string `json:"chain"`
-	Wallet    string `json:"wallet"`
-	Signature string `json:"signature"`
-	Message   string `json:"message"`
-}
-
-// CreateAgentResponse is the spec's single-chain create answer, plus the
-// AgentInfo fields chains, addresses and metaAddresses (additive: the spec's
-// five fields are unchanged), which Wraith's TypeScript SDK reads from this
-// answer (docs/compat-wraith.md).
-type CreateAgentResponse struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Chain         string            `json:"chain"`
-	Address       string            `json:"address"`
-	MetaAddress   string            `json:"metaAddress"`
-	Chains        []string          `json:"chains"`
-	Addresses     map[string]string `json:"addresses"`
-	MetaAddresses map[string]string `json:"metaAddresses"`
 }
 
 // agentRoutes mounts the agent endpoints of the spec.
@@ -339,12 +324,6 @@ func (s *Server) agentStatus(w http.ResponseWriter, r *http.Request) error {
 	return written(w, http.StatusOK)(ask(r.Context(), s, to, &agent.GetStatus{AccountID: acc, Chain: chain}))
 }
 
-// ExportRequest is the body of POST /agent/:id/export.
-type ExportRequest struct {
-	Signature string `json:"signature"`
-	Message   string `json:"message"`
-}
-
 func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
 	var req ExportRequest
 	to, acc, err := targetBody(r, &req)
@@ -352,7 +331,7 @@ func (s *Server) exportKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	secret, err := ask(r.Context(), s, to, &agent.Export{AccountID: acc, Signature: req.Signature, Message: req.Message})
-	return private(w, http.StatusOK)(map[string]string{"secret": secret}, err)
+	return private(w, http.StatusOK)(client.ExportedKey{Secret: secret}, err)
 }
 
 func (s *Server) teeInfo(w http.ResponseWriter, r *http.Request) error {

@@ -5,31 +5,24 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/webhook"
+	"github.com/veilhq/veil/client"
 )
 
-// CreateWebhookRequest is the body of POST /webhooks.
-type CreateWebhookRequest struct {
-	URL     string   `json:"url"`
-	Events  []string `json:"events"`
-	AgentID string   `json:"agentId"`
-}
-
-// WebhookView is a webhook as the API shows it; Secret only in the answer
-// of the create.
-type WebhookView struct {
-	ID        string    `json:"id"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	AgentID   *string   `json:"agentId"`
-	Secret    string    `json:"secret,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-}
+// The webhook endpoints' wire types are the Go client's (see AgentInfo).
+type (
+	// CreateWebhookRequest is the body of POST /webhooks.
+	CreateWebhookRequest = client.CreateWebhookRequest
+	// WebhookView is a webhook as the API shows it; Secret only in the
+	// answer of the create.
+	WebhookView = client.Webhook
+	// DeliveryView is one delivery as GET /webhooks/:id/deliveries shows it.
+	DeliveryView = client.WebhookDelivery
+)
 
 func viewOf(w *webhook.Webhook, withSecret bool) WebhookView {
 	v := WebhookView{ID: w.ID, URL: w.URL, Events: w.Events, CreatedAt: w.CreatedAt}
@@ -165,20 +158,6 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, deliveryView(d))
 	return nil
-}
-
-// DeliveryView is one delivery as GET /webhooks/:id/deliveries shows it.
-type DeliveryView struct {
-	ID             string     `json:"id"`
-	Type           string     `json:"type"`
-	AgentID        *string    `json:"agentId"`
-	Status         string     `json:"status"`
-	Attempts       int        `json:"attempts"`
-	LastStatusCode *int       `json:"lastStatusCode"`
-	LastError      *string    `json:"lastError"`
-	NextAttemptAt  *time.Time `json:"nextAttemptAt"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	DeliveredAt    *time.Time `json:"deliveredAt"`
 }
 
 func deliveryView(d *webhook.Delivery) DeliveryView {
