@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -91,16 +90,12 @@ func serverRunning(ctx context.Context, dir string) bool {
 // checked page by page, then renamed into place: FILE is a whole, valid
 // database or is not there.
 func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("veild backup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild backup", stderr)
 	data := fs.String("data", "./data", "data directory of the server to back up")
 	out := fs.String("out", "", "file to write the backup to (required; replaced only once the copy is complete and checked)")
 	storeKind := fs.String("store", "bolt", "the server's store: bolt (PostgreSQL: use pg_dump, docs/operations.md)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if err := applyEnv(fs); err != nil {
-		return &usageError{err.Error()}
 	}
 	if *storeKind != "bolt" {
 		return &usageError{"veild backup copies the bbolt file; back up a PostgreSQL store with pg_dump (docs/operations.md)"}
@@ -172,15 +167,11 @@ func fetchBackup(ctx context.Context, dir string, w io.Writer) (int64, error) {
 // bbolt file of a stopped server with a checked backup, keeping the file
 // it replaces as veil.db.before-restore-<time>.
 func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("veild restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild restore", stderr)
 	data := fs.String("data", "./data", "data directory of the (stopped) server")
 	from := fs.String("from", "", "backup file made by veild backup (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if err := applyEnv(fs); err != nil {
-		return &usageError{err.Error()}
 	}
 	if *from == "" || fs.NArg() > 0 {
 		return &usageError{"usage: veild restore --data DIR --from FILE (with the server stopped)"}

@@ -81,47 +81,34 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 
 	configs := map[chains.ID]evm.Config{}
 	var onDevnet []chains.ID
-	for _, id := range evmChains() {
-		c, real, err := evm.ConfigFromEnv(id, nil)
-		if err != nil {
-			return nil, &usageError{err.Error()}
-		}
+	for _, id := range evm.EVMChains() {
+		c, err := envOrShared(set, id, func() (evm.Config, bool, error) { return evm.ConfigFromEnv(id, nil) }, shared,
+			func(s *chainsConfig) *evm.Config {
+				if c, has := s.EVM[id]; has {
+					return &c
+				}
+				return nil
+			}, missing)
 		switch {
-		case real:
+		case err != nil:
+			return nil, err
+		case set.real[id] || shared != nil:
 			configs[id] = c
-			set.real[id] = true
-		case shared != nil:
-			sc, has := shared.EVM[id]
-			if !has {
-				return nil, missing(id)
-			}
-			configs[id] = sc
 		default:
 			onDevnet = append(onDevnet, id)
 		}
 	}
-	scfg, stellarReal, err := stellar.ConfigFromEnv(nil)
+	scfg, err := envOrShared(set, chains.Stellar, func() (stellar.Config, bool, error) { return stellar.ConfigFromEnv(nil) }, shared,
+		func(s *chainsConfig) *stellar.Config { return s.Stellar }, missing)
 	if err != nil {
-		return nil, &usageError{err.Error()}
+		return nil, err
 	}
-	set.real[chains.Stellar] = stellarReal
-	if !stellarReal && shared != nil {
-		if shared.Stellar == nil {
-			return nil, missing(chains.Stellar)
-		}
-		scfg = *shared.Stellar
-	}
-	lcfg, solanaReal, err := solana.ConfigFromEnv(nil)
+	lcfg, err := envOrShared(set, chains.Solana, func() (solana.Config, bool, error) { return solana.ConfigFromEnv(nil) }, shared,
+		func(s *chainsConfig) *solana.Config { return s.Solana }, missing)
 	if err != nil {
-		return nil, &usageError{err.Error()}
+		return nil, err
 	}
-	set.real[chains.Solana] = solanaReal
-	if !solanaReal && shared != nil {
-		if shared.Solana == nil {
-			return nil, missing(chains.Solana)
-		}
-		lcfg = *shared.Solana
-	}
+	stellarReal, solanaReal := set.real[chains.Stellar], set.real[chains.Solana]
 
 	if shared == nil {
 		d, err := startDevnets(ctx, filepath.Join(cfg.Data, "devnet"), cfg.DevnetBasePort, onDevnet, !stellarReal, !solanaReal, log)
@@ -156,36 +143,35 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		lcfg.ExplorerTx = devnetExplorer(cfg.PublicURL, chains.Solana)
 	}
 
-	start := func(id chains.ID, conn chains.Connector) error {
+	// start runs a chain's actor over its connector, and gives a devnet
+	// chain the console's explorer.
+	start := func(id chains.ID, conn chains.Connector, explorer func() console.Explorer) error {
 		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log, Observer: obs})
 		if err != nil {
 			return err
 		}
 		set.closers = append(set.closers, ref.Stop)
 		set.refs[id] = ref
+		if !set.real[id] {
+			set.explorers[id] = explorer()
+		}
 		return nil
 	}
 	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", "stellar"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect stellar: %w", err)
 	}
-	if err := start(chains.Stellar, sconn); err != nil {
+	if err := start(chains.Stellar, sconn, func() console.Explorer { return console.NewStellar(sconn) }); err != nil {
 		return nil, err
-	}
-	if !stellarReal {
-		set.explorers[chains.Stellar] = console.NewStellar(sconn)
 	}
 	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", "solana"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect solana: %w", err)
 	}
-	if err := start(chains.Solana, lconn); err != nil {
+	if err := start(chains.Solana, lconn, func() console.Explorer { return console.NewSolana(lconn) }); err != nil {
 		return nil, err
 	}
-	if !solanaReal {
-		set.explorers[chains.Solana] = console.NewSolana(lconn)
-	}
-	for _, id := range evmChains() {
+	for _, id := range evm.EVMChains() {
 		c, has := configs[id]
 		if !has {
 			continue
@@ -194,15 +180,32 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		if err != nil {
 			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
 		}
-		if err := start(id, conn); err != nil {
+		if err := start(id, conn, func() console.Explorer { return console.NewEVM(conn) }); err != nil {
 			return nil, err
-		}
-		if !set.real[id] {
-			set.explorers[id] = console.NewEVM(conn)
 		}
 	}
 	ok = true
 	return set, nil
+}
+
+// envOrShared is a chain's connector settings: its real network's, when
+// its VEIL_RPC_<CHAIN> is set (recorded in set.real); else, with
+// --chains-config (shared not nil), the file's entry, which must be there;
+// else the zero settings, for a devnet to fill.
+func envOrShared[C any](set *chainSet, id chains.ID, fromEnv func() (C, bool, error), shared *chainsConfig, entry func(*chainsConfig) *C, missing func(chains.ID) error) (C, error) {
+	c, real, err := fromEnv()
+	if err != nil {
+		return c, &usageError{err.Error()}
+	}
+	set.real[id] = real
+	if !real && shared != nil {
+		e := entry(shared)
+		if e == nil {
+			return c, missing(id)
+		}
+		c = *e
+	}
+	return c, nil
 }
 
 // devnetExplorer is the transaction link template of a devnet chain:

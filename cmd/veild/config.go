@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -108,6 +109,43 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterHealthAdvertise, "cluster-health-advertise-addr", "", "with --cluster-provider automanaged: this member's entry in --cluster-seeds, when the others reach its health endpoint elsewhere than --cluster-health-addr")
 	fs.IntVar(&c.ClusterSize, "cluster-size", 0, "with --cluster: how many members the cluster has; one that sees fewer than a majority serves no agent (default: the number of --cluster-seeds; required with k8s)")
 	fs.StringVar(&c.ChainsConfig, "chains-config", "", "JSON file of chain connector settings written by `veild devnet` (shared devnets for a cluster); default: start embedded devnets")
+}
+
+// newFlagSet is the flag set of the veild command name (usage errors and
+// -h on stderr).
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args, then gives every flag not on the command line
+// its VEIL_* twin's value (one that does not parse is a usage error).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs); err != nil {
+		return &usageError{err.Error()}
+	}
+	return nil
+}
+
+// parseServerFlags is parseFlags for a long-running command (serve,
+// devnet), which takes no arguments and logs as cfg's --log-level and
+// --log-format say.
+func parseServerFlags(fs *flag.FlagSet, args []string, cfg *config) (*slog.Logger, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, &usageError{fmt.Sprintf("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "veild "), fs.Args())}
+	}
+	log, err := cfg.logger()
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	return log, nil
 }
 
 // applyEnv sets every flag not given on the command line from its VEIL_*

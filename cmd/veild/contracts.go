@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ecdsa"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,8 +37,7 @@ func contractsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprint(stderr, contractsUsage)
 		return &usageError{"usage: veild contracts deploy --chain CHAIN --rpc URL --key-file FILE"}
 	}
-	fs := flag.NewFlagSet("veild contracts deploy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild contracts deploy", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, contractsUsage, "\nflags:\n"); fs.PrintDefaults() }
 	chain := fs.String("chain", "", "EVM chain: "+joinIDs(evm.EVMChains()))
 	rpcURL := fs.String("rpc", "", "JSON-RPC URL of the network (default: $VEIL_RPC_<CHAIN>)")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,68 +70,60 @@ func startDevnets(ctx context.Context, dir string, basePort int, evmIDs []chains
 		}
 	}
 	if withStellar {
-		sdir := filepath.Join(dir, "stellar")
-		if err := os.MkdirAll(sdir, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", sdir, err)
-		}
-		s, err := stellardev.Start(ctx, stellardev.Options{Dir: sdir, Addr: devnetAddr(basePort, 4), Log: devLog})
+		d.cfg.Stellar, err = startChainDevnet[stellar.Config](d, dir, chains.Stellar, "Stellar", func(dir string) (*stellardev.Devnet, error) {
+			return stellardev.Start(ctx, stellardev.Options{Dir: dir, Addr: devnetAddr(basePort, 4), Log: devLog})
+		})
 		if err != nil {
-			return nil, fmt.Errorf("start the Stellar devnet (set VEIL_RPC_STELLAR to use a real network): %w", err)
+			return nil, err
 		}
-		d.closers = append(d.closers, func() { _ = s.Close() })
-		c := s.Config()
-		d.cfg.Stellar = &c
 	}
 	if withSolana {
-		ldir := filepath.Join(dir, "solana")
-		if err := os.MkdirAll(ldir, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", ldir, err)
-		}
-		s, err := solanadev.Start(ctx, solanadev.Options{Dir: ldir, Addr: devnetAddr(basePort, 5), Log: devLog})
+		d.cfg.Solana, err = startChainDevnet[solana.Config](d, dir, chains.Solana, "Solana", func(dir string) (*solanadev.Devnet, error) {
+			return solanadev.Start(ctx, solanadev.Options{Dir: dir, Addr: devnetAddr(basePort, 5), Log: devLog})
+		})
 		if err != nil {
-			return nil, fmt.Errorf("start the Solana devnet (set VEIL_RPC_SOLANA to use a real network): %w", err)
+			return nil, err
 		}
-		d.closers = append(d.closers, func() { _ = s.Close() })
-		c := s.Config()
-		d.cfg.Solana = &c
 	}
 	return d, nil
 }
 
-// evmChains is the EVM chains in canonical order.
-func evmChains() []chains.ID {
-	var ids []chains.ID
-	for _, id := range chains.Order() {
-		if id.Family() == chains.FamilyEVM {
-			ids = append(ids, id)
-		}
+// chainDevnet is one chain's embedded devnet: the connector settings it
+// serves, and its end.
+type chainDevnet[C any] interface {
+	Config() C
+	Close() error
+}
+
+// startChainDevnet starts the devnet of chain id (named so in errors) with its
+// state in dir/<id>, adds its end to d's, and returns its settings.
+func startChainDevnet[C any, D chainDevnet[C]](d *devnets, dir string, id chains.ID, name string, start func(dir string) (D, error)) (*C, error) {
+	dir = filepath.Join(dir, string(id))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	return ids
+	dn, err := start(dir)
+	if err != nil {
+		return nil, fmt.Errorf("start the %s devnet (set VEIL_RPC_%s to use a real network): %w", name, envChain(id), err)
+	}
+	d.closers = append(d.closers, func() { _ = dn.Close() })
+	c := dn.Config()
+	return &c, nil
 }
 
 // devnetCmd is `veild devnet`: the six devnets alone, shared by the
 // members of a local cluster (docs/cluster.md), until SIGINT or SIGTERM.
 func devnetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("veild devnet", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild devnet", stderr)
 	var cfg config
 	fs.StringVar(&cfg.Data, "data", "./data", "directory of the devnets' state (<data>/devnet), kept across restarts")
 	fs.IntVar(&cfg.DevnetBasePort, "devnet-base-port", 18545, "first loopback port (EVM chains on base+0..3, Stellar +4, Solana +5); 0 picks free ports")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	out := fs.String("out", "", "where to write the chains config for `veild serve --chains-config` (default <data>/chains.json)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := applyEnv(fs); err != nil {
-		return &usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return &usageError{fmt.Sprintf("devnet takes no arguments, got %q", fs.Args())}
-	}
-	log, err := cfg.logger()
+	log, err := parseServerFlags(fs, args, &cfg)
 	if err != nil {
-		return &usageError{err.Error()}
+		return err
 	}
 	if *out == "" {
 		*out = filepath.Join(cfg.Data, "chains.json")
@@ -140,7 +131,7 @@ func devnetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("create data directory %s: %w", cfg.Data, err)
 	}
-	d, err := startDevnets(ctx, filepath.Join(cfg.Data, "devnet"), cfg.DevnetBasePort, evmChains(), true, true, log)
+	d, err := startDevnets(ctx, filepath.Join(cfg.Data, "devnet"), cfg.DevnetBasePort, evm.EVMChains(), true, true, log)
 	if err != nil {
 		return err
 	}

@@ -66,26 +66,27 @@ func exitCode(err error) int {
 	return 1
 }
 
+// commands are veild's commands by name; each gets the arguments after
+// its name.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"serve":     serve,
+	"apikey":    apikeyCmd,
+	"backup":    backupCmd,
+	"restore":   restoreCmd,
+	"devnet":    devnetCmd,
+	"contracts": contractsCmd,
+	"enclave":   enclaveCmd,
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return &usageError{"no command given"}
 	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(ctx, args[1:], stdout, stderr)
+	}
 	switch args[0] {
-	case "serve":
-		return serve(ctx, args[1:], stdout, stderr)
-	case "apikey":
-		return apikeyCmd(ctx, args[1:], stdout, stderr)
-	case "backup":
-		return backupCmd(ctx, args[1:], stdout, stderr)
-	case "restore":
-		return restoreCmd(ctx, args[1:], stdout, stderr)
-	case "devnet":
-		return devnetCmd(ctx, args[1:], stdout, stderr)
-	case "contracts":
-		return contractsCmd(ctx, args[1:], stdout, stderr)
-	case "enclave":
-		return enclaveCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "veild", buildinfo.Read(version))
 		return nil

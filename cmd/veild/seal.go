@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -62,15 +61,11 @@ func enclaveCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) == 0 || args[0] != "reseal" {
 		return &usageError{"usage: veild enclave reseal [--data DIR] [--plain]  (passphrases from " + envSealPassphrase + " / " + envSealKeyFile + " and " + envSealNewPassphrase + " / " + envSealNewKeyFile + ")"}
 	}
-	fs := flag.NewFlagSet("veild enclave reseal", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild enclave reseal", stderr)
 	data := fs.String("data", "./data", "data directory (its enclave/root.seal)")
 	plain := fs.Bool("plain", false, "store the root unencrypted (no new passphrase)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
-	}
-	if err := applyEnv(fs); err != nil {
-		return &usageError{err.Error()}
 	}
 	oldPass, err := sealPassphrase(envSealPassphrase, envSealKeyFile)
 	if err != nil {

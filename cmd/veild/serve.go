@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,21 +35,11 @@ import (
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
-	fs := flag.NewFlagSet("veild serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild serve", stderr)
 	cfg.bindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := applyEnv(fs); err != nil {
-		return &usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return &usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
-	}
-	log, err := cfg.logger()
+	log, err := parseServerFlags(fs, args, &cfg)
 	if err != nil {
-		return &usageError{err.Error()}
+		return err
 	}
 	if err := checkCluster(cfg); err != nil {
 		return err
@@ -278,8 +267,7 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(args) == 0 || args[0] != "create" {
 		return &usageError{"usage: veild apikey create --account NAME [--test] [--data DIR | --store postgres --postgres-dsn DSN]"}
 	}
-	fs := flag.NewFlagSet("veild apikey create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("veild apikey create", stderr)
 	data := fs.String("data", "./data", "data directory")
 	storeKind := fs.String("store", "bolt", "state store: bolt (the file in --data) or postgres (--postgres-dsn)")
 	dsn := fs.String("postgres-dsn", "", "with --store postgres: the connection string")
@@ -287,11 +275,8 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	test := fs.Bool("test", false, "issue a veil_test_ key")
 	rate := fs.Float64("rate-limit", 0, "set this account's per-key rate limit (requests/s); 0 keeps the server default")
 	burst := fs.Int("rate-burst", 0, "with --rate-limit: the account's burst")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
-	}
-	if err := applyEnv(fs); err != nil {
-		return &usageError{err.Error()}
 	}
 	if *account == "" {
 		return &usageError{"--account NAME is required"}
