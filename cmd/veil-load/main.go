@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"errors"
 	"flag"
 	"fmt"
@@ -237,34 +236,48 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 func createAgents(ctx context.Context, c *members, o options, w io.Writer) ([]string, error) {
 	fmt.Fprintf(w, "creating %d agents on %s with %d clients\n", o.create, o.chain, o.concurrency)
-	owners := make([]*ecdsa.PrivateKey, o.concurrency)
-	for i := range owners {
-		owners[i], _ = crypto.GenerateKey()
+	signers := make([]client.Signer, o.concurrency)
+	for i := range signers {
+		owner, _ := crypto.GenerateKey()
+		signers[i] = client.NewEVMSigner(owner)
 	}
+	return createN(ctx, w, o.create, o.concurrency, func(worker, i int) (string, error) {
+		a, err := c.next().CreateAgentSigned(ctx, fmt.Sprintf("%s-%d", o.prefix, i), o.chain, signers[worker])
+		if err != nil {
+			return "", err
+		}
+		return a.ID, nil
+	})
+}
+
+// createN creates agents 0 to n-1 with `workers` workers (worker w calls
+// create(w, i) for each next index i), showing progress, then the
+// latency report. It returns the ids of the agents created, in order.
+func createN(ctx context.Context, w io.Writer, n, workers int, create func(worker, i int) (string, error)) ([]string, error) {
 	s := newStats()
 	stop := make(chan struct{})
-	go progress(w, "create", o.create, s, stop)
-	ids := make([]string, o.create)
+	go progress(w, "create", n, s, stop)
+	ids := make([]string, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for wi := 0; wi < o.concurrency; wi++ {
+	for wi := 0; wi < workers; wi++ {
 		wg.Add(1)
-		go func(signer client.Signer) {
+		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
-				if i >= o.create {
+				if i >= n {
 					return
 				}
 				t0 := time.Now()
-				a, err := c.next().CreateAgentSigned(ctx, fmt.Sprintf("%s-%d", o.prefix, i), o.chain, signer)
+				id, err := create(wi, i)
 				s.record(time.Since(t0), err)
 				if err == nil {
-					ids[i] = a.ID
+					ids[i] = id
 				}
 			}
-		}(client.NewEVMSigner(owners[wi]))
+		}()
 	}
 	wg.Wait()
 	close(stop)

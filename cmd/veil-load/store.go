@@ -129,46 +129,14 @@ const loadAccount = "load-account"
 
 func storeCreate(ctx context.Context, host *host.Host, o storeOptions, w io.Writer) ([]string, error) {
 	fmt.Fprintf(w, "creating %d agents in %s with %d workers\n", o.n, o.data, o.concurrency)
-	s := newStats()
-	stop := make(chan struct{})
-	go progress(w, "create", o.n, s, stop)
-	ids := make([]string, o.n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for wi := 0; wi < o.concurrency; wi++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= o.n {
-					return
-				}
-				id := uuid.NewString()
-				t0 := time.Now()
-				_, err := host.Request(ctx, id, &agent.Create{
-					AccountID: loadAccount, Name: fmt.Sprintf("scale-%d", i), Chain: "ethereum",
-					Chains: []chains.ID{chains.Ethereum}, OwnerWallet: "0x" + strings.Repeat("ab", 20), OwnerScheme: "evm",
-				})
-				s.record(time.Since(t0), err)
-				if err == nil {
-					ids[i] = id
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	elapsed := time.Since(start)
-	s.report(w, "create", elapsed)
-	out := ids[:0]
-	for _, id := range ids {
-		if id != "" {
-			out = append(out, id)
-		}
-	}
-	return out, ctx.Err()
+	return createN(ctx, w, o.n, o.concurrency, func(_, i int) (string, error) {
+		id := uuid.NewString()
+		_, err := host.Request(ctx, id, &agent.Create{
+			AccountID: loadAccount, Name: fmt.Sprintf("scale-%d", i), Chain: "ethereum",
+			Chains: []chains.ID{chains.Ethereum}, OwnerWallet: "0x" + strings.Repeat("ab", 20), OwnerScheme: "evm",
+		})
+		return id, err
+	})
 }
 
 func activate(ctx context.Context, host *host.Host, ids []string, workers int) error {

@@ -170,9 +170,7 @@ is an array with the API's AgentStatus of each chain (one chain with --chain: th
 A chain whose node does not answer is reported and the others are still shown (exit 6 if any
 failed).`,
 		examples: []string{"veil agent status alice", "veil agent status alice --chain base --json | jq -r .balance", "veil agent status alice --json | jq -r '.[] | .chain + \" \" + .balance'"},
-		flags: func(a *app, fs *pflag.FlagSet) {
-			fs.StringVarP(&statusChain, "chain", "C", "", "only this `chain`")
-		},
+		flags:    stringFlag(&statusChain, "chain", "C", "", "only this `chain`"),
 		run: func(a *app, args []string) error {
 			return a.withAgent("agent status", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
 				if statusChain != "" {

@@ -19,29 +19,27 @@ func init() {
 		default:
 			return usagef("--status %q: use pending, approved, denied, expired or all", status)
 		}
-		return a.withAgent("approvals", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-			st := status
-			if st == "all" {
-				st = ""
-			}
-			l, err := c.ListApprovals(ctx, ag.ID, st)
-			if err != nil {
-				return err
-			}
-			return printList(a, l, fmt.Sprintf("No %sapprovals for %s.", map[bool]string{true: status + " "}[st != ""], ag.FullName()),
-				"ID\tSTATUS\tAMOUNT\tTO\tWHY\tEXPIRES\tTX", func(ap client.Approval) string {
-					tx := ap.TxHash
-					if tx == "" && ap.Error != "" {
-						tx = "error: " + ap.Error
-					}
-					return fmt.Sprintf("%s\t%s\t%s %s\t%s\t%s\t%s\t%s", ap.ID, ap.Status, ap.Amount, ap.Asset, ap.Recipient,
-						strings.Join(ap.Reasons, "; "), localTime(ap.ExpiresAt), tx)
-				})
-		})
+		st := status
+		if st == "all" {
+			st = ""
+		}
+		return agentList(a, "approvals", args,
+			func(ctx context.Context, c *client.Client, id string) ([]client.Approval, error) {
+				return c.ListApprovals(ctx, id, st)
+			},
+			func(ag *client.AgentInfo) string {
+				return fmt.Sprintf("No %sapprovals for %s.", map[bool]string{true: status + " "}[st != ""], ag.FullName())
+			},
+			"ID\tSTATUS\tAMOUNT\tTO\tWHY\tEXPIRES\tTX", func(ap client.Approval) string {
+				tx := ap.TxHash
+				if tx == "" && ap.Error != "" {
+					tx = "error: " + ap.Error
+				}
+				return fmt.Sprintf("%s\t%s\t%s %s\t%s\t%s\t%s\t%s", ap.ID, ap.Status, ap.Amount, ap.Asset, ap.Recipient,
+					strings.Join(ap.Reasons, "; "), localTime(ap.ExpiresAt), tx)
+			})
 	}
-	statusFlag := func(a *app, fs *pflag.FlagSet) {
-		fs.StringVarP(&status, "status", "s", "pending", "only approvals in this `status`: pending, approved, denied, expired or all")
-	}
+	statusFlag := stringFlag(&status, "status", "s", "pending", "only approvals in this `status`: pending, approved, denied, expired or all")
 	register(&command{
 		path:     "approvals",
 		args:     "AGENT [--status pending|approved|denied|expired|all]",

@@ -9,20 +9,20 @@ import (
 
 func init() {
 	list := func(a *app, args []string) error {
-		return a.withAgent("conversations", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-			convs, err := c.ListConversations(ctx, ag.ID)
-			if err != nil {
-				return err
-			}
-			return printList(a, convs, fmt.Sprintf("No conversations with %s yet: start one with veil chat %s.", ag.FullName(), ag.Name),
-				"ID\tUPDATED\tTITLE", func(cv client.Conversation) string {
-					title := cv.Title
-					if title == "" {
-						title = "(empty)"
-					}
-					return fmt.Sprintf("%s\t%s\t%s", cv.ID, localTime(cv.UpdatedAt), title)
-				})
-		})
+		return agentList(a, "conversations", args,
+			func(ctx context.Context, c *client.Client, id string) ([]client.Conversation, error) {
+				return c.ListConversations(ctx, id)
+			},
+			func(ag *client.AgentInfo) string {
+				return fmt.Sprintf("No conversations with %s yet: start one with veil chat %s.", ag.FullName(), ag.Name)
+			},
+			"ID\tUPDATED\tTITLE", func(cv client.Conversation) string {
+				title := cv.Title
+				if title == "" {
+					title = "(empty)"
+				}
+				return fmt.Sprintf("%s\t%s\t%s", cv.ID, localTime(cv.UpdatedAt), title)
+			})
 	}
 	register(&command{
 		path:    "conversations",

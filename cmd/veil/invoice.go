@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 
 	"github.com/veilhq/veil/client"
 )
@@ -33,7 +32,7 @@ func init() {
 		detail: `The server checks the payment on chain (the invoice's address, asset and amount) before the
 invoice turns paid; --tx names the transaction. Repeating it is harmless.`,
 		examples: []string{"veil invoice paid 7d1e… --tx 0x5be2…", "veil invoice paid 7d1e… --json"},
-		flags:    func(a *app, fs *pflag.FlagSet) { fs.StringVar(&tx, "tx", "", "hash of the paying `transaction`") },
+		flags:    stringFlag(&tx, "tx", "", "", "hash of the paying `transaction`"),
 		run: func(a *app, args []string) error {
 			return a.withInvoice("invoice paid", args, func(ctx context.Context, c *client.Client, id string) error {
 				inv, err := c.MarkInvoicePaid(ctx, id, tx)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 
 	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/internal/buildinfo"
@@ -66,9 +65,7 @@ func init() {
 		args:     "AGENT [--nonce TEXT]",
 		summary:  "get the enclave's attestation of an agent's keys (docs/enclave.md says how to verify it)",
 		examples: []string{`veil tee attest alice --nonce "$(openssl rand -hex 16)" --json > alice-attestation.json`},
-		flags: func(a *app, fs *pflag.FlagSet) {
-			fs.StringVarP(&nonce, "nonce", "n", "", "your fresh nonce (at most 128 characters)")
-		},
+		flags:    stringFlag(&nonce, "nonce", "n", "", "your fresh nonce (at most 128 characters)"),
 		run: func(a *app, args []string) error {
 			return a.withAgent("tee attest", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
 				att, err := c.Attest(ctx, ag.ID, nonce)

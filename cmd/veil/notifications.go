@@ -59,34 +59,36 @@ Subcommands: notifications read AGENT (mark all read), notifications clear AGENT
 	list := *notifications
 	list.path, list.summary = "notifications list", "same as notifications AGENT (for an agent named read or clear)"
 	register(&list)
-	register(&command{
-		path:     "notifications read",
-		args:     "AGENT",
-		summary:  "mark all of an agent's notifications read",
-		examples: []string{"veil notifications read alice"},
-		run: func(a *app, args []string) error {
-			return a.withAgent("notifications read", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-				if err := c.MarkNotificationsRead(ctx, ag.ID); err != nil {
-					return err
-				}
-				return a.print(map[string]any{"unreadCount": 0}, func() error { return nil })
-			})
-		},
-	})
-	register(&command{
-		path:     "notifications clear",
-		args:     "AGENT",
-		summary:  "delete all of an agent's notifications, for good",
-		examples: []string{"veil notifications clear alice"},
-		run: func(a *app, args []string) error {
-			return a.withAgent("notifications clear", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-				if err := c.DeleteNotifications(ctx, ag.ID); err != nil {
-					return err
-				}
-				return a.print(map[string]any{"deleted": true}, func() error { return nil })
-			})
-		},
-	})
+	// read and clear act on the whole inbox; their JSON is the inbox's new
+	// state, and people get no output.
+	for _, op := range []struct {
+		verb, summary string
+		do            func(ctx context.Context, c *client.Client, agentID string) error
+		json          map[string]any
+	}{
+		{"read", "mark all of an agent's notifications read", func(ctx context.Context, c *client.Client, id string) error {
+			return c.MarkNotificationsRead(ctx, id)
+		}, map[string]any{"unreadCount": 0}},
+		{"clear", "delete all of an agent's notifications, for good", func(ctx context.Context, c *client.Client, id string) error {
+			return c.DeleteNotifications(ctx, id)
+		}, map[string]any{"deleted": true}},
+	} {
+		path := "notifications " + op.verb
+		register(&command{
+			path:     path,
+			args:     "AGENT",
+			summary:  op.summary,
+			examples: []string{"veil " + path + " alice"},
+			run: func(a *app, args []string) error {
+				return a.withAgent(path, args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+					if err := op.do(ctx, c, ag.ID); err != nil {
+						return err
+					}
+					return a.print(op.json, func() error { return nil })
+				})
+			},
+		})
+	}
 }
 
 type notifier struct {

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/veilhq/veil/client"
 )
 
@@ -113,6 +115,23 @@ func printList[T any](a *app, list []T, empty, header string, row func(T) string
 		fmt.Fprintln(tw, row(it))
 	}
 	return tw.Flush()
+}
+
+// agentList is a list command on AGENT: get reads the agent's list, which
+// printList prints (empty says what to print when there is none).
+func agentList[T any](a *app, cmd string, args []string, get func(ctx context.Context, c *client.Client, agentID string) ([]T, error), empty func(*client.AgentInfo) string, header string, row func(T) string) error {
+	return a.withAgent(cmd, args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
+		list, err := get(ctx, c, ag.ID)
+		if err != nil {
+			return err
+		}
+		return printList(a, list, empty(ag), header, row)
+	})
+}
+
+// stringFlag is a command's flags when it has one string flag.
+func stringFlag(p *string, name, short, value, usage string) func(*app, *pflag.FlagSet) {
+	return func(_ *app, fs *pflag.FlagSet) { fs.StringVarP(p, name, short, value, usage) }
 }
 
 // nonNil is list, or an empty list for nil: JSON output prints [], not

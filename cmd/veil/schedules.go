@@ -9,20 +9,20 @@ import (
 
 func init() {
 	list := func(a *app, args []string) error {
-		return a.withAgent("schedules", args, 0, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, _ []string) error {
-			l, err := c.ListSchedules(ctx, ag.ID)
-			if err != nil {
-				return err
-			}
-			return printList(a, l, fmt.Sprintf("No schedules for %s: ask it in chat, e.g. \"every week send 5 ZEN to carol\".", ag.FullName()),
-				"ID\tSTATUS\tEVERY\tAMOUNT\tTO\tNEXT RUN", func(s client.Schedule) string {
-					next := "-"
-					if s.Status != client.ScheduleCancelled {
-						next = localTime(s.NextRun)
-					}
-					return fmt.Sprintf("%s\t%s\t%s\t%s %s\t%s\t%s", s.ID, s.Status, s.Interval, s.Amount, s.Asset, s.Recipient, next)
-				})
-		})
+		return agentList(a, "schedules", args,
+			func(ctx context.Context, c *client.Client, id string) ([]client.Schedule, error) {
+				return c.ListSchedules(ctx, id)
+			},
+			func(ag *client.AgentInfo) string {
+				return fmt.Sprintf("No schedules for %s: ask it in chat, e.g. \"every week send 5 ZEN to carol\".", ag.FullName())
+			},
+			"ID\tSTATUS\tEVERY\tAMOUNT\tTO\tNEXT RUN", func(s client.Schedule) string {
+				next := "-"
+				if s.Status != client.ScheduleCancelled {
+					next = localTime(s.NextRun)
+				}
+				return fmt.Sprintf("%s\t%s\t%s\t%s %s\t%s\t%s", s.ID, s.Status, s.Interval, s.Amount, s.Asset, s.Recipient, next)
+			})
 	}
 	register(&command{
 		path:     "schedules",

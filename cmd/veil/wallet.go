@@ -55,11 +55,7 @@ func (w *walletFlags) signer(a *app) (client.Signer, error) {
 	}
 	switch {
 	case w.evmKeyFile != "":
-		raw, err := os.ReadFile(w.evmKeyFile)
-		if err != nil {
-			return nil, err
-		}
-		return client.EVMSignerFromHex(string(raw))
+		return signerFromFile(w.evmKeyFile, client.EVMSignerFromHex)
 	case w.keystore != "":
 		pass, err := w.passphrase(a)
 		if err != nil {
@@ -67,11 +63,7 @@ func (w *walletFlags) signer(a *app) (client.Signer, error) {
 		}
 		return client.EVMSignerFromKeystore(w.keystore, pass)
 	case w.stellarSecretFile != "":
-		raw, err := os.ReadFile(w.stellarSecretFile)
-		if err != nil {
-			return nil, err
-		}
-		return w.stellar(string(raw))
+		return signerFromFile(w.stellarSecretFile, w.stellar)
 	case w.solanaKeypair != "":
 		return client.SolanaSignerFromKeypairFile(w.solanaKeypair)
 	}
@@ -85,6 +77,15 @@ func (w *walletFlags) signer(a *app) (client.Signer, error) {
 		return w.stellar(xlm)
 	}
 	return nil, usagef("no wallet to sign with: pass --keystore, --evm-key-file, --stellar-secret-file or --solana-keypair (or VEIL_EVM_KEY / VEIL_STELLAR_SECRET), or --wallet with --signature made elsewhere")
+}
+
+// signerFromFile is the signer parse makes of a key file's text.
+func signerFromFile(path string, parse func(string) (client.Signer, error)) (client.Signer, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(string(raw))
 }
 
 func (w *walletFlags) stellar(seed string) (client.Signer, error) {
