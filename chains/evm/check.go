@@ -165,9 +165,15 @@ func isTransport(err error) bool {
 	if errors.As(err, &he) {
 		return true
 	}
+	return mentions(err, "connection refused", "connection reset", "no such host", "eof", "broken pipe", "http status", "dial tcp")
+}
+
+// mentions reports whether err's text contains one of words (lower case),
+// in any case.
+func mentions(err error, words ...string) bool {
 	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"connection refused", "connection reset", "no such host", "eof", "broken pipe", "http status", "dial tcp"} {
-		if strings.Contains(msg, s) {
+	for _, w := range words {
+		if strings.Contains(msg, w) {
 			return true
 		}
 	}

@@ -3,7 +3,6 @@ package evm
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ethereum/go-ethereum/rpc"
 
@@ -96,16 +95,13 @@ func readNodeError(err error) nodeError {
 	if err == nil {
 		return nodeErrOther
 	}
-	msg := strings.ToLower(err.Error())
 	// Nethermind's FeeTooLowToCompete is a full pool, not a low fee.
-	if strings.Contains(msg, "feetoolowtocompete") {
+	if mentions(err, "feetoolowtocompete") {
 		return nodeErrBusy
 	}
 	for _, w := range nodeWordings {
-		for _, s := range w.subs {
-			if strings.Contains(msg, s) {
-				return w.kind
-			}
+		if mentions(err, w.subs...) {
+			return w.kind
 		}
 	}
 	return nodeErrOther

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -271,11 +270,5 @@ func methodMissing(err error) bool {
 	if errors.As(err, &re) && (re.ErrorCode() == -32601 || re.ErrorCode() == -32004) {
 		return true
 	}
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"method not found", "not supported", "does not exist", "not available", "unsupported method", "method not allowed", "unknown method"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return mentions(err, "method not found", "not supported", "does not exist", "not available", "unsupported method", "method not allowed", "unknown method")
 }

@@ -69,8 +69,12 @@ func (r Request) units() (*big.Int, error) {
 	return v, nil
 }
 
-// decimal is r.Amount normalised (no trailing zeros, no exponent).
-func (r Request) decimal() (string, error) {
+// decimal is r.Amount normalised (no trailing zeros, no exponent), of a
+// request that names the address to pay (what: the URI's name for it).
+func (r Request) decimal(what string) (string, error) {
+	if err := need(what, r.PayTo); err != nil {
+		return "", err
+	}
 	v, err := r.units()
 	if err != nil {
 		return "", err
@@ -111,10 +115,7 @@ func EIP681(r Request) (string, error) {
 // The amount is the exact decimal in the asset's units (SOL or the
 // token's), as the specification requires.
 func SolanaPay(r Request) (string, error) {
-	if err := need("address to pay", r.PayTo); err != nil {
-		return "", err
-	}
-	amt, err := r.decimal()
+	amt, err := r.decimal("address to pay")
 	if err != nil {
 		return "", err
 	}
@@ -135,10 +136,7 @@ func SolanaPay(r Request) (string, error) {
 // web+stellar:pay?destination=<payTo>&amount=<decimal>&asset_code=…&asset_issuer=…&memo=…&memo_type=MEMO_TEXT
 // The native asset (XLM) carries no asset_code or asset_issuer.
 func SEP7(r Request) (string, error) {
-	if err := need("destination", r.PayTo); err != nil {
-		return "", err
-	}
-	amt, err := r.decimal()
+	amt, err := r.decimal("destination")
 	if err != nil {
 		return "", err
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/intents"
-	"github.com/veilhq/veil/chains/internal/keylock"
+	"github.com/veilhq/veil/chains/internal/names"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
@@ -65,12 +66,12 @@ type Connector struct {
 	ann    solanago.PublicKey
 	reg    solanago.PublicKey
 
-	locks keylock.Locks
+	ledger *intents.Ledger[attempt]
 
 	rentMu sync.Mutex
 	rent   map[uint64]uint64
 
-	namesMu sync.Mutex
+	registry *names.Index
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -92,6 +93,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),
 		rent: map[uint64]uint64{},
 	}
+	c.ledger = c.newLedger(opts)
+	c.registry = &names.Index{Store: opts.Store, Names: TableNames, Meta: TableMeta, Chain: chains.Solana, Scheme: edstealth.Solana, Page: c.registrations}
 	if _, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed); err != nil {
 		return nil, c.unavailable("getLatestBlockhash at "+cfg.RPCURL, err)
 	}
@@ -121,10 +124,6 @@ func (c *Connector) unavailable(what string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: solana %s: %v", chains.ErrUnavailable, what, err)
-}
-
-func (c *Connector) lockSource(addr string) func() {
-	return c.locks.Lock(addr)
 }
 
 // asset is what a symbol resolves to.

@@ -103,12 +103,9 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		key = c.newKey()
 	}
 	fp := fingerprint("send", src.String(), meta.String(), a.symbol, strconv.FormatUint(amt, 10))
-	it, _, err := c.loadIntent(ctx, key)
+	it, _, err := c.ledger.Prior(ctx, key, fp)
 	if err != nil {
 		return chains.TxResult{}, err
-	}
-	if it != nil && it.Fingerprint != fp {
-		return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
 	}
 	if it == nil {
 		ann, err := edstealth.Generate(meta, c.rand)

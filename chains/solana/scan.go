@@ -17,9 +17,9 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/names"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
-	"github.com/veilhq/veil/persistence"
 )
 
 // history returns the successful transactions of account after cursor (a
@@ -248,90 +248,37 @@ func (c *Connector) DecodeAnnouncement(tx *solanago.Transaction) (chains.Announc
 	return out, true
 }
 
-// nameRecord is the name index's entry.
-type nameRecord struct {
-	Owner  string `json:"owner"`
-	Meta   string `json:"meta"` // 128 hex digits
-	TxHash string `json:"txHash"`
-}
-
-const registryCursorKey = "registry_cursor"
-
-// syncNames reads the registry account's history since the stored cursor
-// into the name index. Every registration's signatures are verified here,
-// over the message bytes the RPC returned: a lying node can hide a
-// registration, never forge one.
-func (c *Connector) syncNames(ctx context.Context) error {
-	c.namesMu.Lock()
-	defer c.namesMu.Unlock()
-	cursor := ""
-	var cver uint64
-	if r, err := c.store.Get(ctx, TableMeta, registryCursorKey); err == nil {
-		cursor, cver = string(r.Value), r.Version
-	} else if !errors.Is(err, persistence.ErrNotFound) {
-		return err
+// registrations is the name index's Page: the registry account's
+// signature history after cursor, every successful transaction read and
+// its registration decoded.
+func (c *Connector) registrations(ctx context.Context, cursor string) ([]names.Entry, bool, error) {
+	const page = 500
+	sigs, err := c.history(ctx, c.reg, cursor, page)
+	if err != nil {
+		return nil, false, err
 	}
-	for {
-		sigs, err := c.history(ctx, c.reg, cursor, 500)
-		if err != nil {
-			return err
-		}
-		if len(sigs) == 0 {
-			return nil
-		}
-		staged := map[string]nameRecord{}
-		for _, s := range sigs {
-			cursor = s.Signature.String()
-			if s.Err != nil {
-				continue
-			}
+	out := make([]names.Entry, 0, len(sigs))
+	for _, s := range sigs {
+		e := names.Entry{Cursor: s.Signature.String()}
+		if s.Err == nil {
 			tx, _, err := c.fetch(ctx, s.Signature)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			name, rec, ok := c.decodeRegistration(tx)
-			if !ok {
-				continue
-			}
-			cur, found := staged[name]
-			if !found {
-				if r, err := c.store.Get(ctx, TableNames, name); err == nil {
-					_ = json.Unmarshal(r.Value, &cur)
-					found = true
-				}
-			}
-			if found && cur.Owner != rec.Owner {
-				continue
-			}
-			staged[name] = rec
+			e.Name, e.Record, _ = c.decodeRegistration(tx)
 		}
-		var ops []persistence.Op
-		for name, rec := range staged {
-			val, _ := json.Marshal(rec)
-			ops = append(ops, persistence.Put(TableNames, name, val, persistence.Any()))
-		}
-		exp := persistence.Absent()
-		if cver > 0 {
-			exp = persistence.AtVersion(cver)
-		}
-		ops = append(ops, persistence.Put(TableMeta, registryCursorKey, []byte(cursor), exp))
-		vs, err := c.store.Apply(ctx, ops...)
-		if errors.Is(err, persistence.ErrConflict) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		cver = vs[len(vs)-1]
-		if len(sigs) < 500 {
-			return nil
-		}
+		out = append(out, e)
 	}
+	return out, len(sigs) == page, nil
 }
 
-func (c *Connector) decodeRegistration(tx *solanago.Transaction) (string, nameRecord, bool) {
+// decodeRegistration reads a registration: the memo
+// "veil:name:1:<name>:<128 hex>" signed by the fee payer, its owner.
+// Every signature is verified here, over the message bytes the RPC
+// returned: a lying node can hide a registration, never forge one.
+func (c *Connector) decodeRegistration(tx *solanago.Transaction) (string, names.Record, bool) {
 	if tx.VerifySignatures() != nil || len(tx.Message.AccountKeys) == 0 {
-		return "", nameRecord{}, false
+		return "", names.Record{}, false
 	}
 	keys := tx.Message.AccountKeys
 	owner := keys[0]
@@ -351,36 +298,13 @@ func (c *Connector) decodeRegistration(tx *solanago.Transaction) (string, nameRe
 		if !ok || !signedByOwner {
 			continue
 		}
-		n, err := chains.ParseName(name)
-		raw, herr := hex.DecodeString(metaHex)
-		if err != nil || n != name || herr != nil || len(raw) != 64 {
+		raw, err := hex.DecodeString(metaHex)
+		if err != nil || !names.Valid(name, raw, edstealth.Solana) {
 			continue
 		}
-		m := edstealth.MetaAddress{Chain: edstealth.Solana}
-		copy(m.Spend[:], raw[:32])
-		copy(m.View[:], raw[32:])
-		if m.Validate() != nil {
-			continue
-		}
-		return n, nameRecord{Owner: owner.String(), Meta: hex.EncodeToString(raw), TxHash: tx.Signatures[0].String()}, true
+		return name, names.Record{Owner: owner.String(), Meta: hex.EncodeToString(raw), TxHash: tx.Signatures[0].String()}, true
 	}
-	return "", nameRecord{}, false
-}
-
-func (c *Connector) lookupName(ctx context.Context, n string) (nameRecord, bool, error) {
-	if err := c.syncNames(ctx); err != nil {
-		return nameRecord{}, false, err
-	}
-	r, err := c.store.Get(ctx, TableNames, n)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nameRecord{}, false, nil
-	}
-	if err != nil {
-		return nameRecord{}, false, err
-	}
-	var rec nameRecord
-	err = json.Unmarshal(r.Value, &rec)
-	return rec, err == nil, err
+	return "", names.Record{}, false
 }
 
 // RegisterName publishes name → metaAddress, signed by ownerAddress: one
@@ -403,19 +327,10 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 		return chains.TxResult{}, err
 	}
 	raw := hex.EncodeToString(append(meta.Spend[:], meta.View[:]...))
-	cur, found, err := c.lookupName(ctx, n)
-	if err != nil {
-		return chains.TxResult{}, err
+	if h, err := c.registry.Check(ctx, n, src.String(), raw); err != nil || h != "" {
+		return c.result(h), err
 	}
-	if found && cur.Owner != src.String() {
-		return chains.TxResult{}, fmt.Errorf("%w: %s.veil on solana", chains.ErrNameTaken, n)
-	}
-	if found && cur.Meta == raw {
-		return c.result(cur.TxHash), nil
-	}
-	key := fmt.Sprintf("register/%s/%s/%s", n, src, fingerprint(raw))
-	it := &intent{Op: "registration", Fingerprint: fingerprint("register", n, src.String(), meta.String()), Source: src.String(), KeyRef: owner,
-		Params: map[string]string{"name": n + chains.NameSuffix}}
+	key, it := intents.Registration[attempt](n, src.String(), raw, meta.String(), owner)
 	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
 		return []solanago.Instruction{
 			memo(src, NameMemo+n+":"+raw),
@@ -427,10 +342,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 // ResolveName returns the meta-address registered for name, or an error
 // matching chains.ErrNotFound.
 func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	return names.Resolve(ctx, name, chains.Solana, edstealth.Solana, func(ctx context.Context, n string) (string, bool, error) {
-		rec, found, err := c.lookupName(ctx, n)
-		return rec.Meta, found, err
-	})
+	return c.registry.Resolve(ctx, name)
 }
 
 var _ chains.PaymentVerifier = (*Connector)(nil)

@@ -14,13 +14,6 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/intents"
-	"github.com/veilhq/veil/persistence"
-)
-
-// Intent states (chains/internal/intents).
-const (
-	statePending = intents.Pending
-	stateDone    = intents.Done
 )
 
 // attempt is one signed transaction of an intent.
@@ -39,128 +32,70 @@ type intent = intents.Intent[attempt]
 // rebuilt attempt, with fresh chain state.
 type builder func(ctx context.Context) ([]solanago.Instruction, error)
 
-const maxRebuilds = 5
-
-func (c *Connector) loadIntent(ctx context.Context, key string) (*intent, uint64, error) {
-	return intents.Load[attempt](ctx, c.store, TableIntents, key)
-}
-
-func (c *Connector) saveIntent(ctx context.Context, key string, it *intent, ver uint64) (uint64, error) {
-	return intents.Save(ctx, c.store, TableIntents, key, it, ver)
-}
-
-func (c *Connector) dropIntent(ctx context.Context, key string, ver uint64) {
-	if ver == 0 {
-		return
+// newLedger is the connector's intent ledger: an attempt whose blockhash
+// expired (BlockhashNotFound at preflight, or not landed by its last valid
+// block height) can never land, so the ledger has it rebuilt with a fresh
+// blockhash and re-signed.
+func (c *Connector) newLedger(opts Options) *intents.Ledger[attempt] {
+	return &intents.Ledger[attempt]{
+		Store: opts.Store, Table: TableIntents, Chain: chains.Solana, Log: c.log, Now: c.now,
+		Failpoint: c.fp, AfterSign: FailAfterSign, BeforeSend: FailBeforeSend, AfterSend: FailAfterSend,
+		Result: c.result,
+		Hash:   func(at attempt) string { return at.Signature },
+		Resume: c.resume,
+		Send: func(ctx context.Context, at attempt) error {
+			_, err := c.rpc.SendRawTransactionWithOpts(ctx, at.Raw, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
+			return err
+		},
+		Verdict:   c.verdict,
+		Exhausted: func(string) string { return "blockhashes kept expiring" },
 	}
-	if _, err := c.store.Apply(context.WithoutCancel(ctx), persistence.Delete(TableIntents, key, persistence.AtVersion(ver))); err != nil {
-		c.log.Error("drop intent", "key", key, "err", err)
-	}
 }
 
-// run sends the intent under key exactly once: a recorded key returns its
-// result (or resumes it); a new one is built with a recent blockhash,
-// signed, persisted and only then sent. An attempt whose blockhash expired
-// (BlockhashNotFound at preflight, or not landed by its last valid block
-// height) can never land, so the transaction is rebuilt with a fresh
-// blockhash and re-signed: the payment still happens once.
+// run sends the intent under key exactly once (intents.Ledger.Run), its
+// transaction built by build with a recent blockhash and the source as fee
+// payer.
 func (c *Connector) run(ctx context.Context, key string, it *intent, build builder) (chains.TxResult, error) {
-	unlock := c.lockSource(it.Source)
-	defer unlock()
-	cur, ver, err := c.loadIntent(ctx, key)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	if cur != nil {
-		if cur.Fingerprint != it.Fingerprint {
-			return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
-		}
-		if cur.State == stateDone {
-			return c.result(cur.TxHash), nil
-		}
-		it = cur
-		done, err := c.resume(ctx, key, it, ver)
-		if err != nil || done {
-			return c.result(it.TxHash), err
-		}
-		if it, ver, err = c.loadIntent(ctx, key); err != nil {
-			return chains.TxResult{}, err
-		}
-	}
-	src, err := parseAddress(it.Source)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	for try := 0; ; try++ {
-		if try > maxRebuilds {
-			return chains.TxResult{}, fmt.Errorf("%w: solana: blockhashes kept expiring; retry with the same idempotency key", chains.ErrUnavailable)
-		}
-		at, err := c.buildAttempt(ctx, it, src, build)
+	return c.ledger.Run(ctx, key, it, func(ctx context.Context, it *intent) (attempt, error) {
+		src, err := parseAddress(it.Source)
 		if err != nil {
-			if len(it.Attempts) > 0 {
-				c.dropIntent(ctx, key, ver) // earlier attempts are dead
-			}
-			return chains.TxResult{}, err
+			return attempt{}, err
 		}
-		if err := c.fp.Hit(FailAfterSign); err != nil {
-			return chains.TxResult{}, err
-		}
-		it.Attempts = append(it.Attempts, at)
-		it.TxHash, it.State = at.Signature, statePending
-		if it.Created.IsZero() {
-			it.Created = c.now().UTC()
-		}
-		nv, err := c.saveIntent(ctx, key, it, ver)
-		if errors.Is(err, persistence.ErrConflict) {
-			return chains.TxResult{}, fmt.Errorf("%w: solana: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, key)
-		}
-		if err != nil {
-			return chains.TxResult{}, err
-		}
-		ver = nv
-		if err := c.fp.Hit(FailBeforeSend); err != nil {
-			return chains.TxResult{}, err
-		}
-		_, serr := c.rpc.SendRawTransactionWithOpts(ctx, at.Raw, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
-		if err := c.fp.Hit(FailAfterSend); err != nil {
-			return chains.TxResult{}, err
-		}
-		verdict, txErr := classify(serr)
-		switch verdict {
-		case sentOK:
-			landed, lerr, err := c.confirm(ctx, at)
-			if err != nil {
-				return c.result(at.Signature), err
-			}
-			if !landed {
-				c.log.Info("rebuilding transaction", "source", it.Source, "reason", "blockhash expired before it landed", "key", key)
-				continue
-			}
-			if lerr != nil {
-				c.dropIntent(ctx, key, ver)
-				return chains.TxResult{}, c.rejection(it.Op, lerr)
-			}
-			it.State = stateDone
-			if _, err := c.saveIntent(context.WithoutCancel(ctx), key, it, ver); err != nil {
-				c.log.Error("record confirmed intent", "key", key, "err", err)
-			}
-			return c.result(at.Signature), nil
-		case sentExpired:
-			c.log.Info("rebuilding transaction", "source", it.Source, "reason", "BlockhashNotFound", "key", key)
-			continue
-		case sentUnknown:
-			return c.result(at.Signature), fmt.Errorf("%w: solana: send %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Signature, serr)
-		default:
-			c.dropIntent(ctx, key, ver)
-			if txErr != nil {
-				return chains.TxResult{}, c.rejection(it.Op, txErr)
-			}
-			return chains.TxResult{}, fmt.Errorf("solana rejected the %s: %v", it.Op, serr)
-		}
-	}
+		return c.buildAttempt(ctx, it, src, build)
+	})
 }
 
-// resume settles a pending intent found in the store.
+// verdict reads sendTransaction's answer; a sent attempt is confirmed
+// (or found expired) before it is judged.
+func (c *Connector) verdict(ctx context.Context, it *intent, at attempt, sent error) (intents.Outcome, error) {
+	v, txErr := classify(sent)
+	switch v {
+	case sentOK:
+		landed, lerr, err := c.confirm(ctx, at)
+		if err != nil {
+			return intents.Unknown, err
+		}
+		if !landed {
+			return intents.Stale, errors.New("blockhash expired before it landed")
+		}
+		if lerr != nil {
+			return intents.Rejected, c.rejection(it.Op, lerr)
+		}
+		return intents.Landed, nil
+	case sentExpired:
+		return intents.Stale, errors.New("BlockhashNotFound")
+	case sentUnknown:
+		return intents.Unknown, fmt.Errorf("%w: solana: send %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Signature, sent)
+	}
+	if txErr != nil {
+		return intents.Rejected, c.rejection(it.Op, txErr)
+	}
+	return intents.Rejected, fmt.Errorf("solana rejected the %s: %v", it.Op, sent)
+}
+
+// resume settles a pending intent found in the store: an attempt in the
+// ledger completes it; the newest attempt, while its blockhash is valid,
+// is sent again; otherwise every attempt is dead.
 func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint64) (bool, error) {
 	sigs := make([]solanago.Signature, len(it.Attempts))
 	for i, a := range it.Attempts {
@@ -175,12 +110,9 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 			continue
 		}
 		if s.Err != nil {
-			c.dropIntent(ctx, key, ver)
-			return true, c.rejection(it.Op, s.Err)
+			return true, c.ledger.Fail(ctx, key, ver, c.rejection(it.Op, s.Err))
 		}
-		it.State, it.TxHash = stateDone, it.Attempts[i].Signature
-		_, err := c.saveIntent(ctx, key, it, ver)
-		return true, err
+		return true, c.ledger.Complete(ctx, key, it, ver, it.Attempts[i].Signature)
 	}
 	last := it.Attempts[len(it.Attempts)-1]
 	valid, err := c.rpc.IsBlockhashValid(ctx, solanago.MustHashFromBase58(last.Blockhash), rpc.CommitmentConfirmed)
@@ -190,28 +122,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 	if !valid.Value {
 		return false, nil // dead: rebuild
 	}
-	_, serr := c.rpc.SendRawTransactionWithOpts(ctx, last.Raw, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
-	verdict, txErr := classify(serr)
-	switch verdict {
-	case sentOK:
-		landed, lerr, err := c.confirm(ctx, last)
-		if err != nil || !landed {
-			return err != nil, err
-		}
-		if lerr != nil {
-			c.dropIntent(ctx, key, ver)
-			return true, c.rejection(it.Op, lerr)
-		}
-		it.State = stateDone
-		_, err = c.saveIntent(ctx, key, it, ver)
-		return true, err
-	case sentExpired:
-		return false, nil
-	case sentUnknown:
-		return true, fmt.Errorf("%w: solana: resend %s: %v", chains.ErrUnavailable, last.Signature, serr)
-	}
-	c.dropIntent(ctx, key, ver)
-	return true, c.rejection(it.Op, txErr)
+	return c.ledger.Resend(ctx, key, it, ver, last)
 }
 
 // buildAttempt takes a recent blockhash, builds the transaction with the
@@ -375,5 +286,5 @@ func (c *Connector) Maintain(ctx context.Context, restart bool) error {
 	if !restart {
 		return nil
 	}
-	return intents.Settle(ctx, c.store, TableIntents, c.log, c.lockSource, c.resume)
+	return c.ledger.Settle(ctx)
 }

@@ -21,7 +21,8 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/intents"
-	"github.com/veilhq/veil/chains/internal/keylock"
+	"github.com/veilhq/veil/chains/internal/names"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
@@ -64,12 +65,12 @@ type Connector struct {
 	rand   io.Reader
 	now    func() time.Time
 
-	locks keylock.Locks
+	ledger *intents.Ledger[attempt]
 
 	indexMu     sync.Mutex
 	indexExists map[string]bool
 
-	namesMu sync.Mutex
+	registry *names.Index
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -90,6 +91,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
 		indexExists: map[string]bool{},
 	}
+	c.ledger = c.newLedger(opts)
+	c.registry = &names.Index{Store: opts.Store, Names: TableNames, Meta: TableMeta, Chain: chains.Stellar, Scheme: edstealth.Stellar, Page: c.registrations}
 	root, err := c.call(ctx, func() (any, error) { return c.hc.Root() })
 	if err != nil {
 		return nil, c.unavailable("root", err)
@@ -146,12 +149,6 @@ func (c *Connector) unavailable(what string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: stellar %s: %v", chains.ErrUnavailable, what, err)
-}
-
-// lockSource serialises the writes of one source account in this process
-// (one sequence number at a time); other processes are caught by tx_bad_seq.
-func (c *Connector) lockSource(addr string) func() {
-	return c.locks.Lock(addr)
 }
 
 // asset is what a symbol resolves to.

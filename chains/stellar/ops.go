@@ -108,10 +108,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		key = c.newKey()
 	}
 	fp := fingerprint("send", src, meta.String(), a.key(), amt.String())
-	if it, _, err := c.loadIntent(ctx, key); err != nil || it != nil && it.Fingerprint != fp {
-		if err == nil {
-			err = fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
-		}
+	if it, _, err := c.ledger.Prior(ctx, key, fp); err != nil {
 		return chains.TxResult{}, err
 	} else if it != nil {
 		return c.run(ctx, key, it, c.sendBuilder(it))

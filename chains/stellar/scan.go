@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -17,9 +15,9 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/names"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
-	"github.com/veilhq/veil/persistence"
 )
 
 // page reads one page of account's successful transactions after cursor,
@@ -129,16 +127,6 @@ func (c *Connector) DecodeAnnouncement(t hProtocol.Transaction) (chains.Announce
 	}, true
 }
 
-// nameRecord is the name index's entry.
-type nameRecord struct {
-	Owner  string `json:"owner"`
-	Meta   string `json:"meta"` // hex of the 64 raw bytes
-	TxHash string `json:"txHash"`
-	PT     string `json:"pt"`
-}
-
-const registryCursorKey = "registry_cursor"
-
 // verifiedSource checks the envelope's signature by its source account
 // (with this network's passphrase) and returns that account: resolution
 // trusts only what the owner signed, never Horizon's word.
@@ -160,81 +148,36 @@ func (c *Connector) verifiedSource(env xdr.TransactionEnvelope) (string, bool) {
 	return "", false
 }
 
-// syncNames reads the registry account's history since the stored cursor
-// into the name index: the first signed registration of a name owns it; a
-// later registration by the same owner replaces the meta-address.
-func (c *Connector) syncNames(ctx context.Context) error {
-	c.namesMu.Lock()
-	defer c.namesMu.Unlock()
-	cursor := ""
-	var cver uint64
-	if r, err := c.store.Get(ctx, TableMeta, registryCursorKey); err == nil {
-		cursor, cver = string(r.Value), r.Version
-	} else if !errors.Is(err, persistence.ErrNotFound) {
-		return err
+// registrations is the name index's Page: the registry account's
+// history after cursor, every registration decoded.
+func (c *Connector) registrations(ctx context.Context, cursor string) ([]names.Entry, bool, error) {
+	const page = 200
+	txs, err := c.page(ctx, c.cfg.RegistryAccount, cursor, page)
+	if err != nil {
+		return nil, false, err
 	}
-	for {
-		txs, err := c.page(ctx, c.cfg.RegistryAccount, cursor, 200)
-		if err != nil {
-			return err
-		}
-		if len(txs) == 0 {
-			return nil
-		}
-		var ops []persistence.Op
-		staged := map[string]nameRecord{}
-		for _, t := range txs {
-			cursor = t.PT
-			name, rec, ok := c.decodeRegistration(t)
-			if !ok {
-				continue
-			}
-			cur, found := staged[name]
-			if !found {
-				if r, err := c.store.Get(ctx, TableNames, name); err == nil {
-					_ = json.Unmarshal(r.Value, &cur)
-					found = true
-				}
-			}
-			if found && cur.Owner != rec.Owner {
-				continue // taken
-			}
-			staged[name] = rec
-		}
-		for name, rec := range staged {
-			val, _ := json.Marshal(rec)
-			ops = append(ops, persistence.Put(TableNames, name, val, persistence.Any()))
-		}
-		exp := persistence.Absent()
-		if cver > 0 {
-			exp = persistence.AtVersion(cver)
-		}
-		ops = append(ops, persistence.Put(TableMeta, registryCursorKey, []byte(cursor), exp))
-		vs, err := c.store.Apply(ctx, ops...)
-		if errors.Is(err, persistence.ErrConflict) {
-			return nil // another member synced meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		cver = vs[len(vs)-1]
-		if len(txs) < 200 {
-			return nil
-		}
+	out := make([]names.Entry, len(txs))
+	for i, t := range txs {
+		out[i].Cursor = t.PT
+		out[i].Name, out[i].Record, _ = c.decodeRegistration(t)
 	}
+	return out, len(txs) == page, nil
 }
 
-func (c *Connector) decodeRegistration(t hProtocol.Transaction) (string, nameRecord, bool) {
+// decodeRegistration reads a registration: the ManageData entries
+// veil.name and veil.meta set by the envelope's source, whose signature
+// is verified here.
+func (c *Connector) decodeRegistration(t hProtocol.Transaction) (string, names.Record, bool) {
 	if !t.Successful {
-		return "", nameRecord{}, false
+		return "", names.Record{}, false
 	}
 	var env xdr.TransactionEnvelope
 	if err := xdr.SafeUnmarshalBase64(t.EnvelopeXdr, &env); err != nil {
-		return "", nameRecord{}, false
+		return "", names.Record{}, false
 	}
 	src, ok := c.verifiedSource(env)
 	if !ok {
-		return "", nameRecord{}, false
+		return "", names.Record{}, false
 	}
 	var name string
 	var meta []byte
@@ -253,35 +196,10 @@ func (c *Connector) decodeRegistration(t hProtocol.Transaction) (string, nameRec
 			meta = append([]byte(nil), (*o.DataValue)...)
 		}
 	}
-	n, err := chains.ParseName(name)
-	if err != nil || n != name || len(meta) != 64 {
-		return "", nameRecord{}, false
+	if !names.Valid(name, meta, edstealth.Stellar) {
+		return "", names.Record{}, false
 	}
-	m := edstealth.MetaAddress{Chain: edstealth.Stellar}
-	copy(m.Spend[:], meta[:32])
-	copy(m.View[:], meta[32:])
-	if m.Validate() != nil {
-		return "", nameRecord{}, false
-	}
-	return n, nameRecord{Owner: src, Meta: hex.EncodeToString(meta), TxHash: t.Hash, PT: t.PT}, true
-}
-
-func (c *Connector) lookupName(ctx context.Context, n string) (nameRecord, bool, error) {
-	if err := c.syncNames(ctx); err != nil {
-		return nameRecord{}, false, err
-	}
-	r, err := c.store.Get(ctx, TableNames, n)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nameRecord{}, false, nil
-	}
-	if err != nil {
-		return nameRecord{}, false, err
-	}
-	var rec nameRecord
-	if err := json.Unmarshal(r.Value, &rec); err != nil {
-		return nameRecord{}, false, err
-	}
-	return rec, true, nil
+	return name, names.Record{Owner: src, Meta: hex.EncodeToString(meta), TxHash: t.Hash, PT: t.PT}, true
 }
 
 // RegisterName publishes name → metaAddress, signed by ownerAddress: one
@@ -304,19 +222,10 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 		return chains.TxResult{}, err
 	}
 	raw := append(meta.Spend[:], meta.View[:]...)
-	cur, found, err := c.lookupName(ctx, n)
-	if err != nil {
-		return chains.TxResult{}, err
+	if h, err := c.registry.Check(ctx, n, src, hex.EncodeToString(raw)); err != nil || h != "" {
+		return c.result(h), err
 	}
-	if found && cur.Owner != src {
-		return chains.TxResult{}, fmt.Errorf("%w: %s.veil on stellar", chains.ErrNameTaken, n)
-	}
-	if found && cur.Meta == hex.EncodeToString(raw) {
-		return c.result(cur.TxHash), nil
-	}
-	key := fmt.Sprintf("register/%s/%s/%s", n, src, fingerprint(hex.EncodeToString(raw)))
-	it := &intent{Op: "registration", Fingerprint: fingerprint("register", n, src, meta.String()), Source: src, KeyRef: owner,
-		Params: map[string]string{"name": n + chains.NameSuffix}}
+	key, it := intents.Registration[attempt](n, src, hex.EncodeToString(raw), meta.String(), owner)
 	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
 		idx, err := c.indexOp(ctx, c.cfg.RegistryAccount)
 		if err != nil {
@@ -333,10 +242,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 // ResolveName returns the meta-address registered for name, or an error
 // matching chains.ErrNotFound.
 func (c *Connector) ResolveName(ctx context.Context, name string) (string, error) {
-	return names.Resolve(ctx, name, chains.Stellar, edstealth.Stellar, func(ctx context.Context, n string) (string, bool, error) {
-		rec, found, err := c.lookupName(ctx, n)
-		return rec.Meta, found, err
-	})
+	return c.registry.Resolve(ctx, name)
 }
 
 var (

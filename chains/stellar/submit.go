@@ -15,13 +15,6 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/intents"
-	"github.com/veilhq/veil/persistence"
-)
-
-// Intent states (chains/internal/intents).
-const (
-	statePending = intents.Pending
-	stateDone    = intents.Done
 )
 
 // attempt is one signed transaction of an intent.
@@ -40,112 +33,57 @@ type intent = intents.Intent[attempt]
 // for every rebuilt attempt, with fresh chain state.
 type builder func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error)
 
-// maxRebuilds bounds how often one call rebuilds after tx_bad_seq or
-// tx_too_late.
-const maxRebuilds = 5
-
-func (c *Connector) loadIntent(ctx context.Context, key string) (*intent, uint64, error) {
-	return intents.Load[attempt](ctx, c.store, TableIntents, key)
+// newLedger is the connector's intent ledger: an attempt rejected with
+// tx_bad_seq or tx_too_late can never enter the ledger (its sequence number
+// is used, or its time bounds passed), so the ledger has the transaction
+// rebuilt with the current sequence number and re-signed.
+func (c *Connector) newLedger(opts Options) *intents.Ledger[attempt] {
+	return &intents.Ledger[attempt]{
+		Store: opts.Store, Table: TableIntents, Chain: chains.Stellar, Log: c.log, Now: c.now,
+		Failpoint: c.fp, AfterSign: FailAfterSign, BeforeSend: FailBeforeSubmit, AfterSend: FailAfterSubmit,
+		Result:  c.result,
+		Hash:    func(at attempt) string { return at.Hash },
+		Resume:  c.resume,
+		Send:    c.submit,
+		Verdict: c.verdict,
+		Exhausted: func(source string) string {
+			return source + " kept failing with a stale sequence number"
+		},
+	}
 }
 
-func (c *Connector) saveIntent(ctx context.Context, key string, it *intent, ver uint64) (uint64, error) {
-	return intents.Save(ctx, c.store, TableIntents, key, it, ver)
-}
-
-// run submits the intent under key exactly once: a recorded key returns
-// its result (or resumes it), a new one is built, signed, persisted and only
-// then submitted. tx_bad_seq and tx_too_late rebuild the transaction with
-// the current sequence number and re-sign it: the rejected attempt can
-// never enter the ledger (its sequence number is used, or its time bounds
-// passed), so the payment still happens once.
+// run submits the intent under key exactly once (intents.Ledger.Run), its
+// transaction built by build on the source's sequence number.
 func (c *Connector) run(ctx context.Context, key string, it *intent, build builder) (chains.TxResult, error) {
-	unlock := c.lockSource(it.Source)
-	defer unlock()
-	cur, ver, err := c.loadIntent(ctx, key)
-	if err != nil {
-		return chains.TxResult{}, err
+	return c.ledger.Run(ctx, key, it, func(ctx context.Context, it *intent) (attempt, error) {
+		return c.buildAttempt(ctx, it, build)
+	})
+}
+
+// submit submits an attempt's envelope; a transaction Horizon reports as
+// failed is an error too.
+func (c *Connector) submit(ctx context.Context, at attempt) error {
+	tx, err := c.submitEnvelope(ctx, at.Envelope)
+	if err == nil && !tx.Successful {
+		err = fmt.Errorf("stellar: transaction %s failed", tx.Hash)
 	}
-	if cur != nil {
-		if cur.Fingerprint != it.Fingerprint {
-			return chains.TxResult{}, fmt.Errorf("%w (key %q)", chains.ErrIdempotencyConflict, key)
-		}
-		if cur.State == stateDone {
-			return c.result(cur.TxHash), nil
-		}
-		it = cur
-		done, err := c.resume(ctx, key, it, ver)
-		if err != nil || done {
-			return c.result(it.TxHash), err
-		}
-		if it, ver, err = c.loadIntent(ctx, key); err != nil {
-			return chains.TxResult{}, err
-		}
+	return err
+}
+
+// verdict reads Horizon's answer to a submission.
+func (c *Connector) verdict(_ context.Context, it *intent, at attempt, sent error) (intents.Outcome, error) {
+	if sent == nil {
+		return intents.Landed, nil
 	}
-	for try := 0; ; try++ {
-		if try > maxRebuilds {
-			return chains.TxResult{}, fmt.Errorf("%w: stellar: %s kept failing with a stale sequence number; retry with the same idempotency key", chains.ErrUnavailable, it.Source)
-		}
-		at, err := c.buildAttempt(ctx, it, build)
-		if err != nil {
-			if ver > 0 && len(it.Attempts) > 0 {
-				// Earlier attempts are dead (see resume): the record goes.
-				_, _ = c.store.Apply(ctx, persistence.Delete(TableIntents, key, persistence.AtVersion(ver)))
-			}
-			return chains.TxResult{}, err
-		}
-		if err := c.fp.Hit(FailAfterSign); err != nil {
-			return chains.TxResult{}, err
-		}
-		it.Attempts = append(it.Attempts, at)
-		it.TxHash, it.State = at.Hash, statePending
-		if it.Created.IsZero() {
-			it.Created = c.now().UTC()
-		}
-		nv, err := c.saveIntent(ctx, key, it, ver)
-		if errors.Is(err, persistence.ErrConflict) {
-			return chains.TxResult{}, fmt.Errorf("%w: stellar: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, key)
-		}
-		if err != nil {
-			return chains.TxResult{}, err
-		}
-		ver = nv
-		if err := c.fp.Hit(FailBeforeSubmit); err != nil {
-			return chains.TxResult{}, err
-		}
-		tx, serr := c.submitEnvelope(ctx, at.Envelope)
-		if err := c.fp.Hit(FailAfterSubmit); err != nil {
-			return chains.TxResult{}, err
-		}
-		if serr == nil {
-			if !tx.Successful {
-				serr = fmt.Errorf("stellar: transaction %s failed", tx.Hash)
-			} else {
-				it.State = stateDone
-				if _, err := c.saveIntent(context.WithoutCancel(ctx), key, it, ver); err != nil {
-					c.log.Error("record confirmed intent", "key", key, "err", err)
-				}
-				return c.result(at.Hash), nil
-			}
-		}
-		codes := resultCodes(serr)
-		switch {
-		case codes == nil:
-			// No answer from the network: the attempt may be in the
-			// ledger. It stays recorded; a retry with the key resumes it.
-			return c.result(at.Hash), fmt.Errorf("%w: stellar: submit %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Hash, serr)
-		case codes.TransactionCode == "tx_bad_seq" || codes.TransactionCode == "tx_too_late":
-			c.log.Info("rebuilding transaction", "source", it.Source, "reason", codes.TransactionCode, "seq", at.Seq, "key", key)
-			continue
-		default:
-			// Rejected for good (or failed in the ledger: fee spent,
-			// nothing moved). The record goes so that the key can be used
-			// again once the cause is fixed.
-			if _, err := c.store.Apply(context.WithoutCancel(ctx), persistence.Delete(TableIntents, key, persistence.AtVersion(ver))); err != nil {
-				c.log.Error("drop rejected intent", "key", key, "err", err)
-			}
-			return chains.TxResult{}, c.rejection(it.Op, codes)
-		}
+	codes := resultCodes(sent)
+	switch {
+	case codes == nil:
+		// No answer from the network: the attempt may be in the ledger.
+		return intents.Unknown, fmt.Errorf("%w: stellar: submit %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Hash, sent)
+	case codes.TransactionCode == "tx_bad_seq" || codes.TransactionCode == "tx_too_late":
+		return intents.Stale, fmt.Errorf("%s at sequence number %d", codes.TransactionCode, at.Seq)
 	}
+	return intents.Rejected, c.rejection(it.Op, codes)
 }
 
 // resume settles a pending intent found in the store: an attempt in the
@@ -158,12 +96,9 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 		if err == nil {
 			t := tx.(hProtocol.Transaction)
 			if t.Successful {
-				it.State, it.TxHash = stateDone, t.Hash
-				_, err := c.saveIntent(ctx, key, it, ver)
-				return true, err
+				return true, c.ledger.Complete(ctx, key, it, ver, t.Hash)
 			}
-			_, _ = c.store.Apply(ctx, persistence.Delete(TableIntents, key, persistence.AtVersion(ver)))
-			return true, fmt.Errorf("stellar: transaction %s of key %q failed in the ledger; nothing was paid", t.Hash, key)
+			return true, c.ledger.Fail(ctx, key, ver, fmt.Errorf("stellar: transaction %s of key %q failed in the ledger; nothing was paid", t.Hash, key))
 		}
 		if !horizonclient.IsNotFoundError(err) {
 			return false, c.unavailable("transaction", err)
@@ -178,21 +113,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 	if !alive {
 		return false, nil
 	}
-	tx, serr := c.submitEnvelope(ctx, last.Envelope)
-	if serr == nil && tx.Successful {
-		it.State = stateDone
-		_, err := c.saveIntent(ctx, key, it, ver)
-		return true, err
-	}
-	codes := resultCodes(serr)
-	if codes == nil {
-		return true, fmt.Errorf("%w: stellar: resubmit %s: %v", chains.ErrUnavailable, last.Hash, serr)
-	}
-	if codes.TransactionCode == "tx_bad_seq" || codes.TransactionCode == "tx_too_late" {
-		return false, nil
-	}
-	_, _ = c.store.Apply(ctx, persistence.Delete(TableIntents, key, persistence.AtVersion(ver)))
-	return true, c.rejection(it.Op, codes)
+	return c.ledger.Resend(ctx, key, it, ver, last)
 }
 
 // buildAttempt reads the source's sequence number, builds the transaction,
@@ -317,5 +238,5 @@ func (c *Connector) Maintain(ctx context.Context, restart bool) error {
 	if !restart {
 		return nil
 	}
-	return intents.Settle(ctx, c.store, TableIntents, c.log, c.lockSource, c.resume)
+	return c.ledger.Settle(ctx)
 }

@@ -146,41 +146,26 @@ func parseMessage(s string) (message, error) {
 	}
 
 	l := lines[0]
+	var err error
 	switch {
 	case strings.HasPrefix(l, createPrefix) && strings.HasSuffix(l, "."):
-		rest := strings.TrimSuffix(strings.TrimPrefix(l, createPrefix), ".")
-		i := strings.Index(rest, createInfix)
-		if i < 0 {
-			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to create agent <name>.veil on <chain>.\"")
-		}
-		m.action, m.subject, m.chain = ActionCreate, rest[:i], rest[i+len(createInfix):]
-		if !token(m.subject) || !token(m.chain) {
-			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to create agent <name>.veil on <chain>.\" with no extra spaces")
+		m.action = ActionCreate
+		if m.subject, m.chain, err = fields(l, createPrefix, createInfix, "Veil wants you to create agent <name>.veil on <chain>."); err != nil {
+			return m, err
 		}
 	case strings.HasPrefix(l, policyPrefix) && strings.HasSuffix(l, "."):
-		rest := strings.TrimSuffix(strings.TrimPrefix(l, policyPrefix), ".")
-		i := strings.Index(rest, policyInfix)
-		if i < 0 {
-			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to set spending policy <policyHash> for agent <agentId>.\"")
-		}
-		m.action, m.policy, m.subject = ActionPolicy, rest[:i], rest[i+len(policyInfix):]
-		if !token(m.policy) || !token(m.subject) {
-			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to set spending policy <policyHash> for agent <agentId>.\" with no extra spaces")
+		m.action = ActionPolicy
+		if m.policy, m.subject, err = fields(l, policyPrefix, policyInfix, "Veil wants you to set spending policy <policyHash> for agent <agentId>."); err != nil {
+			return m, err
 		}
 	case (strings.HasPrefix(l, approvePrefix) || strings.HasPrefix(l, denyPrefix)) && strings.HasSuffix(l, "."):
+		prefix := approvePrefix
 		m.action = ActionApprove
-		rest := strings.TrimPrefix(l, approvePrefix)
 		if strings.HasPrefix(l, denyPrefix) {
-			m.action, rest = ActionDeny, strings.TrimPrefix(l, denyPrefix)
+			m.action, prefix = ActionDeny, denyPrefix
 		}
-		rest = strings.TrimSuffix(rest, ".")
-		i := strings.Index(rest, approvalInfix)
-		if i < 0 {
-			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to %s payment <approvalId> of agent <agentId>.\"", m.action)
-		}
-		m.policy, m.subject = rest[:i], rest[i+len(approvalInfix):]
-		if !token(m.policy) || !token(m.subject) {
-			return m, fail(ErrBadMessage, "line 1 of the signed message must read \"Veil wants you to %s payment <approvalId> of agent <agentId>.\" with no extra spaces", m.action)
+		if m.policy, m.subject, err = fields(l, prefix, approvalInfix, "Veil wants you to "+string(m.action)+" payment <approvalId> of agent <agentId>."); err != nil {
+			return m, err
 		}
 	case strings.HasPrefix(l, exportPrefix) && strings.HasSuffix(l, "."):
 		m.action, m.subject = ActionExport, strings.TrimSuffix(strings.TrimPrefix(l, exportPrefix), ".")
@@ -208,6 +193,21 @@ func parseMessage(s string) (message, error) {
 		m.when = t
 	}
 	return m, nil
+}
+
+// fields splits line 1, l = prefix + a + infix + b + ".", into a and b,
+// which must be tokens; form is how the line must read, for the errors.
+func fields(l, prefix, infix, form string) (a, b string, err error) {
+	rest := strings.TrimSuffix(strings.TrimPrefix(l, prefix), ".")
+	i := strings.Index(rest, infix)
+	if i < 0 {
+		return "", "", fail(ErrBadMessage, "line 1 of the signed message must read \"%s\"", form)
+	}
+	a, b = rest[:i], rest[i+len(infix):]
+	if !token(a) || !token(b) {
+		return "", "", fail(ErrBadMessage, "line 1 of the signed message must read \"%s\" with no extra spaces", form)
+	}
+	return a, b, nil
 }
 
 // parseTimestamp accepts exactly YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z with valid

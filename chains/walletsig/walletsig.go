@@ -19,6 +19,7 @@ package walletsig
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -123,32 +124,16 @@ func VerifyCreate(req CreateRequest, now time.Time) (Proof, error) {
 // is required and must carry an Issued At within the window (a fresh
 // signature).
 func VerifyExport(req ExportRequest, now time.Time) (Proof, error) {
-	if missing := missingFields(field{"signature", req.Signature}, field{"message", req.Message}); missing != "" {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; exporting a key needs a fresh signature and the signed message", missing)
-	}
-	if req.AgentID == "" || req.Wallet == "" {
+	return verifyFresh(fresh{
+		action: ActionExport, agentID: req.AgentID, wallet: req.Wallet, signature: req.Signature, message: req.Message,
+		known:   req.AgentID != "" && req.Wallet != "",
+		what:    "exporting a key",
+		missing: "exporting a key needs a fresh signature and the signed message",
 		// Server-side values: a programming error, reported without detail.
-		return Proof{}, fail(ErrMissingField, "the agent's id or owner wallet is unknown: the key cannot be exported")
-	}
-	w, err := parseWallet(req.Wallet)
-	if err != nil {
-		return Proof{}, err
-	}
-	m, err := parseMessage(req.Message)
-	if err != nil {
-		return Proof{}, err
-	}
-	switch {
-	case m.action != ActionExport:
-		return Proof{}, fail(ErrBadMessage, "signed message authorizes another action: sign \"Veil wants you to export the private key of agent %s.\" to export the key", req.AgentID)
-	case m.subject != req.AgentID:
-		return Proof{}, fail(ErrBadMessage, "signed message names agent %s but this is agent %s: sign a message for this agent id", quote(m.subject), quote(req.AgentID))
-	case !w.same(m.wallet):
-		return Proof{}, fail(ErrBadMessage, "signed message names wallet %s but the agent's owner wallet is %s: sign with the owner wallet and put it on the \"Wallet:\" line", quote(m.wallet), w.text)
-	case m.issuedAt == "":
-		return Proof{}, fail(ErrBadMessage, "exporting a key needs a fresh signature: add the line \"Issued At: <current UTC time>\" to the message and sign it")
-	}
-	return finish(ActionExport, w, m, req.Message, req.Signature, now)
+		unknown:    "the agent's id or owner wallet is unknown: the key cannot be exported",
+		other:      fmt.Sprintf("sign \"Veil wants you to export the private key of agent %s.\" to export the key", req.AgentID),
+		walletHint: " and put it on the \"Wallet:\" line",
+	}, now)
 }
 
 // PolicyRequest is the proof part of PUT /agent/:id/policy.
@@ -165,33 +150,18 @@ type PolicyRequest struct {
 // VerifyPolicy checks a policy change's signature at time now: a fresh
 // message naming this policy (by hash) and this agent, signed by the owner.
 func VerifyPolicy(req PolicyRequest, now time.Time) (Proof, error) {
-	if missing := missingFields(field{"signature", req.Signature}, field{"message", req.Message}); missing != "" {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; setting a spending policy needs a fresh owner signature and the signed message", missing)
-	}
-	if req.AgentID == "" || req.Wallet == "" || req.PolicyHash == "" {
-		return Proof{}, fail(ErrMissingField, "the agent's id, owner wallet or policy is unknown: the policy cannot be set")
-	}
-	w, err := parseWallet(req.Wallet)
-	if err != nil {
-		return Proof{}, err
-	}
-	m, err := parseMessage(req.Message)
-	if err != nil {
-		return Proof{}, err
-	}
-	switch {
-	case m.action != ActionPolicy:
-		return Proof{}, fail(ErrBadMessage, "signed message authorizes another action: sign \"Veil wants you to set spending policy %s for agent %s.\"", req.PolicyHash, req.AgentID)
-	case m.subject != req.AgentID:
-		return Proof{}, fail(ErrBadMessage, "signed message names agent %s but this is agent %s: sign a message for this agent id", quote(m.subject), quote(req.AgentID))
-	case m.policy != req.PolicyHash:
-		return Proof{}, fail(ErrBadMessage, "signed message names policy %s but the policy sent hashes to %s: sign the hash of the exact policy (docs/signatures.md)", quote(m.policy), req.PolicyHash)
-	case !w.same(m.wallet):
-		return Proof{}, fail(ErrBadMessage, "signed message names wallet %s but the agent's owner wallet is %s: sign with the owner wallet", quote(m.wallet), w.text)
-	case m.issuedAt == "":
-		return Proof{}, fail(ErrBadMessage, "setting a spending policy needs a fresh signature: add the line \"Issued At: <current UTC time>\" to the message and sign it")
-	}
-	return finish(ActionPolicy, w, m, req.Message, req.Signature, now)
+	return verifyFresh(fresh{
+		action: ActionPolicy, agentID: req.AgentID, wallet: req.Wallet, signature: req.Signature, message: req.Message,
+		ref:     req.PolicyHash,
+		known:   req.AgentID != "" && req.Wallet != "" && req.PolicyHash != "",
+		what:    "setting a spending policy",
+		missing: "setting a spending policy needs a fresh owner signature and the signed message",
+		unknown: "the agent's id, owner wallet or policy is unknown: the policy cannot be set",
+		other:   fmt.Sprintf("sign \"Veil wants you to set spending policy %s for agent %s.\"", req.PolicyHash, req.AgentID),
+		otherRef: func(got string) string {
+			return fmt.Sprintf("signed message names policy %s but the policy sent hashes to %s: sign the hash of the exact policy (docs/signatures.md)", got, req.PolicyHash)
+		},
+	}, now)
 }
 
 // ApprovalRequest is the proof part of POST /agent/:id/approvals/:approvalId.
@@ -214,33 +184,63 @@ func VerifyApproval(req ApprovalRequest, now time.Time) (Proof, error) {
 	if req.Deny {
 		verb, action = "deny", ActionDeny
 	}
-	if missing := missingFields(field{"signature", req.Signature}, field{"message", req.Message}); missing != "" {
-		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; a decision on a held payment needs the owner's fresh signature of \"Veil wants you to %s payment %s of agent %s.\" (docs/approvals.md)", missing, verb, req.ApprovalID, req.AgentID)
+	return verifyFresh(fresh{
+		action: action, agentID: req.AgentID, wallet: req.Wallet, signature: req.Signature, message: req.Message,
+		ref:     req.ApprovalID,
+		known:   req.AgentID != "" && req.Wallet != "" && req.ApprovalID != "",
+		what:    "a decision on a held payment",
+		missing: fmt.Sprintf("a decision on a held payment needs the owner's fresh signature of \"Veil wants you to %s payment %s of agent %s.\" (docs/approvals.md)", verb, req.ApprovalID, req.AgentID),
+		unknown: "the agent's id, owner wallet or approval is unknown: the decision cannot be checked",
+		other:   fmt.Sprintf("to %s, sign \"Veil wants you to %s payment %s of agent %s.\"", verb, verb, req.ApprovalID, req.AgentID),
+		otherRef: func(got string) string {
+			return fmt.Sprintf("signed message names payment %s but this is %s: sign a message for this approval", got, quote(req.ApprovalID))
+		},
+	}, now)
+}
+
+// fresh is what VerifyExport, VerifyPolicy and VerifyApproval check: a
+// message of action naming the agent (and ref, when the action has one)
+// and the agent's stored owner wallet, with an Issued At (a fresh
+// signature), signed by that wallet. The other fields are the error
+// texts, which tell the client what to sign.
+type fresh struct {
+	action                              Action
+	agentID, wallet, ref                string
+	signature, message                  string
+	known                               bool   // the server-side values (agent, wallet, ref) are set
+	what                                string // the action, as the subject of "needs a fresh signature"
+	missing, unknown, other, walletHint string
+	otherRef                            func(got string) string // ref differs (nil: no ref)
+}
+
+func verifyFresh(f fresh, now time.Time) (Proof, error) {
+	if missing := missingFields(field{"signature", f.signature}, field{"message", f.message}); missing != "" {
+		return Proof{}, fail(ErrMissingField, "missing required field(s): %s; %s", missing, f.missing)
 	}
-	if req.AgentID == "" || req.Wallet == "" || req.ApprovalID == "" {
-		return Proof{}, fail(ErrMissingField, "the agent's id, owner wallet or approval is unknown: the decision cannot be checked")
+	if !f.known {
+		return Proof{}, fail(ErrMissingField, "%s", f.unknown)
 	}
-	w, err := parseWallet(req.Wallet)
+	w, err := parseWallet(f.wallet)
 	if err != nil {
 		return Proof{}, err
 	}
-	m, err := parseMessage(req.Message)
+	m, err := parseMessage(f.message)
 	if err != nil {
 		return Proof{}, err
 	}
 	switch {
-	case m.action != action:
-		return Proof{}, fail(ErrBadMessage, "signed message authorizes another action: to %s, sign \"Veil wants you to %s payment %s of agent %s.\"", verb, verb, req.ApprovalID, req.AgentID)
-	case m.subject != req.AgentID:
-		return Proof{}, fail(ErrBadMessage, "signed message names agent %s but this is agent %s: sign a message for this agent id", quote(m.subject), quote(req.AgentID))
-	case m.policy != req.ApprovalID:
-		return Proof{}, fail(ErrBadMessage, "signed message names payment %s but this is %s: sign a message for this approval", quote(m.policy), quote(req.ApprovalID))
+	case m.action != f.action:
+		return Proof{}, fail(ErrBadMessage, "signed message authorizes another action: %s", f.other)
+	case m.subject != f.agentID:
+		return Proof{}, fail(ErrBadMessage, "signed message names agent %s but this is agent %s: sign a message for this agent id", quote(m.subject), quote(f.agentID))
+	case f.otherRef != nil && m.policy != f.ref:
+		return Proof{}, fail(ErrBadMessage, "%s", f.otherRef(quote(m.policy)))
 	case !w.same(m.wallet):
-		return Proof{}, fail(ErrBadMessage, "signed message names wallet %s but the agent's owner wallet is %s: sign with the owner wallet", quote(m.wallet), w.text)
+		return Proof{}, fail(ErrBadMessage, "signed message names wallet %s but the agent's owner wallet is %s: sign with the owner wallet%s", quote(m.wallet), w.text, f.walletHint)
 	case m.issuedAt == "":
-		return Proof{}, fail(ErrBadMessage, "a decision on a held payment needs a fresh signature: add the line \"Issued At: <current UTC time>\" to the message and sign it")
+		return Proof{}, fail(ErrBadMessage, "%s needs a fresh signature: add the line \"Issued At: <current UTC time>\" to the message and sign it", f.what)
 	}
-	return finish(action, w, m, req.Message, req.Signature, now)
+	return finish(f.action, w, m, f.message, f.signature, now)
 }
 
 // CheckIssuedAt is the time window of every signed message (create,

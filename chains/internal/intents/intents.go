@@ -106,3 +106,12 @@ func Settle[A any](ctx context.Context, st persistence.Store, table string, log 
 	}
 	return errors.Join(errs...)
 }
+
+// Registration is the intent of registering the parsed name n by owner
+// (its address source) to meta, whose raw keys are metaHex, and its
+// idempotency key: one per name, owner and meta-address.
+func Registration[A any](n, source, metaHex, meta string, owner chains.KeyRef) (string, *Intent[A]) {
+	key := "register/" + n + "/" + source + "/" + Fingerprint(metaHex)
+	return key, &Intent[A]{Op: "registration", Fingerprint: Fingerprint("register", n, source, meta), Source: source, KeyRef: owner,
+		Params: map[string]string{"name": n + chains.NameSuffix}}
+}
