@@ -20,9 +20,9 @@ type Loop struct {
 // New returns a loop that runs nothing yet.
 func New() *Loop { return &Loop{stop: make(chan struct{})} }
 
-// Every runs pass at once and then every period, each time with a context
-// that Stop cancels, until Stop.
-func (l *Loop) Every(period time.Duration, pass func(ctx context.Context)) {
+// Go runs run in the loop's goroutine with a context that Stop cancels,
+// for a loop with its own timing (the scanner's, woken early by Kick).
+func (l *Loop) Go(run func(ctx context.Context)) {
 	l.done.Add(1)
 	go func() {
 		defer l.done.Done()
@@ -35,6 +35,14 @@ func (l *Loop) Every(period time.Duration, pass func(ctx context.Context)) {
 			case <-ctx.Done():
 			}
 		}()
+		run(ctx)
+	}()
+}
+
+// Every runs pass at once and then every period, each time with a context
+// that Stop cancels, until Stop.
+func (l *Loop) Every(period time.Duration, pass func(ctx context.Context)) {
+	l.Go(func(ctx context.Context) {
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
@@ -45,7 +53,7 @@ func (l *Loop) Every(period time.Duration, pass func(ctx context.Context)) {
 			case <-t.C:
 			}
 		}
-	}()
+	})
 }
 
 // Stop cancels the running pass and waits until the loop has ended.
