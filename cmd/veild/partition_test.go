@@ -175,27 +175,34 @@ func (l *clusterLoad) finish() {
 }
 
 // A three-member cluster under payment load heals from the faults of
-// issue 25: a member stopped with SIGSTOP for 3 s and for 10 s while
-// requests are in flight to it, and a real two-sided partition (member 0
-// cut from 1 and 2, both ways, remoting and health) that both sides
-// survive. After each fault the cluster converges to one topology and
-// every member answers every agent with 200; at the end every acknowledged
-// write is there, every acknowledged payment reached the payee exactly
-// once, a payment sent without an Idempotency-Key never twice, and no
-// request ran after its caller had been told it failed.
+// issue 25: a member stopped with SIGSTOP while requests are in flight to
+// it, and a real two-sided partition (member 0 cut from 1 and 2, both
+// ways, remoting and health) that both sides survive. After each fault the
+// cluster converges to one topology and every member answers every agent
+// with 200; at the end every acknowledged write is there, every
+// acknowledged payment reached the payee exactly once, a payment sent
+// without an Idempotency-Key never twice, and no request ran after its caller
+// had been told it failed.
+//
+// By default it runs one 3 s SIGSTOP and one partition (about 2 minutes on
+// a loaded 2-core machine); VEIL_PARTITION_TEST=1 runs the long version of
+// the issue: SIGSTOP for 3 s and for 10 s, and a 10 s partition.
+// Nothing here asserts a duration: every wait is for a condition, with a
+// deadline generous enough for a loaded machine; the times are figures.
 func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a devnet and three veild members for several minutes")
+		t.Skip("starts a devnet and three veild members for minutes")
 	}
-	// Off by default (VEIL_PARTITION_TEST=1 runs it): the double payment
-	// it once found is fixed (docs/cluster.md), but on 2 cores at load
-	// 20-30 the cluster's convergence after the partition took 20 s, 47 s
-	// and 123 s in three passing runs (after three that never converged
-	// with a 10 s gossip heartbeat expiry), against a 3-minute budget, and
-	// the runs lasted 90 s to 9.6 minutes, of the 20 that make test gives
-	// all of cmd/veild: too close to fail by chance in CI.
-	if os.Getenv("VEIL_PARTITION_TEST") == "" {
-		t.Skip("slow and load-sensitive (heal after the partition 20-123 s on a loaded 2-core machine; docs/cluster.md): set VEIL_PARTITION_TEST=1 to run it")
+	type pauseFault struct {
+		name   string
+		payer  int // the fault stops the member that owns this payer
+		length time.Duration
+	}
+	pauses := []pauseFault{{"SIGSTOP 3s", 0, 3 * time.Second}}
+	cutFor := 5 * time.Second
+	if os.Getenv("VEIL_PARTITION_TEST") != "" {
+		pauses = append(pauses, pauseFault{"SIGSTOP 10s", 1, 10 * time.Second})
+		cutFor = 10 * time.Second
 	}
 	c := newTestCluster(t, 3)
 	c.startAll()
@@ -228,42 +235,37 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 		note  string
 	}
 	var figures []figure
-	pause := func(i int, d time.Duration) {
-		c.signal(i, syscall.SIGSTOP)
+	for _, f := range pauses {
+		member := c.ownerOf(payers[f.payer])
+		before := load.acked()
+		c.signal(member, syscall.SIGSTOP)
 		// The pause is the fault being tested: its length is the input,
 		// not an assertion on timing.
-		time.Sleep(d)
-		c.signal(i, syscall.SIGCONT)
-	}
-	for _, f := range []struct {
-		name   string
-		member int
-		pause  time.Duration
-	}{
-		{"SIGSTOP 3s", c.ownerOf(payers[0]), 3 * time.Second},
-		{"SIGSTOP 10s", c.ownerOf(payers[1]), 10 * time.Second},
-	} {
-		before := load.acked()
-		pause(f.member, f.pause)
+		time.Sleep(f.length)
+		c.signal(member, syscall.SIGCONT)
 		heal, err := c.waitHealed(all, 180*time.Second)
 		if err != nil {
-			t.Fatalf("%s of member %d: %v", f.name, f.member, err)
+			t.Fatalf("%s of member %d: %v", f.name, member, err)
 		}
 		figures = append(figures, figure{fault: f.name, heal: heal})
-		t.Logf("%s of member %d: healed %v after SIGCONT", f.name, f.member, heal)
+		t.Logf("%s of member %d: healed %v after SIGCONT", f.name, member, heal)
 		load.waitAcks(before + 6) // the load goes on after the fault
 	}
 
 	// The partition: member 0 alone on one side. A probe asks member 0
-	// directly for every agent while it is cut off.
+	// directly for every agent while it is cut off, for cutFor and at
+	// least until it has refused one (it takes a poll timeout or two to
+	// notice; a deadline, not a timing, bounds the wait).
 	before := load.acked()
 	c.partition(0)
 	var refused, answered, failed int
 	var firstRefusal string
 	cutAt := time.Now()
-	probeUntil := cutAt.Add(10 * time.Second)
 	client := &http.Client{Timeout: 5 * time.Second}
-	for time.Now().Before(probeUntil) {
+	for time.Since(cutAt) < cutFor || refused == 0 {
+		if time.Since(cutAt) > 120*time.Second {
+			t.Fatalf("the minority side never refused a request in 120 s of partition (it answered %d)", answered)
+		}
 		m := c.member(0)
 		for _, id := range all {
 			switch st, body := c.get(client, m, "/agent/"+id+"/status"); st {
@@ -279,17 +281,16 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 			}
 		}
 	}
+	cut := time.Since(cutAt)
 	c.heal()
 	heal, err := c.waitHealed(all, 180*time.Second)
 	if err != nil {
 		t.Fatalf("partition of member 0: %v", err)
 	}
-	figures = append(figures, figure{fault: "partition {0} | {1,2}, 10s", heal: heal,
+	name := fmt.Sprintf("partition {0} | {1,2}, %v", cut.Round(time.Second))
+	figures = append(figures, figure{fault: name, heal: heal,
 		note: fmt.Sprintf("minority answered %d requests, refused %d (503), %d timed out", answered, refused, failed)})
-	t.Logf("partition {0}|{1,2} for 10s: healed %v after the cut healed; the minority side answered %d status requests (before it noticed), refused %d with 503, %d other; first refusal %s", heal, answered, refused, failed, firstRefusal)
-	if refused == 0 {
-		t.Errorf("the minority side never refused a request during a 10s partition")
-	}
+	t.Logf("%s: healed %v after the cut healed; the minority side answered %d status requests (before it noticed), refused %d with 503, %d other; first refusal %s", name, heal, answered, refused, failed, firstRefusal)
 	load.waitAcks(before + 6)
 	load.finish()
 	if t.Failed() {
