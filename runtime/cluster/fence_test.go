@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -200,49 +201,10 @@ func TestPaymentIntentOfAStaleActivationIsRefusedAtomically(t *testing.T) {
 // supervisor restarts it). The cluster converges to one topology.
 func TestAMemberBlockedByOnePeerRejoins(t *testing.T) {
 	const n = 3
-	// hp[j][i]: member i's health endpoint as member j polls it, one proxy
-	// per link so that one member's polls of another can be cut alone.
-	hp := make([][]*faultproxy.Proxy, n)
-	rp := make([]*faultproxy.Proxy, n)
-	listen := func() *faultproxy.Proxy {
-		p, err := faultproxy.Listen("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		return p
-	}
-	for j := range n {
-		rp[j] = listen()
-		hp[j] = make([]*faultproxy.Proxy, n)
-		for i := range n {
-			hp[j][i] = listen()
-		}
-	}
 	rejoined := make(chan string, n)
-	start := func(i int, name string) *node {
-		seeds := make([]string, n)
-		healths := make([]*faultproxy.Proxy, n)
-		for k := range n {
-			seeds[k] = hp[i][k].Addr()
-			healths[k] = hp[k][i]
-		}
-		return startMember(t, name, fmt.Sprintf("127.0.0.%d", 50+i), rp[i], healths, hp[i][i].Addr(), seeds,
-			func(why string) { rejoined <- why })
-	}
-	nodes := make([]*node, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); nodes[i] = start(i, fmt.Sprintf("m%d", i)) }()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	for _, nd := range nodes {
-		waitMembers(t, nd, n)
-	}
+	lc := startLinked(t, n, func(why string) { rejoined <- why })
+	nodes, hp := lc.nodes, lc.hp
+	start := lc.start
 
 	// m1's polls of m2 hang until m1 drops m2; then they flow again.
 	hp[1][2].CutAll()
@@ -306,5 +268,106 @@ func TestMajorityServesWhileAMemberIsCutOff(t *testing.T) {
 		for _, n := range nodes[:2] {
 			ping(t, n, fmt.Sprintf("cut-%d", i))
 		}
+	}
+}
+
+// linked is a cluster whose links can be cut one by one: hp[j][i] is
+// member i's health endpoint as member j polls it, rp[i] member i's
+// remoting (cut by the dialing member's source address, 127.0.0.(50+j)).
+type linked struct {
+	nodes []*node
+	hp    [][]*faultproxy.Proxy
+	rp    []*faultproxy.Proxy
+	start func(i int, name string) *node
+}
+
+func linkedIP(i int) string { return fmt.Sprintf("127.0.0.%d", 50+i) }
+
+// startLinked starts n members on per-link proxies, each with rejoin as
+// its Config.Rejoin, and waits until they all see each other.
+func startLinked(t *testing.T, n int, rejoin func(string)) *linked {
+	t.Helper()
+	lc := &linked{nodes: make([]*node, n), hp: make([][]*faultproxy.Proxy, n), rp: make([]*faultproxy.Proxy, n)}
+	listen := func() *faultproxy.Proxy {
+		p, err := faultproxy.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	for j := range n {
+		lc.rp[j] = listen()
+		lc.hp[j] = make([]*faultproxy.Proxy, n)
+		for i := range n {
+			lc.hp[j][i] = listen()
+		}
+	}
+	lc.start = func(i int, name string) *node {
+		seeds := make([]string, n)
+		healths := make([]*faultproxy.Proxy, n)
+		for k := range n {
+			seeds[k] = lc.hp[i][k].Addr()
+			healths[k] = lc.hp[k][i]
+		}
+		return startMember(t, name, linkedIP(i), lc.rp[i], healths, lc.hp[i][i].Addr(), seeds, rejoin)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); lc.nodes[i] = lc.start(i, fmt.Sprintf("m%d", i)) }()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, nd := range lc.nodes {
+		waitMembers(t, nd, n)
+	}
+	return lc
+}
+
+// A request that one member forwarded just before a partition cut it
+// off waits in the cut; the sender drops the owner and fails the request
+// (its caller is told so). When the partition heals, the held bytes reach
+// the owner, which has dropped the sender meanwhile: it must not run the
+// request (issue 25's partition test caught a payment without a key
+// started three seconds after its caller got a 503).
+func TestARequestHeldInAPartitionDoesNotRunAfterIt(t *testing.T) {
+	lc := startLinked(t, 3, nil)
+	m0, m1 := lc.nodes[0], lc.nodes[1]
+	var id string
+	for i := 0; id == ""; i++ {
+		if c := fmt.Sprintf("held-%d", i); m0.member.Owner(c) == lc.nodes[2].member.Self() {
+			id = c
+		}
+	}
+	// {m0} | {m1, m2}, both ways, remoting and health.
+	for _, k := range []int{1, 2} {
+		lc.hp[0][k].CutAll()
+		lc.hp[k][0].CutAll()
+		lc.rp[k].Cut(func(src net.IP) bool { return src.Equal(net.ParseIP(linkedIP(0))) })
+	}
+	lc.rp[0].Cut(func(src net.IP) bool { return !src.Equal(net.ParseIP(linkedIP(0))) })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := m0.member.Request(ctx, id, &Ping{}); err == nil {
+		t.Fatal("a request across a fresh partition succeeded")
+	} else {
+		t.Logf("the caller was told: %v", err)
+	}
+	// The majority has dropped m0 too; then the partition heals.
+	waitMembers(t, m1, 2)
+	waitMembers(t, lc.nodes[2], 2)
+	for _, k := range []int{0, 1, 2} {
+		lc.rp[k].Heal()
+		for _, j := range []int{0, 1, 2} {
+			lc.hp[j][k].Heal()
+		}
+	}
+	// The agent's first request on m2 is this one: had the held request
+	// run, it would be the second.
+	if p := ping(t, m1, id); p.Count != 1 {
+		t.Fatalf("agent %s counted %d requests: the request held in the partition ran after its caller was told it failed", id, p.Count)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -146,9 +147,24 @@ func (m *Member) receive(c actor.Context) {
 	// waited in a buffer while this process was paused is refused even if
 	// the watchdog has not run yet.
 	fenced := m.Fenced()
+	if fenced == "" && !m.counts(sender.Address) {
+		// From a member this one has dropped: sent before the topology
+		// change, and held up since (a partition holds the bytes and
+		// delivers them when it heals). Its sender failed it when it
+		// dropped this member in turn, and its caller may have been told
+		// so: it must not run now.
+		fenced = fmt.Sprintf("the sender %s is not in its topology", sender.Address)
+	}
 	go func() {
 		m.system.Root.Send(sender, m.serve(req, fenced))
 	}()
+}
+
+// counts reports whether addr is in this member's topology.
+func (m *Member) counts(addr string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Contains(m.members, addr)
 }
 
 // serve runs one forwarded request on the local host, unless this member
