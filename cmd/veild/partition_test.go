@@ -305,9 +305,11 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 		t.Logf("FIGURE %s: one topology and every agent answering on every member %v after the fault ended. %s", f.fault, f.heal.Round(10*time.Millisecond), f.note)
 	}
 
+	checksAt := time.Now()
 	checkAcknowledged(t, c, load.acks)
 	checkPayments(t, c, payees, load.acks, load.once)
 	checkNotRunAfterFailure(t, c, payers, load.once)
+	t.Logf("the final checks took %v", time.Since(checksAt).Round(time.Second))
 	c.stopAll()
 }
 
