@@ -10,12 +10,7 @@ import (
 )
 
 func TestLoadSaveVersions(t *testing.T) {
-	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "r.db"), persistence.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
+	st, ctx := open(t)
 	type rec struct{ N int }
 	if v, ver, err := Load[rec](ctx, st, "t", "k"); v != nil || ver != 0 || err != nil {
 		t.Fatalf("missing = %v %d %v", v, ver, err)
@@ -45,12 +40,7 @@ func TestLoadSaveVersions(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "r.db"), persistence.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
+	st, ctx := open(t)
 	type rec struct{ N int }
 	if got, err := List[rec](ctx, st, "t", persistence.Query{}); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("empty table = %#v %v; want an empty, non-nil list", got, err)
@@ -70,4 +60,15 @@ func TestList(t *testing.T) {
 	if _, err := List[rec](ctx, st, "t", persistence.Query{Prefix: "a/"}); err == nil {
 		t.Fatal("garbage decoded")
 	}
+}
+
+// open returns a fresh bbolt store, closed when the test ends.
+func open(t *testing.T) (persistence.Store, context.Context) {
+	t.Helper()
+	st, err := persistence.OpenBolt(filepath.Join(t.TempDir(), "r.db"), persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, context.Background()
 }
