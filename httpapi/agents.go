@@ -25,23 +25,6 @@ import (
 // nameRule is the 400's explanation of chains.ValidName.
 const nameRule = chains.NameRule + ", given without the " + chains.NameSuffix + " suffix"
 
-// The wire types of the agent endpoints are the Go client's: one
-// definition of each JSON shape, which the server writes (or decodes) and
-// the client reads (or sends), so the two cannot drift apart.
-type (
-	// AgentInfo is the spec's AgentInfo.
-	AgentInfo = client.AgentInfo
-	// CreateAgentRequest is the body of POST /agent/create.
-	CreateAgentRequest = client.CreateAgentRequest
-	// CreateAgentResponse is the spec's single-chain create answer, plus
-	// the AgentInfo fields chains, addresses and metaAddresses (additive:
-	// the spec's five fields are unchanged), which Wraith's TypeScript SDK
-	// reads from this answer (docs/compat-wraith.md).
-	CreateAgentResponse = client.CreatedAgent
-	// ExportRequest is the body of POST /agent/:id/export.
-	ExportRequest = client.ExportRequest
-)
-
 func infoOf(r *agent.Record) AgentInfo {
 	return AgentInfo{ID: r.ID, Name: r.Name, Chains: r.Chains, Addresses: r.Addresses, MetaAddresses: r.MetaAddresses}
 }

@@ -5,12 +5,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/policy"
-	"github.com/veilhq/veil/client"
 )
-
-// DecideApprovalRequest is the body of POST /agent/:id/approvals/:approvalId
-// (the client's type).
-type DecideApprovalRequest = client.DecideApprovalRequest
 
 // approvalID reads {approvalId}: anything but a UUID is not found. The
 // approval's id is read before the agent's, the body after it.

@@ -8,12 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/veilhq/veil/actors/agent"
-	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/llm"
 )
-
-// ChatRequest is the body of POST /agent/:id/chat (the client's type).
-type ChatRequest = client.ChatRequest
 
 // Headers of chat.
 const (

@@ -10,18 +10,6 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/webhook"
-	"github.com/veilhq/veil/client"
-)
-
-// The webhook endpoints' wire types are the Go client's (see AgentInfo).
-type (
-	// CreateWebhookRequest is the body of POST /webhooks.
-	CreateWebhookRequest = client.CreateWebhookRequest
-	// WebhookView is a webhook as the API shows it; Secret only in the
-	// answer of the create.
-	WebhookView = client.Webhook
-	// DeliveryView is one delivery as GET /webhooks/:id/deliveries shows it.
-	DeliveryView = client.WebhookDelivery
 )
 
 func viewOf(w *webhook.Webhook, withSecret bool) WebhookView {

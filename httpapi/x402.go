@@ -39,20 +39,24 @@ func (s *Server) payX402(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Access-Control-Expose-Headers", x402.HeaderRequired+", "+x402.HeaderResponse)
+	// setEncoded sets header to v in x402's encoding.
+	setEncoded := func(header string, v any) error {
+		enc, err := x402.Encode(v)
+		if err == nil {
+			h.Set(header, enc)
+		}
+		return err
+	}
 	switch ans.Outcome {
 	case agent.X402Required, agent.X402Invalid:
-		enc, err := x402.Encode(ans.Required)
-		if err != nil {
+		if err := setEncoded(x402.HeaderRequired, ans.Required); err != nil {
 			return err
 		}
-		h.Set(x402.HeaderRequired, enc)
 		writeError(w, http.StatusPaymentRequired, ans.Message)
 	case agent.X402Settled:
-		enc, err := x402.Encode(ans.Settlement)
-		if err != nil {
+		if err := setEncoded(x402.HeaderResponse, ans.Settlement); err != nil {
 			return err
 		}
-		h.Set(x402.HeaderResponse, enc)
 		writeJSON(w, http.StatusOK, ans.Invoice)
 	case agent.X402Paid:
 		writeJSON(w, http.StatusOK, ans.Invoice)
