@@ -51,16 +51,14 @@ func (c *Connector) Check(ctx context.Context) error {
 		if err := c.requireCode(ctx, c.cfg.Sender, "SENDER"); err != nil {
 			errs = append(errs, err)
 		} else {
-			out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Sender, Data: c.sender.PackAnnouncer()}, nil)
 			var ann common.Address
-			if err == nil {
+			err := c.view(ctx, c.cfg.Sender, c.sender.PackAnnouncer(), func(out []byte) (err error) {
 				ann, err = c.sender.UnpackAnnouncer(out)
-			}
+				return err
+			})
 			switch {
-			case err != nil && !isRPCAnswer(err):
-				errs = append(errs, c.unavailable("check sender", err))
 			case err != nil:
-				errs = append(errs, c.misconfigured("SENDER", c.cfg.Sender, "not a StealthSender (announcer() failed: %v); deploy one with `veild contracts deploy`", err))
+				errs = append(errs, c.viewFailed(err, "check sender", "SENDER", c.cfg.Sender, "not a StealthSender (announcer() failed: %v); deploy one with `veild contracts deploy`"))
 			case ann != c.cfg.Announcer:
 				errs = append(errs, c.misconfigured("SENDER", c.cfg.Sender, "this StealthSender announces through %s, but %s is %s; set the variable to the sender's announcer or deploy a sender for this one",
 					ann.Hex(), envVar(c.cfg.Chain, "ANNOUNCER"), c.cfg.Announcer.Hex()))
@@ -71,15 +69,12 @@ func (c *Connector) Check(ctx context.Context) error {
 		if err := c.requireCode(ctx, c.cfg.Names, "NAMES"); err != nil {
 			errs = append(errs, err)
 		} else {
-			out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.cfg.Names, Data: c.names.PackNameOf(common.Address{})}, nil)
-			if err == nil {
-				_, err = c.names.UnpackNameOf(out)
-			}
-			switch {
-			case err != nil && !isRPCAnswer(err):
-				errs = append(errs, c.unavailable("check names", err))
-			case err != nil:
-				errs = append(errs, c.misconfigured("NAMES", c.cfg.Names, "not a VeilNames registry (nameOf() failed: %v)", err))
+			err := c.view(ctx, c.cfg.Names, c.names.PackNameOf(common.Address{}), func(out []byte) error {
+				_, err := c.names.UnpackNameOf(out)
+				return err
+			})
+			if err != nil {
+				errs = append(errs, c.viewFailed(err, "check names", "NAMES", c.cfg.Names, "not a VeilNames registry (nameOf() failed: %v)"))
 			}
 		}
 	}
@@ -95,21 +90,41 @@ func (c *Connector) checkToken(ctx context.Context, t Token) error {
 	if err := c.requireCode(ctx, t.Address, "TOKENS"); err != nil {
 		return fmt.Errorf("%w (token %s)", err, t.Symbol)
 	}
-	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &t.Address, Data: c.token.PackDecimals()}, nil)
 	var dec uint8
-	if err == nil {
+	err := c.view(ctx, t.Address, c.token.PackDecimals(), func(out []byte) (err error) {
 		dec, err = c.token.UnpackDecimals(out)
-	}
+		return err
+	})
 	switch {
-	case err != nil && !isRPCAnswer(err):
-		return c.unavailable("check token "+t.Symbol, err)
 	case err != nil:
-		return c.misconfigured("TOKENS", t.Address, "token %s: not an ERC-20 with decimals() (%v)", t.Symbol, err)
+		return c.viewFailed(err, "check token "+t.Symbol, "TOKENS", t.Address, "token %s: not an ERC-20 with decimals() (%v)", t.Symbol)
 	case int(dec) != t.Decimals:
 		return c.misconfigured("TOKENS", t.Address, "token %s has %d decimals on chain, configured %d: amounts would be off by 10^%d; write %s=%s:%d",
 			t.Symbol, dec, t.Decimals, absDiff(int(dec), t.Decimals), t.Symbol, t.Address.Hex(), dec)
 	}
 	return nil
+}
+
+// view calls a view method of the contract at addr (data: the call) and
+// reads its answer with unpack.
+func (c *Connector) view(ctx context.Context, addr common.Address, data []byte, unpack func(out []byte) error) error {
+	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &addr, Data: data}, nil)
+	if err != nil {
+		return err
+	}
+	return unpack(out)
+}
+
+// viewFailed is the verdict on a failed view of a configured contract
+// (check names the check, what the variable that configures addr): a node
+// that did not answer is chains.ErrUnavailable; a call the contract
+// refused, or an answer it cannot have given, is ErrMisconfigured, said by
+// format with args and the error.
+func (c *Connector) viewFailed(err error, check, what string, addr common.Address, format string, args ...any) error {
+	if !isRPCAnswer(err) {
+		return c.unavailable(check, err)
+	}
+	return c.misconfigured(what, addr, format, append(args, err)...)
 }
 
 func absDiff(a, b int) int {

@@ -24,6 +24,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/connopts"
 )
 
 // NativeDecimals is the precision of every EVM chain's native asset.
@@ -250,10 +251,11 @@ func ConfigFromLookup(id chains.ID, lookup func(string) (string, bool)) (cfg Con
 			err = fmt.Errorf("VEIL_EXPLORER_%s=%q: the template needs {hash} where the transaction hash goes (or set it empty for no links)", up, v)
 		}
 	}
-	if v := env("TOKENS"); v != "" && err == nil {
-		cfg.Tokens, err = parseTokens(v)
-		if err != nil {
-			err = fmt.Errorf("VEIL_EVM_%s_TOKENS: %w", up, err)
+	if err == nil {
+		var tokens []Token
+		var set bool
+		if tokens, set, err = connopts.List(getenv, envVar(id, "TOKENS"), "SYMBOL=0xaddress:decimals", parseToken); set {
+			cfg.Tokens = tokens
 		}
 	}
 	if err != nil {
@@ -263,20 +265,9 @@ func ConfigFromLookup(id chains.ID, lookup func(string) (string, bool)) (cfg Con
 	return cfg, true, cfg.Validate()
 }
 
-func parseTokens(s string) ([]Token, error) {
-	var out []Token
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		sym, rest, ok1 := strings.Cut(item, "=")
-		a, d, ok2 := strings.Cut(rest, ":")
-		dec, err := strconv.Atoi(d)
-		if !ok1 || !ok2 || err != nil || !common.IsHexAddress(a) {
-			return nil, fmt.Errorf("%q: want SYMBOL=0xaddress:decimals", item)
-		}
-		out = append(out, Token{Symbol: strings.ToUpper(sym), Address: common.HexToAddress(a), Decimals: dec})
-	}
-	return out, nil
+func parseToken(item string) (Token, bool) {
+	sym, rest, ok1 := strings.Cut(item, "=")
+	a, d, ok2 := strings.Cut(rest, ":")
+	dec, err := strconv.Atoi(d)
+	return Token{Symbol: strings.ToUpper(sym), Address: common.HexToAddress(a), Decimals: dec}, ok1 && ok2 && err == nil && common.IsHexAddress(a)
 }

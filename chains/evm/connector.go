@@ -23,6 +23,8 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
 	"github.com/veilhq/veil/chains/internal/connopts"
+	"github.com/veilhq/veil/chains/internal/parse"
+	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
@@ -67,6 +69,8 @@ type Connector struct {
 	now      func() time.Time
 	txSigner types.Signer
 	chainID  *big.Int
+
+	reqs parse.Chain[common.Address, secp256k1.MetaAddress, asset]
 
 	sender *bindings.StealthSender
 	names  *bindings.VeilNames
@@ -118,6 +122,10 @@ func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connec
 		token: bindings.NewTestToken(), ann: bindings.NewERC5564Announcer(),
 	}
 	c.txSigner = types.LatestSignerForChainID(c.chainID)
+	c.reqs = parse.Chain[common.Address, secp256k1.MetaAddress, asset]{
+		Address: parseAddress, Meta: parse.Meta(secp256k1.ParseMetaAddress),
+		Asset: c.resolveAsset, Decimals: func(a asset) int { return a.decimals },
+	}
 	got, err := c.eth.ChainID(ctx)
 	if err != nil {
 		rc.Close()

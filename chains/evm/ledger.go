@@ -109,8 +109,6 @@ func (c *Connector) pendingKey(a common.Address, nonce uint64) string {
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
-func newKey(c *Connector) string { return intents.NewKey(c.rand) }
-
 // recorded answers a retry of an idempotency key from its record.
 func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult, error) {
 	var it intent

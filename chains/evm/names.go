@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/names"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
 
@@ -24,18 +25,11 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	if err := c.needNames(); err != nil {
 		return chains.TxResult{}, err
 	}
-	n, err := chains.ParseName(name)
+	r, err := c.reqs.Register(ownerAddress, name, metaAddress)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	src, err := parseAddress(ownerAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	meta, err := parseMeta(metaAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
+	n, src, meta := r.Name, r.Owner, r.Meta
 	raw := append(meta.Spend[:], meta.View[:]...)
 	key := fmt.Sprintf("register/%s/%s/%s", n, strings.ToLower(src.Hex()), hex.EncodeToString(crypto.Keccak256(raw)[:8]))
 	fp := fingerprint("register", n, src.Hex(), meta.String())
@@ -98,21 +92,16 @@ func (c *Connector) ResolveName(ctx context.Context, name string) (string, error
 	if err := c.needNames(); err != nil {
 		return "", err
 	}
-	n, err := chains.ParseName(name)
-	if err != nil {
-		return "", err
-	}
-	owner, raw, err := c.resolve(ctx, n)
-	if err != nil {
-		return "", err
-	}
-	if owner == (common.Address{}) || len(raw) != 66 {
-		return "", fmt.Errorf("%w: %s.veil on %s", chains.ErrNotFound, n, c.cfg.Chain)
-	}
-	var m secp256k1.MetaAddress
-	copy(m.Spend[:], raw[:33])
-	copy(m.View[:], raw[33:])
-	return m.String(), nil
+	return names.Resolve(ctx, c.cfg.Chain, name, func(ctx context.Context, n string) (string, bool, error) {
+		owner, raw, err := c.resolve(ctx, n)
+		if err != nil || owner == (common.Address{}) || len(raw) != 66 {
+			return "", false, err
+		}
+		var m secp256k1.MetaAddress
+		copy(m.Spend[:], raw[:33])
+		copy(m.View[:], raw[33:])
+		return m.String(), true, nil
+	})
 }
 
 // NameOf is the reverse lookup: the name ("alice.veil") address owns.

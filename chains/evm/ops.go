@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/persistence"
 )
@@ -41,14 +42,6 @@ func (c *Connector) needNames() error {
 	return nil
 }
 
-func parseMeta(s string) (secp256k1.MetaAddress, error) {
-	m, err := secp256k1.ParseMetaAddress(strings.TrimSpace(s))
-	if err != nil {
-		return m, fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
-	}
-	return m, nil
-}
-
 // SendStealth pays req.To (a meta-address) req.Amount of req.Asset from fromAddress (signed with
 // from): it derives a one-time stealth address and calls the StealthSender,
 // which transfers and announces in one transaction. A token payment first
@@ -60,26 +53,12 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	if err := c.needSender(); err != nil {
 		return chains.TxResult{}, err
 	}
-	src, err := parseAddress(fromAddress)
+	r, err := c.reqs.Send(fromAddress, req)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	meta, err := parseMeta(req.To)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	a, err := c.resolveAsset(req.Asset)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	amt, err := req.Units(a.decimals)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = newKey(c)
-	}
+	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
+	key := intents.KeyOr(req.IdempotencyKey, c.rand)
 	fp := fingerprint("send", src.Hex(), meta.String(), a.symbol, amt.String())
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
@@ -187,27 +166,12 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 }
 
 func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer *chains.GasPayer) (chains.TxResult, error) {
-	src, err := parseAddress(req.From)
+	w, err := c.reqs.Withdraw(req)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	dst, err := parseAddress(req.To)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	a, err := c.resolveAsset(req.Asset)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	all := req.All
-	amt, err := req.Units(a.decimals)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = newKey(c)
-	}
+	src, dst, a, amt, all := w.From, w.To, w.Asset, w.Units, w.All
+	key := intents.KeyOr(req.IdempotencyKey, c.rand)
 	amtStr, amount := "all", "" // base units for the fingerprint, whole units for the record
 	if !all {
 		amtStr, amount = amt.String(), chains.FormatAmount(amt, a.decimals)

@@ -17,12 +17,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	solanago "github.com/gagliardetto/solana-go"
+
+	"github.com/veilhq/veil/chains/internal/connopts"
 )
 
 // Runtime figures.
@@ -165,9 +166,7 @@ const (
 //	VEIL_SOLANA_REGISTRY         name registry index account (default: the well-known one)
 //	VEIL_SOLANA_AIRDROP_LAMPORTS what Fund requests (default 1 SOL)
 func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = connopts.Getenv(getenv)
 	url := getenv("VEIL_RPC_SOLANA")
 	if url == "" {
 		return Config{}, false, nil
@@ -182,26 +181,22 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	if v := getenv("VEIL_EXPLORER_SOLANA"); v != "" {
 		cfg.ExplorerTx = v
 	}
-	if v := getenv("VEIL_SOLANA_TOKENS"); v != "" {
-		cfg.Tokens = nil
-		for _, item := range strings.Split(v, ",") {
-			sym, rest, ok1 := strings.Cut(strings.TrimSpace(item), "=")
-			mint, d, ok2 := strings.Cut(rest, ":")
-			dec, err := strconv.Atoi(d)
-			if !ok1 || !ok2 || err != nil {
-				return Config{}, true, fmt.Errorf("VEIL_SOLANA_TOKENS: %q: want SYMBOL=mint:decimals", item)
-			}
-			cfg.Tokens = append(cfg.Tokens, Token{Symbol: strings.ToUpper(sym), Mint: mint, Decimals: dec})
-		}
+	tokens, set, err := connopts.List(getenv, "VEIL_SOLANA_TOKENS", "SYMBOL=mint:decimals", func(item string) (Token, bool) {
+		sym, rest, ok1 := strings.Cut(item, "=")
+		mint, d, ok2 := strings.Cut(rest, ":")
+		dec, err := strconv.Atoi(d)
+		return Token{Symbol: strings.ToUpper(sym), Mint: mint, Decimals: dec}, ok1 && ok2 && err == nil
+	})
+	if err != nil {
+		return Config{}, true, err
+	}
+	if set {
+		cfg.Tokens = tokens
 	}
 	cfg.AnnouncementAccount = getenv("VEIL_SOLANA_ANNOUNCEMENTS")
 	cfg.RegistryAccount = getenv("VEIL_SOLANA_REGISTRY")
-	if v := getenv("VEIL_SOLANA_AIRDROP_LAMPORTS"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || n == 0 {
-			return Config{}, true, fmt.Errorf("VEIL_SOLANA_AIRDROP_LAMPORTS=%q: want a positive integer", v)
-		}
-		cfg.AirdropLamports = n
+	if cfg.AirdropLamports, err = connopts.Positive(getenv, "VEIL_SOLANA_AIRDROP_LAMPORTS"); err != nil {
+		return Config{}, true, err
 	}
 	cfg.defaults()
 	return cfg, true, cfg.Validate()

@@ -20,6 +20,7 @@ import (
 	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/names"
+	"github.com/veilhq/veil/chains/internal/parse"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
@@ -72,6 +73,7 @@ type Connector struct {
 	rent   map[uint64]uint64
 
 	registry *names.Index
+	reqs     parse.Chain[solanago.PublicKey, edstealth.MetaAddress, asset]
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -94,6 +96,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		rent: map[uint64]uint64{},
 	}
 	c.ledger = c.newLedger(opts)
+	c.reqs = parse.Chain[solanago.PublicKey, edstealth.MetaAddress, asset]{
+		Address: parseAddress, Asset: c.resolveAsset, Decimals: func(a asset) int { return a.decimals },
+		Meta: parse.Meta(func(s string) (edstealth.MetaAddress, error) {
+			return edstealth.ParseMetaAddressFor(edstealth.Solana, s)
+		}),
+	}
 	c.registry = &names.Index{Store: opts.Store, Names: TableNames, Meta: TableMeta, Chain: chains.Solana, Scheme: edstealth.Solana, Page: c.registrations}
 	if _, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed); err != nil {
 		return nil, c.unavailable("getLatestBlockhash at "+cfg.RPCURL, err)
@@ -265,8 +273,6 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 }
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
-
-func (c *Connector) newKey() string { return intents.NewKey(c.rand) }
 
 // PaymentTarget implements payuri.Target: the token's mint ("" for SOL).
 func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {

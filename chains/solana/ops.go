@@ -6,23 +6,15 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
-	"strings"
 
 	solanago "github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/programs/system"
 	"github.com/gagliardetto/solana-go/programs/token"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
-
-func parseMeta(s string) (edstealth.MetaAddress, error) {
-	m, err := edstealth.ParseMetaAddressFor(edstealth.Solana, strings.TrimSpace(s))
-	if err != nil {
-		return m, fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
-	}
-	return m, nil
-}
 
 // transferWithIndex is a system transfer that also lists index (the
 // announcement account) as a read-only account, so that the index's
@@ -78,30 +70,16 @@ func format(v uint64, decimals int) string {
 //
 // A SOL payment must leave P rent-exempt (at least 0.00089088 SOL).
 func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
-	src, err := parseAddress(fromAddress)
+	r, err := c.reqs.Send(fromAddress, req)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	meta, err := parseMeta(req.To)
+	src, meta, a := r.From, r.To, r.Asset
+	amt, err := baseUnits(r.Units)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	a, err := c.resolveAsset(req.Asset)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	units, err := req.Units(a.decimals)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	amt, err := baseUnits(units)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = c.newKey()
-	}
+	key := intents.KeyOr(req.IdempotencyKey, c.rand)
 	fp := fingerprint("send", src.String(), meta.String(), a.symbol, strconv.FormatUint(amt, 10))
 	it, _, err := c.ledger.Prior(ctx, key, fp)
 	if err != nil {
@@ -159,38 +137,23 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 // transferred, so that nothing but the fee (and the destination's token
 // account rent, when it had none) is spent.
 func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
-	src, err := parseAddress(req.From)
+	w, err := c.reqs.Withdraw(req)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	dst, err := parseAddress(req.To)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
+	src, dst, a, all := w.From, w.To, w.Asset, w.All
 	if src.Equals(dst) {
 		return chains.TxResult{}, fmt.Errorf("%w: withdrawal to the same address", chains.ErrInvalidAddress)
-	}
-	a, err := c.resolveAsset(req.Asset)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	all := req.All
-	units, err := req.Units(a.decimals)
-	if err != nil {
-		return chains.TxResult{}, err
 	}
 	amtStr := "all"
 	var amt uint64
 	if !all {
-		if amt, err = baseUnits(units); err != nil {
+		if amt, err = baseUnits(w.Units); err != nil {
 			return chains.TxResult{}, err
 		}
 		amtStr = strconv.FormatUint(amt, 10)
 	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = c.newKey()
-	}
+	key := intents.KeyOr(req.IdempotencyKey, c.rand)
 	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
 		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,

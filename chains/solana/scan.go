@@ -314,18 +314,11 @@ func (c *Connector) decodeRegistration(tx *solanago.Transaction) (string, names.
 // it; the owner may re-register to replace the meta-address; registering
 // the same again returns the original registration.
 func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
-	n, err := chains.ParseName(name)
+	r, err := c.reqs.Register(ownerAddress, name, metaAddress)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	src, err := parseAddress(ownerAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	meta, err := parseMeta(metaAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
+	n, src, meta := r.Name, r.Owner, r.Meta
 	raw := hex.EncodeToString(append(meta.Spend[:], meta.View[:]...))
 	if h, err := c.registry.Check(ctx, n, src.String(), raw); err != nil || h != "" {
 		return c.result(h), err

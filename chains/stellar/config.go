@@ -18,14 +18,14 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"filippo.io/edwards25519"
 	"github.com/stellar/go-stellar-sdk/network"
 	"github.com/stellar/go-stellar-sdk/strkey"
+
+	"github.com/veilhq/veil/chains/internal/connopts"
 )
 
 // Amounts, in stroops (1 XLM = 10^7 stroops).
@@ -187,9 +187,7 @@ const (
 //	VEIL_STELLAR_FRIENDBOT         "1": Horizon serves /friendbot (default on the test network)
 //	VEIL_STELLAR_TX_TIMEOUT_SECONDS  transaction validity window (default 120)
 func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = connopts.Getenv(getenv)
 	url := getenv("VEIL_RPC_STELLAR")
 	if url == "" {
 		return Config{}, false, nil
@@ -209,28 +207,26 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	if v := getenv("VEIL_EXPLORER_STELLAR"); v != "" {
 		cfg.ExplorerTx = v
 	}
-	if v := getenv("VEIL_STELLAR_ASSETS"); v != "" {
-		cfg.Assets = nil
-		for _, item := range strings.Split(v, ",") {
-			code, issuer, ok := strings.Cut(strings.TrimSpace(item), "=")
-			if !ok {
-				return Config{}, true, fmt.Errorf("VEIL_STELLAR_ASSETS: %q: want CODE=ISSUER", item)
-			}
-			cfg.Assets = append(cfg.Assets, Asset{Code: strings.ToUpper(code), Issuer: issuer})
-		}
+	assets, set, err := connopts.List(getenv, "VEIL_STELLAR_ASSETS", "CODE=ISSUER", func(item string) (Asset, bool) {
+		code, issuer, ok := strings.Cut(item, "=")
+		return Asset{Code: strings.ToUpper(code), Issuer: issuer}, ok
+	})
+	if err != nil {
+		return Config{}, true, err
+	}
+	if set {
+		cfg.Assets = assets
 	}
 	cfg.AnnouncementAccount = getenv("VEIL_STELLAR_ANNOUNCEMENTS")
 	cfg.RegistryAccount = getenv("VEIL_STELLAR_REGISTRY")
 	if v := getenv("VEIL_STELLAR_FRIENDBOT"); v != "" {
 		cfg.Friendbot = v == "1" || strings.EqualFold(v, "true")
 	}
-	if v := getenv("VEIL_STELLAR_TX_TIMEOUT_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return Config{}, true, fmt.Errorf("VEIL_STELLAR_TX_TIMEOUT_SECONDS=%q: want a positive integer", v)
-		}
-		cfg.TxTimeout = time.Duration(n) * time.Second
+	secs, err := connopts.Positive(getenv, "VEIL_STELLAR_TX_TIMEOUT_SECONDS")
+	if err != nil {
+		return Config{}, true, err
 	}
+	cfg.TxTimeout = time.Duration(secs) * time.Second
 	cfg.defaults()
 	return cfg, true, cfg.Validate()
 }

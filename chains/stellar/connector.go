@@ -22,6 +22,7 @@ import (
 	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/names"
+	"github.com/veilhq/veil/chains/internal/parse"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
@@ -71,6 +72,7 @@ type Connector struct {
 	indexExists map[string]bool
 
 	registry *names.Index
+	reqs     parse.Chain[string, edstealth.MetaAddress, asset]
 }
 
 var _ chains.Connector = (*Connector)(nil)
@@ -92,6 +94,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		indexExists: map[string]bool{},
 	}
 	c.ledger = c.newLedger(opts)
+	c.reqs = parse.Chain[string, edstealth.MetaAddress, asset]{
+		Address: parseAccount, Asset: c.resolveAsset, Decimals: func(asset) int { return Decimals },
+		Meta: parse.Meta(func(s string) (edstealth.MetaAddress, error) {
+			return edstealth.ParseMetaAddressFor(edstealth.Stellar, s)
+		}),
+	}
 	c.registry = &names.Index{Store: opts.Store, Names: TableNames, Meta: TableMeta, Chain: chains.Stellar, Scheme: edstealth.Stellar, Page: c.registrations}
 	root, err := c.call(ctx, func() (any, error) { return c.hc.Root() })
 	if err != nil {
@@ -314,8 +322,6 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 }
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
-
-func (c *Connector) newKey() string { return intents.NewKey(c.rand) }
 
 // PaymentTarget implements payuri.Target: the asset's issuer ("" for XLM).
 func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {

@@ -10,16 +10,9 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
-
-func parseMeta(s string) (edstealth.MetaAddress, error) {
-	m, err := edstealth.ParseMetaAddressFor(edstealth.Stellar, strings.TrimSpace(s))
-	if err != nil {
-		return m, fmt.Errorf("%w: meta-address: %v", chains.ErrInvalidAddress, err)
-	}
-	return m, nil
-}
 
 func amountString(v *big.Int) string { return chains.FormatAmount(v, Decimals) }
 
@@ -87,26 +80,12 @@ func (c *Connector) claimOps(ctx context.Context, addr string, a asset) ([]txnbu
 //
 // An XLM payment must be at least 1 XLM (a new account's reserve).
 func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
-	src, err := parseAccount(fromAddress)
+	r, err := c.reqs.Send(fromAddress, req)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	meta, err := parseMeta(req.To)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	a, err := c.resolveAsset(req.Asset)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	amt, err := req.Units(Decimals)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = c.newKey()
-	}
+	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
+	key := intents.KeyOr(req.IdempotencyKey, c.rand)
 	fp := fingerprint("send", src, meta.String(), a.key(), amt.String())
 	if it, _, err := c.ledger.Prior(ctx, key, fp); err != nil {
 		return chains.TxResult{}, err
@@ -178,34 +157,19 @@ func (c *Connector) sendBuilder(it *intent) builder {
 // (createAccount when `to` does not exist); a USDC destination needs a
 // trustline.
 func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
-	src, err := parseAccount(req.From)
+	w, err := c.reqs.Withdraw(req)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	dst, err := parseAccount(req.To)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
+	src, dst, a, amt, all := w.From, w.To, w.Asset, w.Units, w.All
 	if src == dst {
 		return chains.TxResult{}, fmt.Errorf("%w: withdrawal to the same account", chains.ErrInvalidAddress)
-	}
-	a, err := c.resolveAsset(req.Asset)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	all := req.All
-	amt, err := req.Units(Decimals)
-	if err != nil {
-		return chains.TxResult{}, err
 	}
 	amtStr := "all"
 	if !all {
 		amtStr = amt.String()
 	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = c.newKey()
-	}
+	key := intents.KeyOr(req.IdempotencyKey, c.rand)
 	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
 		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,

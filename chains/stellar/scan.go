@@ -209,18 +209,11 @@ func (c *Connector) decodeRegistration(t hProtocol.Transaction) (string, names.R
 // same name to the same owner and meta-address again returns the original
 // registration; the owner may re-register to replace the meta-address.
 func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
-	n, err := chains.ParseName(name)
+	r, err := c.reqs.Register(ownerAddress, name, metaAddress)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	src, err := parseAccount(ownerAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	meta, err := parseMeta(metaAddress)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
+	n, src, meta := r.Name, r.Owner, r.Meta
 	raw := append(meta.Spend[:], meta.View[:]...)
 	if h, err := c.registry.Check(ctx, n, src, hex.EncodeToString(raw)); err != nil || h != "" {
 		return c.result(h), err

@@ -1,5 +1,6 @@
 // Package connopts is the dependencies every chain connector takes (evm,
-// stellar and solana alias Options) and their defaults.
+// stellar and solana alias Options) and their defaults, and the readers of
+// their ConfigFromEnv (env.go).
 package connopts
 
 import (

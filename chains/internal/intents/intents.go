@@ -3,10 +3,12 @@
 // (written before its transaction leaves the process, so a retry with the
 // same idempotency key resumes it instead of paying twice), its states, the
 // fingerprint that tells a retry from a different request under the same
-// key, and the restart pass that settles what a previous process left
-// pending. What an attempt is (a Stellar envelope, a Solana transaction)
-// and how it is resumed stay in each connector. EVM keeps its own ledger
-// (nonces and replacement transactions) and shares Fingerprint and NewKey.
+// key, the send loop that rebuilds a stale attempt (Ledger.Run), and the
+// restart pass that settles what a previous process left pending. What an
+// attempt is (a Stellar envelope, a Solana transaction), how it is sent and
+// judged, and how a stored one is found on chain stay in each connector
+// (Ledger's func fields). EVM keeps its own ledger (nonces and replacement
+// transactions) and shares Fingerprint and KeyOr.
 package intents
 
 import (
@@ -114,4 +116,12 @@ func Registration[A any](n, source, metaHex, meta string, owner chains.KeyRef) (
 	key := "register/" + n + "/" + source + "/" + Fingerprint(metaHex)
 	return key, &Intent[A]{Op: "registration", Fingerprint: Fingerprint("register", n, source, meta), Source: source, KeyRef: owner,
 		Params: map[string]string{"name": n + chains.NameSuffix}}
+}
+
+// KeyOr is key, or for a request that came without one a new key (NewKey).
+func KeyOr(key string, rand io.Reader) string {
+	if key != "" {
+		return key
+	}
+	return NewKey(rand)
 }

@@ -148,25 +148,39 @@ func (x *Index) Check(ctx context.Context, n, owner, metaHex string) (txHash str
 	return "", nil
 }
 
-// Resolve is a connector's ResolveName: the meta-address registered for
-// name, or an error matching chains.ErrNotFound.
+// Resolve is a connector's ResolveName from its index: the meta-address
+// registered for name, or an error matching chains.ErrNotFound.
 func (x *Index) Resolve(ctx context.Context, name string) (string, error) {
+	return Resolve(ctx, x.Chain, name, func(ctx context.Context, n string) (string, bool, error) {
+		rec, found, err := x.Lookup(ctx, n)
+		if err != nil || !found {
+			return "", false, err
+		}
+		raw, err := hex.DecodeString(rec.Meta)
+		if err != nil || len(raw) != 64 {
+			return "", false, fmt.Errorf("%s: name index entry of %s is corrupt", x.Chain, n)
+		}
+		return meta(raw, x.Scheme).String(), true, nil
+	})
+}
+
+// Resolve is every connector's ResolveName: name is parsed and looked up
+// (lookup answers the meta-address registered for the parsed name, and
+// found = false when there is none); an unregistered name is an error
+// matching chains.ErrNotFound.
+func Resolve(ctx context.Context, chain chains.ID, name string, lookup func(ctx context.Context, n string) (meta string, found bool, err error)) (string, error) {
 	n, err := chains.ParseName(name)
 	if err != nil {
 		return "", err
 	}
-	rec, found, err := x.Lookup(ctx, n)
+	m, found, err := lookup(ctx, n)
 	if err != nil {
 		return "", err
 	}
 	if !found {
-		return "", fmt.Errorf("%w: %s%s on %s", chains.ErrNotFound, n, chains.NameSuffix, x.Chain)
+		return "", fmt.Errorf("%w: %s%s on %s", chains.ErrNotFound, n, chains.NameSuffix, chain)
 	}
-	raw, err := hex.DecodeString(rec.Meta)
-	if err != nil || len(raw) != 64 {
-		return "", fmt.Errorf("%s: name index entry of %s is corrupt", x.Chain, n)
-	}
-	return meta(raw, x.Scheme).String(), nil
+	return m, nil
 }
 
 // Valid says whether a registration found on chain counts: name written
