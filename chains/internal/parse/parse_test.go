@@ -1,0 +1,89 @@
+package parse
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// chain reads addresses "a…", meta-addresses "m…" and the assets "X"
+// (2 decimals) and "Y" (0 decimals).
+var chain = Chain[string, string, string]{
+	Address: func(s string) (string, error) {
+		if !strings.HasPrefix(s, "a") {
+			return "", fmt.Errorf("%w %q", chains.ErrInvalidAddress, s)
+		}
+		return s, nil
+	},
+	Meta: Meta(func(s string) (string, error) {
+		if !strings.HasPrefix(s, "m") {
+			return "", errors.New("not a meta-address")
+		}
+		return s, nil
+	}),
+	Asset: func(s string) (string, error) {
+		if s != "X" && s != "Y" {
+			return "", fmt.Errorf("%w %q", chains.ErrUnknownAsset, s)
+		}
+		return s, nil
+	},
+	Decimals: func(a string) int {
+		if a == "X" {
+			return 2
+		}
+		return 0
+	},
+}
+
+func amount(t *testing.T, s string) chains.Amount {
+	t.Helper()
+	a, err := chains.ParseAmountOf(s, 18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestSendIsReadInOneOrder(t *testing.T) {
+	ok := chains.SendRequest{Asset: "X", Amount: amount(t, "1.25"), To: " m1 "}
+	s, err := chain.Send("a1", ok)
+	if err != nil || s.From != "a1" || s.To != "m1" || s.Asset != "X" || s.Units.Cmp(big.NewInt(125)) != 0 {
+		t.Fatalf("Send = %+v, %v; want a1, m1 (trimmed), X, 125 base units", s, err)
+	}
+	for _, tc := range []struct {
+		name string
+		from string
+		req  chains.SendRequest
+		want error
+	}{
+		{"bad source first", "z", chains.SendRequest{Asset: "Q", To: "z"}, chains.ErrInvalidAddress},
+		{"bad meta-address before the asset", "a1", chains.SendRequest{Asset: "Q", To: "z"}, chains.ErrInvalidAddress},
+		{"unknown asset", "a1", chains.SendRequest{Asset: "Q", To: "m1"}, chains.ErrUnknownAsset},
+		{"amount in the asset's decimals", "a1", chains.SendRequest{Asset: "Y", Amount: amount(t, "1.5"), To: "m1"}, chains.ErrInvalidAmount},
+	} {
+		if _, err := chain.Send(tc.from, tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v; want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestWithdrawAndRegister(t *testing.T) {
+	w, err := chain.Withdraw(chains.WithdrawRequest{From: "a1", To: "a2", Asset: "Y", All: true})
+	if err != nil || w.From != "a1" || w.To != "a2" || w.Units != nil || !w.All {
+		t.Fatalf("Withdraw(all) = %+v, %v", w, err)
+	}
+	if _, err := chain.Withdraw(chains.WithdrawRequest{From: "a1", To: "z", Asset: "Y", All: true}); !errors.Is(err, chains.ErrInvalidAddress) {
+		t.Fatalf("Withdraw to a bad address: %v", err)
+	}
+	r, err := chain.Register("a1", "Alice.veil", "m1")
+	if err != nil || r.Name != "alice" || r.Owner != "a1" || r.Meta != "m1" {
+		t.Fatalf("Register = %+v, %v; want alice, a1, m1", r, err)
+	}
+	if _, err := chain.Register("z", "-", "m1"); !errors.Is(err, chains.ErrInvalidName) {
+		t.Fatalf("Register with a bad name and owner: %v; want the name's error first", err)
+	}
+}
