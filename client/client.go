@@ -178,6 +178,25 @@ type call struct {
 // esc escapes one path segment.
 func esc(s string) string { return url.PathEscape(s) }
 
+// answer runs the call and returns its answer decoded into a new T (nil
+// with the error when the call fails).
+func answer[T any](ctx context.Context, c *Client, r *call) (*T, error) {
+	var out T
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// answerList is answer for an answer that is a JSON array.
+func answerList[T any](ctx context.Context, c *Client, r *call) ([]T, error) {
+	out, err := answer[[]T](ctx, c, r)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
 // do runs the call and decodes a 2xx JSON answer into out (nil: ignore).
 func (c *Client) do(ctx context.Context, r *call, out any) error {
 	resp, err := c.send(ctx, r)

@@ -36,12 +36,8 @@ func (c *Client) Health(ctx context.Context, opts ...CallOption) (*Health, error
 // req with SignCreate, or use CreateAgentSigned. A taken name is a 409
 // (IsConflict), a bad name or signature a 400 (IsBadRequest).
 func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest, opts ...CallOption) (*CreatedAgent, error) {
-	var out CreatedAgent
 	r := apply(&call{method: http.MethodPost, path: "/agent/create", body: jsonBody(req), hasBody: true}, opts)
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[CreatedAgent](ctx, c, r)
 }
 
 // CreateAgentSigned creates agent name on chain, owned by signer's wallet,
@@ -56,19 +52,11 @@ func (c *Client) CreateAgentSigned(ctx context.Context, name, chain string, sign
 
 // ListAgents calls GET /agents: the account's agents, oldest first.
 func (c *Client) ListAgents(ctx context.Context, opts ...CallOption) ([]AgentInfo, error) {
-	var out []AgentInfo
-	if err := c.do(ctx, get("/agents", opts), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[AgentInfo](ctx, c, get("/agents", opts))
 }
 
 func (c *Client) agentInfo(ctx context.Context, path string, opts []CallOption) (*AgentInfo, error) {
-	var out AgentInfo
-	if err := c.do(ctx, get(path, opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[AgentInfo](ctx, c, get(path, opts))
 }
 
 // GetAgent calls GET /agent/:id.
@@ -116,11 +104,7 @@ func ValidName(name string) bool { return chains.ValidName(name) }
 
 // AgentStatus calls GET /agent/:id/status.
 func (c *Client) AgentStatus(ctx context.Context, id string, opts ...CallOption) (*AgentStatus, error) {
-	var out AgentStatus
-	if err := c.do(ctx, get("/agent/"+esc(id)+"/status", opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[AgentStatus](ctx, c, get("/agent/"+esc(id)+"/status", opts))
 }
 
 // AgentStatusOn calls GET /agent/:id/status?chain=… : the balance, tokens
@@ -128,22 +112,14 @@ func (c *Client) AgentStatus(ctx context.Context, id string, opts ...CallOption)
 func (c *Client) AgentStatusOn(ctx context.Context, id, chain string, opts ...CallOption) (*AgentStatus, error) {
 	r := get("/agent/"+esc(id)+"/status", opts)
 	r.query = url.Values{"chain": {chain}}
-	var out AgentStatus
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[AgentStatus](ctx, c, r)
 }
 
 // ExportKey calls POST /agent/:id/export. It is never retried (a signature
 // is accepted once). Build req with SignExport, or use ExportKeySigned.
 func (c *Client) ExportKey(ctx context.Context, id string, req ExportRequest, opts ...CallOption) (*ExportedKey, error) {
-	var out ExportedKey
 	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/export", body: jsonBody(req), hasBody: true}, opts)
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[ExportedKey](ctx, c, r)
 }
 
 // ExportKeySigned exports the key of agent id with a fresh signature of
@@ -168,11 +144,7 @@ func (c *Client) Chat(ctx context.Context, id string, req ChatRequest, opts ...C
 		r.idemKey = NewIdempotencyKey()
 	}
 	r.retryable = r.idemKey != ""
-	var out ChatResponse
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[ChatResponse](ctx, c, r)
 }
 
 // NewIdempotencyKey returns a random key (a UUID v4 string).
@@ -190,32 +162,20 @@ func NewIdempotencyKey() string {
 // ListConversations calls GET /agent/:id/conversations (most recently
 // updated first).
 func (c *Client) ListConversations(ctx context.Context, id string, opts ...CallOption) ([]Conversation, error) {
-	var out []Conversation
-	if err := c.do(ctx, get("/agent/"+esc(id)+"/conversations", opts), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[Conversation](ctx, c, get("/agent/"+esc(id)+"/conversations", opts))
 }
 
 // CreateConversation calls POST /agent/:id/conversations (201, an empty
 // conversation). It is not retried: a repeat would make a second one.
 func (c *Client) CreateConversation(ctx context.Context, id string, opts ...CallOption) (*Conversation, error) {
-	var out Conversation
 	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/conversations"}, opts)
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Conversation](ctx, c, r)
 }
 
 // ListMessages calls GET /agent/:id/conversations/:convId/messages
 // (chronological).
 func (c *Client) ListMessages(ctx context.Context, id, convID string, opts ...CallOption) ([]Message, error) {
-	var out []Message
-	if err := c.do(ctx, get("/agent/"+esc(id)+"/conversations/"+esc(convID)+"/messages", opts), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[Message](ctx, c, get("/agent/"+esc(id)+"/conversations/"+esc(convID)+"/messages", opts))
 }
 
 // DeleteConversation calls DELETE /agent/:id/conversations/:convId. It is
@@ -230,11 +190,7 @@ func (c *Client) DeleteConversation(ctx context.Context, id, convID string, opts
 
 // GetInvoice calls GET /invoice/:id.
 func (c *Client) GetInvoice(ctx context.Context, invoiceID string, opts ...CallOption) (*Invoice, error) {
-	var out Invoice
-	if err := c.do(ctx, get("/invoice/"+esc(invoiceID), opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Invoice](ctx, c, get("/invoice/"+esc(invoiceID), opts))
 }
 
 // MarkInvoicePaid calls POST /invoice/:id/paid, with {txHash} when txHash
@@ -245,22 +201,14 @@ func (c *Client) MarkInvoicePaid(ctx context.Context, invoiceID, txHash string, 
 	if txHash != "" {
 		r.body, r.hasBody = jsonBody(map[string]string{"txHash": txHash}), true
 	}
-	var out Invoice
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Invoice](ctx, c, r)
 }
 
 // --- notifications ---
 
 // Notifications calls GET /agent/:id/notifications (newest first).
 func (c *Client) Notifications(ctx context.Context, id string, opts ...CallOption) (*Inbox, error) {
-	var out Inbox
-	if err := c.do(ctx, get("/agent/"+esc(id)+"/notifications", opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Inbox](ctx, c, get("/agent/"+esc(id)+"/notifications", opts))
 }
 
 // MarkNotificationsRead calls POST /agent/:id/notifications/read
@@ -279,11 +227,7 @@ func (c *Client) DeleteNotifications(ctx context.Context, id string, opts ...Cal
 
 // ListSchedules calls GET /agent/:id/schedules.
 func (c *Client) ListSchedules(ctx context.Context, id string, opts ...CallOption) ([]Schedule, error) {
-	var out []Schedule
-	if err := c.do(ctx, get("/agent/"+esc(id)+"/schedules", opts), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[Schedule](ctx, c, get("/agent/"+esc(id)+"/schedules", opts))
 }
 
 // Schedule actions.
@@ -304,11 +248,7 @@ func (c *Client) ScheduleAction(ctx context.Context, id, scheduleID, action stri
 		return nil, fmt.Errorf("veil: schedule action %q: use pause, resume or cancel", action)
 	}
 	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/schedules/" + esc(scheduleID) + "/" + action, retryable: true}, opts)
-	var out Schedule
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Schedule](ctx, c, r)
 }
 
 // PauseSchedule pauses an active schedule.
@@ -330,11 +270,7 @@ func (c *Client) CancelSchedule(ctx context.Context, id, scheduleID string, opts
 
 // TEEInfo calls GET /tee/info.
 func (c *Client) TEEInfo(ctx context.Context, opts ...CallOption) (*TEEInfo, error) {
-	var out TEEInfo
-	if err := c.do(ctx, get("/tee/info", opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[TEEInfo](ctx, c, get("/tee/info", opts))
 }
 
 // Attest calls GET /tee/attest/:agentId?nonce=… . Pass a fresh nonce (at
@@ -344,9 +280,5 @@ func (c *Client) Attest(ctx context.Context, agentID, nonce string, opts ...Call
 	if nonce != "" {
 		r.query = url.Values{"nonce": {nonce}}
 	}
-	var out Attestation
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Attestation](ctx, c, r)
 }

@@ -69,20 +69,12 @@ func (c *Client) ListApprovals(ctx context.Context, id, status string, opts ...C
 	if status != "" {
 		r.query = url.Values{"status": {status}}
 	}
-	var out []Approval
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[Approval](ctx, c, r)
 }
 
 // GetApproval calls GET /agent/:id/approvals/:approvalId.
 func (c *Client) GetApproval(ctx context.Context, id, approvalID string, opts ...CallOption) (*Approval, error) {
-	var out Approval
-	if err := c.do(ctx, get("/agent/"+esc(id)+"/approvals/"+esc(approvalID), opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Approval](ctx, c, get("/agent/"+esc(id)+"/approvals/"+esc(approvalID), opts))
 }
 
 // ApprovalMessage is the text the owner signs to approve (or deny) a held
@@ -111,11 +103,7 @@ func SignApproval(s Signer, agentID, approvalID string, deny bool, at time.Time)
 // signature); read the approval with GetApproval instead.
 func (c *Client) DecideApproval(ctx context.Context, id, approvalID string, req DecideApprovalRequest, opts ...CallOption) (*ApprovalDecision, error) {
 	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/approvals/" + esc(approvalID), body: jsonBody(req), hasBody: true}, opts)
-	var out ApprovalDecision
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[ApprovalDecision](ctx, c, r)
 }
 
 // Approve approves a held payment with s's signature issued now; the
@@ -150,11 +138,7 @@ type PolicyPreview struct {
 // set it. It changes nothing, so it is retried.
 func (c *Client) PreviewPolicy(ctx context.Context, id string, policy any, opts ...CallOption) (*PolicyPreview, error) {
 	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/policy/preview", body: jsonBody(map[string]any{"policy": policy}), hasBody: true, retryable: true}, opts)
-	var out PolicyPreview
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[PolicyPreview](ctx, c, r)
 }
 
 // --- webhooks (docs/webhooks.md) ---
@@ -194,20 +178,12 @@ type WebhookDelivery struct {
 // second webhook). Keep the answer's Secret: it is shown once.
 func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest, opts ...CallOption) (*Webhook, error) {
 	r := apply(&call{method: http.MethodPost, path: "/webhooks", body: jsonBody(req), hasBody: true}, opts)
-	var out Webhook
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[Webhook](ctx, c, r)
 }
 
 // ListWebhooks calls GET /webhooks.
 func (c *Client) ListWebhooks(ctx context.Context, opts ...CallOption) ([]Webhook, error) {
-	var out []Webhook
-	if err := c.do(ctx, get("/webhooks", opts), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[Webhook](ctx, c, get("/webhooks", opts))
 }
 
 // DeleteWebhook calls DELETE /webhooks/:id.
@@ -217,20 +193,12 @@ func (c *Client) DeleteWebhook(ctx context.Context, webhookID string, opts ...Ca
 
 // TestWebhook calls POST /webhooks/:id/test: a test event is queued.
 func (c *Client) TestWebhook(ctx context.Context, webhookID string, opts ...CallOption) (*WebhookDelivery, error) {
-	var out WebhookDelivery
-	if err := c.do(ctx, apply(&call{method: http.MethodPost, path: "/webhooks/" + esc(webhookID) + "/test"}, opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return answer[WebhookDelivery](ctx, c, apply(&call{method: http.MethodPost, path: "/webhooks/" + esc(webhookID) + "/test"}, opts))
 }
 
 // WebhookDeliveries calls GET /webhooks/:id/deliveries (newest first).
 func (c *Client) WebhookDeliveries(ctx context.Context, webhookID string, opts ...CallOption) ([]WebhookDelivery, error) {
-	var out []WebhookDelivery
-	if err := c.do(ctx, get("/webhooks/"+esc(webhookID)+"/deliveries", opts), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return answerList[WebhookDelivery](ctx, c, get("/webhooks/"+esc(webhookID)+"/deliveries", opts))
 }
 
 // --- notification stream ---
