@@ -35,6 +35,7 @@ func askMoney[R any](ctx context.Context, s *Server, id string, m agent.Request[
 	return askMapped(ctx, s, id, m, moneyError)
 }
 
+// askMapped is ask with the error mapping mapErr.
 func askMapped[R any](ctx context.Context, s *Server, id string, m agent.Request[R], mapErr func(error) error) (R, error) {
 	v, err := call(ctx, s, id, m)
 	if err != nil {
