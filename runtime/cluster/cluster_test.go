@@ -89,19 +89,22 @@ func newSlots(t testing.TB, n int) ([]slot, []string) {
 	slots := make([]slot, n)
 	seeds := make([]string, n)
 	for i := range slots {
-		h, err := faultproxy.Listen("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := faultproxy.Listen("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Close(); r.Close() })
+		h, r := listenProxy(t), listenProxy(t)
 		slots[i] = slot{i: i, health: h, remote: r}
 		seeds[i] = h.Addr()
 	}
 	return slots, seeds
+}
+
+// listenProxy binds a fault proxy on loopback for the whole test.
+func listenProxy(t testing.TB) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
 
 func (s slot) ip() string { return fmt.Sprintf("127.0.0.%d", 40+s.i) }

@@ -288,19 +288,11 @@ func linkedIP(i int) string { return fmt.Sprintf("127.0.0.%d", 50+i) }
 func startLinked(t *testing.T, n int, rejoin func(string)) *linked {
 	t.Helper()
 	lc := &linked{nodes: make([]*node, n), hp: make([][]*faultproxy.Proxy, n), rp: make([]*faultproxy.Proxy, n)}
-	listen := func() *faultproxy.Proxy {
-		p, err := faultproxy.Listen("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		return p
-	}
 	for j := range n {
-		lc.rp[j] = listen()
+		lc.rp[j] = listenProxy(t)
 		lc.hp[j] = make([]*faultproxy.Proxy, n)
 		for i := range n {
-			lc.hp[j][i] = listen()
+			lc.hp[j][i] = listenProxy(t)
 		}
 	}
 	lc.start = func(i int, name string) *node {
