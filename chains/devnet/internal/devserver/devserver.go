@@ -1,8 +1,8 @@
 // Package devserver is what the embedded Stellar and Solana devnets share
-// that is not the chain: their Options, the store Start opens when the
+// that is not the chain: their Options, the store Open opens when the
 // caller gives none, the order of start-up (load or create the ledger,
-// serve, bootstrap), the ledger's writes, the HTTP server's stop and
-// the stand-in of a build without them.
+// serve, bootstrap), the ops that write the ledger's entries, the HTTP
+// server's stop and the stand-in of a build without them.
 package devserver
 
 import (
