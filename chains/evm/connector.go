@@ -83,9 +83,10 @@ type Connector struct {
 	feeTip  *big.Int
 
 	// taken is when Maintain first saw each intent's nonce mined without a
-	// receipt of its own (see DropAfter).
-	takenMu sync.Mutex
-	taken   map[string]time.Time
+	// receipt of its own (see DropAfter); resent, when the restart pass
+	// sent each intent's last attempt again (see advance).
+	taken  marks
+	resent marks
 
 	// noBlockReceipts: the node answered that it does not serve
 	// eth_getBlockReceipts (see blockReceipts).

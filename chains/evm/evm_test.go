@@ -568,3 +568,69 @@ func amt(s string) chains.Amount {
 	}
 	return a
 }
+
+// A restarted process sends an unconfirmed transaction again as it is, even
+// when it is older than StuckAfter (the node may have lost it with the
+// crash), and bumps its fee only when it stays unconfirmed for StuckAfter
+// after that. Bumping on the restart pass replaced the transaction whose
+// hash the caller had already been given (an approved payment's record
+// named a transaction that was never mined).
+func TestRestartSendsAgainBeforeBumping(t *testing.T) {
+	d := startDevnet(t, chains.Ethereum)
+	cfg, _ := d.Config(chains.Ethereum)
+	alice, bob := evmtest.NewAgent("restart-alice"), evmtest.NewAgent("restart-bob")
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	signer := evmtest.NewSigner(alice, bob)
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	t.Cleanup(func() { _ = store.Close() })
+	ctx := context.Background()
+	first := connect(t, cfg, store, signer, func(o *evm.Options) { o.Now = clock })
+	f, err := first.Fund(ctx, alice.Address.Hex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, first, f.TxHash)
+	net := d.Net(chains.Ethereum)
+	net.SetMining(false)
+	if _, err := first.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "restart-no-bump"}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	// The restart comes after StuckAfter.
+	advance(cfg.StuckAfter + time.Second)
+	restarted := connect(t, cfg, store, signer, func(o *evm.Options) { o.Now = clock })
+	rep, err := restarted.MaintainOnce(ctx, true)
+	if err != nil || rep.Rebroadcast != 1 || rep.Bumped != 0 {
+		t.Fatalf("restart pass: %+v %v; want the transaction sent again, not bumped", rep, err)
+	}
+	if rep, err = restarted.MaintainOnce(ctx, false); err != nil || rep.Bumped != 0 || rep.Pending != 1 {
+		t.Fatalf("right after the restart pass: %+v %v; want it pending, not bumped", rep, err)
+	}
+	advance(cfg.StuckAfter + time.Second)
+	if rep, err = restarted.MaintainOnce(ctx, false); err != nil || rep.Bumped != 1 {
+		t.Fatalf("StuckAfter after the restart pass: %+v %v; want one bump", rep, err)
+	}
+	// Mined without the bump's help: the first transaction or its
+	// replacement, once.
+	net.SetMining(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rep, err = restarted.MaintainOnce(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Confirmed == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not confirmed: %+v", rep)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not timing it
+	}
+	checkNonces(t, restarted, alice.Address, 0, 1)
+}

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -192,24 +193,44 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 // record lives in memory: a restart starts the wait again, which only
 // delays a drop.
 func (c *Connector) nonceTakenFor(ikey string, d time.Duration) bool {
-	c.takenMu.Lock()
-	defer c.takenMu.Unlock()
 	now := c.now()
-	first, ok := c.taken[ikey]
+	first, ok := c.taken.get(ikey)
 	if !ok {
-		if c.taken == nil {
-			c.taken = map[string]time.Time{}
-		}
-		c.taken[ikey] = now
+		c.taken.set(ikey, now)
 		return false
 	}
 	return now.Sub(first) >= d
 }
 
-func (c *Connector) forgetNonceTaken(ikey string) {
-	c.takenMu.Lock()
-	delete(c.taken, ikey)
-	c.takenMu.Unlock()
+func (c *Connector) forgetNonceTaken(ikey string) { c.taken.forget(ikey) }
+
+// marks are times this process noted about intents, by intent key. They
+// live in memory only: each is a reason to wait longer, never to send.
+type marks struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (k *marks) get(key string) (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.m[key]
+	return t, ok
+}
+
+func (k *marks) set(key string, t time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]time.Time{}
+	}
+	k.m[key] = t
+}
+
+func (k *marks) forget(key string) {
+	k.mu.Lock()
+	delete(k.m, key)
+	k.mu.Unlock()
 }
 
 func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint64, it *intent, r *types.Receipt) error {
@@ -238,7 +259,10 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 		persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version)),
 		persistence.Delete(TablePending, pkey, persistence.Any()))
 	if errors.Is(err, persistence.ErrConflict) {
-		return nil // another pass got there first
+		err = nil // another pass got there first
+	}
+	if err == nil {
+		c.resent.forget(ikey)
 	}
 	return err
 }
@@ -248,7 +272,10 @@ func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version
 		persistence.Delete(TableIntents, ikey, persistence.AtVersion(version)),
 		persistence.Delete(TablePending, pkey, persistence.Any()))
 	if errors.Is(err, persistence.ErrConflict) {
-		return nil
+		err = nil
+	}
+	if err == nil {
+		c.resent.forget(ikey)
 	}
 	return err
 }
@@ -258,12 +285,25 @@ func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version
 func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it *intent, restart bool, rep *MaintainReport) error {
 	last := it.Attempts[len(it.Attempts)-1]
 	fill := it.State == stateVoid && !c.isFiller(it, last)
-	stuck := c.now().Sub(last.At) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
-	if !fill && !stuck {
+	// A transaction is stuck when it has been unconfirmed for StuckAfter
+	// since it was last sent: since its attempt was signed, or since this
+	// process's restart pass sent it again, whichever is later.
+	since := last.At
+	if at, ok := c.resent.get(ikey); ok && at.After(since) {
+		since = at
+	}
+	stuck := c.now().Sub(since) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
+	if !fill && (restart || !stuck) {
+		// The restart pass sends the last attempt again as it is, even if
+		// it is older than StuckAfter: the node may have lost it with the
+		// crash, which is no sign that its fee is too low. Bumping here
+		// replaced, after every restart of a busy node, the transaction
+		// whose hash the caller had already been given.
 		if restart {
 			if err := c.sendRaw(ctx, last.Raw); classify(err) == sentRejected || classify(err) == sentUnknown {
 				c.log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
 			}
+			c.resent.set(ikey, c.now())
 			rep.Rebroadcast++
 		}
 		return nil
