@@ -98,12 +98,18 @@ func (l *Ledger[A]) Prior(ctx context.Context, key, fp string) (*Intent[A], uint
 }
 
 // drop deletes the intent at version ver (0: never written), so that its
-// key can be used again; its attempts are dead or refused.
+// key can be used again; its attempts are dead or refused. The delete is
+// not fenced: it only undoes the caller's own write, conditionally on its
+// version, and moves no money. A stale owner's fenced delete failed and
+// left the refused attempt pending, for the new owner's restart pass to
+// send again after the caller had been told it failed (as chains/evm's
+// rollback).
 func (l *Ledger[A]) drop(ctx context.Context, key string, ver uint64) {
 	if ver == 0 {
 		return
 	}
-	if _, err := l.Store.Apply(context.WithoutCancel(ctx), persistence.Delete(l.Table, key, persistence.AtVersion(ver))); err != nil {
+	ctx = persistence.WithoutFence(context.WithoutCancel(ctx))
+	if _, err := l.Store.Apply(ctx, persistence.Delete(l.Table, key, persistence.AtVersion(ver))); err != nil {
 		l.Log.Error("drop intent", "key", key, "err", err)
 	}
 }

@@ -122,3 +122,35 @@ func TestLedgerGivesUpAfterMaxRebuilds(t *testing.T) {
 		t.Fatalf("Run: %v after %d sends; want ErrUnavailable after %d", err, len(fc.sent), maxRebuilds+1)
 	}
 }
+
+// A rejected attempt's intent is dropped even when the caller's fence moved
+// while it was being sent (the agent's ownership passed to another member):
+// the delete only undoes the caller's own write, conditionally on its
+// version. Kept, the new owner's restart pass would send the rejected
+// attempt again, and it could land after the caller was told it failed.
+func TestLedgerDropsRejectedAfterTheFenceMoved(t *testing.T) {
+	fc := &fakeChain{verdicts: []Outcome{Rejected}}
+	l := newTestLedger(t, fc)
+	plain := l.Store
+	l.Store = persistence.Fencing(plain)
+	ctx := context.Background()
+	vs, err := plain.Apply(ctx, persistence.Put("owners", "agent", []byte("member-1"), persistence.Absent()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenced := persistence.WithFence(ctx, persistence.Fence{Table: "owners", Key: "agent", Version: vs[0]})
+	send := l.Send
+	l.Send = func(ctx context.Context, at attempt) error {
+		// Another member takes the agent over while this one sends.
+		if _, err := plain.Apply(context.Background(), persistence.Put("owners", "agent", []byte("member-2"), persistence.Any())); err != nil {
+			t.Error(err)
+		}
+		return send(ctx, at)
+	}
+	if _, err := l.Run(fenced, "k", &Intent[attempt]{Op: "send", Fingerprint: "fp", Source: "a"}, build()); err == nil {
+		t.Fatal("Run succeeded; want the rejection")
+	}
+	if got, _, err := l.Load(ctx, "k"); got != nil || err != nil {
+		t.Fatalf("stored %+v, %v; want the rejected intent gone", got, err)
+	}
+}
