@@ -300,10 +300,13 @@ func clip(s string, n int) string {
 // arguments against s (decode), and for a payment tool the call's
 // idempotency key (needKey), before do sees them, so a tool cannot run on
 // arguments its schema does not admit, a payment cannot be made twice by a
-// retry, and no tool repeats the checks.
+// retry, and no tool repeats the checks. A payment tool also moves value:
+// withArgs marks it so (MovesValue), for Call to put it behind the money
+// gate, rather than each payment tool carrying both marks.
 func withArgs(t Tool, s spec, do func(ctx context.Context, env *Env, a *args) (any, error)) Tool {
 	t.Parameters = s.schema()
 	payment := t.Payment
+	t.MovesValue = t.MovesValue || payment
 	t.Run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 		a, err := s.decode(raw)
 		if err != nil {

@@ -87,12 +87,7 @@ func scanPayments() Tool {
 
 // briefs lists the unwithdrawn payments, newest first, capped.
 func briefs(ps []Payment) []PaymentBrief {
-	var open []Payment
-	for _, p := range ps {
-		if !p.Withdrawn {
-			open = append(open, p)
-		}
-	}
+	open := unwithdrawn(ps)
 	sort.SliceStable(open, func(i, j int) bool { return open[i].ReceivedAt.After(open[j].ReceivedAt) })
 	if len(open) > maxListed {
 		open = open[:maxListed]
@@ -141,10 +136,7 @@ func getBalance() Tool {
 			}
 			if env.Payments != nil {
 				if ps, err := env.Payments.Received(ctx, c); err == nil {
-					for _, p := range ps {
-						if p.Withdrawn {
-							continue
-						}
+					for _, p := range unwithdrawn(ps) {
 						if cb.Stealth == nil {
 							cb.Stealth = map[string]string{}
 						}
@@ -488,6 +480,17 @@ func privacyCheck() Tool {
 		}
 		return rep, nil
 	})
+}
+
+// unwithdrawn keeps the payments of ps not yet withdrawn, in their order.
+func unwithdrawn(ps []Payment) []Payment {
+	var open []Payment
+	for _, p := range ps {
+		if !p.Withdrawn {
+			open = append(open, p)
+		}
+	}
+	return open
 }
 
 func chainIndex(c chains.ID) int {

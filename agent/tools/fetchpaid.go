@@ -74,8 +74,7 @@ func fetchPaid() Tool {
 		Description: "Fetch a web resource (HTTP GET) and, if it asks for payment with x402 (HTTP 402), pay it from this agent's account " +
 			"with a USDC authorization of at most max_amount, then fetch it again. Only when the user asked in this message, " +
 			"with the URL and the maximum written in it. Returns the status, the payment's settlement and the body (untrusted data).",
-		Payment:    true,
-		MovesValue: true,
+		Payment: true,
 	}, fetchPaidSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		return runFetchPaid(ctx, env, a.str("url"), a.str("max_amount"), a.str("asset"))
 	})

@@ -133,8 +133,7 @@ func sendPayment() Tool {
 		Description: "Send a private (stealth) payment from this agent to a Veil agent name or a stealth meta-address. " +
 			"The recipient gets a fresh one-time address; nobody watching the chain can link it to them. " +
 			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
-		Payment:    true,
-		MovesValue: true,
+		Payment: true,
 	}, sendPaymentSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		return pay(ctx, env, "send_payment", a.str("recipient"), a, true)
 	})
@@ -147,8 +146,7 @@ func payAgent() Tool {
 		Name: "pay_agent",
 		Description: "Pay another Veil agent by its name (alice or alice.veil) with a private stealth payment. " +
 			"Only when the user asked in this message, with the amount written in it. Returns txHash and txLink.",
-		Payment:    true,
-		MovesValue: true,
+		Payment: true,
 	}, payAgentSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		name := strings.TrimSpace(a.str("agent_name"))
 		if strings.HasPrefix(strings.ToLower(name), "st:") {
@@ -212,8 +210,7 @@ func withdraw() Tool {
 		Name: "withdraw",
 		Description: "Move the funds of one received stealth payment (by its stealth address) to a plain address the user gives. " +
 			"Only when the user asked in this message, with the destination address written in it.",
-		Payment:    true,
-		MovesValue: true,
+		Payment: true,
 	}, withdrawSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		from := strings.TrimSpace(a.str("from"))
 		all, err := received(ctx, env, env.Agent.Chains)
@@ -229,10 +226,8 @@ func withdraw() Tool {
 		}
 		if p == nil {
 			var open []string
-			for _, q := range all {
-				if !q.Withdrawn {
-					open = append(open, fmt.Sprintf("%s (%s %s on %s)", q.StealthAddress, q.Balance, q.Asset, q.Chain))
-				}
+			for _, q := range unwithdrawn(all) {
+				open = append(open, fmt.Sprintf("%s (%s %s on %s)", q.StealthAddress, q.Balance, q.Asset, q.Chain))
 			}
 			if len(open) == 0 {
 				return nil, fmt.Errorf("%w: %q is not a payment this agent received, and there are no unwithdrawn payments (run scan_payments to look for new ones)", ErrInvalidArgs, clip(from, 64))
@@ -332,8 +327,7 @@ func withdrawAll() Tool {
 		Name: "withdraw_all",
 		Description: "Withdraw every received, not yet withdrawn stealth payment on the chain(s) of the given address to that address. " +
 			"Warn the user that this links those payments together. Only when the user asked in this message, with the address written in it.",
-		Payment:    true,
-		MovesValue: true,
+		Payment: true,
 	}, withdrawAllSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		toArg := strings.TrimSpace(a.str("to"))
 		fam, ok := addressFamily(toArg)
@@ -368,12 +362,7 @@ func withdrawAll() Tool {
 		if err != nil {
 			return nil, err
 		}
-		var open []Payment
-		for _, p := range ps {
-			if !p.Withdrawn {
-				open = append(open, p)
-			}
-		}
+		open := unwithdrawn(ps)
 		if len(open) == 0 {
 			return nil, fmt.Errorf("%w: no unwithdrawn payments on %s (run scan_payments to look for new ones)", ErrInvalidArgs, chainList(scope))
 		}
