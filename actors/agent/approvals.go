@@ -12,6 +12,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
 )
@@ -74,42 +75,21 @@ type WakeApproval struct {
 	ApprovalID string
 }
 
-// ApprovalView is an approval as the API shows it (without the payment's
-// idempotency key).
-type ApprovalView struct {
-	ID             string     `json:"id"`
-	AgentID        string     `json:"agentId"`
-	Status         string     `json:"status"`
-	Kind           string     `json:"kind"`
-	Chain          chains.ID  `json:"chain"`
-	Asset          string     `json:"asset"`
-	Amount         string     `json:"amount"`
-	Recipient      string     `json:"recipient"`
-	PayTo          string     `json:"payTo"`
-	Reasons        []string   `json:"reasons"`
-	ScheduleID     string     `json:"scheduleId,omitempty"`
-	ConversationID string     `json:"conversationId,omitempty"`
-	TxHash         string     `json:"txHash,omitempty"`
-	Error          string     `json:"error,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	ExpiresAt      time.Time  `json:"expiresAt"`
-	DecidedAt      *time.Time `json:"decidedAt,omitempty"`
-}
+// ApprovalView is an approval as the API shows it: the Go client's
+// Approval, so the wire shape is defined once. It is policy.Approval
+// without what only the payment's run needs (its idempotency key, the
+// withdrawal's source, the schedule slot, the retry state).
+type ApprovalView = client.Approval
 
 func viewApproval(a *policy.Approval) *ApprovalView {
-	return &ApprovalView{ID: a.ID, AgentID: a.AgentID, Status: a.Status, Kind: a.Kind, Chain: a.Chain, Asset: a.Asset,
+	return &ApprovalView{ID: a.ID, AgentID: a.AgentID, Status: a.Status, Kind: a.Kind, Chain: string(a.Chain), Asset: a.Asset,
 		Amount: a.Amount, Recipient: a.Recipient, PayTo: a.PayTo, Reasons: a.Reasons, ScheduleID: a.ScheduleID,
 		ConversationID: a.ConversationID, TxHash: a.TxHash, Error: a.Error, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, DecidedAt: a.DecidedAt}
 }
 
 // ApprovalDecision is the answer of a decision: {id, status, txHash?}, and
-// error when an approved payment could not be sent.
-type ApprovalDecision struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	TxHash string `json:"txHash,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
+// error when an approved payment could not be sent (the client's type).
+type ApprovalDecision = client.ApprovalDecision
 
 func (a *Actor) policies() *policy.Store { return policy.NewStore(a.deps.Store, a.deps.Now) }
 

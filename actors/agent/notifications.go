@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/veilhq/veil/actors/webhook"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/persistence/jsonrec"
 )
@@ -28,21 +28,12 @@ func NotificationTypes() []string {
 		NoteApprovalRequired, NoteApprovalDecided, NoteApprovalExpired}
 }
 
-// Notification is the spec's Notification.
-type Notification struct {
-	ID        int64     `json:"id"`
-	Type      string    `json:"type"`
-	Title     string    `json:"title"`
-	Body      string    `json:"body"`
-	Read      bool      `json:"read"`
-	CreatedAt time.Time `json:"createdAt"`
-}
+// Notification is the spec's Notification, stored as the API shows it
+// (the client's type, so the wire shape is defined once).
+type Notification = client.Notification
 
 // Inbox is the answer of the list endpoint.
-type Inbox struct {
-	Notifications []Notification `json:"notifications"`
-	UnreadCount   int            `json:"unreadCount"`
-}
+type Inbox = client.Inbox
 
 func (a *Actor) noteKey(id int64) string { return fmt.Sprintf("%s/%016x", a.id, id) }
 

@@ -9,21 +9,15 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/persistence"
 )
 
 // ErrNotOnChain: a status asked for a chain the agent is not deployed on.
 var ErrNotOnChain = errors.New("the agent is not deployed on that chain")
 
-// Status is the spec's AgentStatus.
-type Status struct {
-	Balance         string            `json:"balance"`
-	Tokens          map[string]string `json:"tokens"`
-	PendingInvoices int               `json:"pendingInvoices"`
-	Address         string            `json:"address"`
-	MetaAddress     string            `json:"metaAddress"`
-	Chain           string            `json:"chain"`
-}
+// Status is the spec's AgentStatus (the client's type).
+type Status = client.AgentStatus
 
 // status reports the first deployed chain's balance (from the chain actor)
 // and the pending invoices (from the store).
