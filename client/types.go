@@ -286,6 +286,10 @@ const (
 	NotifyScheduleExecuted = "schedule_executed"
 	NotifyScheduleFailed   = "schedule_failed"
 	NotifyWithdrawal       = "withdrawal"
+	// The approval notifications (docs/approvals.md).
+	NotifyApprovalRequired = "approval_required"
+	NotifyApprovalDecided  = "approval_decided"
+	NotifyApprovalExpired  = "approval_expired"
 )
 
 // Notification is the spec's Notification.

@@ -19,9 +19,9 @@ import (
 
 // Notification types of approvals (docs/approvals.md).
 const (
-	NoteApprovalRequired = "approval_required"
-	NoteApprovalDecided  = "approval_decided"
-	NoteApprovalExpired  = "approval_expired"
+	NoteApprovalRequired = client.NotifyApprovalRequired
+	NoteApprovalDecided  = client.NotifyApprovalDecided
+	NoteApprovalExpired  = client.NotifyApprovalExpired
 )
 
 // Errors of approvals; httpapi maps them to statuses.

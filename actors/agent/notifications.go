@@ -11,14 +11,15 @@ import (
 	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
-// Notification types (DESIGN.md "Decisions").
+// Notification types (DESIGN.md "Decisions"): the client's names, so each
+// type is spelled once.
 const (
-	NotePaymentReceived  = "payment_received"
-	NotePaymentSent      = "payment_sent"
-	NoteInvoicePaid      = "invoice_paid"
-	NoteScheduleExecuted = "schedule_executed"
-	NoteScheduleFailed   = "schedule_failed"
-	NoteWithdrawal       = "withdrawal"
+	NotePaymentReceived  = client.NotifyPaymentReceived
+	NotePaymentSent      = client.NotifyPaymentSent
+	NoteInvoicePaid      = client.NotifyInvoicePaid
+	NoteScheduleExecuted = client.NotifyScheduleExecuted
+	NoteScheduleFailed   = client.NotifyScheduleFailed
+	NoteWithdrawal       = client.NotifyWithdrawal
 )
 
 // NotificationTypes is every type a notification can have, for clients
