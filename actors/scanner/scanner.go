@@ -32,6 +32,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/actors/internal/background"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
@@ -123,10 +124,8 @@ type Scanner struct {
 	healthMu sync.Mutex
 	health   Health
 
-	stop chan struct{}
+	loop *background.Loop
 	kick chan struct{}
-	done sync.WaitGroup
-	once sync.Once
 }
 
 // New builds the scanner of opts.Chain; Start runs it in the background.
@@ -158,7 +157,7 @@ func New(opts Options) *Scanner {
 	}
 	id := opts.Chain.Chain()
 	return &Scanner{opts: opts, chain: id, keys: keySet{chain: id, known: map[string]bool{}},
-		stop: make(chan struct{}), kick: make(chan struct{}, 1), health: Health{Chain: id}}
+		loop: background.New(), kick: make(chan struct{}, 1), health: Health{Chain: id}}
 }
 
 // Report is what one pass did.
@@ -175,18 +174,7 @@ type Report struct {
 // Start runs a pass every Interval, on Kick and when the topology changes
 // (Options.Topology), until Stop.
 func (s *Scanner) Start() {
-	s.done.Add(1)
-	go func() {
-		defer s.done.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-s.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+	s.loop.Go(func(ctx context.Context) {
 		// Go ≥ 1.23 timers: Reset needs no draining.
 		t := time.NewTimer(s.opts.Interval)
 		defer t.Stop()
@@ -218,7 +206,7 @@ func (s *Scanner) Start() {
 			case <-moved:
 			}
 		}
-	}()
+	})
 }
 
 // record notes a pass's outcome in the scanner's health (and its Board),
@@ -339,8 +327,7 @@ func (s *Scanner) Kick() {
 // Stop ends the background loop (a running pass is cancelled; its page is
 // read again next time) and forgets the viewing keys.
 func (s *Scanner) Stop() {
-	s.once.Do(func() { close(s.stop) })
-	s.done.Wait()
+	s.loop.Stop()
 	s.pass.Lock()
 	s.keys.zero()
 	s.pass.Unlock()

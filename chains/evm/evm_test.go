@@ -508,20 +508,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 		}
 	}
 	net.SetMining(true)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rep, err = c.MaintainOnce(ctx, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Confirmed == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not confirmed: %+v", rep)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitSettled(t, c)
 	// The retry of the key now answers the mined replacement.
 	r2, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
 	if err != nil || r2.TxHash == r.TxHash {
@@ -618,19 +605,6 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	// Mined without the bump's help: the first transaction or its
 	// replacement, once.
 	net.SetMining(true)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rep, err = restarted.MaintainOnce(ctx, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Confirmed == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not confirmed: %+v", rep)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, not timing it
-	}
+	waitSettled(t, restarted)
 	checkNonces(t, restarted, alice.Address, 0, 1)
 }

@@ -1,5 +1,5 @@
 // Package background runs the periodic passes of the actor packages (the
-// reminder, the webhook deliverer) in a goroutine that Stop cancels and
+// reminder, the webhook deliverer, the scanner) in a goroutine that Stop cancels and
 // waits for, so that a pass in flight ends with its context and no pass
 // starts after Stop returns.
 package background
