@@ -128,7 +128,8 @@ func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult
 	return c.result(it.TxHash.Hex()), nil
 }
 
-// lookup returns the recorded result of key, if any.
+// lookup returns the recorded result of key, if any. A pending intent is
+// claimed before its hash is answered (see claim).
 func (c *Connector) lookup(ctx context.Context, key, fp string) (chains.TxResult, bool, error) {
 	rec, err := c.store.Get(ctx, TableIntents, c.intentKey(key))
 	if errors.Is(err, persistence.ErrNotFound) {
@@ -138,7 +139,38 @@ func (c *Connector) lookup(ctx context.Context, key, fp string) (chains.TxResult
 		return chains.TxResult{}, false, err
 	}
 	r, err := c.recorded(rec, fp)
+	if err == nil {
+		_, err = c.claim(ctx, rec)
+	}
 	return r, true, err
+}
+
+// claim rewrites a freshly reserved intent (version 1, still pending)
+// unchanged before this process answers or rebroadcasts it, so that the
+// writer's rollback of a rejected broadcast, which is conditional on
+// version 1, can no longer delete it: a transaction another caller was
+// given as the payment, or that another process sent again, stays
+// recorded, and its writer tells its own caller to retry instead of that
+// the payment failed. Later versions are past any rollback. It returns
+// the record's version after the claim.
+func (c *Connector) claim(ctx context.Context, rec persistence.Record) (uint64, error) {
+	if rec.Version != 1 {
+		return rec.Version, nil
+	}
+	var it intent
+	if err := json.Unmarshal(rec.Value, &it); err != nil || it.State != statePending {
+		return rec.Version, nil
+	}
+	vs, err := c.store.Apply(ctx, persistence.Put(TableIntents, rec.Key, rec.Value, persistence.AtVersion(1)))
+	if errors.Is(err, persistence.ErrConflict) {
+		// Rolled back or claimed meanwhile: the caller's retry reads
+		// which.
+		return 0, fmt.Errorf("%w: %s: the payment under this key changed while it was read; retry with the same idempotency key", chains.ErrUnavailable, c.cfg.Chain)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
 }
 
 // ledgerNonce returns the next nonce to assign to a and the version of its
@@ -391,6 +423,14 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			// transaction recorded as pending, and maintenance sent it
 			// after the caller had been told it failed (issue 25).
 			if err := c.rollback(persistence.WithoutFence(ctx), ikey, pkey, it, next); err != nil {
+				if errors.Is(err, persistence.ErrConflict) {
+					// Another process took the recorded transaction up
+					// meanwhile (its restart pass sent it again, or it
+					// answered the key's retry with it: claim): it may
+					// still be mined, so this caller is not told it failed.
+					return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: the node refused %s (%v), but another member has taken the recorded payment up and may still send it; retry with the same idempotency key for its outcome",
+						chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
+				}
 				c.log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
 			}
 			return chains.TxResult{}, c.rejection(berr)

@@ -179,7 +179,14 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 			rep.Dropped++
 		default:
 			rep.Pending++
-			err = c.advance(ctx, x.ikey, x.rec.Version, &x.it, restart, rep)
+			ver := x.rec.Version
+			if restart {
+				// Claimed before it is sent again (see claim).
+				if ver, err = c.claim(ctx, x.rec); err != nil {
+					break
+				}
+			}
+			err = c.advance(ctx, x.ikey, ver, &x.it, restart, rep)
 		}
 		if err != nil {
 			errs = append(errs, err)
