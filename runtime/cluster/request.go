@@ -46,6 +46,7 @@ func (m *Member) Request(ctx context.Context, id string, message any) (v any, er
 		if !again {
 			return v, err
 		}
+		last := err // why it was not taken, for the caller if it never is
 		// Not delivered: wait for the topology to move on (or a little,
 		// in case this member's view is the stale one), then route again.
 		wait := time.Duration(attempt+1) * 50 * time.Millisecond
@@ -58,14 +59,14 @@ func (m *Member) Request(ctx context.Context, id string, message any) (v any, er
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("cluster: agent %s: its member %s did not take the request: %w", id, to, ctx.Err())
+			return nil, fmt.Errorf("cluster: agent %s: its member %s did not take the request (last: %v): %w", id, to, last, ctx.Err())
 		}
 		t.Stop()
 	}
 }
 
 // forward sends one request to the member at addr. again reports that it
-// was certainly not processed and may be sent again.
+// was certainly not processed and may be sent again; err then says why.
 func (m *Member) forward(ctx context.Context, addr, id string, message any) (v any, err error, again bool) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -104,7 +105,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 	case r := <-done:
 		switch {
 		case errors.Is(r.err, actor.ErrDeadLetter):
-			return nil, nil, true
+			return nil, fmt.Errorf("no router at %s (dead letter)", addr), true
 		case errors.Is(r.err, actor.ErrTimeout):
 			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, host.ErrTimeout), false
 		case r.err != nil:
@@ -114,14 +115,15 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 		if !ok {
 			// Remoting answers an unknown target with a dead letter.
 			if _, dl := r.v.(*actor.DeadLetterResponse); dl {
-				return nil, nil, true
+				return nil, fmt.Errorf("no router at %s (dead letter)", addr), true
 			}
 			return nil, fmt.Errorf("agent %s on member %s answered %T", id, addr, r.v), false
 		}
 		if code == codeNotOwner || code == codeFenced {
 			// Refused unprocessed: route again once the views agree (or
 			// the fenced member has left them).
-			return nil, nil, true
+			_, why := m.cfg.Codec.DecodeReply(r.v)
+			return nil, why, true
 		}
 		v, err := m.cfg.Codec.DecodeReply(r.v)
 		return v, err, false
