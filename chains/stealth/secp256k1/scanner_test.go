@@ -108,6 +108,12 @@ func TestScanNoAllocPerAnnouncement(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("check (hit) allocates %v", n)
 	}
+	// ScanKey.Check takes its checker from a sync.Pool, which the race
+	// detector empties at random (a quarter of the puts): only a build
+	// without it can tell (a fresh-clone CI run saw "allocates 1").
+	if raceEnabled {
+		return
+	}
 	if n := testing.AllocsPerRun(20, func() {
 		if ok, err := key.Check(hit); !ok || err != nil {
 			panic("no hit")
