@@ -169,7 +169,13 @@ func scheduleID(c clause) string {
 		}
 		w := strings.TrimPrefix(t.low, "#")
 		if len(w) >= 4 && len(w) <= 64 && reSchedID.MatchString(w) && reAnyDigit.MatchString(w) {
-			if _, _, _, isNum := parseNumber(w); isNum && !strings.HasPrefix(t.raw, "#") && (i == 0 || c.toks[i-1].low != "schedule") {
+			// A number is an amount, unless it names the schedule: after
+			// "schedule" or "#", or right before "schedule" ("resume the
+			// 20034714 schedule": an id prefix that happens to be all
+			// digits, as about one in forty are).
+			named := strings.HasPrefix(t.raw, "#") || i > 0 && c.toks[i-1].low == "schedule" ||
+				i+1 < len(c.toks) && (c.toks[i+1].low == "schedule" || c.toks[i+1].low == "subscription")
+			if _, _, _, isNum := parseNumber(w); isNum && !named {
 				continue
 			}
 			return w

@@ -181,6 +181,8 @@ var planCases = []struct {
 	{in: "list my recurring payments", calls: []wantCall{c("list_schedules", `{}`)}},
 	{in: "pause schedule 3f2a", calls: []wantCall{c("manage_schedule", `{"schedule_id":"3f2a","action":"pause"}`)}},
 	{in: "resume the 3f2a schedule", calls: []wantCall{c("manage_schedule", `{"schedule_id":"3f2a","action":"resume"}`)}},
+	{in: "resume the 20034714 schedule", calls: []wantCall{c("manage_schedule", `{"schedule_id":"20034714","action":"resume"}`)}},
+	{in: "pause the 1000 USDC schedule", calls: []wantCall{c("manage_schedule", `{"action":"pause","amount":"1000","asset":"USDC"}`)}},
 	{in: "cancel schedule 3f2a9c01", calls: []wantCall{c("manage_schedule", `{"schedule_id":"3f2a9c01","action":"cancel"}`)}},
 	// memories
 	{in: "remember that I prefer USDC", calls: []wantCall{c("save_memory", `{"content":"I prefer USDC","type":"preference"}`)}},
