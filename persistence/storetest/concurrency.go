@@ -14,22 +14,32 @@ import (
 	"github.com/veilhq/veil/persistence"
 )
 
-func testConcurrentCreate(t *testing.T, s persistence.Store) {
-	const n = 50
+// applyTogether runs write(0) … write(n-1) in n goroutines released at
+// the same moment, so that their Applies overlap as much as the store lets
+// them, and returns each one's error by index.
+func applyTogether(n int, write func(i int) error) []error {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	start := make(chan struct{})
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = s.Apply(context.Background(),
-				persistence.Put("t", "contested", []byte(fmt.Sprint(i)), persistence.Absent()),
-				persistence.Put("t", fmt.Sprintf("side/%02d", i), []byte("x"), persistence.Absent()),
-			)
+			errs[i] = write(i)
 		})
 	}
 	close(start)
 	wg.Wait()
+	return errs
+}
+
+func testConcurrentCreate(t *testing.T, s persistence.Store) {
+	errs := applyTogether(50, func(i int) error {
+		_, err := s.Apply(context.Background(),
+			persistence.Put("t", "contested", []byte(fmt.Sprint(i)), persistence.Absent()),
+			persistence.Put("t", fmt.Sprintf("side/%02d", i), []byte("x"), persistence.Absent()),
+		)
+		return err
+	})
 	winner := -1
 	for i, err := range errs {
 		switch {
@@ -100,27 +110,19 @@ func testConcurrentCAS(t *testing.T, s persistence.Store) {
 // an implementation that shares commits must not let one batch's conflict
 // spill into another's.
 func testConcurrentMixed(t *testing.T, s persistence.Store) {
-	const n = 40
 	ctx := context.Background()
 	put(t, s, "t", "guard", "g")
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			expect := persistence.AtVersion(1)
-			if i%2 == 1 {
-				expect = persistence.AtVersion(99)
-			}
-			_, errs[i] = s.Apply(ctx,
-				persistence.Put("t", fmt.Sprintf("w/%02d", i), []byte("x"), persistence.Absent()),
-				persistence.Check("t", "guard", expect),
-			)
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := applyTogether(40, func(i int) error {
+		expect := persistence.AtVersion(1)
+		if i%2 == 1 {
+			expect = persistence.AtVersion(99)
+		}
+		_, err := s.Apply(ctx,
+			persistence.Put("t", fmt.Sprintf("w/%02d", i), []byte("x"), persistence.Absent()),
+			persistence.Check("t", "guard", expect),
+		)
+		return err
+	})
 	for i, err := range errs {
 		key := fmt.Sprintf("w/%02d", i)
 		if i%2 == 1 {
