@@ -10,6 +10,10 @@ is not tuned on them (docs/models.md).
 """
 import json
 import random
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the corpus
+from to_jsonl import lines, parse  # noqa: E402 (after the line above)
 
 rng = random.Random(17)
 
@@ -232,16 +236,8 @@ for t in ["hi", "hello!", "hey there", "thanks", "thank you so much", "help", "w
     add(t)
 
 # Hand-written items (train_hand.txt): among them failures found on dev.
-for line in open("train_hand.txt", encoding="utf-8"):
-    line = line.rstrip("\n")
-    if not line.strip() or line.startswith("#"):
-        continue
-    text, _, rhs = line.rpartition(" => ")
-    calls = []
-    if rhs.strip() != "-":
-        for part in rhs.split(" | "):
-            tool, _, args = part.strip().partition(" ")
-            calls.append((tool, json.loads(args)))
+for line in lines("train_hand.txt"):
+    text, calls = parse(line)
     add(text, *calls)
 
 for it in out:
