@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// heapSample reads the live heap cheaply (no stop-the-world, unlike
-// runtime.ReadMemStats).
+// heapMetric is the live heap, which metrics.Read samples cheaply (no
+// stop-the-world, unlike runtime.ReadMemStats).
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
 // monitorMemory sheds agents while the heap is above MemoryLimit.
