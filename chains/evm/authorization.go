@@ -81,7 +81,7 @@ func (c *Connector) AuthorizationDomain(ctx context.Context, assetSym string) (c
 // chains.TransferAuthorizer). The spend's asset is the token's symbol from
 // the configuration, never auth.Asset as given.
 func (c *Connector) SignAuthorization(ctx context.Context, from chains.KeyRef, auth chains.TransferAuthorization, idempotencyKey string) ([]byte, error) {
-	if c.signer == nil {
+	if c.opts.Signer == nil {
 		return nil, errors.New("evm: no Signer configured")
 	}
 	t, err := c.authToken(auth)
@@ -98,7 +98,7 @@ func (c *Connector) SignAuthorization(ctx context.Context, from chains.KeyRef, a
 	}
 	spend := chains.Spend{Key: idempotencyKey, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: auth.Asset,
 		Amount: chains.NewAmount(auth.Value, t.Decimals), Recipient: common.HexToAddress(auth.To).Hex()}
-	raw, err := c.signer.Sign(ctx, chains.AuthorizationRequest(from, digest[:], auth, spend))
+	raw, err := c.opts.Signer.Sign(ctx, chains.AuthorizationRequest(from, digest[:], auth, spend))
 	if err != nil {
 		return nil, fmt.Errorf("evm: sign authorization: %w", err)
 	}

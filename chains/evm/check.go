@@ -14,6 +14,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
+	"github.com/veilhq/veil/chains/internal/connopts"
 )
 
 // ErrMisconfigured reports a configured address that does not hold what the
@@ -122,7 +123,7 @@ func (c *Connector) view(ctx context.Context, addr common.Address, data []byte, 
 // format with args and the error.
 func (c *Connector) viewFailed(err error, check, what string, addr common.Address, format string, args ...any) error {
 	if !isRPCAnswer(err) {
-		return c.unavailable(check, err)
+		return c.Unavailable(check, err)
 	}
 	return c.misconfigured(what, addr, format, append(args, err)...)
 }
@@ -139,7 +140,7 @@ func absDiff(a, b int) int {
 func (c *Connector) requireCode(ctx context.Context, addr common.Address, what string) error {
 	code, err := c.eth.CodeAt(ctx, addr, nil)
 	if err != nil {
-		return c.unavailable("code of "+addr.Hex(), err)
+		return c.Unavailable("code of "+addr.Hex(), err)
 	}
 	if len(code) == 0 {
 		return c.misconfigured(what, addr, "no contract code at this address (an ordinary account, a typo, or another network's address); nothing is sent there. Deploy with `veild contracts deploy --chain %s` and use the addresses it prints", c.cfg.Chain)
@@ -199,7 +200,7 @@ func mentions(err error, words ...string) bool {
 // a connector (`veild contracts deploy` checks what it deployed with it).
 func CheckContracts(ctx context.Context, rc *rpc.Client, cfg Config) error {
 	cfg.defaults()
-	c := &Connector{cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), log: slog.New(slog.DiscardHandler),
+	c := &Connector{Base: connopts.NewBase(cfg.Chain, cfg.ExplorerTx), cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), opts: Options{Log: slog.New(slog.DiscardHandler)},
 		sender: bindings.NewStealthSender(), names: bindings.NewVeilNames(), token: bindings.NewTestToken(), ann: bindings.NewERC5564Announcer()}
 	return c.Check(ctx)
 }

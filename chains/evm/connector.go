@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/big"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,8 +22,6 @@ import (
 	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/parse"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
-	"github.com/veilhq/veil/internal/failpoint"
-	"github.com/veilhq/veil/persistence"
 )
 
 // Failpoints of submitting a transaction (internal/failpoint): the hook
@@ -57,16 +52,12 @@ type Options = connopts.Options
 
 // Connector is one EVM chain's chains.Connector.
 type Connector struct {
+	connopts.Base
+	// opts are the dependencies, defaults applied and Log naming the chain.
+	opts     Options
 	cfg      Config
 	rpc      *rpc.Client
 	eth      *ethclient.Client
-	http     *http.Client
-	store    persistence.Store
-	signer   chains.Signer
-	log      *slog.Logger
-	fp       failpoint.Hook
-	rand     io.Reader
-	now      func() time.Time
 	txSigner types.Signer
 	chainID  *big.Int
 
@@ -110,14 +101,14 @@ func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connec
 	if err := opts.Defaults("evm", 30*time.Second); err != nil {
 		return nil, err
 	}
+	opts.Log = opts.Log.With("chain", string(cfg.Chain))
 	rc, err := rpc.DialOptions(ctx, cfg.RPCURL, rpc.WithHTTPClient(opts.HTTPClient))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: dial %s: %v", chains.ErrUnavailable, cfg.Chain, cfg.RPCURL, err)
 	}
 	c := &Connector{
-		cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), http: opts.HTTPClient,
-		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", string(cfg.Chain)),
-		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
+		Base: connopts.NewBase(cfg.Chain, cfg.ExplorerTx), opts: opts,
+		cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc),
 		chainID: new(big.Int).SetUint64(cfg.ChainID),
 		sender:  bindings.NewStealthSender(), names: bindings.NewVeilNames(),
 		token: bindings.NewTestToken(), ann: bindings.NewERC5564Announcer(),
@@ -148,26 +139,14 @@ func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connec
 // Close releases the RPC connection and its idle HTTP connections.
 func (c *Connector) Close() {
 	c.rpc.Close()
-	c.http.CloseIdleConnections()
+	c.opts.HTTPClient.CloseIdleConnections()
 }
-
-// Chain is the chain's identifier.
-func (c *Connector) Chain() chains.ID { return c.cfg.Chain }
 
 // Config returns the connector's configuration (defaults applied).
 func (c *Connector) Config() Config { return c.cfg }
 
 // Client exposes the underlying ethclient (read-only uses: tests, tools).
 func (c *Connector) Client() *ethclient.Client { return c.eth }
-
-// TxLink is the explorer link of a transaction ("" without a template).
-func (c *Connector) TxLink(txHash string) string {
-	return chains.ExplorerLink(c.cfg.ExplorerTx, txHash)
-}
-
-func (c *Connector) result(hash string) chains.TxResult {
-	return chains.TxResult{TxHash: hash, TxLink: c.TxLink(hash)}
-}
 
 // asset is what a symbol resolves to on this chain.
 type asset struct {
@@ -231,11 +210,11 @@ func (c *Connector) Balance(ctx context.Context, address string) (chains.Balance
 		})
 	}
 	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
-		return chains.Balance{}, c.unavailable("balance", err)
+		return chains.Balance{}, c.Unavailable("balance", err)
 	}
 	for _, b := range batch {
 		if b.Error != nil {
-			return chains.Balance{}, c.unavailable("balance", b.Error)
+			return chains.Balance{}, c.Unavailable("balance", b.Error)
 		}
 	}
 	out := chains.Balance{Native: chains.FormatAmount(native.ToInt(), NativeDecimals), Tokens: map[string]string{}}
@@ -265,13 +244,6 @@ func (c *Connector) balanceOf(ctx context.Context, a asset, addr common.Address)
 	return c.token.UnpackBalanceOf(out)
 }
 
-func (c *Connector) unavailable(what string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("%w: %s %s: %v", chains.ErrUnavailable, c.cfg.Chain, what, err)
-}
-
 // WaitMined polls for the receipt of txHash every PollInterval until ctx ends.
 func (c *Connector) WaitMined(ctx context.Context, txHash string) (*types.Receipt, error) {
 	h := common.HexToHash(txHash)
@@ -283,7 +255,7 @@ func (c *Connector) WaitMined(ctx context.Context, txHash string) (*types.Receip
 			return r, nil
 		}
 		if !errors.Is(err, ethereum.NotFound) && !isIndexing(err) {
-			return nil, c.unavailable("receipt", err)
+			return nil, c.Unavailable("receipt", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -302,7 +274,7 @@ func isIndexing(err error) bool {
 func (c *Connector) fees(ctx context.Context) (base, tip *big.Int, err error) {
 	ttl := min(c.cfg.PollInterval, 2*time.Second)
 	c.feeMu.Lock()
-	if c.feeBase != nil && c.now().Sub(c.feeAt) < ttl {
+	if c.feeBase != nil && c.opts.Now().Sub(c.feeAt) < ttl {
 		base, tip = c.feeBase, c.feeTip
 		c.feeMu.Unlock()
 		return base, tip, nil
@@ -317,11 +289,11 @@ func (c *Connector) fees(ctx context.Context) (base, tip *big.Int, err error) {
 		{Method: "eth_maxPriorityFeePerGas", Result: &t},
 	}
 	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
-		return nil, nil, c.unavailable("fees", err)
+		return nil, nil, c.Unavailable("fees", err)
 	}
 	for _, b := range batch {
 		if b.Error != nil {
-			return nil, nil, c.unavailable("fees", b.Error)
+			return nil, nil, c.Unavailable("fees", b.Error)
 		}
 	}
 	base = big.NewInt(0)
@@ -333,7 +305,7 @@ func (c *Connector) fees(ctx context.Context) (base, tip *big.Int, err error) {
 		tip = big.NewInt(1)
 	}
 	c.feeMu.Lock()
-	c.feeBase, c.feeTip, c.feeAt = base, tip, c.now()
+	c.feeBase, c.feeTip, c.feeAt = base, tip, c.opts.Now()
 	c.feeMu.Unlock()
 	return base, tip, nil
 }

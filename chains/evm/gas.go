@@ -83,7 +83,7 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 		}
 		pbal, err := c.eth.BalanceAt(ctx, payerAddr, nil)
 		if err != nil {
-			return nil, c.unavailable("balance", err)
+			return nil, c.Unavailable("balance", err)
 		}
 		need := new(big.Int).Add(short, new(big.Int).Mul(big.NewInt(21000), feeCap))
 		if pbal.Cmp(need) < 0 {
@@ -100,7 +100,7 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 		if r, err = c.submit(ctx, gasKey, spec); err != nil {
 			return nil, fmt.Errorf("evm: %s: paying the gas of the withdrawal from %s: %w", c.cfg.Chain, src.Hex(), err)
 		}
-		c.log.Info("gas for a one-time address paid by the agent's account", "from", payerAddr.Hex(), "to", src.Hex(), "wei", short, "tx", r.TxHash, "key", key)
+		c.opts.Log.Info("gas for a one-time address paid by the agent's account", "from", payerAddr.Hex(), "to", src.Hex(), "wei", short, "tx", r.TxHash, "key", key)
 	}
 	rc, err := c.WaitMined(ctx, r.TxHash)
 	if err != nil {
@@ -115,7 +115,7 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 	// Funded by an earlier attempt (at its price): use what is there.
 	bal, err := c.eth.BalanceAt(ctx, src, nil)
 	if err != nil {
-		return nil, c.unavailable("balance", err)
+		return nil, c.Unavailable("balance", err)
 	}
 	p := new(big.Int).Div(bal, new(big.Int).SetUint64(gas))
 	if p.Sign() == 0 {

@@ -122,16 +122,16 @@ func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult
 	case stateVoid:
 		return chains.TxResult{}, fmt.Errorf("%w: the earlier attempt with this key was rejected by the node and is being cancelled; retry shortly", chains.ErrUnavailable)
 	case stateReverted:
-		return c.result(it.TxHash.Hex()), fmt.Errorf("evm: %s: transaction %s of key %q reverted on chain: nothing was transferred (the fee was spent); pay again under a new idempotency key",
+		return c.Result(it.TxHash.Hex()), fmt.Errorf("evm: %s: transaction %s of key %q reverted on chain: nothing was transferred (the fee was spent); pay again under a new idempotency key",
 			c.cfg.Chain, it.TxHash.Hex(), strings.TrimPrefix(rec.Key, string(c.cfg.Chain)+"/"))
 	}
-	return c.result(it.TxHash.Hex()), nil
+	return c.Result(it.TxHash.Hex()), nil
 }
 
 // lookup returns the recorded result of key, if any. A pending intent is
 // claimed before its hash is answered (see claim).
 func (c *Connector) lookup(ctx context.Context, key, fp string) (chains.TxResult, bool, error) {
-	rec, err := c.store.Get(ctx, TableIntents, c.intentKey(key))
+	rec, err := c.opts.Store.Get(ctx, TableIntents, c.intentKey(key))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return chains.TxResult{}, false, nil
 	}
@@ -161,7 +161,7 @@ func (c *Connector) claim(ctx context.Context, rec persistence.Record) (uint64, 
 	if err := json.Unmarshal(rec.Value, &it); err != nil || it.State != statePending {
 		return rec.Version, nil
 	}
-	vs, err := c.store.Apply(ctx, persistence.Put(TableIntents, rec.Key, rec.Value, persistence.AtVersion(1)))
+	vs, err := c.opts.Store.Apply(ctx, persistence.Put(TableIntents, rec.Key, rec.Value, persistence.AtVersion(1)))
 	if errors.Is(err, persistence.ErrConflict) {
 		// Rolled back or claimed meanwhile: the caller's retry reads
 		// which.
@@ -176,7 +176,7 @@ func (c *Connector) claim(ctx context.Context, rec persistence.Record) (uint64, 
 // ledgerNonce returns the next nonce to assign to a and the version of its
 // ledger record (0: none yet; the chain's pending nonce seeds it).
 func (c *Connector) ledgerNonce(ctx context.Context, a common.Address) (uint64, uint64, error) {
-	rec, err := c.store.Get(ctx, TableNonces, c.addrKey(a))
+	rec, err := c.opts.Store.Get(ctx, TableNonces, c.addrKey(a))
 	if err == nil {
 		n, err := strconv.ParseUint(string(rec.Value), 10, 64)
 		if err != nil {
@@ -189,7 +189,7 @@ func (c *Connector) ledgerNonce(ctx context.Context, a common.Address) (uint64, 
 	}
 	n, err := c.eth.PendingNonceAt(ctx, a)
 	if err != nil {
-		return 0, 0, c.unavailable("nonce", err)
+		return 0, 0, c.Unavailable("nonce", err)
 	}
 	return n, 0, nil
 }
@@ -207,7 +207,7 @@ func expectVersion(v uint64) persistence.Expect {
 // (spend nil) as a no-value request with the unsigned transaction, which
 // the enclave decodes to check that it really moves nothing.
 func (c *Connector) signTx(ctx context.Context, ref chains.KeyRef, from common.Address, tx *types.Transaction, spend *chains.Spend) (*types.Transaction, error) {
-	if c.signer == nil {
+	if c.opts.Signer == nil {
 		return nil, errors.New("evm: no Signer configured")
 	}
 	h := c.txSigner.Hash(tx)
@@ -221,7 +221,7 @@ func (c *Connector) signTx(ctx context.Context, ref chains.KeyRef, from common.A
 		}
 		req = chains.NoValueRequest(ref, h[:], unsigned, "")
 	}
-	sig, err := c.signer.Sign(ctx, req)
+	sig, err := c.opts.Signer.Sign(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("evm: sign: %w", err)
 	}
@@ -263,7 +263,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, value, tip, fe
 	}
 	return attempt{
 		Hash: stx.Hash(), Raw: raw, TipCap: (*hexutil.Big)(tip), FeeCap: (*hexutil.Big)(feeCap),
-		Value: (*hexutil.Big)(value), At: c.now().UTC(),
+		Value: (*hexutil.Big)(value), At: c.opts.Now().UTC(),
 	}, nil
 }
 
@@ -334,13 +334,13 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		it := &intent{
 			Op: spec.op, Fingerprint: spec.fingerprint, From: spec.from, KeyRef: spec.ref, Nonce: next,
 			To: spec.to, Data: spec.data, Gas: spec.gas, Sweep: spec.sweep, State: statePending,
-			Created: c.now().UTC(), Extra: spec.extra, Spend: spec.spend,
+			Created: c.opts.Now().UTC(), Extra: spec.extra, Spend: spec.spend,
 		}
 		at, err := c.buildAttempt(ctx, it, value, tip, feeCap)
 		if err != nil {
 			return chains.TxResult{}, err
 		}
-		if err := c.fp.Hit(FailAfterSign); err != nil {
+		if err := c.opts.Failpoint.Hit(FailAfterSign); err != nil {
 			return chains.TxResult{}, err
 		}
 		it.Attempts = []attempt{at}
@@ -350,10 +350,10 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			return chains.TxResult{}, err
 		}
 		pkey := c.pendingKey(spec.from, next)
-		if err := c.fp.Hit(FailBeforePersist); err != nil {
+		if err := c.opts.Failpoint.Hit(FailBeforePersist); err != nil {
 			return chains.TxResult{}, err
 		}
-		_, err = c.store.Apply(ctx,
+		_, err = c.opts.Store.Apply(ctx,
 			persistence.Put(TableIntents, ikey, val, persistence.Absent()),
 			persistence.Put(TableNonces, nkey, []byte(strconv.FormatUint(next+1, 10)), expectVersion(ver)),
 			persistence.Put(TablePending, pkey, []byte(ikey), persistence.Absent()),
@@ -377,7 +377,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		if err != nil {
 			return chains.TxResult{}, err
 		}
-		if err := c.fp.Hit(FailBeforeBroadcast); err != nil {
+		if err := c.opts.Failpoint.Hit(FailBeforeBroadcast); err != nil {
 			return chains.TxResult{}, err
 		}
 		// Persisted: broadcast even if the caller gives up now, so that a
@@ -385,19 +385,19 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		berr := c.sendRaw(bctx, at.Raw)
 		cancel()
-		if err := c.fp.Hit(FailAfterBroadcast); err != nil {
+		if err := c.opts.Failpoint.Hit(FailAfterBroadcast); err != nil {
 			return chains.TxResult{}, err
 		}
 		switch classify(berr) {
 		case sentOK:
-			return c.result(at.Hash.Hex()), nil
+			return c.Result(at.Hash.Hex()), nil
 		case sentUnknown:
-			return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: broadcast %s: %v (the signed transaction is recorded and will be rebroadcast; retry with the same idempotency key)",
+			return c.Result(at.Hash.Hex()), fmt.Errorf("%w: %s: broadcast %s: %v (the signed transaction is recorded and will be rebroadcast; retry with the same idempotency key)",
 				chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
 		case sentNonceUsed:
 			r, rerr := c.eth.TransactionReceipt(ctx, at.Hash)
 			if rerr == nil && r != nil {
-				return c.result(at.Hash.Hex()), nil
+				return c.Result(at.Hash.Hex()), nil
 			}
 			// No receipt is no proof that another transaction took the
 			// nonce: ours may be the one mined, broadcast first by another
@@ -410,11 +410,11 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			if rerr == nil || errors.Is(rerr, ethereum.NotFound) {
 				rerr = errors.New("no receipt yet")
 			}
-			c.log.Warn("nonce taken, receipt unknown; the payment stays recorded", "address", spec.from.Hex(), "nonce", next, "tx", at.Hash.Hex(), "err", berr)
+			c.opts.Log.Warn("nonce taken, receipt unknown; the payment stays recorded", "address", spec.from.Hex(), "nonce", next, "tx", at.Hash.Hex(), "err", berr)
 			if err := c.skipTakenNonces(ctx, spec.from); err != nil {
-				c.log.Warn("move the nonce ledger past the chain's", "address", spec.from.Hex(), "err", err)
+				c.opts.Log.Warn("move the nonce ledger past the chain's", "address", spec.from.Hex(), "err", err)
 			}
-			return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (the payment is recorded; retry with the same idempotency key)",
+			return c.Result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (the payment is recorded; retry with the same idempotency key)",
 				chains.ErrUnavailable, c.cfg.Chain, next, at.Hash.Hex(), rerr)
 		case sentRejected:
 			// Not fenced: the rollback only removes (or voids) this
@@ -428,10 +428,10 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 					// meanwhile (its restart pass sent it again, or it
 					// answered the key's retry with it: claim): it may
 					// still be mined, so this caller is not told it failed.
-					return c.result(at.Hash.Hex()), fmt.Errorf("%w: %s: the node refused %s (%v), but another member has taken the recorded payment up and may still send it; retry with the same idempotency key for its outcome",
+					return c.Result(at.Hash.Hex()), fmt.Errorf("%w: %s: the node refused %s (%v), but another member has taken the recorded payment up and may still send it; retry with the same idempotency key for its outcome",
 						chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
 				}
-				c.log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
+				c.opts.Log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
 			}
 			return chains.TxResult{}, c.rejection(berr)
 		}
@@ -444,14 +444,14 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 func (c *Connector) skipTakenNonces(ctx context.Context, a common.Address) error {
 	chainNext, err := c.eth.PendingNonceAt(ctx, a)
 	if err != nil {
-		return c.unavailable("nonce", err)
+		return c.Unavailable("nonce", err)
 	}
 	for range 8 {
 		next, ver, err := c.ledgerNonce(ctx, a)
 		if err != nil || next >= chainNext {
 			return err
 		}
-		_, err = c.store.Apply(ctx, persistence.Put(TableNonces, c.addrKey(a), []byte(strconv.FormatUint(chainNext, 10)), expectVersion(ver)))
+		_, err = c.opts.Store.Apply(ctx, persistence.Put(TableNonces, c.addrKey(a), []byte(strconv.FormatUint(chainNext, 10)), expectVersion(ver)))
 		if !errors.Is(err, persistence.ErrConflict) {
 			return err
 		}
@@ -463,12 +463,12 @@ func (c *Connector) skipTakenNonces(ctx context.Context, a common.Address) error
 // ledger returns to nonce, unless another reservation followed meanwhile;
 // then the intent stays as void and Maintain fills its nonce with a no-op.
 func (c *Connector) rollback(ctx context.Context, ikey, pkey string, it *intent, nonce uint64) error {
-	rec, err := c.store.Get(ctx, TableNonces, c.addrKey(it.From))
+	rec, err := c.opts.Store.Get(ctx, TableNonces, c.addrKey(it.From))
 	if err != nil {
 		return err
 	}
 	if string(rec.Value) == strconv.FormatUint(nonce+1, 10) {
-		_, err = c.store.Apply(ctx,
+		_, err = c.opts.Store.Apply(ctx,
 			persistence.Delete(TableIntents, ikey, persistence.AtVersion(1)),
 			persistence.Delete(TablePending, pkey, persistence.Any()),
 			persistence.Put(TableNonces, c.addrKey(it.From), []byte(strconv.FormatUint(nonce, 10)), persistence.AtVersion(rec.Version)),
@@ -482,7 +482,7 @@ func (c *Connector) rollback(ctx context.Context, ikey, pkey string, it *intent,
 	if err != nil {
 		return err
 	}
-	_, err = c.store.Apply(ctx, persistence.Put(TableIntents, ikey, val, persistence.AtVersion(1)))
+	_, err = c.opts.Store.Apply(ctx, persistence.Put(TableIntents, ikey, val, persistence.AtVersion(1)))
 	return err
 }
 
@@ -515,7 +515,7 @@ func (c *Connector) callError(what string, err error) error {
 	if errors.As(err, &re) {
 		return fmt.Errorf("evm: %s: %s: %w", c.cfg.Chain, what, err)
 	}
-	return c.unavailable(what, err)
+	return c.Unavailable(what, err)
 }
 
 // decodeRevert turns a custom error of our contracts into Veil's errors.

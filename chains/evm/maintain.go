@@ -59,7 +59,7 @@ func (c *Connector) Maintain(ctx context.Context, restart bool) error {
 // transaction took.
 func (c *Connector) MaintainOnce(ctx context.Context, restart bool) (MaintainReport, error) {
 	var rep MaintainReport
-	recs, err := c.store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
+	recs, err := c.opts.Store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
 	if err != nil {
 		return rep, err
 	}
@@ -89,9 +89,9 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 	var items []item
 	for _, p := range pend {
 		ikey := string(p.Value)
-		rec, err := c.store.Get(ctx, TableIntents, ikey)
+		rec, err := c.opts.Store.Get(ctx, TableIntents, ikey)
 		if errors.Is(err, persistence.ErrNotFound) {
-			_, _ = c.store.Apply(ctx, persistence.Delete(TablePending, p.Key, persistence.AtVersion(p.Version)))
+			_, _ = c.opts.Store.Apply(ctx, persistence.Delete(TablePending, p.Key, persistence.AtVersion(p.Version)))
 			continue
 		}
 		if err != nil {
@@ -128,10 +128,10 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 		}
 	}
 	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
-		return c.unavailable("maintenance", err)
+		return c.Unavailable("maintenance", err)
 	}
 	if batch[0].Error != nil {
-		return c.unavailable("nonce", batch[0].Error)
+		return c.Unavailable("nonce", batch[0].Error)
 	}
 	mined, err := strconv.ParseUint(strings.TrimPrefix(nonceHex, "0x"), 16, 64)
 	if err != nil {
@@ -174,7 +174,7 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 				rep.Filled++
 				break
 			}
-			c.log.Error("transaction replaced by one Veil did not send; the payment did not happen", "address", from.Hex(), "nonce", x.it.Nonce, "tx", x.it.TxHash.Hex(), "key", x.ikey)
+			c.opts.Log.Error("transaction replaced by one Veil did not send; the payment did not happen", "address", from.Hex(), "nonce", x.it.Nonce, "tx", x.it.TxHash.Hex(), "key", x.ikey)
 			err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version)
 			rep.Dropped++
 		default:
@@ -200,7 +200,7 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 // record lives in memory: a restart starts the wait again, which only
 // delays a drop.
 func (c *Connector) nonceTakenFor(ikey string, d time.Duration) bool {
-	now := c.now()
+	now := c.opts.Now()
 	first, ok := c.taken.get(ikey)
 	if !ok {
 		c.taken.set(ikey, now)
@@ -241,7 +241,7 @@ func (k *marks) forget(key string) {
 }
 
 func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint64, it *intent, r *types.Receipt) error {
-	if err := c.fp.Hit(FailBeforeConfirm); err != nil {
+	if err := c.opts.Failpoint.Hit(FailBeforeConfirm); err != nil {
 		return err
 	}
 	if it.State == stateVoid {
@@ -254,7 +254,7 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 	it.State = stateMined
 	if r.Status != types.ReceiptStatusSuccessful {
 		it.State = stateReverted
-		c.log.Warn("transaction reverted", "tx", r.TxHash.Hex(), "op", it.Op, "key", ikey)
+		c.opts.Log.Warn("transaction reverted", "tx", r.TxHash.Hex(), "op", it.Op, "key", ikey)
 	}
 	it.TxHash = r.TxHash
 	it.Block = r.BlockNumber.Uint64()
@@ -262,7 +262,7 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 	if err != nil {
 		return err
 	}
-	_, err = c.store.Apply(ctx,
+	_, err = c.opts.Store.Apply(ctx,
 		persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version)),
 		persistence.Delete(TablePending, pkey, persistence.Any()))
 	if errors.Is(err, persistence.ErrConflict) {
@@ -275,7 +275,7 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 }
 
 func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version uint64) error {
-	_, err := c.store.Apply(ctx,
+	_, err := c.opts.Store.Apply(ctx,
 		persistence.Delete(TableIntents, ikey, persistence.AtVersion(version)),
 		persistence.Delete(TablePending, pkey, persistence.Any()))
 	if errors.Is(err, persistence.ErrConflict) {
@@ -299,7 +299,7 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 	if at, ok := c.resent.get(ikey); ok && at.After(since) {
 		since = at
 	}
-	stuck := c.now().Sub(since) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
+	stuck := c.opts.Now().Sub(since) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
 	if !fill && (restart || !stuck) {
 		// The restart pass sends the last attempt again as it is, even if
 		// it is older than StuckAfter: the node may have lost it with the
@@ -308,9 +308,9 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 		// whose hash the caller had already been given.
 		if restart {
 			if err := c.sendRaw(ctx, last.Raw); classify(err) == sentRejected || classify(err) == sentUnknown {
-				c.log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
+				c.opts.Log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
 			}
-			c.resent.set(ikey, c.now())
+			c.resent.set(ikey, c.opts.Now())
 			rep.Rebroadcast++
 		}
 		return nil
@@ -333,7 +333,7 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 		newTip = newCap
 		bal, err := c.eth.BalanceAt(ctx, it.From, nil)
 		if err != nil {
-			return c.unavailable("balance", err)
+			return c.Unavailable("balance", err)
 		}
 		if value, err = sweepValue(bal, it.Gas, newCap); err != nil {
 			return err
@@ -348,7 +348,7 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 	if err != nil {
 		return err
 	}
-	if _, err := c.store.Apply(ctx, persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version))); err != nil {
+	if _, err := c.opts.Store.Apply(ctx, persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version))); err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
 			return nil
 		}
@@ -360,7 +360,7 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 	} else {
 		rep.Bumped++
 	}
-	c.log.Info("resubmitted", "op", it.Op, "nonce", it.Nonce, "tx", at.Hash.Hex(), "feeCap", newCap, "fill", fill, "err", berr)
+	c.opts.Log.Info("resubmitted", "op", it.Op, "nonce", it.Nonce, "tx", at.Hash.Hex(), "feeCap", newCap, "fill", fill, "err", berr)
 	return nil
 }
 
@@ -377,7 +377,7 @@ func maxBig(a, b *big.Int) *big.Int {
 
 // PendingCount is how many of this chain's transactions are unconfirmed.
 func (c *Connector) PendingCount(ctx context.Context) (int, error) {
-	recs, err := c.store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
+	recs, err := c.opts.Store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
 	return len(recs), err
 }
 

@@ -49,7 +49,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	if curOwner == src && string(curMeta) == string(raw) {
 		// Registered before this ledger knew (or by another member): find the tx.
 		if h, err := c.registrationTx(ctx, n, src); err == nil {
-			return c.result(h.Hex()), nil
+			return c.Result(h.Hex()), nil
 		}
 	}
 	spec := txSpec{op: "register", fingerprint: fp, from: src, ref: owner, to: c.cfg.Names,

@@ -58,12 +58,12 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		return chains.TxResult{}, err
 	}
 	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
-	key := intents.KeyOr(req.IdempotencyKey, c.rand)
+	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	fp := fingerprint("send", src.Hex(), meta.String(), a.symbol, amt.String())
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
 	}
-	ann, err := secp256k1.Generate(meta, c.rand)
+	ann, err := secp256k1.Generate(meta, c.opts.Rand)
 	if err != nil {
 		return chains.TxResult{}, fmt.Errorf("evm: derive stealth address: %w", err)
 	}
@@ -171,7 +171,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 		return chains.TxResult{}, err
 	}
 	src, dst, a, amt, all := w.From, w.To, w.Asset, w.Units, w.All
-	key := intents.KeyOr(req.IdempotencyKey, c.rand)
+	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	amtStr, amount := "all", "" // base units for the fingerprint, whole units for the record
 	if !all {
 		amtStr, amount = amt.String(), chains.FormatAmount(amt, a.decimals)
@@ -188,7 +188,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 	spend := chains.Spend{Key: key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol, Recipient: dst.Hex()}
 	native, err := c.eth.BalanceAt(ctx, src, nil)
 	if err != nil {
-		return chains.TxResult{}, c.unavailable("balance", err)
+		return chains.TxResult{}, c.Unavailable("balance", err)
 	}
 	_, feeCap, err := c.feeCaps(ctx)
 	if err != nil {
@@ -198,7 +198,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 		spec.to = dst
 		code, err := c.eth.CodeAt(ctx, dst, nil)
 		if err != nil {
-			return chains.TxResult{}, c.unavailable("code", err)
+			return chains.TxResult{}, c.Unavailable("code", err)
 		}
 		spec.gas = 21000
 		if len(code) > 0 {
@@ -278,9 +278,9 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 	// The stipend's rest, at the next nonce: best effort (the tokens have
 	// moved; a failure leaves the rest for a native withdrawal).
 	if r, err := c.submit(ctx, "rest/"+key, *rest); err != nil {
-		c.log.Warn("withdrawal: the native rest stays on the one-time address", "address", src.Hex(), "key", key, "err", err)
+		c.opts.Log.Warn("withdrawal: the native rest stays on the one-time address", "address", src.Hex(), "key", key, "err", err)
 	} else {
-		c.log.Info("withdrawal: native rest moved with the tokens", "address", src.Hex(), "tx", r.TxHash, "key", key)
+		c.opts.Log.Info("withdrawal: native rest moved with the tokens", "address", src.Hex(), "tx", r.TxHash, "key", key)
 	}
 	return res, nil
 }
@@ -289,12 +289,12 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 // in a block, then returns a's balance. (The node's pending nonce is no
 // guide: a pool promotes new transactions asynchronously.)
 func (c *Connector) settledBalance(ctx context.Context, a common.Address) (*big.Int, error) {
-	recs, err := c.store.List(ctx, TablePending, persistence.Query{Prefix: c.addrKey(a) + "/"})
+	recs, err := c.opts.Store.List(ctx, TablePending, persistence.Query{Prefix: c.addrKey(a) + "/"})
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range recs {
-		rec, err := c.store.Get(ctx, TableIntents, string(p.Value))
+		rec, err := c.opts.Store.Get(ctx, TableIntents, string(p.Value))
 		if errors.Is(err, persistence.ErrNotFound) {
 			continue
 		}
@@ -311,7 +311,7 @@ func (c *Connector) settledBalance(ctx context.Context, a common.Address) (*big.
 	}
 	bal, err := c.eth.BalanceAt(ctx, a, nil)
 	if err != nil {
-		return nil, c.unavailable("balance", err)
+		return nil, c.Unavailable("balance", err)
 	}
 	return bal, nil
 }
@@ -348,7 +348,7 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	}
 	var h common.Hash
 	if err := c.rpc.CallContext(ctx, &h, "veil_fund", a); err != nil {
-		return chains.TxResult{}, c.unavailable("faucet", err)
+		return chains.TxResult{}, c.Unavailable("faucet", err)
 	}
 	r, err := c.WaitMined(ctx, h.Hex())
 	if err != nil {
@@ -357,5 +357,5 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	if r.Status != types.ReceiptStatusSuccessful {
 		return chains.TxResult{}, fmt.Errorf("evm: %s: faucet transaction %s reverted", c.cfg.Chain, h.Hex())
 	}
-	return c.result(h.Hex()), nil
+	return c.Result(h.Hex()), nil
 }

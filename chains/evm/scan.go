@@ -55,7 +55,7 @@ func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chain
 	}
 	head, err := c.eth.BlockNumber(ctx)
 	if err != nil {
-		return nil, cursor, c.unavailable("block number", err)
+		return nil, cursor, c.Unavailable("block number", err)
 	}
 	if head < c.cfg.Confirmations {
 		return nil, cursor, nil
@@ -73,7 +73,7 @@ func (c *Connector) Scan(ctx context.Context, cursor string, limit int) ([]chain
 			Topics:    [][]common.Hash{{ev}, {scheme}, nil, {caller}},
 		})
 		if err != nil {
-			return out, cursorAt(block, idx), c.unavailable("logs", err)
+			return out, cursorAt(block, idx), c.Unavailable("logs", err)
 		}
 		sort.Slice(logs, func(i, j int) bool {
 			if logs[i].BlockNumber != logs[j].BlockNumber {

@@ -42,7 +42,7 @@ func (c *Connector) TransfersIn(ctx context.Context, txHash string) ([]chains.Tr
 	}
 	tx, _, err := c.eth.TransactionByHash(ctx, h)
 	if err != nil {
-		return nil, c.unavailable("transaction", err)
+		return nil, c.Unavailable("transaction", err)
 	}
 	return c.transfersOf(tx, r), nil
 }
@@ -87,12 +87,12 @@ func (c *Connector) confirmedReceipt(ctx context.Context, txHash string) (*types
 		return nil, h, fmt.Errorf("%w: transaction %s is not mined on %s (yet)", chains.ErrNotFound, h.Hex(), c.cfg.Chain)
 	}
 	if err != nil {
-		return nil, h, c.unavailable("receipt", err)
+		return nil, h, c.Unavailable("receipt", err)
 	}
 	if c.cfg.Confirmations > 0 {
 		head, err := c.eth.BlockNumber(ctx)
 		if err != nil {
-			return nil, h, c.unavailable("block number", err)
+			return nil, h, c.Unavailable("block number", err)
 		}
 		if n := r.BlockNumber.Uint64(); head < n+c.cfg.Confirmations {
 			return nil, h, fmt.Errorf("%w: transaction %s is in block %d and needs %d confirmations on %s; retry shortly", chains.ErrNotFound, h.Hex(), n, c.cfg.Confirmations, c.cfg.Chain)
@@ -159,7 +159,7 @@ func (c *Connector) ScanTransfers(ctx context.Context, cursor string, limit int)
 	}
 	head, err := c.eth.BlockNumber(ctx)
 	if err != nil {
-		return nil, cursor, c.unavailable("block number", err)
+		return nil, cursor, c.Unavailable("block number", err)
 	}
 	var confirmed uint64
 	if head >= c.cfg.Confirmations {
@@ -187,7 +187,7 @@ func (c *Connector) ScanTransfers(ctx context.Context, cursor string, limit int)
 func (c *Connector) blockTransfers(ctx context.Context, n uint64) ([]chains.Transfer, error) {
 	blk, err := c.eth.BlockByNumber(ctx, new(big.Int).SetUint64(n))
 	if err != nil {
-		return nil, c.unavailable("block", err)
+		return nil, c.Unavailable("block", err)
 	}
 	if len(blk.Transactions()) == 0 {
 		return nil, nil
@@ -237,10 +237,10 @@ func (c *Connector) blockReceipts(ctx context.Context, n uint64, txs types.Trans
 			return receipts, nil
 		}
 		if !methodMissing(err) {
-			return nil, c.unavailable("block receipts", err)
+			return nil, c.Unavailable("block receipts", err)
 		}
 		if !c.noBlockReceipts.Swap(true) {
-			c.log.Info("the node does not serve eth_getBlockReceipts; reading receipts per transaction", "err", err)
+			c.opts.Log.Info("the node does not serve eth_getBlockReceipts; reading receipts per transaction", "err", err)
 		}
 	}
 	receipts := make([]*types.Receipt, len(txs))
@@ -251,11 +251,11 @@ func (c *Connector) blockReceipts(ctx context.Context, n uint64, txs types.Trans
 			batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{txs[i].Hash()}, Result: &receipts[i]})
 		}
 		if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
-			return nil, c.unavailable("receipts", err)
+			return nil, c.Unavailable("receipts", err)
 		}
 		for _, b := range batch {
 			if b.Error != nil {
-				return nil, c.unavailable("receipt", b.Error)
+				return nil, c.Unavailable("receipt", b.Error)
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func (c *Connector) announcementsBefore(ctx context.Context, sig solanago.Signat
 			Limit: &n, Before: before, Commitment: rpc.CommitmentConfirmed,
 		})
 		if err != nil {
-			return 0, c.unavailable("getSignaturesForAddress", err)
+			return 0, c.Unavailable("getSignaturesForAddress", err)
 		}
 		for _, s := range page {
 			if s.Slot != slot {

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/big"
 	"strings"
 	"sync"
@@ -22,8 +20,6 @@ import (
 	"github.com/veilhq/veil/chains/internal/names"
 	"github.com/veilhq/veil/chains/internal/parse"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
-	"github.com/veilhq/veil/internal/failpoint"
-	"github.com/veilhq/veil/persistence"
 )
 
 // Failpoints of submitting a transaction (internal/failpoint): the hook
@@ -55,17 +51,14 @@ const (
 
 // Connector is Solana's chains.Connector.
 type Connector struct {
-	cfg    Config
-	rpc    *rpc.Client
-	jrpc   jsonrpc.RPCClient
-	store  persistence.Store
-	signer chains.Signer
-	log    *slog.Logger
-	fp     failpoint.Hook
-	rand   io.Reader
-	now    func() time.Time
-	ann    solanago.PublicKey
-	reg    solanago.PublicKey
+	connopts.Base
+	// opts are the dependencies, defaults applied and Log naming the chain.
+	opts Options
+	cfg  Config
+	rpc  *rpc.Client
+	jrpc jsonrpc.RPCClient
+	ann  solanago.PublicKey
+	reg  solanago.PublicKey
 
 	ledger *intents.Ledger[attempt]
 
@@ -87,11 +80,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	if err := opts.Defaults("solana", 30*time.Second); err != nil {
 		return nil, err
 	}
+	opts.Log = opts.Log.With("chain", "solana")
 	jc := jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})
 	c := &Connector{
+		Base: connopts.NewBase(chains.Solana, cfg.ExplorerTx), opts: opts,
 		cfg: cfg, rpc: rpc.NewWithCustomRPCClient(jc), jrpc: jc,
-		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "solana"),
-		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
 		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),
 		rent: map[uint64]uint64{},
 	}
@@ -104,35 +97,16 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	}
 	c.registry = &names.Index{Store: opts.Store, Names: TableNames, Meta: TableMeta, Chain: chains.Solana, Scheme: edstealth.Solana, Page: c.registrations}
 	if _, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed); err != nil {
-		return nil, c.unavailable("getLatestBlockhash at "+cfg.RPCURL, err)
+		return nil, c.Unavailable("getLatestBlockhash at "+cfg.RPCURL, err)
 	}
 	return c, nil
 }
-
-// Chain is chains.Solana.
-func (c *Connector) Chain() chains.ID { return chains.Solana }
 
 // Config returns the configuration (defaults applied).
 func (c *Connector) Config() Config { return c.cfg }
 
 // Client exposes the RPC client (read-only uses: tests, tools).
 func (c *Connector) Client() *rpc.Client { return c.rpc }
-
-// TxLink is the explorer link of a transaction ("" without a template).
-func (c *Connector) TxLink(txHash string) string {
-	return chains.ExplorerLink(c.cfg.ExplorerTx, txHash)
-}
-
-func (c *Connector) result(sig string) chains.TxResult {
-	return chains.TxResult{TxHash: sig, TxLink: c.TxLink(sig)}
-}
-
-func (c *Connector) unavailable(what string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("%w: solana %s: %v", chains.ErrUnavailable, what, err)
-}
 
 // asset is what a symbol resolves to.
 type asset struct {
@@ -184,7 +158,7 @@ func (c *Connector) rentExempt(ctx context.Context, n uint64) (uint64, error) {
 	}
 	v, err := c.rpc.GetMinimumBalanceForRentExemption(ctx, n, rpc.CommitmentConfirmed)
 	if err != nil {
-		return 0, c.unavailable("rent", err)
+		return 0, c.Unavailable("rent", err)
 	}
 	c.rentMu.Lock()
 	c.rent[n] = v
@@ -195,7 +169,7 @@ func (c *Connector) rentExempt(ctx context.Context, n uint64) (uint64, error) {
 func (c *Connector) lamports(ctx context.Context, k solanago.PublicKey) (uint64, error) {
 	r, err := c.rpc.GetBalance(ctx, k, rpc.CommitmentConfirmed)
 	if err != nil {
-		return 0, c.unavailable("balance", err)
+		return 0, c.Unavailable("balance", err)
 	}
 	return r.Value, nil
 }
@@ -208,7 +182,7 @@ func (c *Connector) tokenAmount(ctx context.Context, acct solanago.PublicKey) (a
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, c.unavailable("account", err)
+		return 0, false, c.Unavailable("account", err)
 	}
 	if info == nil || info.Value == nil {
 		return 0, false, nil
@@ -261,15 +235,15 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	if c.cfg.DevnetFaucet {
 		var sig string
 		if err := c.rpc.RPCCallForInto(ctx, &sig, "veilFund", []any{k.String()}); err != nil {
-			return chains.TxResult{}, c.unavailable("faucet", err)
+			return chains.TxResult{}, c.Unavailable("faucet", err)
 		}
-		return c.result(sig), nil
+		return c.Result(sig), nil
 	}
 	sig, err := c.rpc.RequestAirdrop(ctx, k, c.cfg.AirdropLamports, rpc.CommitmentConfirmed)
 	if err != nil {
-		return chains.TxResult{}, c.unavailable("requestAirdrop", err)
+		return chains.TxResult{}, c.Unavailable("requestAirdrop", err)
 	}
-	return c.result(sig.String()), nil
+	return c.Result(sig.String()), nil
 }
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }

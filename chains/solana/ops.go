@@ -79,14 +79,14 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	key := intents.KeyOr(req.IdempotencyKey, c.rand)
+	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	fp := fingerprint("send", src.String(), meta.String(), a.symbol, strconv.FormatUint(amt, 10))
 	it, _, err := c.ledger.Prior(ctx, key, fp)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
 	if it == nil {
-		ann, err := edstealth.Generate(meta, c.rand)
+		ann, err := edstealth.Generate(meta, c.opts.Rand)
 		if err != nil {
 			return chains.TxResult{}, fmt.Errorf("solana: derive stealth address: %w", err)
 		}
@@ -153,7 +153,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		}
 		amtStr = strconv.FormatUint(amt, 10)
 	}
-	key := intents.KeyOr(req.IdempotencyKey, c.rand)
+	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
 		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,

@@ -41,7 +41,7 @@ func (c *Connector) history(ctx context.Context, account solanago.PublicKey, cur
 			Limit: &n, Before: before, Until: until, Commitment: rpc.CommitmentConfirmed,
 		})
 		if err != nil {
-			return nil, c.unavailable("getSignaturesForAddress", err)
+			return nil, c.Unavailable("getSignaturesForAddress", err)
 		}
 		all = append(all, page...)
 		if len(page) < n {
@@ -67,7 +67,7 @@ func (c *Connector) fetch(ctx context.Context, sig solanago.Signature) (*solanag
 		return nil, nil, fmt.Errorf("%w: transaction %s", chains.ErrNotFound, sig)
 	}
 	if err != nil {
-		return nil, nil, c.unavailable("getTransaction", err)
+		return nil, nil, c.Unavailable("getTransaction", err)
 	}
 	if r == nil || r.Transaction == nil {
 		return nil, nil, fmt.Errorf("%w: transaction %s", chains.ErrNotFound, sig)
@@ -113,7 +113,7 @@ func (c *Connector) fetchBatch(ctx context.Context, sigs []solanago.Signature) (
 				return nil, fmt.Errorf("%w: solana: batch answer with id %v", chains.ErrUnavailable, r.ID)
 			}
 			if r.Error != nil {
-				return nil, c.unavailable("getTransaction", r.Error)
+				return nil, c.Unavailable("getTransaction", r.Error)
 			}
 			var res rpc.GetTransactionResult
 			if err := json.Unmarshal(r.Result, &res); err != nil || res.Transaction == nil {
@@ -321,7 +321,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	n, src, meta := r.Name, r.Owner, r.Meta
 	raw := hex.EncodeToString(append(meta.Spend[:], meta.View[:]...))
 	if h, err := c.registry.Check(ctx, n, src.String(), raw); err != nil || h != "" {
-		return c.result(h), err
+		return c.Result(h), err
 	}
 	key, it := intents.Registration[attempt](n, src.String(), raw, meta.String(), owner)
 	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {

@@ -38,9 +38,9 @@ type builder func(ctx context.Context) ([]solanago.Instruction, error)
 // blockhash and re-signed.
 func (c *Connector) newLedger(opts Options) *intents.Ledger[attempt] {
 	return &intents.Ledger[attempt]{
-		Store: opts.Store, Table: TableIntents, Chain: chains.Solana, Log: c.log, Now: c.now,
-		Failpoint: c.fp, AfterSign: FailAfterSign, BeforeSend: FailBeforeSend, AfterSend: FailAfterSend,
-		Result: c.result,
+		Store: opts.Store, Table: TableIntents, Chain: chains.Solana, Log: c.opts.Log, Now: c.opts.Now,
+		Failpoint: c.opts.Failpoint, AfterSign: FailAfterSign, BeforeSend: FailBeforeSend, AfterSend: FailAfterSend,
+		Result: c.Result,
 		Hash:   func(at attempt) string { return at.Signature },
 		Resume: c.resume,
 		Send: func(ctx context.Context, at attempt) error {
@@ -103,7 +103,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 	}
 	st, err := c.rpc.GetSignatureStatuses(ctx, true, sigs...)
 	if err != nil {
-		return false, c.unavailable("signature statuses", err)
+		return false, c.Unavailable("signature statuses", err)
 	}
 	for i, s := range st.Value {
 		if s == nil {
@@ -117,7 +117,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 	last := it.Attempts[len(it.Attempts)-1]
 	valid, err := c.rpc.IsBlockhashValid(ctx, solanago.MustHashFromBase58(last.Blockhash), rpc.CommitmentConfirmed)
 	if err != nil {
-		return false, c.unavailable("isBlockhashValid", err)
+		return false, c.Unavailable("isBlockhashValid", err)
 	}
 	if !valid.Value {
 		return false, nil // dead: rebuild
@@ -128,7 +128,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 // buildAttempt takes a recent blockhash, builds the transaction with the
 // source as fee payer, has the Signer sign the message and checks it.
 func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.PublicKey, build builder) (attempt, error) {
-	if c.signer == nil {
+	if c.opts.Signer == nil {
 		return attempt{}, errors.New("solana: no Signer configured")
 	}
 	ixs, err := build(ctx)
@@ -137,7 +137,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.P
 	}
 	bh, err := c.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed)
 	if err != nil {
-		return attempt{}, c.unavailable("getLatestBlockhash", err)
+		return attempt{}, c.Unavailable("getLatestBlockhash", err)
 	}
 	tx, err := solanago.NewTransaction(ixs, bh.Value.Blockhash, solanago.TransactionPayer(src))
 	if err != nil {
@@ -154,7 +154,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.P
 	if it.Spend != nil {
 		req = chains.SpendRequest(it.KeyRef, msg, *it.Spend)
 	}
-	sig, err := c.signer.Sign(ctx, req)
+	sig, err := c.opts.Signer.Sign(ctx, req)
 	if err != nil {
 		return attempt{}, fmt.Errorf("solana: sign: %w", err)
 	}
@@ -167,7 +167,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.P
 		return attempt{}, err
 	}
 	return attempt{Signature: tx.Signatures[0].String(), Raw: raw, Blockhash: bh.Value.Blockhash.String(),
-		LastValid: bh.Value.LastValidBlockHeight, At: c.now().UTC()}, nil
+		LastValid: bh.Value.LastValidBlockHeight, At: c.opts.Now().UTC()}, nil
 }
 
 // confirm polls the signature's status until it lands (its error, if it

@@ -3,14 +3,10 @@ package stellar
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/big"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
@@ -24,8 +20,6 @@ import (
 	"github.com/veilhq/veil/chains/internal/names"
 	"github.com/veilhq/veil/chains/internal/parse"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
-	"github.com/veilhq/veil/internal/failpoint"
-	"github.com/veilhq/veil/persistence"
 )
 
 // Failpoints of submitting a transaction (internal/failpoint): the hook
@@ -57,14 +51,11 @@ const (
 
 // Connector is Stellar's chains.Connector.
 type Connector struct {
-	cfg    Config
-	hc     *horizonclient.Client
-	store  persistence.Store
-	signer chains.Signer
-	log    *slog.Logger
-	fp     failpoint.Hook
-	rand   io.Reader
-	now    func() time.Time
+	connopts.Base
+	// opts are the dependencies, defaults applied and Log naming the chain.
+	opts Options
+	cfg  Config
+	hc   *horizonclient.Client
 
 	ledger *intents.Ledger[attempt]
 
@@ -87,10 +78,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	if err := opts.Defaults("stellar", cfg.HTTPTimeout); err != nil {
 		return nil, err
 	}
+	opts.Log = opts.Log.With("chain", "stellar")
 	c := &Connector{
+		Base: connopts.NewBase(chains.Stellar, cfg.ExplorerTx), opts: opts,
 		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},
-		store: opts.Store, signer: opts.Signer, log: opts.Log.With("chain", "stellar"),
-		fp: opts.Failpoint, rand: opts.Rand, now: opts.Now,
 		indexExists: map[string]bool{},
 	}
 	c.ledger = c.newLedger(opts)
@@ -103,7 +94,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	c.registry = &names.Index{Store: opts.Store, Names: TableNames, Meta: TableMeta, Chain: chains.Stellar, Scheme: edstealth.Stellar, Page: c.registrations}
 	root, err := c.call(ctx, func() (any, error) { return c.hc.Root() })
 	if err != nil {
-		return nil, c.unavailable("root", err)
+		return nil, c.Unavailable("root", err)
 	}
 	if p := root.(hProtocol.Root).NetworkPassphrase; p != cfg.NetworkPassphrase {
 		return nil, fmt.Errorf("stellar: %s serves network %q, configured %q", cfg.HorizonURL, p, cfg.NetworkPassphrase)
@@ -134,30 +125,11 @@ func (c *Connector) call(ctx context.Context, f func() (any, error)) (any, error
 	}
 }
 
-// Chain is chains.Stellar.
-func (c *Connector) Chain() chains.ID { return chains.Stellar }
-
 // Config returns the configuration (defaults applied).
 func (c *Connector) Config() Config { return c.cfg }
 
 // Client exposes the Horizon client (read-only uses: tests, tools).
 func (c *Connector) Client() *horizonclient.Client { return c.hc }
-
-// TxLink is the explorer link of a transaction ("" without a template).
-func (c *Connector) TxLink(txHash string) string {
-	return chains.ExplorerLink(c.cfg.ExplorerTx, txHash)
-}
-
-func (c *Connector) result(hash string) chains.TxResult {
-	return chains.TxResult{TxHash: hash, TxLink: c.TxLink(hash)}
-}
-
-func (c *Connector) unavailable(what string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("%w: stellar %s: %v", chains.ErrUnavailable, what, err)
-}
 
 // asset is what a symbol resolves to.
 type asset struct {
@@ -219,7 +191,7 @@ func (c *Connector) account(ctx context.Context, addr string) (hProtocol.Account
 		if horizonclient.IsNotFoundError(err) {
 			return hProtocol.Account{}, false, nil
 		}
-		return hProtocol.Account{}, false, c.unavailable("account "+addr, err)
+		return hProtocol.Account{}, false, c.Unavailable("account "+addr, err)
 	}
 	return v.(hProtocol.Account), true, nil
 }
@@ -231,7 +203,7 @@ func (c *Connector) claimableOf(ctx context.Context, addr string, a asset) ([]hP
 		return c.hc.ClaimableBalances(horizonclient.ClaimableBalanceRequest{Claimant: addr, Limit: 200})
 	})
 	if err != nil {
-		return nil, c.unavailable("claimable balances", err)
+		return nil, c.Unavailable("claimable balances", err)
 	}
 	var out []hProtocol.ClaimableBalance
 	for _, cb := range v.(hProtocol.ClaimableBalances).Embedded.Records {
@@ -316,9 +288,9 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	}
 	v, err := c.call(ctx, func() (any, error) { return c.hc.Fund(addr) })
 	if err != nil {
-		return chains.TxResult{}, c.unavailable("friendbot", err)
+		return chains.TxResult{}, c.Unavailable("friendbot", err)
 	}
-	return c.result(v.(hProtocol.Transaction).Hash), nil
+	return c.Result(v.(hProtocol.Transaction).Hash), nil
 }
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }

@@ -85,14 +85,14 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		return chains.TxResult{}, err
 	}
 	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
-	key := intents.KeyOr(req.IdempotencyKey, c.rand)
+	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	fp := fingerprint("send", src, meta.String(), a.key(), amt.String())
 	if it, _, err := c.ledger.Prior(ctx, key, fp); err != nil {
 		return chains.TxResult{}, err
 	} else if it != nil {
 		return c.run(ctx, key, it, c.sendBuilder(it))
 	}
-	ann, err := edstealth.Generate(meta, c.rand)
+	ann, err := edstealth.Generate(meta, c.opts.Rand)
 	if err != nil {
 		return chains.TxResult{}, fmt.Errorf("stellar: derive stealth address: %w", err)
 	}
@@ -169,7 +169,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 	if !all {
 		amtStr = amt.String()
 	}
-	key := intents.KeyOr(req.IdempotencyKey, c.rand)
+	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
 		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,

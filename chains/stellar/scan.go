@@ -30,7 +30,7 @@ func (c *Connector) page(ctx context.Context, account, cursor string, limit int)
 		if horizonclient.IsNotFoundError(err) {
 			return nil, nil // the index account does not exist yet
 		}
-		return nil, c.unavailable("transactions of "+account, err)
+		return nil, c.Unavailable("transactions of "+account, err)
 	}
 	return v.(hProtocol.TransactionsPage).Embedded.Records, nil
 }
@@ -216,7 +216,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	n, src, meta := r.Name, r.Owner, r.Meta
 	raw := append(meta.Spend[:], meta.View[:]...)
 	if h, err := c.registry.Check(ctx, n, src, hex.EncodeToString(raw)); err != nil || h != "" {
-		return c.result(h), err
+		return c.Result(h), err
 	}
 	key, it := intents.Registration[attempt](n, src, hex.EncodeToString(raw), meta.String(), owner)
 	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
@@ -285,7 +285,7 @@ func (c *Connector) successfulTx(ctx context.Context, txHash string) (hProtocol.
 		return hProtocol.Transaction{}, fmt.Errorf("%w: transaction %s is not in the stellar ledger", chains.ErrNotFound, txHash)
 	}
 	if err != nil {
-		return hProtocol.Transaction{}, c.unavailable("transaction", err)
+		return hProtocol.Transaction{}, c.Unavailable("transaction", err)
 	}
 	t := v.(hProtocol.Transaction)
 	if !t.Successful {
@@ -359,7 +359,7 @@ func (c *Connector) ScanTransfers(ctx context.Context, cursor string, limit int)
 			return c.hc.Transactions(horizonclient.TransactionRequest{Order: horizonclient.OrderDesc, Limit: 1})
 		})
 		if err != nil {
-			return nil, "", c.unavailable("transactions", err)
+			return nil, "", c.Unavailable("transactions", err)
 		}
 		recs := v.(hProtocol.TransactionsPage).Embedded.Records
 		if len(recs) == 0 {
@@ -373,7 +373,7 @@ func (c *Connector) ScanTransfers(ctx context.Context, cursor string, limit int)
 			return c.hc.Transactions(horizonclient.TransactionRequest{Cursor: cursor, Order: horizonclient.OrderAsc, Limit: 200})
 		})
 		if err != nil {
-			return out, cursor, c.unavailable("transactions", err)
+			return out, cursor, c.Unavailable("transactions", err)
 		}
 		recs := v.(hProtocol.TransactionsPage).Embedded.Records
 		for _, t := range recs {

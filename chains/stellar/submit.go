@@ -39,9 +39,9 @@ type builder func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, err
 // rebuilt with the current sequence number and re-signed.
 func (c *Connector) newLedger(opts Options) *intents.Ledger[attempt] {
 	return &intents.Ledger[attempt]{
-		Store: opts.Store, Table: TableIntents, Chain: chains.Stellar, Log: c.log, Now: c.now,
-		Failpoint: c.fp, AfterSign: FailAfterSign, BeforeSend: FailBeforeSubmit, AfterSend: FailAfterSubmit,
-		Result:  c.result,
+		Store: opts.Store, Table: TableIntents, Chain: chains.Stellar, Log: c.opts.Log, Now: c.opts.Now,
+		Failpoint: c.opts.Failpoint, AfterSign: FailAfterSign, BeforeSend: FailBeforeSubmit, AfterSend: FailAfterSubmit,
+		Result:  c.Result,
 		Hash:    func(at attempt) string { return at.Hash },
 		Resume:  c.resume,
 		Send:    c.submit,
@@ -101,7 +101,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 			return true, c.ledger.Fail(ctx, key, ver, fmt.Errorf("stellar: transaction %s of key %q failed in the ledger; nothing was paid", t.Hash, key))
 		}
 		if !horizonclient.IsNotFoundError(err) {
-			return false, c.unavailable("transaction", err)
+			return false, c.Unavailable("transaction", err)
 		}
 	}
 	last := it.Attempts[len(it.Attempts)-1]
@@ -109,7 +109,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 	if err != nil {
 		return false, err
 	}
-	alive := found && last.Seq > acc.Sequence && (last.MaxTime == 0 || c.now().Unix() <= last.MaxTime)
+	alive := found && last.Seq > acc.Sequence && (last.MaxTime == 0 || c.opts.Now().Unix() <= last.MaxTime)
 	if !alive {
 		return false, nil
 	}
@@ -119,7 +119,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 // buildAttempt reads the source's sequence number, builds the transaction,
 // has the Signer sign its hash and checks the signature.
 func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder) (attempt, error) {
-	if c.signer == nil {
+	if c.opts.Signer == nil {
 		return attempt{}, errors.New("stellar: no Signer configured")
 	}
 	acc, found, err := c.account(ctx, it.Source)
@@ -133,7 +133,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 	if err != nil {
 		return attempt{}, err
 	}
-	tb := txnbuild.NewTimebounds(0, c.now().Add(c.cfg.TxTimeout).Unix())
+	tb := txnbuild.NewTimebounds(0, c.opts.Now().Add(c.cfg.TxTimeout).Unix())
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
 		SourceAccount: &txnbuild.SimpleAccount{AccountID: it.Source, Sequence: acc.Sequence}, IncrementSequenceNum: true,
 		Operations: ops, BaseFee: BaseFee, Memo: memo, Preconditions: txnbuild.Preconditions{TimeBounds: tb},
@@ -155,7 +155,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 		}
 		req = chains.NoValueRequest(it.KeyRef, hash[:], unsigned, c.cfg.NetworkPassphrase)
 	}
-	sig, err := c.signer.Sign(ctx, req)
+	sig, err := c.opts.Signer.Sign(ctx, req)
 	if err != nil {
 		return attempt{}, fmt.Errorf("stellar: sign: %w", err)
 	}
@@ -172,7 +172,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 	if err != nil {
 		return attempt{}, err
 	}
-	return attempt{Hash: fmt.Sprintf("%x", hash), Envelope: env, Seq: tx.SequenceNumber(), MaxTime: tb.MaxTime, At: c.now().UTC()}, nil
+	return attempt{Hash: fmt.Sprintf("%x", hash), Envelope: env, Seq: tx.SequenceNumber(), MaxTime: tb.MaxTime, At: c.opts.Now().UTC()}, nil
 }
 
 func (c *Connector) submitEnvelope(ctx context.Context, env string) (hProtocol.Transaction, error) {
