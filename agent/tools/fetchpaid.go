@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -95,10 +94,7 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 	if err := requireURLStated(env, rawURL); err != nil {
 		return nil, err
 	}
-	client := env.HTTP
-	if client == nil {
-		client = NewWebClient(WebOptions{})
-	}
+	client := env.webClient()
 
 	res, err := get(ctx, client, rawURL, "")
 	if err != nil {
@@ -262,33 +258,22 @@ func (f fetched) result(u string) *FetchResult {
 // get GETs u (with the payment header when payment != "") and reads at
 // most MaxFetchBody bytes of the body as text.
 func get(ctx context.Context, client *http.Client, u, payment string) (fetched, error) {
-	ctx, cancel := withTimeout(ctx, fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fetched{}, argErr("url %q: %v", clip(u, 80), err)
-	}
-	req.Header.Set("Accept", "application/json, text/plain;q=0.9, */*;q=0.5")
+	r := webRequest{method: http.MethodGet, url: u, header: map[string]string{"Accept": "application/json, text/plain;q=0.9, */*;q=0.5"}, limit: MaxFetchBody}
 	if payment != "" {
-		req.Header.Set(x402.HeaderSignature, payment)
+		r.header[x402.HeaderSignature] = payment
 	}
-	resp, err := client.Do(req)
-	if err != nil {
+	resp, answered, err := r.send(ctx, client)
+	switch {
+	case !answered:
 		return fetched{}, fmt.Errorf("GET %s: %w", clip(u, 80), err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxFetchBody+1))
-	if err != nil {
+	case err != nil:
 		return fetched{}, fmt.Errorf("GET %s: reading the body: %w", clip(u, 80), err)
 	}
-	f := fetched{status: resp.StatusCode, header: resp.Header, contentType: resp.Header.Get("Content-Type")}
-	if len(raw) > MaxFetchBody {
-		raw, f.truncated = raw[:MaxFetchBody], true
-	}
-	if !utf8.Valid(raw) {
-		f.body = fmt.Sprintf("(%d bytes of binary data)", len(raw))
+	f := fetched{status: resp.status, header: resp.header, contentType: resp.header.Get("Content-Type"), truncated: resp.truncated}
+	if !utf8.Valid(resp.body) {
+		f.body = fmt.Sprintf("(%d bytes of binary data)", len(resp.body))
 	} else {
-		f.body = string(raw)
+		f.body = string(resp.body)
 	}
 	return f, nil
 }

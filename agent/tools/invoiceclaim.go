@@ -1,12 +1,10 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -68,39 +66,27 @@ func claimURL(link string) string {
 // claimPaid tells the invoice's server (POST <link>/paid) the transaction
 // that paid it. The answer must be 200 with the invoice paid.
 func claimPaid(ctx context.Context, env *Env, url, txHash string) error {
-	client := env.HTTP
-	if client == nil {
-		client = NewWebClient(WebOptions{Timeout: fetchTimeout})
-	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
 	body, err := json.Marshal(map[string]string{"txHash": txHash})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
+	r := webRequest{method: http.MethodPost, url: url, body: body, limit: maxInvoiceJSON,
+		header: map[string]string{"Content-Type": "application/json", "Accept": "application/json"}}
+	resp, answered, err := r.send(ctx, env.webClient())
+	switch {
+	case !answered:
 		return fmt.Errorf("the server did not answer: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxInvoiceJSON+1))
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("reading its answer: %w", err)
 	}
 	var ans struct {
 		Status  string `json:"status"`
 		Message string `json:"message"`
 	}
-	_ = json.Unmarshal(raw, &ans)
+	_ = json.Unmarshal(resp.body, &ans)
 	switch {
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("it answered %d %s", resp.StatusCode, clip(ans.Message, 200))
+	case resp.status != http.StatusOK:
+		return fmt.Errorf("it answered %d %s", resp.status, clip(ans.Message, 200))
 	case ans.Status != "paid":
 		return errors.New("it did not answer the invoice paid")
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"mime"
 	"net/http"
@@ -127,57 +126,47 @@ func parseInvoiceRef(s string) (invoiceRef, error) {
 	return invoiceRef{id: m[2], link: s}, nil
 }
 
-// maxInvoiceJSON caps a foreign server's answer; its timeout bounds the wait.
-const (
-	maxInvoiceJSON = 64 << 10
-	fetchTimeout   = 15 * time.Second
-)
+// maxInvoiceJSON caps a foreign server's answer (fetchTimeout bounds the
+// wait).
+const maxInvoiceJSON = 64 << 10
 
 // fetchInvoice asks another Veil server's payment link for the invoice's
 // JSON form. What it answers is untrusted: checkForeign decides.
 func fetchInvoice(ctx context.Context, env *Env, ref invoiceRef) (PayableInvoice, error) {
-	client := env.HTTP
-	if client == nil {
-		// No redirect (the link's server answers for its own invoice or
-		// not at all), public addresses only (NewWebClient).
-		client = NewWebClient(WebOptions{Timeout: fetchTimeout})
-	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.link, nil)
-	if err != nil {
-		return PayableInvoice{}, argErr("invoice link %q: %v", clip(ref.link, 80), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	host := clip(req.URL.Host, 80)
-	resp, err := client.Do(req)
-	if errors.Is(err, ErrPrivateAddress) {
-		return PayableInvoice{}, fmt.Errorf("%w: %s is not on the public internet (%w), and this server does not fetch payment links there; nothing was paid", ErrInvoiceNotPayable, host, ErrPrivateAddress)
-	}
-	if err != nil {
-		return PayableInvoice{}, fmt.Errorf("%w: the server of %s did not answer (%v); nothing was paid", chains.ErrUnavailable, host, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInvoiceJSON+1))
-	if err != nil {
-		return PayableInvoice{}, fmt.Errorf("%w: reading the answer of %s: %v; nothing was paid", chains.ErrUnavailable, host, err)
-	}
+	host := clip(linkHost(ref.link), 80)
+	r := webRequest{method: http.MethodGet, url: ref.link, header: map[string]string{"Accept": "application/json"}, limit: maxInvoiceJSON}
+	resp, answered, err := r.send(ctx, env.webClient())
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
+	case errors.Is(err, ErrPrivateAddress):
+		return PayableInvoice{}, fmt.Errorf("%w: %s is not on the public internet (%w), and this server does not fetch payment links there; nothing was paid", ErrInvoiceNotPayable, host, ErrPrivateAddress)
+	case !answered:
+		return PayableInvoice{}, fmt.Errorf("%w: the server of %s did not answer (%v); nothing was paid", chains.ErrUnavailable, host, err)
+	case err != nil:
+		return PayableInvoice{}, fmt.Errorf("%w: reading the answer of %s: %v; nothing was paid", chains.ErrUnavailable, host, err)
+	case resp.status == http.StatusNotFound:
 		return PayableInvoice{}, fmt.Errorf("%w: %s has no invoice %s; nothing was paid", ErrUnknownInvoice, host, ref.id)
-	case resp.StatusCode != http.StatusOK:
-		return PayableInvoice{}, fmt.Errorf("%w: %s answered %d for invoice %s, not the invoice; nothing was paid", ErrInvoiceNotPayable, host, resp.StatusCode, ref.id)
-	case len(body) > maxInvoiceJSON:
+	case resp.status != http.StatusOK:
+		return PayableInvoice{}, fmt.Errorf("%w: %s answered %d for invoice %s, not the invoice; nothing was paid", ErrInvoiceNotPayable, host, resp.status, ref.id)
+	case resp.truncated:
 		return PayableInvoice{}, fmt.Errorf("%w: %s answered more than %d bytes for invoice %s; nothing was paid", ErrInvoiceNotPayable, host, maxInvoiceJSON, ref.id)
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return PayableInvoice{}, fmt.Errorf("%w: %s did not answer the invoice as JSON (Content-Type %q): is it a Veil payment link? Nothing was paid", ErrInvoiceNotPayable, host, clip(resp.Header.Get("Content-Type"), 40))
+	if mt, _, _ := mime.ParseMediaType(resp.header.Get("Content-Type")); mt != "application/json" {
+		return PayableInvoice{}, fmt.Errorf("%w: %s did not answer the invoice as JSON (Content-Type %q): is it a Veil payment link? Nothing was paid", ErrInvoiceNotPayable, host, clip(resp.header.Get("Content-Type"), 40))
 	}
 	var inv PayableInvoice
-	if err := json.Unmarshal(body, &inv); err != nil {
+	if err := json.Unmarshal(resp.body, &inv); err != nil {
 		return PayableInvoice{}, fmt.Errorf("%w: %s answered malformed invoice JSON (%v); nothing was paid", ErrInvoiceNotPayable, host, err)
 	}
 	return inv, nil
+}
+
+// linkHost is the host of a payment link (the link itself when it does
+// not parse).
+func linkHost(link string) string {
+	if u, err := url.Parse(link); err == nil {
+		return u.Host
+	}
+	return link
 }
 
 // checkForeign checks what another server says about an invoice against
@@ -185,10 +174,7 @@ func fetchInvoice(ctx context.Context, env *Env, ref invoiceRef) (PayableInvoice
 // payment depends on must be well-formed and agree, or nothing is paid.
 // It answers the invoice with its amount and payTo normalised.
 func checkForeign(env *Env, ic InvoiceChains, ref invoiceRef, inv PayableInvoice) (PayableInvoice, Asset, error) {
-	host := ref.link
-	if u, err := url.Parse(ref.link); err == nil {
-		host = u.Host
-	}
+	host := linkHost(ref.link)
 	lie := func(format string, v ...any) error {
 		return fmt.Errorf("%w: the invoice %s from %s does not hold together: %s; nothing was paid", ErrInvoiceNotPayable, ref.id, clip(host, 80), fmt.Sprintf(format, v...))
 	}
