@@ -136,16 +136,17 @@ func startNode(t *testing.T, name string, s slot, seeds []string) *node {
 func startMember(t *testing.T, name, ip string, remote *faultproxy.Proxy, healths []*faultproxy.Proxy, advertise string, seeds []string, rejoin func(string)) *node {
 	t.Helper()
 	n := &node{name: name, hold: make(chan struct{}), held: make(chan string, 16)}
-	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet() }))
+	log := quiet().With(slog.String("node", name)) // CLUSTER_TEST_LOG: whose line it is
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	n.host = host.NewHost(n.system, func(ctx context.Context, id string) (host.Agent, error) {
 		return &agentOn{member: name, hold: n.hold, held: n.held}, nil
-	}, host.HostConfig{PassivateAfter: time.Hour}, quiet(), nil)
+	}, host.HostConfig{PassivateAfter: time.Hour}, log, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := cluster.Start(ctx, n.system, cluster.Config{
 		Name: "test", Addr: ip + ":0", Advertise: remote.Addr(),
 		Seeds: seeds, HealthAddr: ip + ":0", HealthAdvertise: advertise,
-		RefreshEvery: 200 * time.Millisecond, Host: n.host, Codec: codec(), Log: quiet(),
+		RefreshEvery: 200 * time.Millisecond, Host: n.host, Codec: codec(), Log: log,
 		Rejoin: rejoin,
 		OnListen: func(r, health string) {
 			remote.SetTarget(r)

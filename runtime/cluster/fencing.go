@@ -312,8 +312,8 @@ type verdict struct {
 // expected is the configured cluster size (0: unknown). The rules, first
 // match wins:
 //
-//   - blocked: a member that a majority counts (its own view included) has
-//     blocked this member's id. That is for good, so one disagreement is
+//   - blocked: a member that a majority counts (its own view included;
+//     see support) has blocked this member's id. That is for good, so one disagreement is
 //     enough: with three members, one that dropped this one after a poll
 //     that timed out under load while the third still counts it is a tie
 //     the majority rule below never sees, and the cluster would never
@@ -330,13 +330,28 @@ func judge(self string, mine map[string]bool, answers []healthNode, name string,
 		}
 	}
 	views := 1 + len(others) // this member's view and each other's
+	// counts holds each view: this member's own (mine) and each answer's.
+	counts := map[string]map[string]bool{self: mine}
+	for _, a := range others {
+		v := make(map[string]bool, len(a.Members))
+		for _, id := range a.Members {
+			v[id] = true
+		}
+		counts[a.ID] = v
+	}
+	// support is the number of views that count id while id counts their
+	// owner back. In one topology every member counts every other, so the
+	// rule takes nothing from a consistent round; what it leaves out is a
+	// view read before its owner dropped id, mixed with an answer of id
+	// read after. A partition's minority answer is held by the cut until
+	// the partition heals, seconds after the majority member's answer in
+	// the same round, which may still count the minority: its block of the
+	// asker (for good: it dropped the asker during the cut) then looked
+	// established, and a member of the majority restarted (issue 25).
 	support := func(id string) int {
 		n := 0
-		if mine[id] {
-			n++
-		}
-		for _, a := range others {
-			if slices.Contains(a.Members, id) {
+		for owner, view := range counts {
+			if view[id] && counts[id][owner] {
 				n++
 			}
 		}
