@@ -19,18 +19,6 @@ import (
 	"github.com/veilhq/veil/runtime/host"
 )
 
-// Errors the agent actor answers; httpapi maps them to statuses.
-var (
-	// ErrNotFound: no such agent, or it belongs to another account (404).
-	ErrNotFound = errors.New("agent not found")
-	// ErrNameTaken: another agent has the name (409).
-	ErrNameTaken = errors.New("agent name is already taken")
-	// ErrReplayed: the owner signature was already used (400).
-	ErrReplayed = errors.New("this signature was already used: sign a new message")
-	// ErrConversationNotFound: no such conversation for this agent (404).
-	ErrConversationNotFound = errors.New("conversation not found")
-)
-
 // ChainKeys are an agent's public identity on one chain.
 type ChainKeys struct {
 	Address     string

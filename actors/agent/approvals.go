@@ -24,16 +24,6 @@ const (
 	NoteApprovalExpired  = client.NotifyApprovalExpired
 )
 
-// Errors of approvals; httpapi maps them to statuses.
-var (
-	// ErrApprovalNotFound: no such approval for this agent (404).
-	ErrApprovalNotFound = errors.New("approval not found")
-	// ErrApprovalDecided: the approval was decided or expired already (409).
-	ErrApprovalDecided = errors.New("this payment was already decided")
-	// ErrBadDecision: decision is neither approve nor deny (400).
-	ErrBadDecision = errors.New(`decision must be "approve" or "deny"`)
-)
-
 // FailAfterApprovedSend is the failpoint right after an approved payment
 // was broadcast, before its outcome is stored.
 const FailAfterApprovedSend = "approval.after-send"

@@ -4,13 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 )
-
-// ErrBadToolCall reports a direct tool call the agent cannot take (400).
-var ErrBadToolCall = errors.New("bad tool call")
 
 // MaxToolKeyLen caps CallTool's IdempotencyKey, as the chat's header.
 const MaxToolKeyLen = 255

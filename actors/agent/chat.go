@@ -32,9 +32,6 @@ const (
 	titleRunes         = 60
 )
 
-// ErrBadChat reports an empty or over-long message (400).
-var ErrBadChat = errors.New("bad chat message")
-
 // Chat is one chat request. The answer is *ChatReply.
 type Chat struct {
 	answers[*ChatReply]
@@ -353,9 +350,3 @@ func toolDefinitions(ts []tools.Tool) []llms.Tool {
 	}
 	return out
 }
-
-// ModelError is a failure of the model provider (502).
-type ModelError struct{ Err error }
-
-func (e *ModelError) Error() string { return "model provider failed: " + e.Err.Error() }
-func (e *ModelError) Unwrap() error { return e.Err }

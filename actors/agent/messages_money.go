@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"time"
 
 	"github.com/veilhq/veil/agent/tools"
@@ -13,26 +12,6 @@ import (
 // other message; those without one come only from in-process services (the
 // scanner, the reminder, the public pay page), which is why the HTTP layer
 // never builds them from client input beyond an id.
-
-// Errors of these messages; httpapi maps them to statuses.
-var (
-	// ErrInvoiceNotFound: no such invoice, or another account's (404).
-	ErrInvoiceNotFound = errors.New("invoice not found")
-	// ErrNoPayment: the chain shows no payment that settles the invoice
-	// (400). Its message says what was checked.
-	ErrNoPayment = errors.New("no payment settles this invoice")
-	// ErrInvoiceExpired: the invoice is past its expiry and cannot be
-	// paid (409). Its message says when it expired.
-	ErrInvoiceExpired = errors.New("invoice expired")
-	// ErrInvoiceSettled: a claim names a transaction other than those
-	// that paid the already paid invoice (409).
-	ErrInvoiceSettled = errors.New("invoice already paid")
-	// ErrScheduleNotFound: no such schedule for this agent (404).
-	ErrScheduleNotFound = errors.New("schedule not found")
-	// ErrScheduleTransition: the action is not allowed in the schedule's
-	// status (409).
-	ErrScheduleTransition = errors.New("schedule action not allowed")
-)
 
 // Incoming is one payment found on chain for this agent: an announced
 // stealth payment or a plain transfer to one of its invoices' addresses.

@@ -13,9 +13,6 @@ import (
 	"github.com/veilhq/veil/persistence"
 )
 
-// ErrNotOnChain: a status asked for a chain the agent is not deployed on.
-var ErrNotOnChain = errors.New("the agent is not deployed on that chain")
-
 // Status is the spec's AgentStatus (the client's type).
 type Status = client.AgentStatus
 

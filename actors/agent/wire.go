@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/agent/policy"
@@ -14,8 +15,8 @@ import (
 
 // RegisterWire teaches c every message the agent actor answers and every
 // answer it gives (both from the one protocol table, protocol.go), and every
-// error a caller matches, so that a request to an agent on another cluster
-// member behaves as a local one. A type missing here fails loudly
+// error a caller matches (the agent's own are in errors.go), so that a
+// request to an agent on another cluster member behaves as a local one. A type missing here fails loudly
 // (msg.ErrUnregistered), never silently.
 func RegisterWire(c *msg.Codec) {
 	for _, rt := range protocol() {
@@ -67,37 +68,23 @@ func RegisterWire(c *msg.Codec) {
 	}
 
 	// A slice, not a map: the first match wins, so the order is fixed.
-	for _, s := range []struct {
-		code string
-		err  error
-	}{
-		{"agent.not-found", ErrNotFound},
-		{"agent.name-taken", ErrNameTaken},
-		{"agent.replayed", ErrReplayed},
-		{"agent.conversation-not-found", ErrConversationNotFound},
-		{"agent.bad-chat", ErrBadChat},
-		{"agent.invoice-not-found", ErrInvoiceNotFound},
-		{"agent.no-payment", ErrNoPayment},
-		{"agent.invoice-expired", ErrInvoiceExpired},
-		{"agent.invoice-settled", ErrInvoiceSettled},
-		{"agent.schedule-not-found", ErrScheduleNotFound},
-		{"agent.schedule-transition", ErrScheduleTransition},
-		{"agent.approval-not-found", ErrApprovalNotFound},
-		{"agent.approval-decided", ErrApprovalDecided},
-		{"agent.bad-decision", ErrBadDecision},
-		{"agent.not-on-chain", ErrNotOnChain},
-		{"policy.invalid", policy.ErrInvalid},
-		{"enclave.invalid-input", enclave.ErrInvalidInput},
-		{"enclave.unavailable", enclave.ErrUnavailable},
-		{"enclave.policy", enclave.ErrPolicy},
-		{"chains.unavailable", chains.ErrUnavailable},
-		{"chains.insufficient-funds", chains.ErrInsufficientFunds},
-		{"chains.not-found", chains.ErrNotFound},
-		{"chains.no-faucet", chains.ErrNoFaucet},
-		{"chains.authorization-refused", chains.ErrAuthorizationRefused},
-	} {
+	for _, s := range slices.Concat(sentinelCodes, passedThrough) {
 		c.RegisterSentinel(s.code, s.err)
 	}
+}
+
+// passedThrough are the errors of the layers below that the agent actor
+// answers unchanged and callers match, with their codes on the wire.
+var passedThrough = []sentinelCode{
+	{"policy.invalid", policy.ErrInvalid},
+	{"enclave.invalid-input", enclave.ErrInvalidInput},
+	{"enclave.unavailable", enclave.ErrUnavailable},
+	{"enclave.policy", enclave.ErrPolicy},
+	{"chains.unavailable", chains.ErrUnavailable},
+	{"chains.insufficient-funds", chains.ErrInsufficientFunds},
+	{"chains.not-found", chains.ErrNotFound},
+	{"chains.no-faucet", chains.ErrNoFaucet},
+	{"chains.authorization-refused", chains.ErrAuthorizationRefused},
 }
 
 // providerWire carries an llm.ProviderError's fields.
