@@ -197,46 +197,36 @@ func (c *Chain) SendStealth(_ context.Context, _ chains.KeyRef, from string, req
 	return chains.TxResult{TxHash: s.TxHash, TxLink: c.TxLink(s.TxHash)}, nil
 }
 
-func page(cursor string, n, limit int) (int, int, error) {
+// scanPage answers one page of *items (announcements or transfers) from
+// cursor, the index of the first, and the cursor of the next page.
+func scanPage[T any](c *Chain, items *[]T, cursor string, limit int) ([]T, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scanFail != nil {
+		return nil, cursor, c.scanFail
+	}
 	from := 0
 	if cursor != "" {
 		var err error
 		if from, err = strconv.Atoi(cursor); err != nil {
-			return 0, 0, fmt.Errorf("bad cursor %q", cursor)
+			return nil, cursor, fmt.Errorf("bad cursor %q", cursor)
 		}
 	}
 	if limit <= 0 {
 		limit = 1000
 	}
-	return from, min(n, from+limit), nil
+	to := min(len(*items), from+limit)
+	return append([]T(nil), (*items)[from:to]...), strconv.Itoa(to), nil
 }
 
 func (c *Chain) Scan(_ context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.scanFail != nil {
-		return nil, cursor, c.scanFail
-	}
-	from, to, err := page(cursor, len(c.anns), limit)
-	if err != nil {
-		return nil, cursor, err
-	}
-	return append([]chains.Announcement(nil), c.anns[from:to]...), strconv.Itoa(to), nil
+	return scanPage(c, &c.anns, cursor, limit)
 }
 
 // ScanTransfers implements chains.TransferScanner (from the first
 // transfer: the fake chain has no history before the test).
 func (c *Chain) ScanTransfers(_ context.Context, cursor string, limit int) ([]chains.Transfer, string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.scanFail != nil {
-		return nil, cursor, c.scanFail
-	}
-	from, to, err := page(cursor, len(c.transfers), limit)
-	if err != nil {
-		return nil, cursor, err
-	}
-	return append([]chains.Transfer(nil), c.transfers[from:to]...), strconv.Itoa(to), nil
+	return scanPage(c, &c.transfers, cursor, limit)
 }
 
 func (c *Chain) Withdraw(context.Context, chains.KeyRef, chains.WithdrawRequest) (chains.TxResult, error) {
