@@ -13,6 +13,7 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 )
 
 // TestInvoiceExpiry: an invoice with an expiry shows it in GET
@@ -27,7 +28,7 @@ func TestInvoiceExpiry(t *testing.T) {
 	}
 	expires := e.clock.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	inv, err := state.NewInvoices(e.store, a.ID, e.clock.Now, "alice", e.url, gen).Create(context.Background(),
-		tools.Invoice{Chain: chains.Ethereum, Amount: "0.01", Asset: "ETH", Memo: "valid an hour", ExpiresAt: &expires}, "")
+		tools.Invoice{Invoice: client.Invoice{Amount: "0.01", Asset: "ETH", Memo: "valid an hour"}, Chain: chains.Ethereum, ExpiresAt: &expires}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

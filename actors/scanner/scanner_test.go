@@ -19,6 +19,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -191,7 +192,7 @@ func TestInvoicePaidByTransfer(t *testing.T) {
 	alice := env.CreateAgent("alice")
 	gen := state.StealthAddresses(map[chains.ID]string{chains.Ethereum: alice.MetaAddresses["ethereum"]}, rand.Reader)
 	invs := state.NewInvoices(env.Store, alice.ID, nil, "alice", "http://veil.test", gen)
-	inv, err := invs.Create(ctx, tools.Invoice{Chain: chains.Ethereum, Amount: "1", Asset: "ETH", Memo: "consulting"}, "")
+	inv, err := invs.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "consulting"}, Chain: chains.Ethereum}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestConfirmWithoutPayment(t *testing.T) {
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
 	alice := env.CreateAgent("alice")
 	gen := state.StealthAddresses(map[chains.ID]string{chains.Ethereum: alice.MetaAddresses["ethereum"]}, rand.Reader)
-	inv, err := state.NewInvoices(env.Store, alice.ID, nil, "alice", "http://veil.test", gen).Create(ctx, tools.Invoice{Chain: chains.Ethereum, Amount: "1", Asset: "ETH", Memo: "x"}, "")
+	inv, err := state.NewInvoices(env.Store, alice.ID, nil, "alice", "http://veil.test", gen).Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "x"}, Chain: chains.Ethereum}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

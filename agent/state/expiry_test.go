@@ -10,6 +10,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 )
 
 // TestInvoiceExpiry: an expiry is stored and read back; one not in the
@@ -26,11 +27,11 @@ func TestInvoiceExpiry(t *testing.T) {
 	exp := func(d time.Duration) *time.Time { t := clk.Now().Add(d); return &t }
 
 	for _, d := range []time.Duration{0, -time.Second} {
-		if _, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x", ExpiresAt: exp(d)}, ""); !errors.Is(err, ErrInvalid) {
+		if _, err := inv.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "x"}, Chain: chains.Base, ExpiresAt: exp(d)}, ""); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("expiry %v from now: %v, want ErrInvalid", d, err)
 		}
 	}
-	never, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "never"}, "")
+	never, err := inv.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "never"}, Chain: chains.Base}, "")
 	if err != nil || never.ExpiresAt != nil {
 		t.Fatalf("no expiry: %+v %v", never, err)
 	}
@@ -47,7 +48,7 @@ func TestInvoiceExpiry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			start := clk.Now()
 			want := exp(time.Hour).UTC()
-			created, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: tt.name, ExpiresAt: &want}, "")
+			created, err := inv.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: tt.name}, Chain: chains.Base, ExpiresAt: &want}, "")
 			if err != nil || created.ExpiresAt == nil || !created.ExpiresAt.Equal(want) {
 				t.Fatalf("create: %+v %v", created, err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/persistence/jsonrec"
 )
@@ -101,7 +102,7 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	if inv.ExpiresAt != nil && !inv.ExpiresAt.After(s.now()) {
 		return tools.Invoice{}, fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, inv.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	want := tools.Invoice{Chain: c, Amount: amount, Asset: asset.Symbol, Memo: memo}
+	want := tools.Invoice{Invoice: client.Invoice{Amount: amount, Asset: asset.Symbol, Memo: memo}, Chain: c}
 	if key != "" {
 		if got, err := s.byKey(ctx, key); err == nil {
 			return sameInvoice(got, want, key)
@@ -125,9 +126,11 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	}
 	rec := InvoiceRecord{
 		Invoice: tools.Invoice{
-			ID: id, AgentID: s.agentID, AgentName: s.agentName, Amount: amount, Asset: asset.Symbol, Memo: memo,
-			Status: InvoicePending, PaymentLink: s.publicURL + "/pay/" + id, CreatedAt: s.now().UTC(), Chain: c, PayTo: addr,
-			ExpiresAt: utcPtr(inv.ExpiresAt),
+			Invoice: client.Invoice{
+				ID: id, AgentName: s.agentName, Amount: amount, Asset: asset.Symbol, Memo: memo,
+				Status: InvoicePending, PaymentLink: s.publicURL + "/pay/" + id, CreatedAt: s.now().UTC(),
+			},
+			AgentID: s.agentID, Chain: c, PayTo: addr, ExpiresAt: utcPtr(inv.ExpiresAt),
 		},
 		AgentID:         s.agentID,
 		EphemeralPubKey: hex.EncodeToString(eph),

@@ -20,6 +20,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -156,7 +157,7 @@ func TestInvoices(t *testing.T) {
 		{chains.Solana, "0.000000001", "SOL", "0.000000001", "SOL"},
 	} {
 		clk.Set(clk.Now().Add(time.Minute))
-		got, err := inv.Create(ctx, tools.Invoice{Chain: c.chain, Amount: c.amount, Asset: c.asset, Memo: fmt.Sprintf(" job %d ", i)}, "")
+		got, err := inv.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: c.amount, Asset: c.asset, Memo: fmt.Sprintf(" job %d ", i)}, Chain: c.chain}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,15 +261,15 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 	}
 	inv := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", gen)
 	bad := []tools.Invoice{
-		{Chain: "bitcoin", Amount: "1", Asset: "BTC", Memo: "x"},
-		{Chain: chains.Base, Amount: "1", Asset: "XLM", Memo: "x"},
-		{Chain: chains.Base, Amount: "0", Asset: "ETH", Memo: "x"},
-		{Chain: chains.Base, Amount: "1.0000001", Asset: "USDC", Memo: "x"},
-		{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "  "},
-		{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: strings.Repeat("m", tools.MaxMemoLen+1)},
-		{ID: "not-a-uuid", Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"},
+		{Invoice: client.Invoice{Amount: "1", Asset: "BTC", Memo: "x"}, Chain: "bitcoin"},
+		{Invoice: client.Invoice{Amount: "1", Asset: "XLM", Memo: "x"}, Chain: chains.Base},
+		{Invoice: client.Invoice{Amount: "0", Asset: "ETH", Memo: "x"}, Chain: chains.Base},
+		{Invoice: client.Invoice{Amount: "1.0000001", Asset: "USDC", Memo: "x"}, Chain: chains.Base},
+		{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "  "}, Chain: chains.Base},
+		{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: strings.Repeat("m", tools.MaxMemoLen+1)}, Chain: chains.Base},
+		{Invoice: client.Invoice{ID: "not-a-uuid", Amount: "1", Asset: "ETH", Memo: "x"}, Chain: chains.Base},
 		// The store chooses ids: a preset one (even a valid UUID) is refused.
-		{ID: "3f2a0000-0000-4000-8000-000000000001", Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"},
+		{Invoice: client.Invoice{ID: "3f2a0000-0000-4000-8000-000000000001", Amount: "1", Asset: "ETH", Memo: "x"}, Chain: chains.Base},
 	}
 	for _, b := range bad {
 		if _, err := inv.Create(ctx, b, "k"); !errors.Is(err, ErrInvalid) {
@@ -281,13 +282,13 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 	failing := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", func(context.Context, chains.ID) (string, []byte, error) {
 		return "", nil, errors.New("enclave down")
 	})
-	if _, err := failing.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"}, ""); err == nil || !strings.Contains(err.Error(), "enclave down") {
+	if _, err := failing.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "x"}, Chain: chains.Base}, ""); err == nil || !strings.Contains(err.Error(), "enclave down") {
 		t.Errorf("generator failure: %v", err)
 	}
 
 	// An idempotency key: the same create returns the stored invoice, also
 	// under concurrency; the key with other terms is refused.
-	want := tools.Invoice{Chain: chains.Base, Amount: "5", Asset: "USDC", Memo: "logo"}
+	want := tools.Invoice{Invoice: client.Invoice{Amount: "5", Asset: "USDC", Memo: "logo"}, Chain: chains.Base}
 	var wg sync.WaitGroup
 	results := make([]tools.Invoice, 8)
 	errs := make([]error, 8)
@@ -310,7 +311,7 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 	if n := len(keys(t, s, TableInvoiceKeys)); n != 1 {
 		t.Errorf("%d idempotency records", n)
 	}
-	if _, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "6", Asset: "USDC", Memo: "logo"}, "create_invoice/k1"); !errors.Is(err, ErrIDReused) {
+	if _, err := inv.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "6", Asset: "USDC", Memo: "logo"}, Chain: chains.Base}, "create_invoice/k1"); !errors.Is(err, ErrIDReused) {
 		t.Errorf("reused key: %v", err)
 	}
 	// The key is per agent: another agent's same key is another invoice.
@@ -327,7 +328,7 @@ func TestInvoiceValidationAndIdempotency(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(keys(t, s, TableInvoices))
-	if _, err := inv.Create(ctx, tools.Invoice{Chain: chains.Base, Amount: "1", Asset: "ETH", Memo: "x"}, "create_invoice/k2"); !errors.Is(err, persistence.ErrConflict) {
+	if _, err := inv.Create(ctx, tools.Invoice{Invoice: client.Invoice{Amount: "1", Asset: "ETH", Memo: "x"}, Chain: chains.Base}, "create_invoice/k2"); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("conflicting index: %v", err)
 	}
 	if n := len(keys(t, s, TableInvoices)); n != before {
@@ -346,7 +347,7 @@ func TestInvoiceIDsAreRandom(t *testing.T) {
 	gen := func(ctx context.Context, c chains.ID) (string, []byte, error) {
 		return "0x00000000000000000000000000000000000000aa", []byte{1}, nil
 	}
-	req := tools.Invoice{Chain: chains.Base, Amount: "5", Asset: "USDC", Memo: "logo"}
+	req := tools.Invoice{Invoice: client.Invoice{Amount: "5", Asset: "USDC", Memo: "logo"}, Chain: chains.Base}
 	seen := map[string]bool{}
 	for range 4 {
 		s := openStore(t)
@@ -373,7 +374,7 @@ func TestInvoiceIDsAreRandom(t *testing.T) {
 	s := openStore(t)
 	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
 	old := uuid.NewSHA1(uuid.NameSpaceOID, []byte("veil/tools/create_invoice/agent-a/k")).String()
-	rec := InvoiceRecord{Invoice: tools.Invoice{ID: old, AgentID: "agent-a", Amount: "5", Asset: "USDC", Memo: "logo", Status: InvoicePending, Chain: chains.Base, PayTo: "0x01"}, AgentID: "agent-a"}
+	rec := InvoiceRecord{Invoice: tools.Invoice{Invoice: client.Invoice{ID: old, Amount: "5", Asset: "USDC", Memo: "logo", Status: InvoicePending}, AgentID: "agent-a", Chain: chains.Base, PayTo: "0x01"}, AgentID: "agent-a"}
 	if _, err := s.Apply(ctx,
 		persistence.Put(TableInvoices, "agent-a/"+old, mustJSON(rec), persistence.Absent()),
 		persistence.Put(TableInvoiceIndex, old, []byte("agent-a"), persistence.Absent()),

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/veilhq/veil/client"
 )
 
 // callID derives a stable UUID from the call's idempotency key, so a
@@ -64,7 +66,7 @@ func createInvoice() Tool {
 		// The key, not the id, carries idempotency: invoice ids are
 		// public (pay links) and must not be derivable from the agent,
 		// the message or the arguments.
-		want := Invoice{Chain: sp.chain, Amount: sp.amount.String(), Asset: sp.asset.Symbol, Memo: memo}
+		want := Invoice{Invoice: client.Invoice{Amount: sp.amount.String(), Asset: sp.asset.Symbol, Memo: memo}, Chain: sp.chain}
 		if s := a.str("expires_in"); s != "" {
 			d, err := ParseExpiry(s)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 )
 
 // Tool is one tool the model may call.
@@ -190,20 +191,17 @@ type Payments interface {
 	MarkWithdrawn(ctx context.Context, w Withdrawal) error
 }
 
-// Invoice is the spec's Invoice (plus its chain and address to pay).
+// Invoice is the spec's Invoice as this server keeps and answers it: the
+// client's wire type, defined once there, with what the server adds. Its
+// Chain (typed) and PayTo shadow client.Invoice's, which are optional
+// (omitempty) for servers that may not set them: this server always does,
+// so they are always in the JSON, at the same place as before. The
+// embedded Invoice's own Chain and PayTo stay empty.
 type Invoice struct {
-	ID          string    `json:"id"`
-	AgentID     string    `json:"-"`
-	AgentName   string    `json:"agentName"`
-	Amount      string    `json:"amount"`
-	Asset       string    `json:"asset"`
-	Memo        string    `json:"memo"`
-	Status      string    `json:"status"`
-	TxHash      *string   `json:"txHash"`
-	PaymentLink string    `json:"paymentLink"`
-	CreatedAt   time.Time `json:"createdAt"`
-	Chain       chains.ID `json:"chain"`
-	PayTo       string    `json:"payTo"`
+	client.Invoice
+	AgentID string    `json:"-"`
+	Chain   chains.ID `json:"chain"`
+	PayTo   string    `json:"payTo"`
 	// ExpiresAt is when the invoice stops accepting payment (null: never);
 	// create_invoice's expires_in sets it (docs/invoices.md).
 	ExpiresAt *time.Time `json:"expiresAt"`

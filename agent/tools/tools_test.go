@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 )
 
 var designOrder = []string{
@@ -643,7 +644,7 @@ func TestCreateAndCheckInvoices(t *testing.T) {
 func TestCheckInvoicesCap(t *testing.T) {
 	f := newFixture(t)
 	for i := range 25 {
-		f.inv.all[string(rune('a'+i))] = Invoice{ID: string(rune('a' + i)), Status: []string{"pending", "paid"}[i%2], CreatedAt: testNow.Add(time.Duration(i) * time.Minute)}
+		f.inv.all[string(rune('a'+i))] = Invoice{Invoice: client.Invoice{ID: string(rune('a' + i)), Status: []string{"pending", "paid"}[i%2], CreatedAt: testNow.Add(time.Duration(i) * time.Minute)}}
 	}
 	res, err := f.run(t, "check_invoices", "", "")
 	if err != nil {
