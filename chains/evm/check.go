@@ -200,7 +200,7 @@ func mentions(err error, words ...string) bool {
 // a connector (`veild contracts deploy` checks what it deployed with it).
 func CheckContracts(ctx context.Context, rc *rpc.Client, cfg Config) error {
 	cfg.defaults()
-	c := &Connector{Base: connopts.NewBase(cfg.Chain, cfg.ExplorerTx), cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), opts: Options{Log: slog.New(slog.DiscardHandler)},
+	c := &Connector{Base: connopts.NewBase(cfg.Chain, cfg.ExplorerTx, cfg.ChainID, cfg.assets()), cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc), opts: Options{Log: slog.New(slog.DiscardHandler)},
 		sender: bindings.NewStealthSender(), names: bindings.NewVeilNames(), token: bindings.NewTestToken(), ann: bindings.NewERC5564Announcer()}
 	return c.Check(ctx)
 }

@@ -100,6 +100,16 @@ func (c *Config) defaults() {
 	}
 }
 
+// assets are what payment requests may name (PaymentTarget): the native
+// asset, then the tokens by contract address.
+func (c *Config) assets() []connopts.Asset {
+	out := []connopts.Asset{{Symbol: c.Chain.NativeAsset()}}
+	for _, t := range c.Tokens {
+		out = append(out, connopts.Asset{Symbol: t.Symbol, Token: t.Address.Hex()})
+	}
+	return out
+}
+
 // Validate reports what is missing or wrong.
 func (c *Config) Validate() error {
 	if c.Chain.Family() != chains.FamilyEVM {

@@ -107,7 +107,7 @@ func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connec
 		return nil, fmt.Errorf("%w: %s: dial %s: %v", chains.ErrUnavailable, cfg.Chain, cfg.RPCURL, err)
 	}
 	c := &Connector{
-		Base: connopts.NewBase(cfg.Chain, cfg.ExplorerTx), opts: opts,
+		Base: connopts.NewBase(cfg.Chain, cfg.ExplorerTx, cfg.ChainID, cfg.assets()), opts: opts,
 		cfg: cfg, rpc: rc, eth: ethclient.NewClient(rc),
 		chainID: new(big.Int).SetUint64(cfg.ChainID),
 		sender:  bindings.NewStealthSender(), names: bindings.NewVeilNames(),
@@ -318,18 +318,4 @@ func (c *Connector) feeCaps(ctx context.Context) (tip, feeCap *big.Int, err erro
 	}
 	feeCap = new(big.Int).Add(new(big.Int).Lsh(base, 1), tip)
 	return new(big.Int).Set(tip), feeCap, nil
-}
-
-// PaymentTarget implements payuri.Target: the chain id and the token's
-// contract ("" for the native asset).
-func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {
-	if strings.EqualFold(asset, c.cfg.Chain.NativeAsset()) {
-		return c.cfg.ChainID, "", true
-	}
-	for _, t := range c.cfg.Tokens {
-		if strings.EqualFold(t.Symbol, asset) {
-			return c.cfg.ChainID, t.Address.Hex(), true
-		}
-	}
-	return 0, "", false
 }

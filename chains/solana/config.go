@@ -120,6 +120,16 @@ func (c *Config) defaults() {
 	}
 }
 
+// assets are what payment requests may name (PaymentTarget): SOL, then
+// the tokens by mint.
+func (c *Config) assets() []connopts.Asset {
+	out := []connopts.Asset{{Symbol: "SOL"}}
+	for _, t := range c.Tokens {
+		out = append(out, connopts.Asset{Symbol: t.Symbol, Token: t.Mint})
+	}
+	return out
+}
+
 // Validate reports what is missing or wrong.
 func (c *Config) Validate() error {
 	if c.RPCURL == "" {

@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	opts.Log = opts.Log.With("chain", "solana")
 	jc := jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})
 	c := &Connector{
-		Base: connopts.NewBase(chains.Solana, cfg.ExplorerTx), opts: opts,
+		Base: connopts.NewBase(chains.Solana, cfg.ExplorerTx, 0, cfg.assets()), opts: opts,
 		cfg: cfg, rpc: rpc.NewWithCustomRPCClient(jc), jrpc: jc,
 		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),
 		rent: map[uint64]uint64{},
@@ -247,16 +247,3 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 }
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
-
-// PaymentTarget implements payuri.Target: the token's mint ("" for SOL).
-func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {
-	if strings.EqualFold(asset, "SOL") {
-		return 0, "", true
-	}
-	for _, t := range c.cfg.Tokens {
-		if strings.EqualFold(t.Symbol, asset) {
-			return 0, t.Mint, true
-		}
-	}
-	return 0, "", false
-}

@@ -142,6 +142,16 @@ func (c *Config) defaults() {
 	c.HorizonURL = strings.TrimRight(c.HorizonURL, "/")
 }
 
+// assets are what payment requests may name (PaymentTarget): XLM, then
+// the credit assets by issuer.
+func (c *Config) assets() []connopts.Asset {
+	out := []connopts.Asset{{Symbol: "XLM"}}
+	for _, a := range c.Assets {
+		out = append(out, connopts.Asset{Symbol: a.Code, Token: a.Issuer})
+	}
+	return out
+}
+
 // Validate reports what is missing or wrong.
 func (c *Config) Validate() error {
 	if c.HorizonURL == "" {

@@ -80,7 +80,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	}
 	opts.Log = opts.Log.With("chain", "stellar")
 	c := &Connector{
-		Base: connopts.NewBase(chains.Stellar, cfg.ExplorerTx), opts: opts,
+		Base: connopts.NewBase(chains.Stellar, cfg.ExplorerTx, 0, cfg.assets()), opts: opts,
 		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},
 		indexExists: map[string]bool{},
 	}
@@ -294,16 +294,3 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 }
 
 func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
-
-// PaymentTarget implements payuri.Target: the asset's issuer ("" for XLM).
-func (c *Connector) PaymentTarget(asset string) (uint64, string, bool) {
-	if strings.EqualFold(asset, "XLM") {
-		return 0, "", true
-	}
-	for _, a := range c.cfg.Assets {
-		if strings.EqualFold(a.Code, asset) {
-			return 0, a.Issuer, true
-		}
-	}
-	return 0, "", false
-}

@@ -4,22 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/veilhq/veil/chains"
 )
 
-// Base is what every connector answers from its chain's identifier and
-// explorer template alone; a connector embeds it, so Chain and TxLink are
-// its chains.Connector methods and Result and Unavailable its helpers.
+// Base is what every connector answers from its chain's identifier,
+// explorer template and assets alone; a connector embeds it, so Chain and
+// TxLink are its chains.Connector methods, PaymentTarget its payuri.Target
+// method, and Result and Unavailable its helpers.
 type Base struct {
 	chain      chains.ID
 	explorerTx string
+	chainID    uint64
+	assets     []Asset
+}
+
+// Asset is an asset a payment request may name on the chain: its symbol
+// and its token reference (a contract address, a mint, an issuer; "" for
+// the native asset).
+type Asset struct {
+	Symbol, Token string
 }
 
 // NewBase is the Base of chain, its transaction links made from
-// explorerTx (the Config's ExplorerTx; "" makes no links).
-func NewBase(chain chains.ID, explorerTx string) Base {
-	return Base{chain: chain, explorerTx: explorerTx}
+// explorerTx (the Config's ExplorerTx; "" makes no links); chainID is the
+// chain id payment requests carry (0 off EVM) and assets are the assets
+// they may name, the native asset first.
+func NewBase(chain chains.ID, explorerTx string, chainID uint64, assets []Asset) Base {
+	return Base{chain: chain, explorerTx: explorerTx, chainID: chainID, assets: assets}
 }
 
 // Chain is the chain's identifier.
@@ -33,6 +46,18 @@ func (b Base) TxLink(txHash string) string {
 // Result is the chains.TxResult of a transaction: its hash and link.
 func (b Base) Result(txHash string) chains.TxResult {
 	return chains.TxResult{TxHash: txHash, TxLink: b.TxLink(txHash)}
+}
+
+// PaymentTarget implements payuri.Target: the chain id and token of the
+// asset whose symbol is asset (case-insensitively); ok is false for an
+// asset the connector does not know.
+func (b Base) PaymentTarget(asset string) (chainID uint64, token string, ok bool) {
+	for _, a := range b.assets {
+		if strings.EqualFold(a.Symbol, asset) {
+			return b.chainID, a.Token, true
+		}
+	}
+	return 0, "", false
 }
 
 // Unavailable wraps a node's error in chains.ErrUnavailable, naming the

@@ -10,7 +10,7 @@ import (
 )
 
 func TestBaseUnavailable(t *testing.T) {
-	b := NewBase(chains.Solana, "https://x/tx/{hash}")
+	b := NewBase(chains.Solana, "https://x/tx/{hash}", 0, nil)
 	nodeErr := errors.New("connection refused")
 	for _, tc := range []struct {
 		name        string
@@ -41,12 +41,33 @@ func TestBaseResult(t *testing.T) {
 		{"https://x/tx/{hash}", "abc", "https://x/tx/abc"},
 		{"", "abc", ""},
 	} {
-		b := NewBase(chains.Base, tc.explorer)
+		b := NewBase(chains.Base, tc.explorer, 84532, nil)
 		if got := b.Result(tc.hash); got != (chains.TxResult{TxHash: tc.hash, TxLink: tc.link}) {
 			t.Errorf("Result(%q) with %q = %+v, want link %q", tc.hash, tc.explorer, got, tc.link)
 		}
 		if b.Chain() != chains.Base {
 			t.Errorf("Chain() = %q", b.Chain())
+		}
+	}
+}
+
+func TestBasePaymentTarget(t *testing.T) {
+	b := NewBase(chains.Base, "", 84532, []Asset{{Symbol: "ETH"}, {Symbol: "USDC", Token: "0xabc"}})
+	for _, tc := range []struct {
+		asset   string
+		chainID uint64
+		token   string
+		ok      bool
+	}{
+		{"ETH", 84532, "", true},
+		{"eth", 84532, "", true},
+		{"Usdc", 84532, "0xabc", true},
+		{"DAI", 0, "", false},
+		{"", 0, "", false},
+	} {
+		id, token, ok := b.PaymentTarget(tc.asset)
+		if id != tc.chainID || token != tc.token || ok != tc.ok {
+			t.Errorf("PaymentTarget(%q) = %d, %q, %v; want %d, %q, %v", tc.asset, id, token, ok, tc.chainID, tc.token, tc.ok)
 		}
 	}
 }
