@@ -95,16 +95,6 @@ func (w *Webhook) wants(ev *Event) bool {
 	return false
 }
 
-// Event is one outbox record: what happened, for which account.
-type Event struct {
-	ID        string          `json:"id"`
-	AccountID string          `json:"accountId"`
-	AgentID   string          `json:"agentId"`
-	Type      string          `json:"type"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Data      json.RawMessage `json:"data"`
-}
-
 // Payload is the JSON body of a delivery, exactly as docs/webhooks.md
 // gives it. Its bytes are fixed when the delivery is created, so every
 // attempt sends the same body.
@@ -114,6 +104,13 @@ type Payload struct {
 	AgentID   string          `json:"agentId"`
 	CreatedAt time.Time       `json:"createdAt"`
 	Data      json.RawMessage `json:"data"`
+}
+
+// Event is one outbox record: the payload of what happened and the account
+// it happened in, which picks the webhooks it fans out to.
+type Event struct {
+	Payload
+	AccountID string `json:"accountId"`
 }
 
 // Statuses of a delivery.
@@ -172,7 +169,7 @@ func OutboxOps(ctx context.Context, st persistence.Store, accountID, agentID, ty
 	if err != nil {
 		return nil, err
 	}
-	ev := Event{ID: "evt_" + uuid.NewString(), AccountID: accountID, AgentID: agentID, Type: typ, CreatedAt: createdAt.UTC(), Data: raw}
+	ev := Event{Payload: Payload{ID: "evt_" + uuid.NewString(), Type: typ, AgentID: agentID, CreatedAt: createdAt.UTC(), Data: raw}, AccountID: accountID}
 	val, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
@@ -273,7 +270,7 @@ func (r *Registry) Test(ctx context.Context, accountID, id string) (*Delivery, e
 	}
 	now := r.now().UTC()
 	data, _ := json.Marshal(map[string]string{"message": "This is a test event from Veil: your webhook is reachable and its signature checks."})
-	ev := &Event{ID: "evt_" + uuid.NewString(), AccountID: accountID, Type: TypeTest, CreatedAt: now, Data: data}
+	ev := &Event{Payload: Payload{ID: "evt_" + uuid.NewString(), Type: TypeTest, CreatedAt: now, Data: data}, AccountID: accountID}
 	d, ops, err := newDelivery(w, ev, eventKey(now, ev.ID), now)
 	if err != nil {
 		return nil, err
@@ -295,7 +292,7 @@ func (r *Registry) Deliveries(ctx context.Context, accountID, id string, limit i
 
 // newDelivery builds the pending delivery of ev to w and its writes.
 func newDelivery(w *Webhook, ev *Event, evKey string, now time.Time) (*Delivery, []persistence.Op, error) {
-	body, err := json.Marshal(Payload{ID: ev.ID, Type: ev.Type, AgentID: ev.AgentID, CreatedAt: ev.CreatedAt, Data: ev.Data})
+	body, err := json.Marshal(ev.Payload)
 	if err != nil {
 		return nil, nil, err
 	}
