@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 
 	"github.com/veilhq/veil/runtime/host"
@@ -123,5 +125,44 @@ func TestJudgeFindsTheMemberThatMustRejoin(t *testing.T) {
 		if (v.why != "") != tc.why || v.blocked != tc.blocked {
 			t.Errorf("%s: %+v; want fenced %v, blocked %v", tc.name, v, tc.why, tc.blocked)
 		}
+	}
+}
+
+// A new process at a member's address that replaces the old one within
+// one health poll round is one topology change with the same addresses:
+// the old id left, the new one joined. protoactor terminates the remote
+// endpoint of that address for the old id, dropping what its writer holds
+// without a dead letter, so the requests in flight to that address fail
+// at once (host.ErrMemberLost, retriable) instead of waiting out their
+// deadlines; those to the other members stay in flight.
+func TestRequestsInFlightToARestartedAddressFailAtOnce(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &Member{cfg: Config{Log: log}, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{})}
+	m.fence.init()
+	member := func(id string, port int32) *cluster.Member {
+		return &cluster.Member{Id: id, Host: "127.0.0.1", Port: port}
+	}
+	a, b, b2 := member("a", 1), member("b", 2), member("b-again", 2)
+	m.onTopology(&cluster.ClusterTopology{Members: []*cluster.Member{a, b}, Joined: []*cluster.Member{a, b}})
+	toA, toB := &call{lost: make(chan struct{})}, &call{lost: make(chan struct{})}
+	m.inflight[a.Address()] = map[*call]struct{}{toA: {}}
+	m.inflight[b.Address()] = map[*call]struct{}{toB: {}}
+
+	m.onTopology(&cluster.ClusterTopology{Members: []*cluster.Member{a, b2}, Left: []*cluster.Member{b}, Joined: []*cluster.Member{b2}})
+	select {
+	case <-toB.lost:
+	default:
+		t.Fatal("a request in flight to the restarted address is still waiting")
+	}
+	select {
+	case <-toA.lost:
+		t.Fatal("a request in flight to a member that stayed failed")
+	default:
+	}
+	if got := m.Members(); !slices.Equal(got, []string{a.Address(), b.Address()}) {
+		t.Fatalf("members %v", got)
+	}
+	if !m.ids["b-again"] || m.ids["b"] {
+		t.Fatalf("ids %v: want the new process's id only", m.ids)
 	}
 }

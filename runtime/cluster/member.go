@@ -426,6 +426,20 @@ func mix(x uint64) uint64 {
 // onTopology takes a new member list: requests in flight to members that
 // left fail at once (retriable), and agents that now belong elsewhere are
 // passivated so that each agent is active on one member.
+//
+// A member can also leave while its address stays: a new process at the
+// same address (a restart quicker than a health poll round) replaces the
+// old one in a single topology change. protoactor then terminates the
+// remote endpoint of that address for the old member (MemberList's
+// TerminateMember), whichever process the endpoint is connected to: the
+// writer stops and closes its gRPC connection, and what it sent just
+// before, or still holds, is lost without a dead letter (a stopped actor
+// drops its mail), including requests to the new process. Requests sent
+// to the old process are lost too, and its address never leaves the
+// topology. Their futures would wait out their deadlines (20 s in a test
+// after a rejoin, 60 s by default), so requests in flight to a restarted
+// address fail at once, as for a member that left (host.ErrMemberLost:
+// they may or may not have run).
 func (m *Member) onTopology(t *cluster.ClusterTopology) {
 	next := make([]string, 0, len(t.Members))
 	ids := make(map[string]bool, len(t.Members))
@@ -434,24 +448,37 @@ func (m *Member) onTopology(t *cluster.ClusterTopology) {
 		ids[mem.Id] = true
 	}
 	slices.Sort(next)
+	gone := func(addr string) bool { return !slices.Contains(next, addr) }
+	var restarted []string
+	for _, mem := range t.Left {
+		if addr := mem.Address(); !gone(addr) {
+			restarted = append(restarted, addr)
+		}
+	}
 	m.mu.Lock()
 	m.ids = ids
-	if slices.Equal(next, m.members) {
-		m.mu.Unlock()
-		return
-	}
-	prev := m.members
-	m.members = next
-	self := m.self
 	var lost []*call
 	for addr, calls := range m.inflight {
-		if !slices.Contains(next, addr) {
+		if gone(addr) || slices.Contains(restarted, addr) {
 			for c := range calls {
 				lost = append(lost, c)
 			}
 			delete(m.inflight, addr)
 		}
 	}
+	if slices.Equal(next, m.members) {
+		m.mu.Unlock()
+		for _, c := range lost {
+			close(c.lost)
+		}
+		if len(lost) > 0 {
+			m.cfg.Log.Info("cluster member restarted at its address", slog.Any("addresses", restarted), slog.Int("requests_failed_over", len(lost)))
+		}
+		return
+	}
+	prev := m.members
+	m.members = next
+	self := m.self
 	close(m.changed)
 	m.changed = make(chan struct{})
 	m.mu.Unlock()
