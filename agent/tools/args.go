@@ -296,16 +296,41 @@ func clip(s string, n int) string {
 	return string([]rune(s)[:n]) + "…"
 }
 
+// service is one of Env's services a tool may need (Tool.needs): what a
+// missing one is called, and whether env lacks it.
+type service struct {
+	what   string
+	absent func(env *Env) bool
+}
+
+var (
+	chainAccess    = service{"no chain access", func(env *Env) bool { return env.Chains == nil }}
+	agentDirectory = service{"no agent directory", func(env *Env) bool { return env.Directory == nil }}
+	invoiceStore   = service{"no invoice store", func(env *Env) bool { return env.Invoices == nil }}
+	scheduleStore  = service{"no schedule store", func(env *Env) bool { return env.Schedules == nil }}
+	memoryStore    = service{"no memory store", func(env *Env) bool { return env.Memories == nil }}
+	paymentRecords = service{"no payment records", func(env *Env) bool { return env.Payments == nil }}
+)
+
+// missing refuses s with ErrNotConfigured when env lacks it.
+func (s service) missing(env *Env) error {
+	if s.absent(env) {
+		return fmt.Errorf("%w: %s", ErrNotConfigured, s.what)
+	}
+	return nil
+}
+
 // withArgs completes t from s: its schema, and a Run that checks the
-// arguments against s (decode), and for a payment tool the call's
-// idempotency key (needKey), before do sees them, so a tool cannot run on
-// arguments its schema does not admit, a payment cannot be made twice by a
-// retry, and no tool repeats the checks. A payment tool also moves value:
+// arguments against s (decode), for a payment tool the call's idempotency
+// key (needKey), and the services the tool needs (Tool.needs), before do
+// sees them, so a tool cannot run on arguments its schema does not admit
+// or without its services, a payment cannot be made twice by a retry, and
+// no tool repeats the checks. A payment tool also moves value:
 // withArgs marks it so (MovesValue), for Call to put it behind the money
 // gate, rather than each payment tool carrying both marks.
 func withArgs(t Tool, s spec, do func(ctx context.Context, env *Env, a *args) (any, error)) Tool {
 	t.Parameters = s.schema()
-	payment := t.Payment
+	payment, needs := t.Payment, t.needs
 	t.MovesValue = t.MovesValue || payment
 	t.Run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 		a, err := s.decode(raw)
@@ -314,6 +339,11 @@ func withArgs(t Tool, s spec, do func(ctx context.Context, env *Env, a *args) (a
 		}
 		if payment {
 			if err := needKey(env); err != nil {
+				return nil, err
+			}
+		}
+		for _, sv := range needs {
+			if err := sv.missing(env); err != nil {
 				return nil, err
 			}
 		}

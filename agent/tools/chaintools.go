@@ -251,13 +251,11 @@ func resolveName() Tool {
 	return withArgs(Tool{
 		Name:        "resolve_name",
 		Description: "Look up a name (bob or bob.veil): the chains it can be paid on and its stealth meta-addresses. Veil agents first, then the on-chain registry of this agent's chains.",
+		needs:       []service{agentDirectory},
 	}, resolveSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		name, err := chains.ParseName(a.str("name"))
 		if err != nil {
 			return nil, err
-		}
-		if env.Directory == nil {
-			return nil, fmt.Errorf("%w: no agent directory", ErrNotConfigured)
 		}
 		res := &ResolveResult{Name: name, FullName: name + chains.NameSuffix, MetaAddresses: map[chains.ID]string{}, Chains: []chains.ID{}}
 		found, err := env.Directory.LookupAgent(ctx, name)
@@ -380,10 +378,8 @@ func privacyCheck() Tool {
 		Name: "privacy_check",
 		Description: "Review this agent's payment privacy: received stealth payments still unwithdrawn, withdrawals that link payments " +
 			"(several to one address, or to the agent's public address), funds on the public address; with advice.",
+		needs: []service{chainAccess, paymentRecords},
 	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
-		if env.Chains == nil || env.Payments == nil {
-			return nil, fmt.Errorf("%w: no chain access or payment records", ErrNotConfigured)
-		}
 		cs, err := agentChains(env, "")
 		if err != nil {
 			return nil, err
@@ -537,17 +533,9 @@ func chainTool(t Tool, p param, resolve func(env *Env, arg string) ([]chains.ID,
 		if err != nil {
 			return nil, err
 		}
-		if err := needChains(env); err != nil {
+		if err := chainAccess.missing(env); err != nil {
 			return nil, err
 		}
 		return do(ctx, env, a, cs)
 	})
-}
-
-// needChains refuses a tool that reaches chains when Env has no chain access.
-func needChains(env *Env) error {
-	if env.Chains == nil {
-		return fmt.Errorf("%w: no chain access", ErrNotConfigured)
-	}
-	return nil
 }

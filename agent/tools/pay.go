@@ -48,7 +48,7 @@ func needKey(env *Env) error {
 	if strings.TrimSpace(env.IdempotencyKey) == "" {
 		return fmt.Errorf("%w: this call has no idempotency key, so a payment could not be made safely", ErrNotConfigured)
 	}
-	return needChains(env)
+	return chainAccess.missing(env)
 }
 
 // chainErr explains a chain failure to the model.
@@ -170,8 +170,8 @@ type WithdrawResult struct {
 
 // received gathers the agent's received payments on cs.
 func received(ctx context.Context, env *Env, cs []chains.ID) ([]Payment, error) {
-	if env.Payments == nil {
-		return nil, fmt.Errorf("%w: no payment records", ErrNotConfigured)
+	if err := paymentRecords.missing(env); err != nil {
+		return nil, err
 	}
 	var out []Payment
 	for _, c := range cs {

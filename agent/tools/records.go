@@ -51,10 +51,8 @@ func createInvoice() Tool {
 		Name: "create_invoice",
 		Description: "Create an invoice (payment request) with its own one-time stealth address. Returns the invoice with id and " +
 			"paymentLink, a page the payer opens to pay.",
+		needs: []service{invoiceStore},
 	}, invoiceSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		if env.Invoices == nil {
-			return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
-		}
 		sp, err := readSpend(env, a, nil)
 		if err != nil {
 			return nil, err
@@ -96,10 +94,8 @@ func checkInvoices() Tool {
 	return withArgs(Tool{
 		Name:        "check_invoices",
 		Description: "List this agent's invoices (newest first, at most 20) with how many are pending and paid.",
+		needs:       []service{invoiceStore},
 	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
-		if env.Invoices == nil {
-			return nil, fmt.Errorf("%w: no invoice store", ErrNotConfigured)
-		}
 		all, err := env.Invoices.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing invoices: %w", err)
@@ -279,10 +275,8 @@ func schedulePayment() Tool {
 		Description: "Set up a recurring stealth payment (hourly, every N hours, daily, weekly, on a weekday, or monthly) to a Veil name or meta-address. The first payment " +
 			"runs one interval from now. Only when the user asked in this message, with the amount written in it.",
 		MovesValue: true,
+		needs:      []service{scheduleStore},
 	}, scheduleSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		if env.Schedules == nil {
-			return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
-		}
 		rc, sp, err := readPayment(ctx, env, a.str("recipient"), a, true)
 		if err != nil {
 			return nil, err
@@ -345,10 +339,8 @@ func listSchedules() Tool {
 	return withArgs(Tool{
 		Name:        "list_schedules",
 		Description: "List this agent's recurring payments: active and paused ones first by next run, then cancelled ones.",
+		needs:       []service{scheduleStore},
 	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
-		if env.Schedules == nil {
-			return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
-		}
 		all, err := env.Schedules.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing schedules: %w", err)
@@ -398,10 +390,8 @@ func manageSchedule() Tool {
 		Description: "Pause, resume or cancel a recurring payment by its id (or a unique prefix of at least 4 characters), or by " +
 			"what the user called it (recipient, amount, asset, interval: \"the weekly 5 USDC payment to bob\"). When several " +
 			"schedules match, nothing changes and the error lists them: ask the user which one. Cancelling is final.",
+		needs: []service{scheduleStore},
 	}, manageSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		if env.Schedules == nil {
-			return nil, fmt.Errorf("%w: no schedule store", ErrNotConfigured)
-		}
 		id := strings.ToLower(strings.TrimSpace(a.str("schedule_id")))
 		if id == "" {
 			var err error
@@ -510,10 +500,8 @@ func saveMemory() Tool {
 	return withArgs(Tool{
 		Name:        "save_memory",
 		Description: "Remember something across conversations (a preference, fact, contact or standing instruction) when the user asks or clearly wants it kept.",
+		needs:       []service{memoryStore},
 	}, memorySpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		if env.Memories == nil {
-			return nil, fmt.Errorf("%w: no memory store", ErrNotConfigured)
-		}
 		content := strings.TrimSpace(a.str("content"))
 		if content == "" {
 			return nil, argErr("content is empty: say what to remember")

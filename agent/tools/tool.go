@@ -38,6 +38,9 @@ type Tool struct {
 	// Run validates args and does the work. The result is marshalled to
 	// JSON as the call's detail.
 	Run func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+	// needs lists the Env services the tool cannot run without: withArgs
+	// refuses a call when one is missing, before the tool runs.
+	needs []service
 }
 
 // Call runs the tool: a tool that moves value only when the user's
