@@ -124,13 +124,11 @@ func (c *Config) Validate() error {
 	if c.RPCURL == "" {
 		return fmt.Errorf("evm: %s: RPC URL missing", c.Chain)
 	}
-	seen := map[string]bool{strings.ToUpper(c.Chain.NativeAsset()): true}
+	seen := connopts.NewSymbols(c.Chain.NativeAsset())
 	for _, t := range c.Tokens {
-		s := strings.ToUpper(t.Symbol)
-		if s == "" || seen[s] {
+		if !seen.Add(t.Symbol) {
 			return fmt.Errorf("evm: %s: token symbol %q empty or duplicated (the native asset is %s)", c.Chain, t.Symbol, c.Chain.NativeAsset())
 		}
-		seen[s] = true
 		if t.Decimals < 0 || t.Decimals > 36 {
 			return fmt.Errorf("evm: %s: token %s: decimals %d", c.Chain, t.Symbol, t.Decimals)
 		}

@@ -98,10 +98,9 @@ func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connec
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.Defaults("evm", 30*time.Second); err != nil {
+	if err := opts.Defaults("evm", cfg.Chain, 30*time.Second); err != nil {
 		return nil, err
 	}
-	opts.Log = opts.Log.With("chain", string(cfg.Chain))
 	rc, err := rpc.DialOptions(ctx, cfg.RPCURL, rpc.WithHTTPClient(opts.HTTPClient))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: dial %s: %v", chains.ErrUnavailable, cfg.Chain, cfg.RPCURL, err)

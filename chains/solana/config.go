@@ -140,13 +140,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("solana: %q is not an address", a)
 		}
 	}
-	seen := map[string]bool{"SOL": true}
+	seen := connopts.NewSymbols("SOL")
 	for _, t := range c.Tokens {
-		s := strings.ToUpper(t.Symbol)
-		if s == "" || seen[s] {
+		if !seen.Add(t.Symbol) {
 			return fmt.Errorf("solana: token symbol %q empty or duplicated", t.Symbol)
 		}
-		seen[s] = true
 		if _, err := solanago.PublicKeyFromBase58(t.Mint); err != nil {
 			return fmt.Errorf("solana: token %s: mint %q is not an address", t.Symbol, t.Mint)
 		}

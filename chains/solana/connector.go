@@ -77,10 +77,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.Defaults("solana", 30*time.Second); err != nil {
+	if err := opts.Defaults("solana", chains.Solana, 30*time.Second); err != nil {
 		return nil, err
 	}
-	opts.Log = opts.Log.With("chain", "solana")
 	jc := jsonrpc.NewClientWithOpts(cfg.RPCURL, &jsonrpc.RPCClientOpts{HTTPClient: opts.HTTPClient})
 	c := &Connector{
 		Base: connopts.NewBase(chains.Solana, cfg.ExplorerTx, 0, cfg.assets()), opts: opts,

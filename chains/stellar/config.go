@@ -162,13 +162,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("stellar: %q is not an account id", a)
 		}
 	}
-	seen := map[string]bool{"XLM": true}
+	seen := connopts.NewSymbols("XLM")
 	for _, a := range c.Assets {
-		code := strings.ToUpper(a.Code)
-		if code == "" || len(code) > 12 || seen[code] {
+		if len(strings.ToUpper(a.Code)) > 12 || !seen.Add(a.Code) {
 			return fmt.Errorf("stellar: asset code %q empty, too long or duplicated", a.Code)
 		}
-		seen[code] = true
 		if !strkey.IsValidEd25519PublicKey(a.Issuer) {
 			return fmt.Errorf("stellar: asset %s: issuer %q is not an account id", a.Code, a.Issuer)
 		}

@@ -75,10 +75,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.Defaults("stellar", cfg.HTTPTimeout); err != nil {
+	if err := opts.Defaults("stellar", chains.Stellar, cfg.HTTPTimeout); err != nil {
 		return nil, err
 	}
-	opts.Log = opts.Log.With("chain", "stellar")
 	c := &Connector{
 		Base: connopts.NewBase(chains.Stellar, cfg.ExplorerTx, 0, cfg.assets()), opts: opts,
 		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},

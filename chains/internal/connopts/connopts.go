@@ -1,6 +1,7 @@
-// Package connopts is the dependencies every chain connector takes (evm,
-// stellar and solana alias Options) and their defaults, and the readers of
-// their ConfigFromEnv (env.go).
+// Package connopts is what the chain connectors (evm, stellar, solana)
+// share: the dependencies they take (each aliases Options) and their
+// defaults, the Base they embed (base.go), the rule for their assets'
+// symbols and the readers of their ConfigFromEnv (env.go).
 package connopts
 
 import (
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/veilhq/veil/chains"
@@ -38,16 +40,17 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Defaults checks that Store is set and fills what is unset; pkg names
-// the connector's package in the error, timeout is the default HTTP
-// client's.
-func (o *Options) Defaults(pkg string, timeout time.Duration) error {
+// Defaults checks that Store is set, fills what is unset and has Log
+// name the chain (key "chain"); pkg names the connector's package in the
+// error, timeout is the default HTTP client's.
+func (o *Options) Defaults(pkg string, chain chains.ID, timeout time.Duration) error {
 	if o.Store == nil {
 		return fmt.Errorf("%s: Options.Store is required", pkg)
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	o.Log = o.Log.With("chain", string(chain))
 	if o.Rand == nil {
 		o.Rand = rand.Reader
 	}
@@ -66,4 +69,22 @@ func (o *Options) Defaults(pkg string, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// Symbols tells the asset symbols of a connector's configuration apart:
+// Add refuses one that is empty or, case-insensitively, the native
+// asset's or one added before.
+type Symbols map[string]bool
+
+// NewSymbols holds the native asset's symbol.
+func NewSymbols(native string) Symbols { return Symbols{strings.ToUpper(native): true} }
+
+// Add records sym; false when it is empty or already taken.
+func (s Symbols) Add(sym string) bool {
+	u := strings.ToUpper(sym)
+	if u == "" || s[u] {
+		return false
+	}
+	s[u] = true
+	return true
 }
