@@ -9,9 +9,24 @@ import (
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/llm"
 )
+
+// earlierReplyNames are the wire names the previous version gave the
+// answers that are now the Go client's types (the same JSON under the
+// actor package's own names until d69a0d6). A member decodes them so it
+// reads a previous-version member's answers during a rolling upgrade; the
+// wire names this version sends are pinned by testdata/wire-names.golden.
+var earlierReplyNames = map[string]any{
+	"*agent.ApprovalDecision": &client.ApprovalDecision{},
+	"*agent.ApprovalView":     &client.Approval{},
+	"[]agent.ApprovalView":    []client.Approval{},
+	"*agent.Inbox":            &client.Inbox{},
+	"*agent.Notification":     &client.Notification{},
+	"*agent.Status":           &client.AgentStatus{},
+}
 
 // RegisterWire teaches c every message the agent actor answers and every
 // answer it gives (both from the one protocol table, protocol.go), and every
@@ -24,6 +39,9 @@ func RegisterWire(c *msg.Codec) {
 		if rt.reply != nil {
 			c.RegisterTypes(rt.reply)
 		}
+	}
+	for name, proto := range earlierReplyNames {
+		c.RegisterAlias(name, proto)
 	}
 
 	// Typed errors first: a ProviderError also matches context errors.

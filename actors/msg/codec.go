@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -51,6 +52,34 @@ func (c *Codec) RegisterTypes(protos ...any) {
 		t := reflect.TypeOf(p)
 		c.types[t.String()] = t
 	}
+}
+
+// RegisterAlias makes the codec decode a payload named name as proto's
+// type: the name an earlier version gave the same JSON form, so a member
+// reads the answers of a member one version older during a rolling
+// upgrade. Encoding keeps the type's own name. Registering a name twice
+// for different types panics.
+func (c *Codec) RegisterAlias(name string, proto any) {
+	t := reflect.TypeOf(proto)
+	if old, dup := c.types[name]; dup && old != t {
+		panic("msg: wire name registered for two types: " + name)
+	}
+	c.types[name] = t
+}
+
+// Names is the codec's wire vocabulary: the type names it decodes (aliases
+// included) and the error codes it keeps, each sorted. A member of another
+// version understands a message only if both sides have its name.
+func (c *Codec) Names() (types, codes []string) {
+	for n := range c.types {
+		types = append(types, n)
+	}
+	for n := range c.byCode {
+		codes = append(codes, n)
+	}
+	slices.Sort(types)
+	slices.Sort(codes)
+	return types, codes
 }
 
 // RegisterSentinel makes errors.Is(err, sentinel) hold on the caller's side
