@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		ann: solanago.MustPublicKeyFromBase58(cfg.AnnouncementAccount), reg: solanago.MustPublicKeyFromBase58(cfg.RegistryAccount),
 		rent: map[uint64]uint64{},
 	}
-	c.ledger = c.newLedger(opts)
+	c.ledger = c.newLedger()
 	c.reqs = parse.Chain[solanago.PublicKey, edstealth.MetaAddress, asset]{
 		Address: parseAddress, Asset: c.resolveAsset, Decimals: func(a asset) int { return a.decimals },
 		Meta: parse.Meta(func(s string) (edstealth.MetaAddress, error) {

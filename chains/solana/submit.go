@@ -36,11 +36,10 @@ type builder func(ctx context.Context) ([]solanago.Instruction, error)
 // expired (BlockhashNotFound at preflight, or not landed by its last valid
 // block height) can never land, so the ledger has it rebuilt with a fresh
 // blockhash and re-signed.
-func (c *Connector) newLedger(opts Options) *intents.Ledger[attempt] {
+func (c *Connector) newLedger() *intents.Ledger[attempt] {
 	return &intents.Ledger[attempt]{
-		Store: opts.Store, Table: TableIntents, Chain: chains.Solana, Log: c.opts.Log, Now: c.opts.Now,
-		Failpoint: c.opts.Failpoint, AfterSign: FailAfterSign, BeforeSend: FailBeforeSend, AfterSend: FailAfterSend,
-		Result: c.Result,
+		Options: c.opts, Base: c.Base, Table: TableIntents,
+		AfterSign: FailAfterSign, BeforeSend: FailBeforeSend, AfterSend: FailAfterSend,
 		Hash:   func(at attempt) string { return at.Signature },
 		Resume: c.resume,
 		Send: func(ctx context.Context, at attempt) error {

@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 		cfg: cfg, hc: &horizonclient.Client{HorizonURL: cfg.HorizonURL + "/", HTTP: opts.HTTPClient, AppName: "veil"},
 		indexExists: map[string]bool{},
 	}
-	c.ledger = c.newLedger(opts)
+	c.ledger = c.newLedger()
 	c.reqs = parse.Chain[string, edstealth.MetaAddress, asset]{
 		Address: parseAccount, Asset: c.resolveAsset, Decimals: func(asset) int { return Decimals },
 		Meta: parse.Meta(func(s string) (edstealth.MetaAddress, error) {

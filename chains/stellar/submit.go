@@ -37,11 +37,10 @@ type builder func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, err
 // tx_bad_seq or tx_too_late can never enter the ledger (its sequence number
 // is used, or its time bounds passed), so the ledger has the transaction
 // rebuilt with the current sequence number and re-signed.
-func (c *Connector) newLedger(opts Options) *intents.Ledger[attempt] {
+func (c *Connector) newLedger() *intents.Ledger[attempt] {
 	return &intents.Ledger[attempt]{
-		Store: opts.Store, Table: TableIntents, Chain: chains.Stellar, Log: c.opts.Log, Now: c.opts.Now,
-		Failpoint: c.opts.Failpoint, AfterSign: FailAfterSign, BeforeSend: FailBeforeSubmit, AfterSend: FailAfterSubmit,
-		Result:  c.Result,
+		Options: c.opts, Base: c.Base, Table: TableIntents,
+		AfterSign: FailAfterSign, BeforeSend: FailBeforeSubmit, AfterSend: FailAfterSubmit,
 		Hash:    func(at attempt) string { return at.Hash },
 		Resume:  c.resume,
 		Send:    c.submit,

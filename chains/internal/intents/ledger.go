@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/chains/internal/keylock"
-	"github.com/veilhq/veil/internal/failpoint"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -43,18 +41,16 @@ const maxRebuilds = 5
 // connector's verdicts. The connector supplies what is chain specific in
 // the func fields; the Stellar and Solana connectors use it.
 type Ledger[A any] struct {
-	Store persistence.Store
+	// Options are the connector's (it uses Store, Log, Now and Failpoint);
+	// Base names the chain in errors and makes the result of a
+	// transaction hash (with its explorer link).
+	connopts.Options
+	connopts.Base
 	Table string
-	Chain chains.ID // names the chain in errors
-	Log   *slog.Logger
-	Now   func() time.Time
-	// Failpoint is hit at AfterSign (an attempt is signed, nothing is
+	// Options.Failpoint is hit at AfterSign (an attempt is signed, nothing is
 	// persisted), BeforeSend (persisted, not yet sent) and AfterSend (the
 	// network answered; the caller has no answer yet).
-	Failpoint                        failpoint.Hook
 	AfterSign, BeforeSend, AfterSend string
-	// Result is the result of a transaction hash (with its explorer link).
-	Result func(hash string) chains.TxResult
 	// Hash is an attempt's transaction hash (or signature).
 	Hash func(at A) string
 	// Resume settles a pending intent found in the store under its
@@ -141,7 +137,7 @@ func (l *Ledger[A]) Run(ctx context.Context, key string, it *Intent[A], build fu
 	}
 	for try := 0; ; try++ {
 		if try > maxRebuilds {
-			return chains.TxResult{}, fmt.Errorf("%w: %s: %s; retry with the same idempotency key", chains.ErrUnavailable, l.Chain, l.Exhausted(it.Source))
+			return chains.TxResult{}, fmt.Errorf("%w: %s: %s; retry with the same idempotency key", chains.ErrUnavailable, l.Chain(), l.Exhausted(it.Source))
 		}
 		at, err := build(ctx, it)
 		if err != nil {
@@ -160,7 +156,7 @@ func (l *Ledger[A]) Run(ctx context.Context, key string, it *Intent[A], build fu
 		}
 		nv, err := l.save(ctx, key, it, ver)
 		if errors.Is(err, persistence.ErrConflict) {
-			return chains.TxResult{}, fmt.Errorf("%w: %s: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, l.Chain, key)
+			return chains.TxResult{}, fmt.Errorf("%w: %s: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, l.Chain(), key)
 		}
 		if err != nil {
 			return chains.TxResult{}, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/connopts"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -29,9 +30,10 @@ func newTestLedger(t *testing.T, fc *fakeChain) *Ledger[attempt] {
 	}
 	t.Cleanup(func() { st.Close() })
 	l := &Ledger[attempt]{
-		Store: st, Table: "t", Chain: chains.Solana, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
-		Result: func(h string) chains.TxResult { return chains.TxResult{TxHash: h} },
-		Hash:   func(at attempt) string { return at.Tx },
+		Options: connopts.Options{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now},
+		Base:    connopts.NewBase(chains.Solana, "", 0, nil),
+		Table:   "t",
+		Hash:    func(at attempt) string { return at.Tx },
 		Send: func(_ context.Context, at attempt) error {
 			fc.sent = append(fc.sent, at.Tx)
 			return nil
