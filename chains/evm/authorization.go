@@ -16,6 +16,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
 	"github.com/veilhq/veil/chains/evm/eip3009"
+	"github.com/veilhq/veil/chains/internal/intents"
 )
 
 var _ chains.TransferAuthorizer = (*Connector)(nil)
@@ -155,7 +156,7 @@ func (c *Connector) SettleAuthorization(ctx context.Context, submitter chains.Ke
 		return chains.TxResult{}, c.refused("%v", err)
 	}
 	token := common.HexToAddress(auth.Contract)
-	fp := fingerprint("settle", sender.Hex(), token.Hex(), common.HexToAddress(auth.From).Hex(), hexutil.Encode(auth.Nonce[:]))
+	fp := intents.Fingerprint("settle", sender.Hex(), token.Hex(), common.HexToAddress(auth.From).Hex(), hexutil.Encode(auth.Nonce[:]))
 	key := "settle/" + idempotencyKey
 	r, done, err := c.lookup(ctx, key, fp)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 )
 
 var _ chains.GasFunder = (*Connector)(nil)
@@ -91,7 +92,7 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 				chains.ErrInsufficientFunds, payerAddr.Hex(), chains.FormatAmount(pbal, NativeDecimals), nativeSym, src.Hex(), chains.FormatAmount(need, NativeDecimals))
 		}
 		spec := txSpec{
-			op: "gas", fingerprint: fingerprint("gas", payerAddr.Hex(), src.Hex(), short.String()),
+			op: "gas", fingerprint: intents.Fingerprint("gas", payerAddr.Hex(), src.Hex(), short.String()),
 			from: payerAddr, ref: payer.Key, to: src, value: short, gas: 21000,
 			extra: map[string]string{"for": key, "asset": nativeSym, "amount": chains.FormatAmount(short, NativeDecimals)},
 			spend: &chains.Spend{Key: gasKey, AgentID: payer.Key.AgentID, Chain: c.cfg.Chain, Asset: nativeSym,

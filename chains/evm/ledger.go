@@ -19,7 +19,6 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
-	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -106,8 +105,6 @@ func (c *Connector) intentKey(key string) string { return string(c.cfg.Chain) + 
 func (c *Connector) pendingKey(a common.Address, nonce uint64) string {
 	return fmt.Sprintf("%s/%020d", c.addrKey(a), nonce)
 }
-
-func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }
 
 // recorded answers a retry of an idempotency key from its record.
 func (c *Connector) recorded(rec persistence.Record, fp string) (chains.TxResult, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/names"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
@@ -32,7 +33,7 @@ func (c *Connector) RegisterName(ctx context.Context, owner chains.KeyRef, owner
 	n, src, meta := r.Name, r.Owner, r.Meta
 	raw := append(meta.Spend[:], meta.View[:]...)
 	key := fmt.Sprintf("register/%s/%s/%s", n, strings.ToLower(src.Hex()), hex.EncodeToString(crypto.Keccak256(raw)[:8]))
-	fp := fingerprint("register", n, src.Hex(), meta.String())
+	fp := intents.Fingerprint("register", n, src.Hex(), meta.String())
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
 	}

@@ -59,7 +59,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	}
 	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	fp := fingerprint("send", src.Hex(), meta.String(), a.symbol, amt.String())
+	fp := intents.Fingerprint("send", src.Hex(), meta.String(), a.symbol, amt.String())
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
 	}
@@ -135,7 +135,7 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 	// Keyed by the allowance it replaces: concurrent payments share one
 	// approval; a later exhausted allowance gets a new one.
 	key := fmt.Sprintf("approve/%s/%s/%s", strings.ToLower(owner.Hex()), strings.ToLower(a.token.Hex()), allowance)
-	fp := fingerprint("approve", owner.Hex(), a.token.Hex(), allowance.String())
+	fp := intents.Fingerprint("approve", owner.Hex(), a.token.Hex(), allowance.String())
 	r, err := c.submit(ctx, key, txSpec{op: "approve", fingerprint: fp, from: owner, ref: ref, to: a.token, data: data, gas: gas, spend: spend})
 	if err != nil {
 		return fmt.Errorf("evm: %s: approve %s for the stealth sender: %w", c.cfg.Chain, a.symbol, err)
@@ -176,7 +176,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 	if !all {
 		amtStr, amount = amt.String(), chains.FormatAmount(amt, a.decimals)
 	}
-	fp := fingerprint("withdraw", src.Hex(), dst.Hex(), a.symbol, amtStr)
+	fp := intents.Fingerprint("withdraw", src.Hex(), dst.Hex(), a.symbol, amtStr)
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
 	}
@@ -257,7 +257,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 		if all {
 			left := new(big.Int).Sub(native, new(big.Int).Mul(new(big.Int).SetUint64(gas+21000), spec.price))
 			if left.Sign() > 0 {
-				rest = &txSpec{op: "withdraw", fingerprint: fingerprint("rest", src.Hex(), dst.Hex()), from: src, ref: from, to: dst,
+				rest = &txSpec{op: "withdraw", fingerprint: intents.Fingerprint("rest", src.Hex(), dst.Hex()), from: src, ref: from, to: dst,
 					value: left, gas: 21000, price: spec.price,
 					extra: map[string]string{"to": dst.Hex(), "asset": c.cfg.Chain.NativeAsset(), "amount": chains.FormatAmount(left, NativeDecimals), "rest": key},
 					spend: &chains.Spend{Key: "rest/" + key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: c.cfg.Chain.NativeAsset(),

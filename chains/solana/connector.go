@@ -244,5 +244,3 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	}
 	return c.Result(sig.String()), nil
 }
-
-func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }

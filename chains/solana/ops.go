@@ -80,7 +80,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		return chains.TxResult{}, err
 	}
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	fp := fingerprint("send", src.String(), meta.String(), a.symbol, strconv.FormatUint(amt, 10))
+	fp := intents.Fingerprint("send", src.String(), meta.String(), a.symbol, strconv.FormatUint(amt, 10))
 	it, _, err := c.ledger.Prior(ctx, key, fp)
 	if err != nil {
 		return chains.TxResult{}, err
@@ -154,7 +154,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		amtStr = strconv.FormatUint(amt, 10)
 	}
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
+	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
 		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
 			Amount: chains.NewAmount(new(big.Int).SetUint64(amt), a.decimals), All: all, Recipient: dst.String()}}

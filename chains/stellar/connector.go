@@ -291,5 +291,3 @@ func (c *Connector) Fund(ctx context.Context, address string) (chains.TxResult, 
 	}
 	return c.Result(v.(hProtocol.Transaction).Hash), nil
 }
-
-func fingerprint(parts ...string) string { return intents.Fingerprint(parts...) }

@@ -86,7 +86,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	}
 	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	fp := fingerprint("send", src, meta.String(), a.key(), amt.String())
+	fp := intents.Fingerprint("send", src, meta.String(), a.key(), amt.String())
 	if it, _, err := c.ledger.Prior(ctx, key, fp); err != nil {
 		return chains.TxResult{}, err
 	} else if it != nil {
@@ -170,7 +170,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		amtStr = amt.String()
 	}
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	it := &intent{Op: "withdrawal", Fingerprint: fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
+	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
 		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
 			Amount: chains.NewAmount(amt, Decimals), All: all, Recipient: dst}}
