@@ -11,6 +11,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/persistence"
 )
 
 // A payment whose broadcast the node refused is not reported failed once
@@ -30,19 +31,9 @@ func TestRefusedPaymentTakenUpByAnotherMemberIsKept(t *testing.T) {
 }
 
 func refusedAndTakenUp(t *testing.T, takeUp string) {
-	d := startDevnet(t, chains.Ethereum)
-	cfg, _ := d.Config(chains.Ethereum)
-	store := openStore(t, t.TempDir())
-	t.Cleanup(func() { _ = store.Close() })
-	alice, bob := evmtest.NewAgent("claim-alice"), evmtest.NewAgent("claim-bob")
-	signer := evmtest.NewSigner(alice, bob)
+	m := newSharedStoreMember(t, "claim")
+	cfg, store, alice, bob, signer, other := m.cfg, m.store, m.alice, m.bob, m.signer, m.other
 	ctx := context.Background()
-	other := connect(t, cfg, store, signer, nil) // another member on the same store
-	f, err := other.Fund(ctx, alice.Address.Hex())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMined(t, other, f.TxHash)
 	pay := func(c *evm.Connector) (chains.TxResult, error) {
 		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.25"), To: bob.Meta, IdempotencyKey: "taken-up"})
 	}
@@ -96,4 +87,33 @@ func refusedAndTakenUp(t *testing.T, takeUp string) {
 	if again, err := pay(other); err != nil || again.TxHash != retried.TxHash {
 		t.Fatalf("a later retry: %+v %v; want the mined transaction", again, err)
 	}
+}
+
+// sharedStoreMember starts an Ethereum devnet and one connector on a fresh
+// store, as another cluster member would run it, and funds a new agent
+// (name-alice) with a transfer it waits to be mined. Tests then connect a
+// second member to the same store with their own node or failpoints.
+type sharedStoreMember struct {
+	cfg        evm.Config
+	store      *persistence.Bolt
+	alice, bob *evmtest.Agent
+	signer     chains.Signer
+	other      *evm.Connector
+}
+
+func newSharedStoreMember(t *testing.T, name string) sharedStoreMember {
+	t.Helper()
+	d := startDevnet(t, chains.Ethereum)
+	cfg, _ := d.Config(chains.Ethereum)
+	store := openStore(t, t.TempDir())
+	t.Cleanup(func() { _ = store.Close() })
+	alice, bob := evmtest.NewAgent(name+"-alice"), evmtest.NewAgent(name+"-bob")
+	signer := evmtest.NewSigner(alice, bob)
+	other := connect(t, cfg, store, signer, nil)
+	f, err := other.Fund(context.Background(), alice.Address.Hex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMined(t, other, f.TxHash)
+	return sharedStoreMember{cfg: cfg, store: store, alice: alice, bob: bob, signer: signer, other: other}
 }

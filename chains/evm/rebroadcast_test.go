@@ -10,7 +10,6 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
-	"github.com/veilhq/veil/chains/evm/evmtest"
 )
 
 // indexingNode forwards JSON-RPC to a real node but answers single
@@ -31,20 +30,10 @@ func indexingNode(t *testing.T, target string, lagging *atomic.Bool) string {
 // twice (the partition test of issue 25 saw one payment reach its payee
 // in two transactions).
 func TestOwnTransactionMinedByAnotherProcessIsNotSentAgain(t *testing.T) {
-	d := startDevnet(t, chains.Ethereum)
-	cfg, _ := d.Config(chains.Ethereum)
-	store := openStore(t, t.TempDir())
-	t.Cleanup(func() { _ = store.Close() })
-	alice, bob := evmtest.NewAgent("rebroadcast-alice"), evmtest.NewAgent("rebroadcast-bob")
-	signer := evmtest.NewSigner(alice, bob)
+	m := newSharedStoreMember(t, "rebroadcast")
+	cfg, store, alice, bob, signer := m.cfg, m.store, m.alice, m.bob, m.signer
+	restarted := m.other // the other member, same store
 	ctx := context.Background()
-
-	restarted := connect(t, cfg, store, signer, nil) // the other member, same store
-	f, err := restarted.Fund(ctx, alice.Address.Hex())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMined(t, restarted, f.TxHash)
 
 	var lagging atomic.Bool
 	var raced atomic.Bool
