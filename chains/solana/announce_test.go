@@ -3,9 +3,7 @@
 package solana_test
 
 import (
-	"crypto/rand"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
-	"github.com/veilhq/veil/enclave/software"
-	"github.com/veilhq/veil/persistence"
 )
 
 // slotClock is the devnet's clock, moved by the test: the transactions sent
@@ -42,25 +38,7 @@ func (c *slotClock) nextSlot() {
 // transaction that announced nothing; ErrNotFound for an unknown one.
 func TestAnnouncementsInIsWhatScanReads(t *testing.T) {
 	clock := &slotClock{t: time.Now()}
-	e := &env{t: t, dir: t.TempDir()}
-	var root [32]byte
-	_, _ = rand.Read(root[:])
-	enc, err := software.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.enc = enc
-	if e.dev, err = solanadev.Start(bg, solanadev.Options{Dir: e.dir, Now: clock.now}); err != nil {
-		t.Fatal(err)
-	}
-	if e.store, err = persistence.OpenBolt(filepath.Join(e.dir, "veil.db"), persistence.BoltOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.conn = e.connect()
-	t.Cleanup(func() {
-		e.dev.Close()
-		e.store.Close()
-	})
+	e := newEnvAt(t, clock.now)
 	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", true)
 	reg, err := e.conn.RegisterName(bg, bob.ref, bob.keys.Address, "bob", bob.keys.MetaAddress)

@@ -28,11 +28,19 @@ type env struct {
 	enc   *software.Provider
 	conn  *solana.Connector
 	fp    failpoint.Hook
+	// now is the devnet's clock (nil: the wall clock), kept for restarts.
+	now func() time.Time
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir()}
+	return newEnvAt(t, nil)
+}
+
+// newEnvAt is newEnv with the devnet on the clock now.
+func newEnvAt(t testing.TB, now func() time.Time) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), now: now}
 	var root [32]byte
 	_, _ = rand.Read(root[:])
 	enc, err := software.New(root)
@@ -55,7 +63,7 @@ func newEnv(t testing.TB) *env {
 }
 
 func (e *env) startDevnet() {
-	dev, err := solanadev.Start(context.Background(), solanadev.Options{Dir: e.dir})
+	dev, err := solanadev.Start(context.Background(), solanadev.Options{Dir: e.dir, Now: e.now})
 	if err != nil {
 		e.t.Fatal(err)
 	}
