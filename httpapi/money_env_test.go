@@ -168,8 +168,13 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 // startScanner runs the chain's background scanner for the test.
 func (e *moneyEnv) startScanner(t *testing.T) *scanner.Scanner {
 	t.Helper()
+	// A failed pass is retried within a second (the default backoff grows
+	// to a minute, longer than a test waits), and says why in the test's
+	// output: under load in CI a pass that failed a few times in a row left
+	// an invoice unsettled past waitFor with nothing to show the cause.
 	s := scanner.New(scanner.Options{Store: e.store, Chain: e.ref, Agents: e.host, Keys: agent.EnclaveKeys(e.enclave),
-		Interval: 100 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+		Interval: 100 * time.Millisecond, MaxBackoff: time.Second,
+		Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
