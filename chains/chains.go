@@ -85,6 +85,13 @@ var (
 	// ErrUnavailable: no connector is configured or reachable for the
 	// chain; the operation did not happen and may be retried later.
 	ErrUnavailable = errors.New("chains: chain unavailable")
+	// ErrOutcomeUnknown: the transaction was signed and recorded, and may
+	// have reached the node, but its outcome is not known (the node's
+	// answer was lost, the request timed out). The payment is pending: it
+	// is never reported as "nothing was done", and a retry under the same
+	// idempotency key answers the recorded transaction, never a second one.
+	// Distinct from ErrUnavailable, which means nothing was signed.
+	ErrOutcomeUnknown = errors.New("chains: signed and recorded, outcome unknown")
 	// ErrInsufficientFunds: the source cannot pay amount plus fees.
 	ErrInsufficientFunds = errors.New("chains: insufficient funds")
 	// ErrNameTaken: the name is registered to another meta-address.

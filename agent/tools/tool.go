@@ -81,7 +81,12 @@ type Env struct {
 	// instruct, do not apply. Validation, the owner's approval rules and
 	// the enclave's spending policy still do.
 	Explicit bool
-	Now      func() time.Time
+	// Confirmed marks a call the user confirmed as it stands (the
+	// conversation's pending action, answered "yes"): checks that end in
+	// ErrNeedsConfirmation pass. Policy, approvals and the enclave's
+	// spending checks still apply.
+	Confirmed bool
+	Now       func() time.Time
 
 	Chains    ChainOps
 	Directory Directory
@@ -112,6 +117,14 @@ var (
 	ErrNotConfirmed = errors.New("payment not confirmed by the user")
 	// ErrNotConfigured: a service the tool needs is missing from Env.
 	ErrNotConfigured = errors.New("service not configured")
+	// ErrNeedsConfirmation: the call is well formed but does not run until
+	// the user confirms exactly it (a payment whose asset was not stated,
+	// one that repeats a payment still on its way, one above the owner's
+	// confirmation amount). The error's text states what would be paid and
+	// to whom. The conversation keeps the call as its pending action; a
+	// "yes" runs the same call once more with Env.Confirmed set and the
+	// same idempotency key.
+	ErrNeedsConfirmation = errors.New("needs the user's confirmation")
 )
 
 // Notifier raises a notification in the agent's inbox.
