@@ -1,8 +1,9 @@
-// Package state keeps an agent's invoices, schedules, memories and received
-// payments in the persistence.Store. Each type implements the matching
-// service interface of agent/tools for one agent; package functions answer
-// the cross-agent questions (an invoice by id or address, the schedules that
-// fall due).
+// Package state keeps an agent's invoices, schedules, memories, received
+// payments and outgoing payment records (Outgoing, docs/payments.md) in
+// the persistence.Store. Each type implements the matching service
+// interface of agent/tools for one agent; package functions answer the
+// cross-agent questions (an invoice by id or address, the schedules that
+// fall due, the record a chain's settlement names).
 //
 // Every write is one atomic batch: a record and its index entries change
 // together, and updates are guarded by the record's version (a concurrent
