@@ -2,6 +2,37 @@
 // does. Connectors (evm, stellar, solana) talk to a configured RPC URL or to
 // the embedded devnet with the real SDK client; they hold no keys: every
 // signature comes from the enclave through a Signer.
+//
+// # What a write answers
+//
+// A write (SendStealth, Withdraw, RegisterName) records its signed
+// transaction under its idempotency key before the transaction leaves the
+// process. Its error says which side of that line it stopped on:
+//
+//   - ErrUnavailable (and the other sentinels: ErrInsufficientFunds, …):
+//     nothing was recorded, or the record was removed because the node
+//     refused the transaction: nothing was done and nothing will be.
+//   - ErrOutcomeUnknown, as an *OutcomeUnknownError carrying the chain,
+//     the recorded transaction's hash and its idempotency key: the
+//     transaction was signed and recorded and may have reached the node
+//     (its answer lost, a transport failure or time-out after the bytes
+//     may have left, the caller's context ended). The payment is pending,
+//     never "nothing was done"; a retry under the same key answers that
+//     transaction and never signs a second payment.
+//
+// # Settlements
+//
+// When a recorded transaction's outcome becomes final — confirmed, or
+// failed (reverted or failed on chain, or provably never to be mined: its
+// nonce or sequence number taken by another transaction) — the connector
+// reports a Settlement to its connopts.Options.OnSettled, a SettlementFunc:
+// once per transaction, from whichever path learns it (the call itself, a
+// retry, the periodic maintenance, the restart pass), durably (kept in the
+// store until the receiver takes it). Fee bumps and rebuilt attempts are
+// the same payment: one settlement, under the payment's key, naming the
+// attempt that was mined. SettlementFunc holds the receiver's contract;
+// cmd/veild hands every connector one SettlementRelay, whose receiver is
+// set once the agents run.
 package chains
 
 import (
@@ -83,7 +114,8 @@ func (id ID) NativeAsset() string {
 // Errors a connector returns. Match with errors.Is.
 var (
 	// ErrUnavailable: no connector is configured or reachable for the
-	// chain; the operation did not happen and may be retried later.
+	// chain; the operation did not happen (nothing was recorded) and may
+	// be retried later.
 	ErrUnavailable = errors.New("chains: chain unavailable")
 	// ErrOutcomeUnknown: the transaction was signed and recorded, and may
 	// have reached the node, but its outcome is not known (the node's
@@ -91,6 +123,7 @@ var (
 	// is never reported as "nothing was done", and a retry under the same
 	// idempotency key answers the recorded transaction, never a second one.
 	// Distinct from ErrUnavailable, which means nothing was signed.
+	// Connectors return it as an *OutcomeUnknownError (the hash).
 	ErrOutcomeUnknown = errors.New("chains: signed and recorded, outcome unknown")
 	// ErrInsufficientFunds: the source cannot pay amount plus fees.
 	ErrInsufficientFunds = errors.New("chains: insufficient funds")

@@ -29,7 +29,11 @@ type chainSet struct {
 	// explorers read the devnet chains for the console's explorer pages
 	// (the chains on a real network link to the network's explorer).
 	explorers map[chains.ID]console.Explorer
-	closers   []func()
+	// settled relays every connector's settlements (chains.SettlementFunc)
+	// to the receiver serve sets once the agents run; until then they wait
+	// in the store.
+	settled *chains.SettlementRelay
+	closers []func()
 }
 
 // realCount is how many chains are on a real network.
@@ -53,7 +57,7 @@ func (s *chainSet) close() {
 // names, else to the one --chains-config names (devnets another process
 // runs, docs/cluster.md), else to an embedded devnet started here.
 func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
-	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}, explorers: map[chains.ID]console.Explorer{}}
+	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}, explorers: map[chains.ID]console.Explorer{}, settled: &chains.SettlementRelay{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -157,14 +161,14 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		}
 		return nil
 	}
-	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", "stellar"))})
+	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", "stellar"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect stellar: %w", err)
 	}
 	if err := start(chains.Stellar, sconn, func() console.Explorer { return console.NewStellar(sconn) }); err != nil {
 		return nil, err
 	}
-	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", "solana"))})
+	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", "solana"))})
 	if err != nil {
 		return nil, fmt.Errorf("connect solana: %w", err)
 	}
@@ -176,7 +180,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		if !has {
 			continue
 		}
-		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), Log: log.With(slog.String("chain", string(id)))})
+		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", string(id)))})
 		if err != nil {
 			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
 		}

@@ -62,10 +62,29 @@ func (b Base) PaymentTarget(asset string) (chainID uint64, token string, ok bool
 
 // Unavailable wraps a node's error in chains.ErrUnavailable, naming the
 // chain and what failed; a cancelled or expired context is the caller's,
-// not the node's, and is returned as it is.
+// not the node's, and is returned as it is. It is for reads and for the
+// steps of a write before its transaction is recorded: once it is,
+// every failure to learn its outcome is OutcomeUnknown.
 func (b Base) Unavailable(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return fmt.Errorf("%w: %s %s: %v", chains.ErrUnavailable, b.chain, what, err)
+}
+
+// OutcomeUnknown is the error of a write whose transaction txHash is
+// recorded under key but whose outcome err left unknown (the node's answer
+// lost, a transport failure after the bytes may have left, a time-out, the
+// caller's context ended): chains.ErrOutcomeUnknown with the hash, never
+// chains.ErrUnavailable, whatever err is. An err that already is one (of
+// this or another key) is returned as it is.
+func (b Base) OutcomeUnknown(key, txHash, what string, err error) error {
+	var ou *chains.OutcomeUnknownError
+	if errors.As(err, &ou) {
+		return err
+	}
+	if what != "" {
+		err = fmt.Errorf("%s: %w", what, err)
+	}
+	return chains.OutcomeUnknown(b.chain, key, txHash, err)
 }

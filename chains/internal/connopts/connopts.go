@@ -38,6 +38,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnSettled receives the final outcome of every transaction the
+	// connector recorded (chains.SettlementFunc has the contract); nil
+	// reports none. Settlements are written to TableSettlements in the
+	// commit that makes the outcome final and removed once it answers nil.
+	OnSettled chains.SettlementFunc
 }
 
 // Defaults checks that Store is set, fills what is unset and has Log
