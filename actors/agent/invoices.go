@@ -175,9 +175,10 @@ func (a *Actor) publicInvoice(ctx context.Context, m *PublicInvoice) (*PayView, 
 }
 
 // paymentURI fills v's wallet request from what conn says about the
-// invoice's asset on its chain. The Solana Pay reference is left out: the
-// invoice's one-time address already finds its payment, and the
-// invoice's memo travels as the wallet-shown message, never on chain.
+// invoice's asset on its chain. A Solana invoice carries its Solana Pay
+// reference, by which the scanner finds the wallet's payment
+// (chains.ReferenceScanner); the invoice's memo travels as the
+// wallet-shown message, never on chain.
 func paymentURI(v *PayView, rec state.InvoiceRecord, conn chains.Connector) error {
 	t, ok := conn.(payuri.Target)
 	if !ok {
@@ -193,7 +194,7 @@ func paymentURI(v *PayView, rec state.InvoiceRecord, conn chains.Connector) erro
 	}
 	req := payuri.Request{PayTo: rec.PayTo, Amount: rec.Amount, Decimals: asset.Decimals, AssetCode: asset.Symbol, Token: token, ChainID: chainID}
 	if rec.Chain.Family() == chains.FamilySolana {
-		req.Label, req.Message = v.Payee, rec.Memo
+		req.Label, req.Message, req.Reference = v.Payee, rec.Memo, rec.Reference
 	}
 	uri, err := payuri.For(rec.Chain.Family(), req)
 	if err != nil {

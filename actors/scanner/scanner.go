@@ -126,6 +126,9 @@ type Scanner struct {
 
 	loop *background.Loop
 	kick chan struct{}
+
+	// seen: the transactions scanReferences read (references.go).
+	seen refSeen
 }
 
 // New builds the scanner of opts.Chain; Start runs it in the background.
@@ -347,6 +350,9 @@ func (s *Scanner) ScanOnce(ctx context.Context) (Report, error) {
 	}
 	if s.opts.Watch&WatchTransfers != 0 {
 		if err := s.scanTransfers(ctx, &rep); err != nil {
+			return rep, err
+		}
+		if err := s.scanReferences(ctx, &rep); err != nil {
 			return rep, err
 		}
 	}

@@ -30,6 +30,8 @@ func TestInvoiceJSONIsStable(t *testing.T) {
 	}{
 		{"record, every field", InvoiceRecord{Invoice: full, AgentID: "agent-1", EphemeralPubKey: "02ab", PaidAt: &paid}, func() any { return new(InvoiceRecord) },
 			`{"id":"3f2a9c1e-0000-4000-8000-000000000001","agentName":"alice","amount":"25","asset":"USDC","memo":"logo work","status":"paid","txHash":"0xabc","paymentLink":"https://veil.example/pay/3f2a9c1e-0000-4000-8000-000000000001","createdAt":"2026-03-01T12:30:00Z","chain":"base","payTo":"0x00000000000000000000000000000000000000aa","expiresAt":"2026-03-08T12:30:00Z","agentId":"agent-1","ephemeralPubKey":"02ab","paidAt":"2026-03-01T13:30:00Z"}`},
+		{"record, Solana reference", InvoiceRecord{Invoice: bare, Reference: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"}, func() any { return new(InvoiceRecord) },
+			`{"id":"id-2","agentName":"","amount":"","asset":"","memo":"","status":"pending","txHash":null,"paymentLink":"","createdAt":"2026-03-01T12:30:00Z","chain":"","payTo":"","expiresAt":null,"agentId":"","ephemeralPubKey":"","reference":"9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"}`},
 		{"record, empty fields", InvoiceRecord{Invoice: bare}, func() any { return new(InvoiceRecord) },
 			`{"id":"id-2","agentName":"","amount":"","asset":"","memo":"","status":"pending","txHash":null,"paymentLink":"","createdAt":"2026-03-01T12:30:00Z","chain":"","payTo":"","expiresAt":null,"agentId":"","ephemeralPubKey":""}`},
 		{"invoice (tools, wire)", full, func() any { return new(tools.Invoice) },

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/mr-tron/base58"
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
@@ -39,6 +41,42 @@ type InvoiceRecord struct {
 	// viewing and spending keys.
 	EphemeralPubKey string     `json:"ephemeralPubKey"`
 	PaidAt          *time.Time `json:"paidAt,omitempty"`
+	// Reference is the invoice's Solana Pay reference (base58 public key,
+	// a fresh random one per invoice; Solana only): the payment URI asks
+	// the payer's wallet to list it in the transfer, and the scanner finds
+	// the payment with getSignaturesForAddress(reference).
+	Reference string `json:"reference,omitempty"`
+}
+
+// InvoiceWatch is what the scanner of a chain watched by reference needs
+// to find an invoice's payment (table invoice_watch, while it is pending).
+type InvoiceWatch struct {
+	AgentID   string     `json:"agentId"`
+	InvoiceID string     `json:"invoiceId"`
+	PayTo     string     `json:"payTo"`
+	Asset     string     `json:"asset"`
+	Reference string     `json:"reference"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// watchedByReference: chains whose payments are found per invoice (the
+// Solana Pay reference and the one-time address's history), not by a
+// chain-wide scan of transfers.
+func watchedByReference(c chains.ID) bool { return c.Family() == chains.FamilySolana }
+
+// newReference is a fresh Solana Pay reference: the public key of a
+// random ed25519 key pair (the private key is dropped; nobody signs with
+// it), base58.
+func newReference() (string, error) {
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("random reference: %w", err)
+	}
+	return base58.Encode(pub), nil
+}
+
+func (s *Invoices) watchKey(c chains.ID, id string) string {
+	return string(c) + "/" + s.agentID + "/" + id
 }
 
 // Invoices is one agent's invoices. It implements tools.Invoices.
@@ -136,10 +174,17 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 		EphemeralPubKey: hex.EncodeToString(eph),
 	}
 	ops := []persistence.Op{
-		persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.Absent()),
 		persistence.Put(TableInvoiceIndex, id, []byte(s.agentID), persistence.Absent()),
 		persistence.Put(TableInvoiceAddress, addressKey(c, addr), []byte(s.key(id)), persistence.Absent()),
 	}
+	if watchedByReference(c) {
+		if rec.Reference, err = newReference(); err != nil {
+			return tools.Invoice{}, err
+		}
+		w := InvoiceWatch{AgentID: s.agentID, InvoiceID: id, PayTo: addr, Asset: asset.Symbol, Reference: rec.Reference, ExpiresAt: rec.ExpiresAt}
+		ops = append(ops, persistence.Put(TableInvoiceWatch, s.watchKey(c, id), mustJSON(w), persistence.Absent()))
+	}
+	ops = append(ops, persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.Absent()))
 	if key != "" {
 		ops = append(ops, persistence.Put(TableInvoiceKeys, s.key(key), []byte(id), persistence.Absent()))
 	}
@@ -281,7 +326,12 @@ func (s *Invoices) MarkPaid(ctx context.Context, id, txHash string) (inv tools.I
 		}
 		h := txHash
 		rec.Status, rec.TxHash, rec.PaidAt = InvoicePaid, &h, &now
-		if _, err := s.store.Apply(ctx, persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.AtVersion(v))); err != nil {
+		ops := []persistence.Op{persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.AtVersion(v))}
+		if watchedByReference(rec.Chain) {
+			// Paid: nothing more to watch for (Any: older invoices have no entry).
+			ops = append(ops, persistence.Delete(TableInvoiceWatch, s.watchKey(rec.Chain, id), persistence.Any()))
+		}
+		if _, err := s.store.Apply(ctx, ops...); err != nil {
 			return err
 		}
 		inv, changed = rec.invoice(), true
@@ -301,6 +351,19 @@ func GetInvoice(ctx context.Context, store persistence.Store, id string) (Invoic
 		return InvoiceRecord{}, err
 	}
 	return NewInvoices(store, string(rec.Value), nil, "", "", nil).Record(ctx, id)
+}
+
+// InvoiceWatches lists the pending invoices watched by reference on chain
+// (the scanner of a chain that implements chains.ReferenceScanner).
+func InvoiceWatches(ctx context.Context, store persistence.Store, chain chains.ID) ([]InvoiceWatch, error) {
+	return jsonrec.List[InvoiceWatch](ctx, store, TableInvoiceWatch, persistence.Query{Prefix: string(chain) + "/"})
+}
+
+// ForgetInvoiceWatch stops watching an invoice (one that expired long
+// ago and was never paid: the scanner's clean-up).
+func ForgetInvoiceWatch(ctx context.Context, store persistence.Store, chain chains.ID, w InvoiceWatch) error {
+	_, err := store.Apply(ctx, persistence.Delete(TableInvoiceWatch, string(chain)+"/"+w.AgentID+"/"+w.InvoiceID, persistence.Any()))
+	return err
 }
 
 // InvoiceByAddress finds the invoice whose one-time address is addr on

@@ -31,6 +31,7 @@ const (
 	TableInvoiceIndex   = "invoice_index"   // <invoiceID> → <agentID>
 	TableInvoiceAddress = "invoice_address" // <chain>/<address> → <agentID>/<invoiceID> (EVM addresses lower-case)
 	TableInvoiceKeys    = "invoice_keys"    // <agentID>/<idempotency key> → <invoiceID> (since random ids; older invoices have none)
+	TableInvoiceWatch   = "invoice_watch"   // <chain>/<agentID>/<invoiceID> → InvoiceWatch, while pending, on chains watched by reference (Solana)
 	TableSchedules      = "schedules"       // <agentID>/<scheduleID> → tools.Schedule
 	TableScheduleDue    = "schedule_due"    // <nextRun, fixed width UTC>/<agentID>/<scheduleID> → <agentID>/<scheduleID>
 	TableMemories       = "memories"        // <agentID>/<memoryID> → tools.Memory
