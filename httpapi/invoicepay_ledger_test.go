@@ -132,8 +132,8 @@ func newLedgerServer(t *testing.T, c chains.ID, rootByte byte, connect func(pers
 // /pay/:id/paid, through the agent's web client); the invoice settles once
 // with one invoice_paid, the payer gets one payment_sent, and paying
 // again moves nothing. A claim with a transaction that paid something
-// else is refused; amounts a new account cannot hold are refused before
-// anything is sent.
+// else is refused; an invoice for an amount a new account cannot hold is
+// not created.
 func TestPayInvoiceOnStellarAndSolana(t *testing.T) {
 	for _, tc := range []struct {
 		chain            chains.ID
@@ -208,9 +208,9 @@ func TestPayInvoiceOnStellarAndSolana(t *testing.T) {
 			if got.Status != "pending" {
 				t.Fatalf("the other invoice: %+v", got)
 			}
-			// An amount a new account cannot hold: refused before sending.
-			small := e.createInvoice(t, payee.ID, tc.tooSmall)
-			e.steps(t, payer.ID, []step{{"pay invoice " + small.ID, "pay_invoice", "error", tc.reason}})
+			// An amount a new account cannot hold: no such invoice is made
+			// (pay_invoice refuses one another server made: agent/tools).
+			e.steps(t, payee.ID, []step{{tc.tooSmall, "create_invoice", "error", tc.reason}})
 
 			in := e.notes(t, payee.ID)
 			if countType(in, agent.NoteInvoicePaid) != 1 {

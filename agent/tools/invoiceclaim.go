@@ -27,26 +27,60 @@ var (
 	solanaRentMinimum     = big.NewRat(890880, 1_000_000_000)
 )
 
+// unreachable says why amount of asset cannot reach a fresh one-time
+// address on chain c, naming the minimum ("" when it can): the one rule
+// for create_invoice (which refuses to make such an invoice) and
+// pay_invoice (which refuses to pay one another server made).
+//
+//   - Stellar, a token (USDC): the one-time account does not exist and has
+//     no trustline, so no payment can reach it (op_no_destination).
+//   - Stellar, XLM below 1 XLM: the payment must create the account, which
+//     takes the minimum balance (2 base reserves of 0.5 XLM; below it,
+//     createAccount fails op_low_reserve).
+//   - Solana, SOL below 0.00089088: a new system account must be
+//     rent-exempt (890 880 lamports; below, InsufficientFundsForRent). An
+//     SPL token has no minimum beyond its smallest unit: the payer creates
+//     the address's token account and pays its rent.
+//   - EVM: none beyond the asset's smallest unit.
+func unreachable(c chains.ID, asset Asset, amount *big.Rat) string {
+	switch c.Family() {
+	case chains.FamilyStellar:
+		if asset.Symbol != "XLM" {
+			return fmt.Sprintf("a %s invoice on stellar cannot be paid: its one-time account does not exist and has no %s trustline, so no wallet's payment can reach it (op_no_destination). Invoice in XLM (at least 1 XLM) on stellar, or in %s on another chain", asset.Symbol, asset.Symbol, asset.Symbol)
+		}
+		if amount.Cmp(stellarAccountMinimum) < 0 {
+			return "a payment to the invoice's new one-time address on stellar must create the account, which takes at least 1 XLM (the minimum balance: 2 base reserves of 0.5 XLM)"
+		}
+	case chains.FamilySolana:
+		if asset.Symbol == "SOL" && amount.Cmp(solanaRentMinimum) < 0 {
+			return "a new Solana account must hold at least 0.00089088 SOL (the rent-exempt minimum of 890880 lamports), so a smaller payment to the invoice's new one-time address fails"
+		}
+	}
+	return ""
+}
+
+// checkInvoiceMinimum refuses an invoice create_invoice would make that no
+// payer could pay (unreachable), with the reason and the minimum.
+func checkInvoiceMinimum(c chains.ID, asset Asset, amount chains.Amount) error {
+	v, ok := new(big.Rat).SetString(amount.String())
+	if !ok {
+		return argErr("amount %q", amount.String())
+	}
+	if why := unreachable(c, asset, v); why != "" {
+		return argErr("no invoice was created for %s %s on %s: %s", amount.String(), asset.Symbol, c, why)
+	}
+	return nil
+}
+
 // reachable refuses, before anything is sent, what cannot reach the
-// invoice's fresh address: a Stellar token (the address has no
-// trustline), or less than the chain's minimum for a new account.
+// invoice's fresh address (unreachable).
 func reachable(inv PayableInvoice, asset Asset) error {
 	amount, ok := new(big.Rat).SetString(inv.Amount)
 	if !ok {
 		return fmt.Errorf("%w: invoice %s: amount %q", ErrInvoiceNotPayable, inv.ID, clip(inv.Amount, 40))
 	}
-	switch inv.Chain.Family() {
-	case chains.FamilyStellar:
-		if asset.Symbol != "XLM" {
-			return fmt.Errorf("%w: invoice %s asks for %s on stellar; its one-time address has no %s trustline, so a plain payment cannot reach it; nothing was paid. Ask the payee for an XLM invoice, or pay them with send_payment", ErrInvoiceNotPayable, inv.ID, asset.Symbol, asset.Symbol)
-		}
-		if amount.Cmp(stellarAccountMinimum) < 0 {
-			return fmt.Errorf("%w: invoice %s asks for %s XLM; a payment to its new one-time address must create the account, which takes at least 1 XLM; nothing was paid. Pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Amount)
-		}
-	case chains.FamilySolana:
-		if asset.Symbol == "SOL" && amount.Cmp(solanaRentMinimum) < 0 {
-			return fmt.Errorf("%w: invoice %s asks for %s SOL, less than the 0.00089088 SOL a new Solana account must hold; nothing was paid. Pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Amount)
-		}
+	if why := unreachable(inv.Chain, asset, amount); why != "" {
+		return fmt.Errorf("%w: invoice %s asks for %s %s on %s, and %s; nothing was paid. Pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Amount, asset.Symbol, inv.Chain, why)
 	}
 	return nil
 }

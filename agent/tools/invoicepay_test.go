@@ -418,3 +418,34 @@ func TestReachable(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateInvoiceMinimums: create_invoice refuses, with the reason and
+// the minimum, an invoice no payer could pay to a fresh one-time address
+// (the rule pay_invoice applies, unreachable), and creates nothing; the
+// minimum itself and any amount on EVM are accepted.
+func TestCreateInvoiceMinimums(t *testing.T) {
+	for _, c := range []struct {
+		args, refused string
+	}{
+		{`{"amount":"1","memo":"x","asset":"XLM"}`, ""},
+		{`{"amount":"0.9999999","memo":"x","asset":"XLM"}`, "takes at least 1 XLM"},
+		{`{"amount":"0.5","memo":"x","asset":"XLM"}`, "no invoice was created for 0.5 XLM on stellar"},
+		{`{"amount":"50","memo":"x","asset":"USDC","chain":"stellar"}`, "no USDC trustline"},
+		{`{"amount":"0.00089088","memo":"x","asset":"SOL"}`, ""},
+		{`{"amount":"0.0001","memo":"x","asset":"SOL"}`, "at least 0.00089088 SOL"},
+		{`{"amount":"0.000001","memo":"x","asset":"USDC","chain":"solana"}`, ""},
+		{`{"amount":"0.000000000000000001","memo":"x","asset":"ETH"}`, ""},
+	} {
+		f := newFixture(t)
+		res, err := f.run(t, "create_invoice", "", c.args)
+		if c.refused == "" {
+			if err != nil || res == nil || len(f.inv.all) != 1 {
+				t.Errorf("%s: %v %v", c.args, res, err)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), c.refused) || len(f.inv.all) != 0 {
+			t.Errorf("%s: %v (invoices %d), want refused %q", c.args, err, len(f.inv.all), c.refused)
+		}
+	}
+}

@@ -61,6 +61,9 @@ func createInvoice() Tool {
 		if memo == "" {
 			return nil, argErr("memo is empty: say what the invoice is for")
 		}
+		if err := checkInvoiceMinimum(sp.chain, sp.asset, sp.amount); err != nil {
+			return nil, err
+		}
 		// The key, not the id, carries idempotency: invoice ids are
 		// public (pay links) and must not be derivable from the agent,
 		// the message or the arguments.
