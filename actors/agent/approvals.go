@@ -260,7 +260,7 @@ func (a *Actor) runApproved(ctx context.Context, id string) (*policy.Approval, e
 		}
 		note = &Notify{Type: typ, Title: title, Body: fmt.Sprintf("Approved by the owner (approval %s): sent %s. Transaction %s", ap.ID, label, res.TxHash)}
 		text = fmt.Sprintf("The owner approved the payment of %s (approval %s). It was sent: transaction %s.", label, ap.ID, res.TxHash)
-	case retryable(payErr) && next.Attempts <= len(approvedRetryBackoff) && !errors.Is(payErr, enclave.ErrPolicy):
+	case retryable(payErr) && !isPending(payErr) && next.Attempts <= len(approvedRetryBackoff) && !errors.Is(payErr, enclave.ErrPolicy):
 		next.RetryAt = a.deps.now().Add(approvedRetryBackoff[next.Attempts-1])
 		next.Error = ""
 		ops = append(ops, persistence.Put(policy.TableApprovalDue, policy.DueKey(next.RetryAt, a.id, ap.ID), nil, persistence.Any()))
@@ -273,6 +273,14 @@ func (a *Actor) runApproved(ctx context.Context, id string) (*policy.Approval, e
 		}
 		a.log(ctx).Warn("approved payment failed; it is retried", slog.String("approval", ap.ID), slog.String("err", payErr.Error()))
 		return &next, nil
+	case isPending(payErr):
+		// Signed and recorded, its outcome unknown: not a failure, and not
+		// "nothing was paid". The record's settlement tells the user.
+		pe := pendingOf(payErr)
+		next.TxHash, next.Error, next.RetryAt = firstOf(pe.TxHash, "pending:"+pe.PaymentID), "", time.Time{}
+		note = &Notify{Type: NoteApprovalDecided, Title: fmt.Sprintf("Payment on its way: %s %s to %s", ap.Amount, ap.Asset, ap.Recipient),
+			Body: fmt.Sprintf("Approved by the owner (approval %s): %s was signed and handed to the network (payment %s); its confirmation has not come back yet. You will be told when it confirms or fails.", ap.ID, label, pe.PaymentID)}
+		text = fmt.Sprintf("The owner approved the payment of %s (approval %s). It is on its way (payment %s, pending): you will be told when it confirms. Do not send it again.", label, ap.ID, pe.PaymentID)
 	default:
 		next.Error, next.RetryAt = payErr.Error(), time.Time{}
 		typ := NotePaymentSent
@@ -312,13 +320,20 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 				return chains.TxResult{}, err
 			}
 		}
-		return conn.Withdraw(ctx, from, req)
+		rec := tools.OutgoingPayment{Kind: tools.KindPayInvoice, Source: approvalSource(ap), Chain: ap.Chain, Asset: assetOr(ap.Chain, ap.Asset),
+			Amount: req.Amount, All: req.All, Recipient: tools.PaymentRecipient{Name: ap.Recipient, Address: ap.PayTo}, IdempotencyKey: ap.Key}
+		return a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) { return conn.Withdraw(ctx, from, req) })
 	}
 	amount, err := tools.AmountOf(ap.Chain, ap.Asset, ap.Amount)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return a.sendStealth(ctx, chains.SendRequest{Chain: ap.Chain, Asset: ap.Asset, Amount: amount, To: ap.PayTo, IdempotencyKey: ap.Key}, ap.Recipient)
+	return a.sendStealth(ctx, chains.SendRequest{Chain: ap.Chain, Asset: ap.Asset, Amount: amount, To: ap.PayTo, IdempotencyKey: ap.Key}, ap.Recipient, approvalSource(ap))
+}
+
+// approvalSource names the approval as what asked for its payment.
+func approvalSource(ap *policy.Approval) tools.PaymentSource {
+	return tools.PaymentSource{Type: tools.SourceApproval, ID: ap.ID}
 }
 
 // wakeApproval is the reminder's wake-up: a pending approval past its

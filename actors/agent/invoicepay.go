@@ -91,8 +91,12 @@ func (o *chainOps) PayAddress(ctx context.Context, req chains.SendRequest, label
 	}
 	// The account's own key (no ephemeral key) spends from the account's
 	// address: a plain transfer in the account's lane.
-	return c.Withdraw(ctx, o.key(req.Chain), chains.WithdrawRequest{Chain: req.Chain, From: o.agent.Addresses[req.Chain], To: req.To,
-		Asset: req.Asset, Amount: req.Amount, IdempotencyKey: req.IdempotencyKey})
+	rec := tools.OutgoingPayment{Kind: tools.KindPayInvoice, Source: toolSource(o.convID), Chain: req.Chain, Asset: assetOr(req.Chain, req.Asset), Amount: req.Amount,
+		Recipient: tools.PaymentRecipient{Name: label, Address: req.To}, IdempotencyKey: req.IdempotencyKey}
+	return o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) {
+		return c.Withdraw(ctx, o.key(req.Chain), chains.WithdrawRequest{Chain: req.Chain, From: o.agent.Addresses[req.Chain], To: req.To,
+			Asset: req.Asset, Amount: req.Amount, IdempotencyKey: req.IdempotencyKey})
+	})
 }
 
 // PaymentTarget is this node's connector's chain id and token for asset.

@@ -271,7 +271,8 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return a.sendStealth(ctx, chains.SendRequest{Chain: sc.Chain, Asset: sc.Asset, Amount: amount, To: meta, IdempotencyKey: key}, recipientLabel(sc.Recipient))
+	return a.sendStealth(ctx, chains.SendRequest{Chain: sc.Chain, Asset: sc.Asset, Amount: amount, To: meta, IdempotencyKey: key}, recipientLabel(sc.Recipient),
+		tools.PaymentSource{Type: tools.SourceSchedule, ID: sc.ID})
 }
 
 // scheduleMeta resolves the schedule's recipient on its chain now: a

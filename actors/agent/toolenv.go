@@ -66,6 +66,7 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 		Schedules: originSchedules{Schedules: a.schedules(), st: st, agentID: a.id, convID: convID},
 		Memories:  state.NewMemories(st, a.id, now),
 		Payments:  payments,
+		Outgoing:  a.outgoing(),
 		Notifier:  n,
 
 		InvoiceLookup: invoiceLookup{st: st, publicURL: a.deps.PublicURL, now: now},
@@ -138,7 +139,7 @@ func (o *chainOps) SendStealth(ctx context.Context, req chains.SendRequest) (cha
 		Recipient: o.names.name(req.To), PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	return o.a.sendStealth(ctx, req, o.names.name(req.To))
+	return o.a.sendStealth(ctx, req, o.names.name(req.To), toolSource(o.convID))
 }
 
 func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {
@@ -159,7 +160,9 @@ func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (ch
 	// is paid from the agent's own account, under its own spend, which the
 	// enclave checks against the policy like any payment.
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id]}
-	return c.WithdrawWithGas(ctx, ref, req, payer)
+	rec := tools.OutgoingPayment{Kind: tools.KindWithdraw, Source: toolSource(o.convID), Chain: id, Asset: assetOr(id, req.Asset), Amount: req.Amount, All: req.All,
+		Recipient: tools.PaymentRecipient{Address: req.To}, From: req.From, IdempotencyKey: req.IdempotencyKey}
+	return o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

@@ -77,6 +77,18 @@ func (o *chainOps) SignAuthorization(ctx context.Context, id chains.ID, auth cha
 	if err != nil {
 		return auth, nil, err
 	}
-	sig, err := c.SignAuthorization(ctx, o.key(id), from, auth, key)
+	// Signed, the authorization is the payee's to submit: the record stays
+	// pending until fetch_paid hears the settlement (Outgoing.Advance).
+	var sig []byte
+	rec := tools.OutgoingPayment{Kind: tools.KindX402, Source: toolSource(o.convID), Chain: id, Asset: asset.Symbol, Amount: chains.NewAmount(auth.Value, asset.Decimals),
+		Recipient: tools.PaymentRecipient{Address: auth.To}, IdempotencyKey: key}
+	_, err = o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) {
+		var err error
+		if sig, err = c.SignAuthorization(ctx, o.key(id), from, auth, key); err != nil {
+			// No signature came back, so none can be handed to anyone.
+			return chains.TxResult{}, fmt.Errorf("%w: %w", errNoSignature, err)
+		}
+		return chains.TxResult{}, nil
+	})
 	return auth, sig, err
 }

@@ -105,7 +105,15 @@ func (s *Outgoing) Open(ctx context.Context, p tools.OutgoingPayment) (tools.Out
 			}
 		}
 		now := s.now().UTC()
-		id, err := timeOrderedID(now)
+		last, err := s.store.List(ctx, TableOutgoing, persistence.Query{Prefix: s.agentID + "/", Reverse: true, Limit: 1})
+		if err != nil {
+			return err
+		}
+		after := ""
+		if len(last) == 1 {
+			after = strings.TrimPrefix(last[0].Key, s.agentID+"/")
+		}
+		id, err := timeOrderedID(now, after)
 		if err != nil {
 			return err
 		}
@@ -164,9 +172,11 @@ func sameAddr(c chains.ID, a, b string) bool {
 	return a == b
 }
 
-// timeOrderedID is a UUIDv7 of now: ids sort by creation time (to the
-// millisecond; random within one).
-func timeOrderedID(now time.Time) (string, error) {
+// timeOrderedID is a UUIDv7 of now, greater than the id after (the
+// agent's newest; "" for none): ids sort by creation, also within one
+// millisecond or when the clock steps back, so that newest first is the
+// keys' order.
+func timeOrderedID(now time.Time, after string) (string, error) {
 	var u uuid.UUID
 	if _, err := rand.Read(u[6:]); err != nil {
 		return "", err
@@ -176,6 +186,16 @@ func timeOrderedID(now time.Time) (string, error) {
 	copy(u[:6], ms[2:])
 	u[6] = 0x70 | u[6]&0x0f
 	u[8] = 0x80 | u[8]&0x3f
+	if prev, err := uuid.Parse(after); err == nil && u.String() <= prev.String() {
+		// The previous id plus one in its random tail (bytes 9-15).
+		u = prev
+		for i := 15; i >= 9; i-- {
+			u[i]++
+			if u[i] != 0 {
+				break
+			}
+		}
+	}
 	return u.String(), nil
 }
 

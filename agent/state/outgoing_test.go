@@ -236,3 +236,28 @@ func TestOutgoingFindRecent(t *testing.T) {
 		t.Fatalf("FindRecent later = %s, want %s", got, want)
 	}
 }
+
+func TestOutgoingIDsOrderWithinAMillisecond(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	s := NewOutgoing(openStore(t), "a1", func() time.Time { return at }) // a frozen clock
+	var ids []string
+	for i := range 20 {
+		p, err := s.Open(ctx, outgoingPayment(t, fmt.Sprintf("k%d", i), "1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{p.ID}, ids...)
+	}
+	page, err := s.List(ctx, PaymentFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range page.Payments {
+		got = append(got, p.ID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Fatalf("newest first: got %v, want %v", got, ids)
+	}
+}

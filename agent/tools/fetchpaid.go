@@ -150,6 +150,7 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 			out.Settlement = &s
 			if s.Success && s.Transaction != "" {
 				out.TxLink = env.Chains.TxLink(pick.chain, s.Transaction)
+				settledX402(ctx, env, pick.chain, "x402/"+env.IdempotencyKey, s.Transaction)
 				notify(ctx, env, "payment_sent", fmt.Sprintf("Paid %s %s for %s", pick.amount, pick.symbol, clip(u.Host, 60)),
 					fmt.Sprintf("x402 payment of %s %s to %s on %s for %s (tx %s)", pick.amount, pick.symbol, pick.req.PayTo, pick.chain, clip(rawURL, 200), s.Transaction))
 			}
@@ -162,6 +163,17 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 			clip(rawURL, 80), clip(again.Error, 200), pick.amount, pick.symbol, time.Unix(signed.ValidBefore.Int64(), 0).UTC().Format(time.RFC3339))
 	}
 	return out, nil
+}
+
+// settledX402 moves the record of the authorization signed under key to
+// confirmed with the server's transaction: an x402 server answers its
+// settlement after the transfer executed on chain (docs/x402.md). An
+// authorization the server did not settle stays pending: it may still be
+// submitted until it expires.
+func settledX402(ctx context.Context, env *Env, c chains.ID, key, tx string) {
+	if rec, ok := recordOf(ctx, env, c, key); ok {
+		_, _, _ = env.Outgoing.Advance(context.WithoutCancel(ctx), rec.ID, PaymentUpdate{Status: PaymentConfirmed, TxHash: tx})
+	}
 }
 
 // pick is the requirement fetch_paid pays.

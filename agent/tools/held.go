@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,14 +40,19 @@ func (e *HeldError) Error() string {
 	return fmt.Sprintf("payment held for the owner's approval (approval %s): %s", e.ApprovalID, strings.Join(e.Reasons, "; "))
 }
 
-// notSent answers a payment of amount asset on c to recipient that the
-// chain did not make (err): held for the owner's approval, the tool
-// succeeds with a *PaymentHeld (nothing was paid yet); else it failed,
-// explained (chainErr) as what.
-func notSent(err error, amount, asset string, c chains.ID, recipient, what string) (any, error) {
+// notSent answers a payment of amount asset on c to recipient (under
+// key) that the chain did not answer with a transaction (err): held for
+// the owner's approval, the tool succeeds with a *PaymentHeld (nothing
+// was paid yet); on its way with its outcome unknown, with a
+// *PendingPayment (never "nothing was done"); else it failed, explained
+// (chainErr) as what.
+func notSent(ctx context.Context, env *Env, err error, amount, asset string, c chains.ID, recipient, key, what string) (any, error) {
 	var he *HeldError
 	if errors.As(err, &he) {
 		return held(he, amount, asset, c, recipient), nil
+	}
+	if outcomeUnknown(err) {
+		return pendingResult(ctx, env, err, amount, asset, c, recipient, key), nil
 	}
 	return nil, chainErr(what, c, err)
 }

@@ -13,15 +13,18 @@ import (
 
 // InvoicePaymentResult is the detail of pay_invoice.
 type InvoicePaymentResult struct {
-	Invoice string    `json:"invoice"`
-	Payee   string    `json:"payee"`
-	Memo    string    `json:"memo,omitempty"`
-	TxHash  string    `json:"txHash"`
-	TxLink  string    `json:"txLink"`
-	Amount  string    `json:"amount"`
-	Asset   string    `json:"asset"`
-	Chain   chains.ID `json:"chain"`
-	PayTo   string    `json:"payTo"`
+	// PaymentID and Status are the payment's record's (PaymentResult).
+	PaymentID string    `json:"paymentId,omitempty"`
+	Status    string    `json:"status,omitempty"`
+	Invoice   string    `json:"invoice"`
+	Payee     string    `json:"payee"`
+	Memo      string    `json:"memo,omitempty"`
+	TxHash    string    `json:"txHash"`
+	TxLink    string    `json:"txLink"`
+	Amount    string    `json:"amount"`
+	Asset     string    `json:"asset"`
+	Chain     chains.ID `json:"chain"`
+	PayTo     string    `json:"payTo"`
 	// Settlement says, on chains where the payee's Veil is told the
 	// transaction (Stellar, Solana), whether it verified it.
 	Settlement string `json:"settlement,omitempty"`
@@ -214,10 +217,11 @@ func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableI
 	}
 	tx, err := ic.PayAddress(ctx, chains.SendRequest{Chain: inv.Chain, Asset: asset.Symbol, Amount: value, To: inv.PayTo, IdempotencyKey: key}, label)
 	if err != nil {
-		return notSent(err, inv.Amount, asset.Symbol, inv.Chain, label, fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, inv.Amount, asset.Symbol, payee))
+		return notSent(ctx, env, err, inv.Amount, asset.Symbol, inv.Chain, label, key, fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, inv.Amount, asset.Symbol, payee))
 	}
 	res := &InvoicePaymentResult{Invoice: inv.ID, Payee: inv.Payee, Memo: inv.Memo, TxHash: tx.TxHash, TxLink: txLink(env, inv.Chain, tx),
 		Amount: inv.Amount, Asset: asset.Symbol, Chain: inv.Chain, PayTo: inv.PayTo}
+	res.PaymentID, res.Status = recordStatus(ctx, env, inv.Chain, key)
 	if claim != "" {
 		if err := claimPaid(ctx, env, claim, tx.TxHash); err != nil {
 			res.Settlement = fmt.Sprintf("paid on chain, but the payee's server was not told (%v); the invoice settles when the payee or anyone sends {\"txHash\": %q} to %s, or when this invoice is paid again", err, tx.TxHash, claim)
@@ -229,7 +233,7 @@ func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableI
 		// Keyed by the invoice: paying it again (a retry, another chat)
 		// returns the first payment and announces nothing more.
 		_ = env.Notifier.Notify(ctx, key, "payment_sent", fmt.Sprintf("Sent %s %s", inv.Amount, asset.Symbol),
-			fmt.Sprintf("Paid invoice %s: %s %s to %s on %s. Transaction %s", inv.ID, inv.Amount, asset.Symbol, payee, inv.Chain, res.TxLink))
+			fmt.Sprintf("Paid invoice %s: %s %s to %s on %s. Transaction %s", inv.ID, inv.Amount, asset.Symbol, payee, inv.Chain, txText(res.TxLink, res.TxHash)))
 	}
 	return res, nil
 }

@@ -163,6 +163,10 @@ type OutgoingPayments interface {
 	// that are still open (pending, broadcast), or confirmed within
 	// window, newest first.
 	FindRecent(ctx context.Context, chain chains.ID, address, asset string, amount chains.Amount, window time.Duration) ([]OutgoingPayment, error)
+	// Advance moves record id forward by u (CanBecome); moved says
+	// whether this call changed its status (fetch_paid: the x402 server
+	// settled the authorization).
+	Advance(ctx context.Context, id string, u PaymentUpdate) (rec OutgoingPayment, moved bool, err error)
 }
 
 // ErrNoPaymentRecord: no payment record by that id or key.

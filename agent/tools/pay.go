@@ -13,6 +13,11 @@ import (
 
 // PaymentResult is the detail of send_payment and pay_agent.
 type PaymentResult struct {
+	// PaymentID names the payment's record (GET /agent/:id/payments/:paymentId);
+	// Status is the record's: broadcast (sent, not yet confirmed) or
+	// confirmed.
+	PaymentID string    `json:"paymentId,omitempty"`
+	Status    string    `json:"status,omitempty"`
 	TxHash    string    `json:"txHash"`
 	TxLink    string    `json:"txLink"`
 	Amount    string    `json:"amount"`
@@ -57,14 +62,16 @@ func chainErr(op string, c chains.ID, err error) error {
 		err = &worded{text: w, err: err} // no wei in what people read
 	}
 	switch {
+	case outcomeUnknown(err):
+		// Signed and handed on, or cut off while the chain had it: the
+		// payment is pending, never "nothing was done" (docs/payments.md).
+		return fmt.Errorf("%s on %s: %w; the payment is on its way and its outcome is not known yet: you will be told when it confirms; do not send it again", op, c, err)
 	case errors.Is(err, chains.ErrUnavailable):
 		return fmt.Errorf("%s on %s: %w; nothing was done, try again later", op, c, err)
 	case errors.Is(err, chains.ErrInsufficientFunds):
 		return fmt.Errorf("%s on %s: %w (the amount plus network fees is more than the account holds; check get_balance)", op, c, err)
 	case errors.Is(err, chains.ErrNoFaucet):
 		return fmt.Errorf("%s on %s: %w; nothing was done: tell the user which address to send funds to", op, c, err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s on %s: %w; the outcome is unknown until the next scan or balance check", op, c, err)
 	}
 	return fmt.Errorf("%s on %s: %w", op, c, err)
 }
@@ -106,11 +113,12 @@ func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool)
 	}
 	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: sp.amount, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
 	if err != nil {
-		return notSent(err, amount, asset.Symbol, c, rc.display, fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)))
+		return notSent(ctx, env, err, amount, asset.Symbol, c, rc.display, env.IdempotencyKey, fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)))
 	}
 	res := &PaymentResult{TxHash: tx.TxHash, TxLink: txLink(env, c, tx), Amount: amount, Asset: asset.Symbol, Chain: c, Recipient: rc.display}
+	res.PaymentID, res.Status = recordStatus(ctx, env, c, env.IdempotencyKey)
 	notify(ctx, env, "payment_sent", fmt.Sprintf("Sent %s %s", amount, asset.Symbol),
-		fmt.Sprintf("Sent %s %s to %s on %s. Transaction %s", amount, asset.Symbol, rc.display, c, res.TxLink))
+		fmt.Sprintf("Sent %s %s to %s on %s. Transaction %s", amount, asset.Symbol, rc.display, c, txText(res.TxLink, res.TxHash)))
 	return res, nil
 }
 
@@ -158,14 +166,20 @@ func payAgent() Tool {
 
 // WithdrawResult is the detail of withdraw.
 type WithdrawResult struct {
-	TxHash string    `json:"txHash"`
-	TxLink string    `json:"txLink"`
-	Chain  chains.ID `json:"chain"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Asset  string    `json:"asset"`
+	// PaymentID and Status are the withdrawal's record's (PaymentResult);
+	// Status pending: on its way, outcome not known yet.
+	PaymentID string    `json:"paymentId,omitempty"`
+	Status    string    `json:"status,omitempty"`
+	TxHash    string    `json:"txHash"`
+	TxLink    string    `json:"txLink"`
+	Chain     chains.ID `json:"chain"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Asset     string    `json:"asset"`
 	// Amount is the amount asked for, or "all" (everything less fees).
 	Amount string `json:"amount"`
+	// Message, for a pending withdrawal, says what is known.
+	Message string `json:"message,omitempty"`
 }
 
 // received gathers the agent's received payments on cs.
@@ -271,18 +285,24 @@ func withdraw() Tool {
 			return nil, err
 		}
 		tx, err := env.Chains.Withdraw(ctx, req)
+		shown := amount
+		if shown == "" {
+			shown = "all"
+		}
 		if err != nil {
+			if outcomeUnknown(err) {
+				pr := pendingResult(ctx, env, err, shown, p.Asset, p.Chain, to, env.IdempotencyKey)
+				return &WithdrawResult{PaymentID: pr.PaymentID, Status: StatusPending, TxHash: pr.TxHash, TxLink: pr.TxLink, Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: shown, Message: pr.Message}, nil
+			}
 			return nil, chainErr("withdrawing from "+p.StealthAddress, p.Chain, err)
 		}
-		res := &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: amount}
-		if amount == "" {
-			res.Amount = "all"
-		}
+		res := &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: shown}
+		res.PaymentID, res.Status = recordStatus(ctx, env, p.Chain, env.IdempotencyKey)
 		if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: amount, TxHash: tx.TxHash}); err != nil {
-			return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", res.TxLink, err)
+			return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", txText(res.TxLink, res.TxHash), err)
 		}
 		notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, p.Asset),
-			fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, p.Asset, p.StealthAddress, to, p.Chain, res.TxLink))
+			fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, p.Asset, p.StealthAddress, to, p.Chain, txText(res.TxLink, res.TxHash)))
 		return res, nil
 	})
 }
@@ -304,6 +324,9 @@ type WithdrawAllResult struct {
 	Count     int              `json:"count"`
 	Withdrawn []WithdrawResult `json:"withdrawn"`
 	Failed    []WithdrawFailed `json:"failed,omitempty"`
+	// Pending lists the withdrawals on their way whose outcome is not
+	// known yet: signed and recorded; the user is told when they settle.
+	Pending []WithdrawResult `json:"pending,omitempty"`
 	// Warning says that the payments are now linked on chain.
 	Warning string `json:"warning,omitempty"`
 }
@@ -376,19 +399,29 @@ func withdrawAll() Tool {
 			// retried call repeats exactly the same withdrawals.
 			key := env.IdempotencyKey + "/" + string(p.Chain) + "/" + p.StealthAddress
 			tx, err := env.Chains.Withdraw(ctx, chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: true, To: to, IdempotencyKey: key})
+			if err != nil && outcomeUnknown(err) {
+				pr := pendingResult(ctx, env, err, "all", p.Asset, p.Chain, to, key)
+				res.Pending = append(res.Pending, WithdrawResult{PaymentID: pr.PaymentID, Status: StatusPending, TxHash: pr.TxHash, TxLink: pr.TxLink,
+					Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all", Message: pr.Message})
+				continue
+			}
 			if err != nil {
 				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: chainErr("withdrawing", p.Chain, err).Error()})
 				continue
 			}
 			w := WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all"}
+			w.PaymentID, w.Status = recordStatus(ctx, env, p.Chain, key)
 			if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, TxHash: tx.TxHash}); err != nil {
-				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: fmt.Sprintf("sent (%s) but recording it failed: %v", w.TxLink, err)})
+				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: fmt.Sprintf("sent (%s) but recording it failed: %v", txText(w.TxLink, w.TxHash), err)})
 			}
 			res.Withdrawn = append(res.Withdrawn, w)
 			notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s", p.Asset),
-				fmt.Sprintf("Withdrew everything (%s %s) from %s to %s on %s. Transaction %s", p.Balance, p.Asset, p.StealthAddress, to, p.Chain, w.TxLink))
+				fmt.Sprintf("Withdrew everything (%s %s) from %s to %s on %s. Transaction %s", p.Balance, p.Asset, p.StealthAddress, to, p.Chain, txText(w.TxLink, w.TxHash)))
 		}
 		res.Count = len(res.Withdrawn)
+		if res.Count == 0 && len(res.Pending) > 0 {
+			return res, nil
+		}
 		if res.Count == 0 {
 			return nil, fmt.Errorf("no payment could be withdrawn: %s", res.Failed[0].Error)
 		}

@@ -94,6 +94,9 @@ type Env struct {
 	Schedules Schedules
 	Memories  Memories
 	Payments  Payments
+	// Outgoing is the agent's payment records (docs/payments.md): a
+	// payment tool names its record and asks before repeating one.
+	Outgoing OutgoingPayments
 	// InvoiceLookup finds this server's invoices (pay_invoice); HTTP
 	// fetches another server's payment links (nil: a client with a
 	// timeout that follows no redirect).

@@ -30,6 +30,7 @@ const (
 	exitConflict    = 5 // 409: the agent name is taken
 	exitUnavailable = 6 // server unreachable, 503 or 429: retry later
 	exitPayment     = 7 // chat: a payment the message asked for failed (the answer is printed)
+	exitPending     = 8 // chat: a payment is on its way, its outcome not known yet: do not send it again
 	exitInterrupted = 130
 )
 
@@ -205,11 +206,14 @@ func exitCode(err error) int {
 	var ae *authError
 	var te *url.Error
 	var pe *errPaymentFailed
+	var pp *errPaymentPending
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
 	case errors.As(err, &pe):
 		return exitPayment
+	case errors.As(err, &pp):
+		return exitPending
 	case errors.As(err, new(errQuietCode)):
 		var q errQuietCode
 		errors.As(err, &q)

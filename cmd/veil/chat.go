@@ -132,6 +132,9 @@ func failedPayment(resp *client.ChatResponse) error {
 	if tc, failed := paymentFailed(resp); failed {
 		return &errPaymentFailed{tool: tc.Name, text: tc.ErrorText()}
 	}
+	if tc, pending := paymentPending(resp); pending {
+		return &errPaymentPending{tool: tc.Name, id: tc.Field("paymentId")}
+	}
 	return nil
 }
 

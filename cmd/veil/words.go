@@ -35,6 +35,25 @@ func paymentFailed(resp *client.ChatResponse) (client.ToolCall, bool) {
 	return client.ToolCall{}, false
 }
 
+// paymentPending finds a payment of the answer that is on its way with
+// its outcome unknown (status "pending": signed and recorded; the user is
+// told when it settles).
+func paymentPending(resp *client.ChatResponse) (client.ToolCall, bool) {
+	for _, tc := range resp.ToolCalls {
+		if tools.MovesValue(tc.Name) && tc.OK() && tc.Field("status") == tools.StatusPending {
+			return tc, true
+		}
+	}
+	return client.ToolCall{}, false
+}
+
+// errPaymentPending ends chat with exit 8 after the reply was printed.
+type errPaymentPending struct{ tool, id string }
+
+func (e *errPaymentPending) Error() string {
+	return fmt.Sprintf("the payment is on its way (%s, payment %s) and its outcome is not known yet; you will be told when it confirms: do not send it again", e.tool, e.id)
+}
+
 // errPaymentFailed ends chat with exit 7 after the reply was printed.
 type errPaymentFailed struct{ tool, text string }
 

@@ -22,6 +22,11 @@ func describe(r result) string {
 		return fmt.Sprintf("%s returned: %s", orDefault(r.name, "The tool"), orDefault(text, "nothing"))
 	}
 	d := obj(r.detail)
+	if str(d, "status") == "pending" && str(d, "paymentId") != "" && str(d, "message") != "" {
+		// A payment on its way whose outcome is unknown (agent/tools
+		// PendingPayment): the tool's message says what is known.
+		return str(d, "message")
+	}
 	switch r.name {
 	case "send_payment", "pay_agent":
 		who := firstNonEmpty(argStr(r, "recipient"), argStr(r, "agent_name"), str(d, "recipient", "agentName", "to", "name"))

@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/enclave"
+)
+
+// The record of every payment this agent makes (docs/payments.md): each
+// path that moves value — a chat or MCP tool, a schedule's run, an
+// approved payment, an x402 authorization — runs its signing request
+// through paying, which writes the record before and moves it by what the
+// chain answered.
+
+// errNoSignature marks the failure of a signing request that answers the
+// signature itself (an x402 authorization): without it nothing can move.
+var errNoSignature = errors.New("no signature was made")
+
+func (a *Actor) outgoing() *state.Outgoing { return state.NewOutgoing(a.deps.Store, a.id, a.deps.now) }
+
+// paying records p as pending, runs send (the signing request under
+// p.IdempotencyKey), and moves the record by its answer: broadcast with
+// the transaction; refused when nothing was signed (refusal); still
+// pending when the outcome is unknown, answered as a *tools.PendingError
+// that names the record, so that no caller words it "nothing was done".
+// A record that cannot be written stops the payment before it is signed.
+func (a *Actor) paying(ctx context.Context, p tools.OutgoingPayment, send func(context.Context) (chains.TxResult, error)) (chains.TxResult, error) {
+	out := a.outgoing()
+	rec, err := out.Open(ctx, p)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	res, sendErr := send(ctx)
+	u := settleOf(rec, res, sendErr)
+	// The record follows the chain even when the caller has gone: the
+	// payment is what it is.
+	if _, _, err := out.Advance(context.WithoutCancel(ctx), rec.ID, u); err != nil {
+		a.log(ctx).Error("record payment outcome", slog.String("payment", rec.ID), slog.String("status", string(u.Status)), slog.String("err", err.Error()))
+	}
+	if sendErr != nil && u.Status == tools.PaymentPending {
+		return res, &tools.PendingError{PaymentID: rec.ID, TxHash: firstOf(res.TxHash, rec.TxHash), Err: sendErr}
+	}
+	return res, sendErr
+}
+
+// settleOf is what the chain's answer (res, err) says of the payment
+// recorded as rec.
+func settleOf(rec tools.OutgoingPayment, res chains.TxResult, err error) tools.PaymentUpdate {
+	switch {
+	case err == nil:
+		st := tools.PaymentBroadcast
+		if rec.Status != tools.PaymentPending {
+			st = rec.Status // a retry answered a record already further on
+		}
+		return tools.PaymentUpdate{Status: st, TxHash: res.TxHash}
+	case refusal(err) && rec.TxHash == "" && res.TxHash == "":
+		return tools.PaymentUpdate{Status: tools.PaymentRefused, Reason: err.Error()}
+	}
+	return tools.PaymentUpdate{Status: tools.PaymentPending, TxHash: res.TxHash}
+}
+
+// refusal reports whether err says that nothing was signed: the chain or
+// the enclave refused the request before a signature (the policy, funds,
+// a request the chain cannot make, the chain unreachable). Any other
+// error, and chains.ErrOutcomeUnknown above all, leaves the outcome
+// unknown.
+func refusal(err error) bool {
+	if errors.Is(err, chains.ErrOutcomeUnknown) {
+		return false
+	}
+	var held *tools.HeldError
+	if errors.As(err, &held) {
+		return true
+	}
+	for _, e := range []error{errNoSignature, chains.ErrUnavailable, chains.ErrInsufficientFunds, chains.ErrInvalidAmount, chains.ErrUnknownAsset,
+		chains.ErrInvalidAddress, chains.ErrUnknownChain, chains.ErrIdempotencyConflict, chains.ErrNoAuthorizations,
+		chains.ErrAuthorizationRefused, chains.ErrUnlabelled, chains.ErrNotFound, enclave.ErrPolicy, enclave.ErrUnauthorized,
+		enclave.ErrInvalidInput, enclave.ErrUnavailable, enclave.ErrAttestation, policy.ErrNotApproved, tools.ErrUnknownRecipient} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPending reports whether err is a payment recorded as pending, its
+// outcome unknown (*tools.PendingError).
+func isPending(err error) bool { return pendingOf(err) != nil }
+
+func pendingOf(err error) *tools.PendingError {
+	var pe *tools.PendingError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+// assetOr is asset, or chain's native asset for "".
+func assetOr(c chains.ID, asset string) string {
+	if asset == "" {
+		return c.NativeAsset()
+	}
+	return asset
+}
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// toolSource is what asks for a tool's payment: the conversation, or a
+// direct call (MCP) when there is none.
+func toolSource(convID string) tools.PaymentSource {
+	if convID == "" {
+		return tools.PaymentSource{Type: tools.SourceMCP}
+	}
+	return tools.PaymentSource{Type: tools.SourceConversation, ID: convID}
+}

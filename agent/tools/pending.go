@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// StatusPending is the status of a payment that was recorded and may have
+// been signed and sent, whose outcome is not known yet (docs/payments.md).
+const StatusPending = "pending"
+
+// PendingError is what ChainOps answers for a payment whose record is
+// pending and whose outcome is unknown: the transaction was (or may have
+// been) signed and sent, and the node's answer did not come
+// (chains.ErrOutcomeUnknown, a time-out, an error after signing). The
+// payment tools turn it into a *PendingPayment detail: never "nothing was
+// done", never "try again".
+type PendingError struct {
+	PaymentID string
+	TxHash    string
+	Err       error
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("payment %s is pending: %v", e.PaymentID, e.Err)
+}
+
+func (e *PendingError) Unwrap() error { return e.Err }
+
+// PendingPayment is the detail of a payment tool whose payment is on its
+// way but not known to have arrived: the tool succeeded in what it can
+// say (the payment is recorded), and the user is told when it settles.
+type PendingPayment struct {
+	PaymentID string    `json:"paymentId"`
+	Status    string    `json:"status"` // StatusPending
+	TxHash    string    `json:"txHash,omitempty"`
+	TxLink    string    `json:"txLink,omitempty"`
+	Amount    string    `json:"amount"`
+	Asset     string    `json:"asset"`
+	Chain     chains.ID `json:"chain"`
+	Recipient string    `json:"recipient"`
+	Message   string    `json:"message"`
+}
+
+// outcomeUnknown reports whether err leaves a payment's outcome unknown:
+// the connector says so, or the call was cut off while the chain had it.
+func outcomeUnknown(err error) bool {
+	var pe *PendingError
+	return errors.As(err, &pe) || errors.Is(err, chains.ErrOutcomeUnknown) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// pendingResult is the detail of a payment (amount asset on c to
+// recipient) whose outcome is unknown (err; outcomeUnknown).
+func pendingResult(ctx context.Context, env *Env, err error, amount, asset string, c chains.ID, recipient, key string) *PendingPayment {
+	p := &PendingPayment{Status: StatusPending, Amount: amount, Asset: asset, Chain: c, Recipient: recipient}
+	var pe *PendingError
+	if errors.As(err, &pe) {
+		p.PaymentID, p.TxHash = pe.PaymentID, pe.TxHash
+	} else if rec, ok := recordOf(ctx, env, c, key); ok {
+		p.PaymentID, p.TxHash = rec.ID, rec.TxHash
+	}
+	if p.TxHash != "" && env.Chains != nil {
+		p.TxLink = env.Chains.TxLink(c, p.TxHash)
+	}
+	id := ""
+	if p.PaymentID != "" {
+		id = " (payment " + p.PaymentID + ")"
+	}
+	p.Message = fmt.Sprintf("The payment of %s %s to %s on %s is on its way%s: it was signed and handed to the network, and its confirmation has not come back yet. You will be told when it confirms (or if it fails). Do not send it again: a new request would pay a second time.",
+		amount, asset, clip(recipient, 40), c, id)
+	return p
+}
+
+// recordOf is the record of the payment sent under key on c, when the
+// agent's records are reachable.
+func recordOf(ctx context.Context, env *Env, c chains.ID, key string) (OutgoingPayment, bool) {
+	if env.Outgoing == nil || key == "" {
+		return OutgoingPayment{}, false
+	}
+	rec, err := env.Outgoing.ByKey(context.WithoutCancel(ctx), c, key)
+	return rec, err == nil
+}
+
+// recordStatus is the id and status of the record of the payment sent
+// under key on c ("" when there is none).
+func recordStatus(ctx context.Context, env *Env, c chains.ID, key string) (string, string) {
+	rec, _ := recordOf(ctx, env, c, key)
+	return rec.ID, string(rec.Status)
+}
+
+// txText names a transaction in a notification: its explorer link, or
+// its hash where no explorer is configured (every local node, and
+// mainnets by default).
+func txText(link, hash string) string {
+	if link != "" {
+		return link
+	}
+	return hash
+}
