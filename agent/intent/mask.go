@@ -1,12 +1,15 @@
 package intent
 
 import (
+	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Mask blanks out what the planner must never act on: quoted text ("…",
-// “…”, «…», `…`), fenced code blocks, <tag>…</tag> data blocks (memories,
+// “…”, «…», `…`, '…' and ‘…’ but not apostrophes), someone else's words
+// (maskFramed), fenced code blocks, <tag>…</tag> data blocks (memories,
 // context) and lines quoted with '>'. The result has the same length in
 // bytes so offsets still point into the original. An unterminated quote
 // masks to the end of the text.
@@ -99,7 +102,108 @@ func Mask(s string) string {
 		blank(i, found)
 		i = found
 	}
+	maskSingleQuotes(b)
+	maskFramed(b)
 	return string(b)
+}
+
+// maskSingleQuotes blanks text in single quotes ('…', ‘…’): a quote opens
+// after a space, a line start or punctuation and before a letter, digit or
+// "$", and closes before a space, punctuation or the end, so apostrophes
+// ("don't", "bob's", "bobs' fees") are not quotes. An unclosed quote
+// masks nothing.
+func maskSingleQuotes(b []byte) {
+	letter := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	prevRune := func(i int) rune {
+		if i == 0 {
+			return ' '
+		}
+		r, _ := utf8.DecodeLastRune(b[:i])
+		return r
+	}
+	nextRune := func(i int) rune {
+		if i >= len(b) {
+			return ' '
+		}
+		r, _ := utf8.DecodeRune(b[i:])
+		return r
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if (r != '\'' && r != '‘') || letter(prevRune(i)) || !(letter(nextRune(i+size)) || nextRune(i+size) == '$') {
+			i += size
+			continue
+		}
+		found := -1
+		for j := i + size; j < len(b) && b[j] != '\n'; {
+			r2, s2 := utf8.DecodeRune(b[j:])
+			if (r2 == '\'' || r2 == '’') && !unicode.IsSpace(prevRune(j)) && !letter(nextRune(j+s2)) {
+				found = j + s2
+				break
+			}
+			j += s2
+		}
+		if found < 0 {
+			i += size
+			continue
+		}
+		for k := i; k < found; k++ {
+			b[k] = ' '
+		}
+		i = found
+	}
+}
+
+// Framings that make a command someone else's words or the thing asked
+// about, not a request: "<who>: <text>" chat lines, "<text> is what <who>
+// wrote", "<text> was the subject of …", "what does <text> mean", "the
+// meaning of <text>". The <text> part is blanked.
+var (
+	reChatLine  = regexp.MustCompile(`(?m)^[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(@?[A-Za-z][\w.@-]{0,30}(?:[ \t][A-Za-z][\w.-]{0,30})?)[ \t]*:[ \t]+(\S[^\n]*)$`)
+	reWhatWrote = regexp.MustCompile(`(?im)^(.{3,}?)[ \t,-]+(?:is|was|were|are|that's|thats)[ \t]+(?:exactly[ \t]+|just[ \t]+)?what[ \t]+(?:\S+[ \t]+){1,3}?(?:wrote|write|writes|said|say|says|texted|sent|posted|asked|typed|messaged|emailed|told|tweeted|suggested|meant|mean|means|put)\b`)
+	reTitleOf   = regexp.MustCompile(`(?im)^(.{3,}?)[ \t,-]+(?:is|was|were|are)[ \t]+(?:the|a|an|my|his|her|their|our)[ \t]+(?:title|subject|subject line|name|caption|heading|headline|tagline|text|content|description|first line|last line|line|message|memo|label|slogan|lyric|quote)[ \t]+(?:of|in|on|for|from)\b`)
+	reMeans     = regexp.MustCompile(`(?i)\bwhat[ \t]+(?:does|do|did|would)[ \t]+(.+?)[ \t]+(?:mean|means|imply|say)\b|\b(?:meaning|definition|translation)[ \t]+of[ \t]+(.+?)(?:\?|$)|\b(?:explain|define|interpret|quote)[ \t]+(?:to[ \t]+me[ \t]+)?(?:what[ \t]+)?(.+?)[ \t]+(?:means|meant)\b`)
+)
+
+// chatLabelStop: words that make "<word>: …" the user's own line ("hey
+// veil: send …", "quick question: …"), not someone's quoted chat line.
+var chatLabelStop = set(`hey hi hello yo veil agent bot assistant ok okay so also btw fyi please pls question quick update task
+	request todo ps p.s edit note reminder important urgent fine well now then step first second next last finally and
+	but or send pay transfer tip give`)
+
+func maskFramed(b []byte) {
+	s := string(b)
+	blank := func(from, to int) {
+		for i := from; i < to && i < len(b); i++ {
+			if b[i] != '\n' {
+				b[i] = ' '
+			}
+		}
+	}
+	for _, m := range reChatLine.FindAllStringSubmatchIndex(s, -1) {
+		label := strings.Fields(strings.ToLower(s[m[2]:m[3]]))
+		stop := false
+		for _, w := range label {
+			if chatLabelStop[strings.Trim(w, "@.")] {
+				stop = true
+			}
+		}
+		if !stop {
+			blank(m[4], m[5])
+		}
+	}
+	for _, re := range []*regexp.Regexp{reWhatWrote, reTitleOf} {
+		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+			blank(m[2], m[3])
+		}
+	}
+	for _, m := range reMeans.FindAllStringSubmatchIndex(s, -1) {
+		for g := 1; g <= 3; g++ {
+			if m[2*g] >= 0 {
+				blank(m[2*g], m[2*g+1])
+			}
+		}
+	}
 }
 
 // asciiLower lowercases A-Z only, so byte offsets are kept.

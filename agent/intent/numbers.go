@@ -38,13 +38,15 @@ func Numbers(text string) []*big.Rat {
 }
 
 // States reports whether text states amount (numerically: "0.5", ".5" and
-// "0.50" are the same amount; "twenty" states 20).
+// "0.50" are the same amount; "twenty" states 20). A number written with
+// a scaling unit ("5 gwei", "2k") states only its converted value
+// (StatesInUnits), never the number as written.
 func States(text, amount string) bool {
 	want, ok := new(big.Rat).SetString(strings.TrimSpace(amount))
 	if !ok || !decimal.MatchString(strings.TrimSpace(amount)) {
 		return false
 	}
-	for _, v := range Numbers(text) {
+	for _, v := range Numbers(withoutScaled(text)) {
 		if v.Cmp(want) == 0 {
 			return true
 		}
