@@ -53,6 +53,12 @@ type Policy struct {
 	// allowlist, filled in by the server when the policy is set (payments
 	// go to meta-addresses). Not part of what the owner signs.
 	Resolved []string `json:"resolved,omitempty"`
+	// ConfirmAbove makes a payment the agent makes in chat of more than
+	// this amount of the asset wait for the user's "yes" in the
+	// conversation (tools.ErrNeedsConfirmation), by asset symbol. Empty
+	// (the default): no such question. Unlike ApprovalAbove it asks the
+	// person chatting, not the owner's wallet.
+	ConfirmAbove map[string]string `json:"confirmAbove,omitempty"`
 	// Approval rules (approvals.go, docs/approvals.md).
 	Approvals
 }
@@ -63,7 +69,7 @@ var assetRE = regexp.MustCompile(`^[A-Z0-9]{2,12}$`)
 // upper-case, amounts as given (validated), allowlist trimmed, lower-cased
 // for 0x addresses, without ".veil", deduplicated and sorted.
 func Normalize(p Policy) (out Policy, err error) {
-	for name, m := range map[string]map[string]string{"perTransaction": p.PerTransaction, "daily": p.Daily} {
+	for name, m := range map[string]map[string]string{"perTransaction": p.PerTransaction, "daily": p.Daily, "confirmAbove": p.ConfirmAbove} {
 		if len(m) > MaxAssets {
 			return Policy{}, fmt.Errorf("%w: %s names %d assets; at most %d", ErrInvalid, name, len(m), MaxAssets)
 		}
@@ -79,9 +85,12 @@ func Normalize(p Policy) (out Policy, err error) {
 			norm[a] = amount
 		}
 		if len(norm) > 0 {
-			if name == "daily" {
+			switch name {
+			case "daily":
 				out.Daily = norm
-			} else {
+			case "confirmAbove":
+				out.ConfirmAbove = norm
+			default:
 				out.PerTransaction = norm
 			}
 		}

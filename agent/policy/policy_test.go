@@ -184,3 +184,23 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// ConfirmAbove is normalised like the caps (symbols upper-case, amounts
+// validated), is part of the signed hash, and is off by default.
+func TestConfirmAbove(t *testing.T) {
+	n, err := policy.Normalize(policy.Policy{ConfirmAbove: map[string]string{"usdc": "20"}})
+	if err != nil || n.ConfirmAbove["USDC"] != "20" {
+		t.Fatalf("Normalize: %+v, %v", n.ConfirmAbove, err)
+	}
+	if n, _ := policy.Normalize(policy.Policy{}); n.ConfirmAbove != nil {
+		t.Fatalf("default ConfirmAbove = %v, want none", n.ConfirmAbove)
+	}
+	a, _ := policy.Hash(policy.Policy{ConfirmAbove: map[string]string{"USDC": "20"}})
+	b, _ := policy.Hash(policy.Policy{})
+	if a == b {
+		t.Fatal("confirmAbove is not part of the signed hash")
+	}
+	if _, err := policy.Normalize(policy.Policy{ConfirmAbove: map[string]string{"USDC": "-1"}}); !errors.Is(err, policy.ErrInvalid) {
+		t.Fatalf("negative confirmAbove: err = %v", err)
+	}
+}

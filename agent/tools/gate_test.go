@@ -67,7 +67,7 @@ func TestMoneyGateRefusesWhatIsNotAnInstruction(t *testing.T) {
 		}
 	}
 	// Polite requests and colloquial instructions do run.
-	for _, msg := range []string{"could you pay bob 5 USDC?", "please send bob 5", "bob should get 5 USDC from me", "I owe bob five, settle it"} {
+	for _, msg := range []string{"could you pay bob 5 USDC?", "please send bob 5 usdc", "bob should get 5 USDC from me", "I owe bob five dollars, settle it"} {
 		f := newFixture(t)
 		if _, err := f.run(t, "send_payment", msg, `{"recipient":"bob","amount":"5","asset":"USDC"}`); err != nil {
 			t.Errorf("%q: %v", msg, err)

@@ -108,7 +108,7 @@ func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool)
 		return nil, err
 	}
 	c, asset, amount := sp.chain, sp.asset, sp.amount.String()
-	if err := requireAmountStated(env, tool, a.str("amount")); err != nil {
+	if err := requireSpendStated(env, tool, a.str("amount"), sp.amount, asset, c, who, rc.display); err != nil {
 		return nil, err
 	}
 	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: sp.amount, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})

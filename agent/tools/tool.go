@@ -86,7 +86,17 @@ type Env struct {
 	// ErrNeedsConfirmation pass. Policy, approvals and the enclave's
 	// spending checks still apply.
 	Confirmed bool
-	Now       func() time.Time
+	// Earlier holds the user's own earlier messages of this conversation
+	// (the last few, joined by JoinEarlier): a follow-up ("again", "the
+	// same to carol", "send him 5 usdc") takes its amount, asset or
+	// recipient from them, and a payment that does needs the user's
+	// confirmation (ErrNeedsConfirmation); it never runs on them alone.
+	Earlier string
+	// ConfirmAbove is the owner's amount, by asset symbol, above which a
+	// payment made in chat needs the user's confirmation
+	// (policy.Policy.ConfirmAbove); nil: none.
+	ConfirmAbove map[string]string
+	Now          func() time.Time
 
 	Chains    ChainOps
 	Directory Directory

@@ -201,6 +201,9 @@ func describe(r result) string {
 // describeError explains a failed call in plain words.
 func describeError(r result) string {
 	msg := errorText(r.detail)
+	if q, ok := confirmQuestion(msg); ok {
+		return q
+	}
 	what := map[string]string{
 		"send_payment":  "send " + money(argStr(r, "amount"), argStr(r, "asset")) + " to " + argStr(r, "recipient"),
 		"pay_agent":     "pay " + argStr(r, "agent_name") + " " + money(argStr(r, "amount"), argStr(r, "asset")),
@@ -314,4 +317,62 @@ func strList(v any) []string {
 		}
 	}
 	return out
+}
+
+// confirmMarker is how a tool says a call waits for the user's yes
+// (tools.ErrNeedsConfirmation): "needs the user's confirmation (why): …;
+// to confirm: send 5 ETH to bob.veil on ethereum".
+const (
+	confirmMarker = "needs the user's confirmation"
+	confirmWhat   = "; to confirm: "
+)
+
+// confirmQuestion turns a needs-confirmation error into the question the
+// user answers with "yes" or "no".
+func confirmQuestion(msg string) (string, bool) {
+	i := strings.Index(msg, confirmMarker)
+	j := strings.LastIndex(msg, confirmWhat)
+	if i < 0 || j < 0 {
+		return "", false
+	}
+	what := strings.TrimRight(strings.TrimSpace(msg[j+len(confirmWhat):]), ".")
+	why := ""
+	if k := strings.Index(msg[i:], "("); k >= 0 {
+		if e := strings.Index(msg[i+k:], "):"); e >= 0 {
+			why = msg[i+k+1 : i+k+e]
+		}
+	}
+	var reasons []string
+	for _, w := range strings.Split(why, "; ") {
+		if w = confirmReasonWords(strings.TrimSpace(w)); w != "" {
+			reasons = append(reasons, w)
+		}
+	}
+	s := "Before any money moves, please confirm"
+	if len(reasons) > 0 {
+		s += " (" + strings.Join(reasons, "; ") + ")"
+	}
+	return s + fmt.Sprintf(": should I %s? Reply “yes” to go ahead or “no” to cancel; nothing has been sent yet.", what), true
+}
+
+func confirmReasonWords(w string) string {
+	switch {
+	case w == "":
+		return ""
+	case strings.HasPrefix(w, "the user did not say which asset"):
+		return "you didn't say which asset" + strings.TrimPrefix(w, "the user did not say which asset") + "; for dollars say USDC"
+	case strings.HasPrefix(w, "the user did not name "):
+		return "you didn't name " + strings.TrimPrefix(w, "the user did not name ")
+	case w == "the message corrects its own amount":
+		return "you corrected the amount"
+	case strings.HasPrefix(w, "the amount was written in other units"):
+		return "I converted the amount from the unit you wrote"
+	case strings.HasPrefix(w, "the amount comes from an earlier message"), w == "the asset comes from an earlier message":
+		return "it repeats what you said earlier"
+	case w == "the recipient comes from an earlier message":
+		return "the recipient is the one you named earlier"
+	case strings.HasPrefix(w, "it is more than"):
+		return w
+	}
+	return w
 }
