@@ -18,6 +18,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/llm"
+	"github.com/veilhq/veil/persistence"
 )
 
 // Chat limits (DESIGN.md).
@@ -58,6 +59,11 @@ type ToolCall struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
 	Detail string `json:"detail,omitempty"`
+	// The call as made, for the conversation state (convstate.go): its
+	// arguments, idempotency key, and whether it waits for the user's yes
+	// (tools.ErrNeedsConfirmation).
+	args, key    string
+	needsConfirm bool
 }
 
 // ChatReply is the spec's ChatResponse.
@@ -140,6 +146,11 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 
 	env := a.toolEnv(ctx, conv.ID)
 	env.UserText = c.Message
+	// The conversation's state: what follow-ups refer to, and an action
+	// waiting for the user's yes (convstate.go).
+	if w.state, err = a.beginTurn(ctx, conv.ID, convVersion != 0, history, &env); err != nil {
+		return nil, err
+	}
 	offered, defs := a.deps.tools(), a.deps.toolDefs
 	if defs == nil { // Deps not from Loader (tests)
 		defs = toolDefinitions(offered)
@@ -147,6 +158,10 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	msgs, err := a.prompt(ctx, env, history, c.Message)
 	if err != nil {
 		return nil, err
+	}
+	msgs = withState(msgs, w.state, a.deps.now())
+	if reply, done, err := a.answerPending(ctx, c, w, env, offered, defs, model, msgs); done {
+		return reply, err
 	}
 
 	var calls []ToolCall
@@ -170,6 +185,14 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 			return nil, err
 		}
 		results := a.runTools(ctx, env, offered, w.requestKey(c), turn, toolCalls)
+		for _, r := range results {
+			if movesValue(offered, r.Name) {
+				// A new request to move value replaces the action that
+				// waited for a yes (or drops it, when it failed).
+				w.state.Pending = nil
+			}
+			w.state.note(r, env, a.deps.now())
+		}
 		if err := a.deps.fail(FailAfterTools); err != nil {
 			return nil, err
 		}
@@ -210,6 +233,8 @@ type chatWriter struct {
 	version uint64 // the conversation's; 0 until it is stored
 	pending []Message
 	key     string // the request key, fixed at the first flush
+	// state is the conversation's state, written with every flush.
+	state *convState
 }
 
 // flush stores the held messages and msgs in one commit.
@@ -218,7 +243,15 @@ func (w *chatWriter) flush(ctx context.Context, msgs ...Message) error {
 	if len(all) == 0 {
 		return nil
 	}
-	v, err := w.a.appendMessages(ctx, w.conv, w.version, all...)
+	var extra []persistence.Op
+	if w.state != nil {
+		op, err := w.state.op(w.a, w.conv.ID)
+		if err != nil {
+			return err
+		}
+		extra = append(extra, op)
+	}
+	v, err := w.a.appendMessagesWith(ctx, w.conv, w.version, extra, all...)
 	if err != nil {
 		return err
 	}
@@ -300,7 +333,7 @@ func (a *Actor) execTool(ctx context.Context, env tools.Env, offered []tools.Too
 	res.Name = name
 	fail := func(err error) ToolCall {
 		raw, _ := json.Marshal(map[string]string{"error": err.Error()})
-		return ToolCall{Name: name, Status: "error", Detail: string(raw)}
+		return ToolCall{Name: name, Status: "error", Detail: string(raw), args: args, key: key, needsConfirm: errors.Is(err, tools.ErrNeedsConfirmation)}
 	}
 	defer func() {
 		// A tool that panics is a failed call, not a failed agent.
@@ -340,7 +373,7 @@ func (a *Actor) execTool(ctx context.Context, env tools.Env, offered []tools.Too
 			a.deps.Metrics.Payment(a.id, paid.Chain)
 		}
 	}
-	return ToolCall{Name: name, Status: "success", Detail: string(raw)}
+	return ToolCall{Name: name, Status: "success", Detail: string(raw), args: args, key: key}
 }
 
 func toolDefinitions(ts []tools.Tool) []llms.Tool {

@@ -109,6 +109,7 @@ func (a *Actor) deleteConversation(ctx context.Context, convID string) error {
 	_, err = a.deps.Store.Apply(ctx,
 		persistence.Delete(TableConversations, a.convKey(convID), persistence.AtVersion(version)),
 		persistence.DeletePrefix(TableMessages, a.msgPrefix(convID)),
+		persistence.DeletePrefix(TableConvState, a.convKey(convID)),
 	)
 	if err != nil {
 		return fmt.Errorf("agent %s: delete conversation: %w", a.id, err)
@@ -127,9 +128,16 @@ func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVers
 // appendMessages is AppendMessages answering the conversation's new
 // version, so that the next append needs no read.
 func (a *Actor) appendMessages(ctx context.Context, conv *Conversation, convVersion uint64, msgs ...Message) (uint64, error) {
+	return a.appendMessagesWith(ctx, conv, convVersion, nil, msgs...)
+}
+
+// appendMessagesWith is appendMessages committing extra ops (the
+// conversation's state) in the same commit.
+func (a *Actor) appendMessagesWith(ctx context.Context, conv *Conversation, convVersion uint64, extra []persistence.Op, msgs ...Message) (uint64, error) {
 	next := a.rec.clone()
 	now := a.deps.now()
-	ops := make([]persistence.Op, 0, len(msgs)+2)
+	ops := make([]persistence.Op, 0, len(msgs)+len(extra)+2)
+	ops = append(ops, extra...)
 	for _, m := range msgs {
 		next.LastMessageID++
 		if m.CreatedAt.IsZero() {

@@ -221,7 +221,8 @@ func readSentence(ws []word, sr [2]int, endsWithQ bool, pasteFrom int) []Clause 
 		sentence = Question
 	case !polite && startsWith(rest, ambiguousStarts):
 		sentence, formOnly = Ambiguous, true
-	case !polite && questionStarts[rest[0].low]:
+	case !polite && questionStarts[rest[0].low] && !(doImperative(rest) && !endsWithQ):
+		// "do it again", "do the same for carol" are requests, not questions.
 		sentence, formOnly = Question, true
 	case !polite && endsWithQ:
 		sentence, formOnly = Ambiguous, true
@@ -568,4 +569,9 @@ func skipFillers(cw []word) []word {
 		head++
 	}
 	return cw[head:]
+}
+
+// doImperative: "do it …", "do that …", "do the same …" open a request.
+func doImperative(ws []word) bool {
+	return len(ws) > 1 && ws[0].low == "do" && (ws[1].low == "it" || ws[1].low == "that" || ws[1].low == "this" || ws[1].low == "the" || ws[1].low == "so")
 }

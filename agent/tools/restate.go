@@ -53,6 +53,9 @@ func requireAmountStated(env *Env, tool, amount string) error {
 	if err != nil {
 		return err
 	}
+	if why == "" {
+		why = env.askFirst
+	}
 	if why != "" && !env.Confirmed {
 		return needsConfirmation(why, tool+" for "+amount)
 	}
@@ -146,8 +149,10 @@ func requireSpendStated(env *Env, tool, amountArg string, amount chains.Amount, 
 		return err
 	}
 	var whys []string
-	if why != "" {
-		whys = append(whys, why)
+	for _, w := range []string{why, env.askFirst} {
+		if w != "" {
+			whys = append(whys, w)
+		}
 	}
 	if !env.Explicit {
 		r := intent.Read(env.UserText)
@@ -274,6 +279,10 @@ func requireAddressStated(env *Env, tool, addr string) error {
 		})
 }
 
+// askFirstTools read Env.askFirst (requireAmountStated): only they may
+// pass the gate on a statement or an ambiguous request.
+var askFirstTools = map[string]bool{"send_payment": true, "pay_agent": true, "schedule_payment": true}
+
 // Gate is the money gate for a tool that moves value (Tool.MovesValue):
 // the user's message must hold at least one instruction to the agent.
 // The tools check the amount and address themselves (requireAmountStated,
@@ -296,11 +305,20 @@ func Gate(env *Env, tool string) error {
 		return nil
 	}
 	why := intent.Pasted
+	worst := intent.Instruction
 	if len(r.Clauses) > 0 {
 		why = r.Clauses[0].Mood
 		for _, c := range r.Clauses {
 			why = min(why, c.Mood)
+			worst = max(worst, c.Mood)
 		}
+	}
+	if worst <= intent.Ambiguous && askFirstTools[tool] && len(r.Clauses) > 0 {
+		// A statement or an ambiguous request ("I meant usdc", "pay bob
+		// 5?") is asked about: the payment tools, which read askFirst,
+		// make the call wait for the user's yes instead of refusing it.
+		env.askFirst = fmt.Sprintf("the message reads as %s, not as a request", why)
+		return nil
 	}
 	return fmt.Errorf("%w: the user's message is not an instruction to move money: %s (%s). Do not call %s: answer the user, or ask one confirming question", ErrNotConfirmed, why.Why(), why, tool)
 }

@@ -97,6 +97,9 @@ type Env struct {
 	// (policy.Policy.ConfirmAbove); nil: none.
 	ConfirmAbove map[string]string
 	Now          func() time.Time
+	// askFirst is set by Gate for a statement or an ambiguous request: the
+	// payment tools make such a call wait for the user's yes.
+	askFirst string
 
 	Chains    ChainOps
 	Directory Directory

@@ -15,6 +15,51 @@ type amount struct {
 	value, asset string
 	idx          int
 	neg          bool
+	// unknownUnit is a word after the number the planner cannot read as
+	// an asset or unit ("5 euros"): the request is asked about, not paid.
+	unknownUnit string
+}
+
+// afterNumber are words that may follow an amount without being its unit.
+var afterNumber = map[string]bool{
+	"to": true, "for": true, "and": true, "or": true, "on": true, "via": true, "over": true, "please": true, "pls": true,
+	"plz": true, "now": true, "each": true, "per": true, "from": true, "in": true, "of": true, "worth": true, "as": true,
+	"into": true, "today": true, "tonight": true, "right": true, "away": true, "back": true, "thanks": true, "thx": true,
+	"too": true, "also": true, "then": true, "total": true, "more": true, "less": true, "max": true, "maximum": true,
+	"at": true, "with": true, "by": true, "asap": true, "immediately": true, "instead": true, "only": true, "but": true,
+	"no": true, "not": true, "so": true, "if": true, "when": true, "again": true, "tip": true, "every": true, "until": true,
+	"till": true, "starting": true, "weekly": true, "daily": true, "monthly": true, "hourly": true, "is": true, "was": true,
+	"will": true, "should": true, "bucks": true, "usd": true, "the": true, "my": true, "his": true, "her": true, "their": true,
+	"a": true, "an": true, "this": true, "that": true, "it": true, "them": true, "him": true, "me": true, "us": true,
+	"you": true, "i": true, "we": true, "he": true, "she": true, "they": true, "yesterday": true, "tomorrow": true,
+	"later": true, "ago": true, "sent": true, "paid": true, "owed": true, "already": true, "first": true, "later,": true,
+	"units": true, "unit": true, "coins": true, "coin": true, "tokens": true, "token": true, "x": true, "times": true,
+	"left": true, "remaining": true, "dollar": true, "usdc": true, "name": true, "agent": true, "wallet": true,
+	"address": true, "invoice": true, "payment": true, "payments": true, "transfer": true, "transaction": true,
+}
+
+// unknownUnit: next, right after a number in a payment, is a word the
+// planner cannot read ("5 euros", "5 finneys"); the payment is asked
+// about instead of dropping the word (issue 33).
+func unknownUnit(next string, c clause) bool {
+	if next == "" || afterNumber[next] || isAssetWord(next) || chainNames[next] != "" || len(next) < 2 {
+		return false
+	}
+	for _, r := range next {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	if _, ok := intent.UnitOf(next); ok {
+		return false
+	}
+	rs, _ := recipients(c, false)
+	for _, r := range rs {
+		if strings.TrimSuffix(r, ".veil") == next {
+			return false
+		}
+	}
+	return true
 }
 
 var unitWords = map[string]bool{
@@ -49,6 +94,24 @@ func amounts(c clause, skip map[int]bool) []amount {
 			continue
 		}
 		if unitWords[next] || monthNames[next] > 0 || monthNames[prev] > 0 {
+			continue
+		}
+		if u, ok := intent.UnitOf(next); ok && next != "m" && next != "k" && next != "mm" && next != "bn" {
+			// "5 gwei", "50 cents", "2 thousand": the converted amount.
+			sv, ok := scaleValue(v, u)
+			if !ok || u.Asset != "" && asset != "" && asset != u.Asset {
+				out = append(out, amount{value: v, idx: i, unknownUnit: next})
+				continue
+			}
+			if asset == "" {
+				asset = u.Asset
+			}
+			out = append(out, amount{value: sv, asset: asset, idx: i + 1, neg: neg})
+			used = i + 2
+			continue
+		}
+		if unknownUnit(next, c) {
+			out = append(out, amount{value: v, asset: asset, idx: i, neg: neg, unknownUnit: next})
 			continue
 		}
 		switch prev {

@@ -130,6 +130,11 @@ func buildPay(c clause, inherit map[string]any) action {
 			chs = []string{ch}
 		}
 	}
+	for _, a := range amts {
+		if a.unknownUnit != "" {
+			return ask("pay", fmt.Sprintf("I don't know the unit “%s”, so I haven't sent anything. %s should I send, in which asset? For example “%s USDC” or “%s ETH”.", a.unknownUnit, qHowMuch, a.value, a.value))
+		}
+	}
 	value, q := checkAmounts("pay", amts, "the amount")
 	if q != nil {
 		return *q

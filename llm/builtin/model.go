@@ -108,6 +108,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	}
 	var content string
 	var calls []llms.ToolCall
+	st := readState(messages)
 	if results := collectResults(messages, h); len(results) > 0 {
 		var parts []string
 		for _, r := range results {
@@ -115,7 +116,11 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		}
 		// What the user asked that needed no tool call: questions, tools
 		// that were not offered.
-		for _, a := range plan(user, now) {
+		asked := plan(user, now)
+		if fa, ok := followUp(user, asked, st, now); ok {
+			asked = fa
+		}
+		for _, a := range asked {
 			if a.tool == "" {
 				switch a.kind {
 				case "greet", "help", "thanks", "unknown":
@@ -129,8 +134,12 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		content = strings.Join(parts, "\n\n")
 	} else {
 		acts := plan(user, now)
-		if say, ok := confirmed(messages, h, acts); ok {
+		if fa, ok := followUp(user, acts, st, now); ok {
+			acts = fa
+		} else if say, ok := confirmed(messages, h, acts); ok {
 			acts = []action{ask("gate", say)}
+		} else if a, ok := answerWithoutPending(user, acts); ok {
+			acts = []action{a}
 		}
 		if joined, ok := continued(messages, h, acts); ok {
 			if acts2 := plan(joined, now); hasCall(acts2) {

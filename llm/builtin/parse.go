@@ -35,6 +35,12 @@ func plan(text string, now time.Time) []action {
 	if len(text) > maxInput {
 		text = text[:maxInput]
 	}
+	if ownerRule(text) {
+		return []action{ask("rule", ownerRuleText)}
+	}
+	if fixed, ok := corrected(text); ok {
+		text = fixed
+	}
 	reading := intent.Read(text)
 	masked := reading.Masked
 	var out []action

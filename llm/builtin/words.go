@@ -1,9 +1,11 @@
 package builtin
 
 import (
+	"math/big"
 	"regexp"
 	"strings"
 
+	"github.com/veilhq/veil/agent/intent"
 	"github.com/veilhq/veil/chains"
 )
 
@@ -169,18 +171,37 @@ func parseNumber(raw string) (value, asset string, neg, ok bool) {
 	if num == "" || !reAnyDigit.MatchString(num) || !reNumber.MatchString(num) || len(num) > 40 {
 		return "", "", false, false
 	}
+	value = strings.ReplaceAll(num, ",", "")
+	if strings.HasPrefix(value, ".") {
+		value = "0" + value
+	}
 	if suffix != "" {
+		if u, ok := intent.UnitOf(suffix); ok && suffix != "m" {
+			// "2k", "5gwei", "$1.5k": the amount the unit makes, exactly.
+			if value, ok = scaleValue(value, u); !ok || (u.Asset != "" && asset != "" && asset != u.Asset) {
+				return "", "", false, false
+			}
+			if asset == "" {
+				asset = u.Asset
+			}
+			return value, asset, neg, true
+		}
 		sym, known := assets[suffix]
 		if !known || asset != "" {
 			return "", "", false, false
 		}
 		asset = sym
 	}
-	value = strings.ReplaceAll(num, ",", "")
-	if strings.HasPrefix(value, ".") {
-		value = "0" + value
-	}
 	return value, asset, neg, true
+}
+
+// scaleValue is the decimal value × 10^u.Exp, exactly.
+func scaleValue(value string, u intent.Unit) (string, bool) {
+	r, ok := new(big.Rat).SetString(value)
+	if !ok {
+		return "", false
+	}
+	return intent.DecimalString(intent.Scale(r, u.Exp))
 }
 
 // isZero reports whether a decimal string is zero.

@@ -28,7 +28,9 @@ POOLS = {
         yes=["yes", "yes go ahead", "yup", "go for it", "confirm it", "that's right, send it", "correct", "do it"],
         no=["no", "nah", "cancel it", "don't do it", "abort"],
         bare=["pay {n} {a}", "send {n} {a}", "give {n} {a}"],
-        asset_reply=["usdc", "in usdc"],
+        # "I meant usdc" was a dev miss (a statement the gate refused, so
+        # the ETH question stayed open): moved here, dev got a fresh phrasing.
+        asset_reply=["usdc", "in usdc", "I meant usdc"],
         repeat=["do it again", "again please", "repeat that"],
         same=["the same to {m}", "same for {m}"],
         correction=["send {a} usdc to {n}, no actually make it {b}", "pay {n} {a} usdc, sorry I meant {b}"],
@@ -49,7 +51,7 @@ POOLS = {
              "confirmed", "sounds good, go ahead", "y", "absolutely", "Yes!", "please do", "okay, send it"],
         no=["no", "cancel", "nope", "don't", "never mind", "no thanks", "forget it", "cancel that", "no, don't send it", "stop"],
         bare=["pay {n} {a}", "send {n} {a}", "send {a} to {n}", "can you pay {n} {a}", "transfer {a} to {n} please", "tip {n} {a}"],
-        asset_reply=["USDC please", "usdc", "in usdc", "I meant usdc"],
+        asset_reply=["USDC please", "usdc", "in usdc", "oh, in usdc instead"],
         repeat=["again", "same again", "send it again", "one more time", "do that again please", "repeat it"],
         same=["and the same to {m}", "do the same for {m}", "same to {m}", "now {m} too, same amount", "the same for {m} please"],
         correction=["send {a} usdc to {n}, no actually make it {b}", "transfer {a} usdc to {n}... scratch that, {b}",
