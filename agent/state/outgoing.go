@@ -298,7 +298,9 @@ func (s *Outgoing) Advance(ctx context.Context, id string, u tools.PaymentUpdate
 // advance is cur moved by u at now: the one place the forward-only rule
 // (tools.PaymentStatus.CanBecome) is applied to a record.
 func advance(cur tools.OutgoingPayment, u tools.PaymentUpdate, now time.Time) (tools.OutgoingPayment, bool, error) {
-	if u.Status == "" {
+	if u.Status == "" || behind(u.Status, cur.Status) {
+		// News the record is already past (the call's own answer after its
+		// settlement came): it may add a hash, never move the status back.
 		u.Status = cur.Status
 	}
 	if !cur.Status.CanBecome(u.Status) {
@@ -335,6 +337,18 @@ func advance(cur tools.OutgoingPayment, u tools.PaymentUpdate, now time.Time) (t
 		next.SettledAt = &now
 	}
 	return next, true, nil
+}
+
+// behind reports whether a record at status cur is already past news of
+// status u: pending or broadcast news for a record further on.
+func behind(u, cur tools.PaymentStatus) bool {
+	switch u {
+	case tools.PaymentPending:
+		return cur != tools.PaymentPending
+	case tools.PaymentBroadcast:
+		return cur.Final() && cur != tools.PaymentRefused
+	}
+	return false
 }
 
 // PaymentFilter selects Outgoing.List's records. Zero fields select all.

@@ -71,9 +71,10 @@ func TestOutgoingLifecycle(t *testing.T) {
 		{u: tools.PaymentUpdate{Status: tools.PaymentBroadcast, TxHash: "0x1"}, want: tools.PaymentBroadcast, moved: true},
 		{u: tools.PaymentUpdate{Status: tools.PaymentBroadcast, TxHash: "0x2"}, want: tools.PaymentBroadcast}, // fee bump: same record
 		{u: tools.PaymentUpdate{Status: tools.PaymentRefused}, want: tools.PaymentBroadcast, wantErr: ErrInvalidTransition},
-		{u: tools.PaymentUpdate{Status: tools.PaymentPending}, want: tools.PaymentBroadcast, wantErr: ErrInvalidTransition},
+		{u: tools.PaymentUpdate{Status: tools.PaymentPending}, want: tools.PaymentBroadcast}, // older news: no move back
 		{u: tools.PaymentUpdate{Status: tools.PaymentConfirmed, TxHash: "0x2", Confirmations: 3}, want: tools.PaymentConfirmed, moved: true},
 		{u: tools.PaymentUpdate{Status: tools.PaymentConfirmed, TxHash: "0x2", Confirmations: 3}, want: tools.PaymentConfirmed}, // told twice: once
+		{u: tools.PaymentUpdate{Status: tools.PaymentBroadcast, TxHash: "0x2"}, want: tools.PaymentConfirmed},                   // the call's answer after its settlement
 		{u: tools.PaymentUpdate{Status: tools.PaymentFailed, Reason: "x"}, want: tools.PaymentConfirmed, wantErr: ErrInvalidTransition},
 	}
 	for i, step := range steps {

@@ -111,6 +111,9 @@ func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool)
 	if err := requireSpendStated(env, tool, a.str("amount"), sp.amount, asset, c, who, rc.display); err != nil {
 		return nil, err
 	}
+	if err := checkRepeat(ctx, env, c, rc.metaFor(c), asset.Symbol, sp.amount, rc.display); err != nil {
+		return nil, err
+	}
 	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: sp.amount, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
 	if err != nil {
 		return notSent(ctx, env, err, amount, asset.Symbol, c, rc.display, env.IdempotencyKey, fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)))

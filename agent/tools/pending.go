@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/veilhq/veil/chains"
 )
@@ -90,6 +91,40 @@ func recordOf(ctx context.Context, env *Env, c chains.ID, key string) (OutgoingP
 func recordStatus(ctx context.Context, env *Env, c chains.ID, key string) (string, string) {
 	rec, _ := recordOf(ctx, env, c, key)
 	return rec.ID, string(rec.Status)
+}
+
+// RepeatWindow is how long after a payment confirmed a new request for
+// the same payment (recipient, asset, amount) asks first; one still on its
+// way (pending, broadcast) asks however old it is.
+const RepeatWindow = 10 * time.Minute
+
+// checkRepeat asks before a payment of amount asset on c to address
+// (shown as who) that repeats one still on its way or just confirmed
+// (docs/payments.md, "A second request"): ErrNeedsConfirmation, naming
+// the earlier payment. A retry under the same idempotency key is that
+// payment, not a repeat; a call the user confirmed (Env.Confirmed) and a
+// direct call (Env.Explicit: the caller's own instruction with its own
+// Idempotency-Key) pass.
+func checkRepeat(ctx context.Context, env *Env, c chains.ID, address, asset string, amount chains.Amount, who string) error {
+	if env.Confirmed || env.Explicit || env.Outgoing == nil {
+		return nil
+	}
+	recent, err := env.Outgoing.FindRecent(ctx, c, address, asset, amount, RepeatWindow)
+	if err != nil {
+		return fmt.Errorf("checking for the same payment on its way: %w", err)
+	}
+	for _, p := range recent {
+		if p.IdempotencyKey == env.IdempotencyKey {
+			continue
+		}
+		state := "is already on its way (" + string(p.Status) + ")"
+		if p.Status == PaymentConfirmed {
+			state = "was confirmed a few minutes ago"
+		}
+		return fmt.Errorf("%w: a payment of %s %s to %s on %s %s: payment %s, made %s. Sending it again would pay a second time. Nothing was sent now: ask the user whether they want a second payment of %s %s to %s; only if they confirm is it sent",
+			ErrNeedsConfirmation, amount, asset, clip(who, 40), c, state, p.ID, p.CreatedAt.UTC().Format(time.RFC3339), amount, asset, clip(who, 40))
+	}
+	return nil
 }
 
 // txText names a transaction in a notification: its explorer link, or
