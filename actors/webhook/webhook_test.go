@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veilhq/veil/internal/netguard"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -325,45 +326,6 @@ func TestFanOutScope(t *testing.T) {
 	}
 }
 
-func TestForbidden(t *testing.T) {
-	for _, tc := range []struct {
-		ip  string
-		bad bool
-	}{
-		{"127.0.0.1", true},
-		{"127.9.9.9", true},
-		{"10.1.2.3", true},
-		{"172.16.0.1", true},
-		{"172.31.255.255", true},
-		{"192.168.1.1", true},
-		{"169.254.169.254", true}, // AWS, GCP, Azure metadata
-		{"100.100.100.200", true}, // Alibaba metadata (CGNAT range)
-		{"0.0.0.0", true},
-		{"255.255.255.255", true},
-		{"224.0.0.1", true},
-		{"::1", true},
-		{"::", true},
-		{"fe80::1", true},
-		{"fd00:ec2::254", true}, // AWS IPv6 metadata
-		{"fc00::1", true},
-		{"::ffff:127.0.0.1", true},
-		{"::ffff:169.254.169.254", true},
-		{"64:ff9b::a9fe:a9fe", true}, // NAT64 of 169.254.169.254
-		{"2002:7f00:1::", true},      // 6to4 of 127.0.0.1
-		{"8.8.8.8", false},
-		{"1.1.1.1", false},
-		{"172.32.0.1", false},
-		{"2606:4700:4700::1111", false},
-		{"::ffff:8.8.8.8", false},
-		{"64:ff9b::808:808", false}, // NAT64 of 8.8.8.8
-	} {
-		bad, why := Forbidden(netip.MustParseAddr(tc.ip))
-		if bad != tc.bad {
-			t.Errorf("Forbidden(%s) = %v (%s), want %v", tc.ip, bad, why, tc.bad)
-		}
-	}
-}
-
 func TestCheckURL(t *testing.T) {
 	for _, tc := range []struct {
 		url, want    string
@@ -385,6 +347,28 @@ func TestCheckURL(t *testing.T) {
 		{url: "http://localhost:9000/"},
 		{url: "http://api.localhost/"},
 		{url: "http://10.0.0.5/hook"},
+		{url: "http://[::1%25lo]:8080/x"}, // the zone bypass of round three
+		{url: "http://[::1%251]:8080/x"},
+		{url: "http://[fe80::1%25lo]/x"},
+		{url: "http://[fd00:ec2::254%25lo]/latest"},
+		{url: "http://[::ffff:127.0.0.1]/"},
+		{url: "http://[64:ff9b::a9fe:a9fe]/"},
+		{url: "http://[2002:7f00:1::]/"},
+		{url: "http://2130706433/"},
+		{url: "http://0177.0.0.1/"},
+		{url: "http://0x7f.1/"},
+		{url: "http://127.0.0.1./"},
+		{url: "http://localhost./"},
+		{url: "http://100.64.0.1/"},
+		{url: "http://198.18.0.1/"},
+		{url: "http://192.0.2.1/"},
+		{url: "http://224.0.0.1/"},
+		{url: "http://255.255.255.255/"},
+		{url: "http://0.0.0.0/"},
+		{url: "http://[::]/"},
+		{url: "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/"},
+		{url: "https://example.com./hook", ok: true, want: "https://example.com./hook"},
+		{url: "https://[2606:4700:4700::1111]/hook", ok: true, want: "https://[2606:4700:4700::1111]/hook"},
 		{url: "http://127.0.0.1:8080/", allowPrivate: true, ok: true, want: "http://127.0.0.1:8080/"},
 		{url: "https://example.com/" + strings.Repeat("a", MaxURLLen)},
 	} {
@@ -407,6 +391,12 @@ func TestDialRefusesPrivateAfterDNS(t *testing.T) {
 		rcv.srv.URL,                      // 127.0.0.1 literal
 		"http://localhost:" + port + "/", // a name resolving to loopback
 		"http://[::ffff:127.0.0.1]:" + port + "/",
+		"http://[::1%25lo]:" + port + "/",
+		"http://[::1%251]:" + port + "/",
+		"http://2130706433:" + port + "/",
+		"http://0x7f.1:" + port + "/",
+		"http://127.0.0.1.:" + port + "/",
+		"http://localhost.:" + port + "/",
 	} {
 		resp, err := NewClient(false, 5*time.Second).Post(target, "application/json", strings.NewReader("{}"))
 		if err == nil {
@@ -436,6 +426,66 @@ func TestDialRefusesPrivateAfterDNS(t *testing.T) {
 	}
 }
 
+// dnsAnswers is a resolver with fixed answers.
+type dnsAnswers map[string][]string
+
+func (d dnsAnswers) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, s := range d[host] {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	if out == nil {
+		return nil, errors.New("no such host")
+	}
+	return out, nil
+}
+
+// TestDeliveryRefusesEveryClassAtDialTime: a webhook whose name later
+// resolves to an address of each refused class (or to a public and a
+// private one at once) is never delivered: every attempt fails with the
+// classifier's reason and the receiver sees nothing.
+func TestDeliveryRefusesEveryClassAtDialTime(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
+	defer st.Close()
+	clk := &clock{now: t0}
+	rcv := newReceiver(t)
+	_, port, _ := strings.Cut(strings.TrimPrefix(rcv.srv.URL, "http://"), ":")
+	classes := dnsAnswers{
+		"loopback.test": {"127.0.0.1"}, "loopback6.test": {"::1"}, "private.test": {"10.0.0.1"},
+		"linklocal.test": {"169.254.169.254"}, "ula.test": {"fd00:ec2::254"}, "zoned.test": {"fe80::1%lo"},
+		"mapped.test": {"::ffff:127.0.0.1"}, "compat.test": {"::7f00:1"}, "nat64.test": {"64:ff9b::7f00:1"},
+		"sixtofour.test": {"2002:7f00:1::1"}, "teredo.test": {"2001:0:4136:e378:8000:63bf:3fff:fdd2"},
+		"unspecified.test": {"0.0.0.0"}, "broadcast.test": {"255.255.255.255"}, "multicast.test": {"224.0.0.1"},
+		"cgnat.test": {"100.64.0.1"}, "bench.test": {"198.18.0.1"}, "doc.test": {"192.0.2.1"}, "doc6.test": {"2001:db8::1"},
+		"mixed.test": {"8.8.8.8", "127.0.0.1"},
+	}
+	reg := NewRegistry(st, clk.Now)
+	hooks := map[string]string{}
+	for name := range classes {
+		h, err := reg.Create(ctx, "acct", "http://"+name+":"+port+"/", nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooks[h.ID] = name
+	}
+	notify(t, st, "acct", "a", "withdrawal", t0)
+	client := newClient(&netguard.Dialer{Resolver: classes, Timeout: 5 * time.Second}, 5*time.Second)
+	rep, err := NewDeliverer(Options{Store: st, Now: clk.Now, Client: client}).RunOnce(ctx)
+	if err != nil || rep.Retry != len(classes) {
+		t.Fatalf("%+v %v: want %d retries", rep, err, len(classes))
+	}
+	for id, name := range hooks {
+		ds, _ := reg.Deliveries(ctx, "acct", id, 1)
+		if len(ds) != 1 || !strings.Contains(ds[0].LastError, "not on the public internet") {
+			t.Errorf("%s: deliveries %+v", name, ds)
+		}
+	}
+	if len(rcv.requests()) != 0 {
+		t.Fatal("the receiver was reached")
+	}
+}
+
 // A delivery to a refused address is a failed attempt with a reason the
 // owner can read, retried like any other.
 func TestDeliveryToForbiddenAddressIsRetried(t *testing.T) {
@@ -454,7 +504,7 @@ func TestDeliveryToForbiddenAddressIsRetried(t *testing.T) {
 		t.Fatalf("%+v %v", rep, err)
 	}
 	ds, _ := reg.Deliveries(ctx, "acct", hook.ID, 1)
-	if !strings.Contains(ds[0].LastError, "not allowed") || strings.Contains(ds[0].LastError, "localhost:") {
+	if !strings.Contains(ds[0].LastError, "not on the public internet") || strings.Contains(ds[0].LastError, "localhost:") {
 		t.Fatalf("last error %q", ds[0].LastError)
 	}
 	if len(rcv.requests()) != 0 {

@@ -3,20 +3,19 @@ package tools
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
-	"syscall"
 	"time"
+
+	"github.com/veilhq/veil/internal/netguard"
 )
 
 // ErrPrivateAddress reports a fetch to an address that is not on the
 // public internet (loopback, private, link-local, CGNAT, multicast,
-// unspecified): the server's own network is not the agent's to browse.
-var ErrPrivateAddress = errors.New("the address is not on the public internet")
+// unspecified, ...): the server's own network is not the agent's to browse.
+// It is internal/netguard's, the one classifier of every outbound
+// connection made on a user's behalf.
+var ErrPrivateAddress = netguard.ErrNotPublic
 
 // WebOptions configure NewWebClient.
 type WebOptions struct {
@@ -30,25 +29,14 @@ type WebOptions struct {
 // NewWebClient is the tools' HTTP client when Env.HTTP is nil
 // (webClient): it never follows a redirect (a payment header must not
 // travel to a host the user did not name; the tool reports the 3xx), and
-// unless AllowPrivate it refuses, at dial time (after DNS, so a name
-// cannot point it inside), every address that is not public.
+// unless AllowPrivate it dials through netguard.Dialer: a literal host in
+// any spelling is judged, a name's whole DNS answer must be public, and
+// the checked addresses are dialled, not the name again.
 func NewWebClient(o WebOptions) *http.Client {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	d := &net.Dialer{Timeout: 10 * time.Second}
-	if !o.AllowPrivate {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
-			}
-			if !publicAddr(ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
-			}
-			return nil
-		}
-	}
+	d := &netguard.Dialer{AllowPrivate: o.AllowPrivate, Timeout: 10 * time.Second}
 	tr := &http.Transport{
 		Proxy: nil, DialContext: d.DialContext, ForceAttemptHTTP2: true,
 		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 20 * time.Second, MaxIdleConns: 16, IdleConnTimeout: 60 * time.Second,
@@ -57,13 +45,6 @@ func NewWebClient(o WebOptions) *http.Client {
 		Transport: tr, Timeout: o.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast() && !cgnat.Contains(a)
 }
 
 // fetchTimeout bounds one request a tool sends to another server, its
