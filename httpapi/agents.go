@@ -94,6 +94,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, agent.ErrBadDecision):
 		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, agent.ErrBadFilter): // lists.go checks first: rare
+		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), agent.ErrBadFilter.Error()+": "), Err: err}
 	case errors.Is(err, agent.ErrReplayed):
 		return &Error{Status: http.StatusBadRequest, Message: "this signature was already used: sign a new message (with a new Issued At)", Err: err}
 	case errors.Is(err, policy.ErrInvalid):

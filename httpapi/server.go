@@ -184,6 +184,7 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit)
 		s.agentRoutes(r)
+		s.listRoutes(r) // lists.go: invoices (and payments), paged
 		s.consoleRoutes(r)
 		s.ownerRoutes(r)
 		s.mcpRoutes(r)

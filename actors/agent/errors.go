@@ -49,6 +49,11 @@ var (
 	ErrApprovalDecided = errors.New("this payment was already decided")
 	// ErrBadDecision: decision is neither approve nor deny (400).
 	ErrBadDecision = errors.New(`decision must be "approve" or "deny"`)
+
+	// ErrBadFilter: a list's filter, limit or cursor is not valid (400);
+	// the message says which and what to send. httpapi checks the same
+	// rules before it asks (lists.go).
+	ErrBadFilter = errors.New("bad list filter")
 )
 
 // ModelError is a failure of the model provider (502). It crosses the wire
@@ -85,4 +90,5 @@ var sentinelCodes = []sentinelCode{
 	{"agent.bad-decision", ErrBadDecision},
 	{"agent.not-on-chain", ErrNotOnChain},
 	{"agent.bad-tool-call", ErrBadToolCall},
+	{"agent.bad-filter", ErrBadFilter},
 }

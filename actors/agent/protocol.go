@@ -139,6 +139,7 @@ func protocol() []route {
 		on((*Actor).publicInvoice).missing(ErrInvoiceNotFound),
 		on((*Actor).claimInvoicePaid).missing(ErrInvoiceNotFound),
 		on((*Actor).payX402).missing(ErrInvoiceNotFound), // x402.go
+		on((*Actor).listInvoices),                        // lists.go
 		on(func(a *Actor, ctx context.Context, _ *ListSchedules) ([]tools.Schedule, error) {
 			return a.listSchedules(ctx)
 		}),

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/agent/state"
+)
+
+// The lists people page through (docs/api.md, "Lists and paging"): one
+// page per request, newest first, with an opaque cursor to the next.
+
+func (s *Server) listRoutes(r chi.Router) {
+	r.Method(http.MethodGet, "/agent/{id}/invoices", asks(s, http.StatusOK, listInvoices))
+}
+
+// listInvoices reads GET /agent/:id/invoices?status=&since=&limit=&cursor=.
+// A bad filter is a 400 that asks nothing of the agent.
+func listInvoices(r *http.Request, acc string) (*agent.ListInvoices, error) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	if err := state.CheckInvoiceStatus(status); err != nil {
+		return nil, Errorf(http.StatusBadRequest, "status %q is not one of pending, paid, expired (pending: can still be paid; expired: unpaid past its expiresAt)", truncate(status, 40))
+	}
+	page, err := readPage(q)
+	if err != nil {
+		return nil, err
+	}
+	return &agent.ListInvoices{AccountID: acc, Filter: state.InvoiceFilter{Status: status, Since: page.since, After: page.after, Limit: page.limit}}, nil
+}
+
+// pageQuery is what every paged list reads from its query: since, limit
+// and cursor.
+type pageQuery struct {
+	since time.Time
+	after state.Cursor
+	limit int
+}
+
+// readPage reads since (RFC 3339, or a date: that day's midnight UTC),
+// limit (1 to state.MaxPageLimit; absent: state.DefaultPageLimit) and
+// cursor (a nextCursor this API gave out). Each wrong one is a 400 naming
+// it.
+func readPage(q url.Values) (pageQuery, error) {
+	var p pageQuery
+	if v := q.Get("since"); v != "" {
+		t, err := parseSince(v)
+		if err != nil {
+			return p, Errorf(http.StatusBadRequest, "since %q is not a time: send RFC 3339 (2026-01-02T15:04:05Z) or a date (2026-01-02, midnight UTC)", truncate(v, 40))
+		}
+		p.since = t
+	}
+	p.limit = state.DefaultPageLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > state.MaxPageLimit {
+			return p, Errorf(http.StatusBadRequest, "limit %q is not a whole number from 1 to %d", truncate(v, 20), state.MaxPageLimit)
+		}
+		p.limit = n
+	}
+	c, err := state.ParseCursor(q.Get("cursor"))
+	if err != nil {
+		return p, Errorf(http.StatusBadRequest, "cursor is not one this API gave out: pass nextCursor from the previous page unchanged (or leave it out for the first page)")
+	}
+	p.after = c
+	return p, nil
+}
+
+func parseSince(v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	t, err := time.Parse(time.DateOnly, v)
+	return t.UTC(), err
+}
