@@ -276,6 +276,8 @@ type Invoice struct {
 	CreatedAt   time.Time `json:"createdAt"`
 	Chain       string    `json:"chain,omitempty"`
 	PayTo       string    `json:"payTo,omitempty"`
+	// ExpiresAt is when the invoice stops accepting payment (nil: never).
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // Notification types named by the spec and DESIGN.md.

@@ -208,6 +208,19 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	wait("approval waiting", `#approvals tr[data-approval] button.approve`)
 	wait("invoice with its pay page", `#invoices tr[data-invoice] a[href*="/pay/"]`)
+	// The invoices come from GET /agent/:id/invoices, filtered by status.
+	pickStatus := func(status string) {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.Evaluate[chromedp.Void](`(function () {
+			var s = document.getElementById("invoice-status"); s.value = `+jsString(status)+`; s.dispatchEvent(new Event("change"));
+		})()`)); err != nil {
+			t.Fatalf("status %s: %v\n%s", status, err, dump())
+		}
+	}
+	pickStatus("paid")
+	poll("no paid invoice", `document.getElementById("invoices-note").textContent === "No paid invoices." && document.querySelectorAll("#invoices tr[data-invoice]").length === 0 ? "ok" : null`)
+	pickStatus("pending")
+	poll("the pending invoice", `(function () { var r = document.querySelectorAll('#invoices tr[data-invoice][data-status="pending"]'); return r.length === 1 && r[0].textContent.indexOf("logo design") >= 0 ? "ok" : null; })()`)
 	wait("schedule", `#schedules tr[data-schedule] .pill.active`)
 	consoleShot(t, bctx, "money")
 	// Pause and resume the schedule.

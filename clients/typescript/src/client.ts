@@ -4,7 +4,7 @@ import type { Signer } from "./signers.js";
 import type {
   AgentInfo, AgentStatus, Approval, ApprovalDecision, Attestation, ChatRequest, ChatResponse, Conversation,
   CreateAgentRequest, CreateAgentResponse, CreateWebhookRequest, DecideApprovalRequest, ExportRequest, ExportResponse,
-  Health, Invoice, Message, Notification, NotificationList, PayView, PolicyPreview, PolicyView, Readiness, Schedule,
+  Health, Invoice, InvoicePage, Message, Notification, NotificationList, PayView, PolicyPreview, PolicyView, Readiness, Schedule,
   SetPolicyRequest, SpendingPolicy, TEEInfo, Webhook, WebhookDelivery,
 } from "./types.js";
 
@@ -78,6 +78,24 @@ interface Call {
 }
 
 const enc = encodeURIComponent;
+
+/** The status filter of listInvoices: a stored status, or expired (unpaid past expiresAt; its status stays pending). */
+export type InvoiceStatusFilter = "pending" | "paid" | "expired";
+
+/** Filters and paging of a list (docs/api.md, "Lists and paging"). */
+export interface ListQuery<S extends string = string> {
+  status?: S;
+  /** Only what was created at or after it: a Date, or RFC 3339 / YYYY-MM-DD text. */
+  since?: Date | string;
+  /** The page's size, 1 to 100 (default 50). */
+  limit?: number;
+  /** The previous page's nextCursor, unchanged. */
+  cursor?: string;
+}
+
+function listQuery(q: ListQuery): Call["query"] {
+  return { status: q.status, since: q.since instanceof Date ? q.since.toISOString() : q.since, limit: q.limit, cursor: q.cursor };
+}
 
 /**
  * Veil is a client of one Veil server with one API key.
@@ -226,6 +244,22 @@ export class Veil {
   /** POST /invoice/:id/paid, with {txHash} when given (the server verifies it on chain). Idempotent: retried. */
   markInvoicePaid(invoiceId: string, txHash?: string, opts?: CallOptions): Promise<Invoice> {
     return this.#do({ method: "POST", path: `/invoice/${enc(invoiceId)}/paid`, body: txHash ? { txHash } : undefined, retryable: true, opts });
+  }
+
+  /** GET /agent/:id/invoices: one page of the agent's invoices, newest first (status pending: can still be paid; expired: unpaid past expiresAt). Pass the page's nextCursor as query.cursor for the next one. */
+  listInvoices(id: string, query: ListQuery<InvoiceStatusFilter> = {}, opts?: CallOptions): Promise<InvoicePage> {
+    return this.#get(`/agent/${enc(id)}/invoices`, opts, listQuery(query));
+  }
+
+  /** Every invoice query selects, page by page (listInvoices following nextCursor), newest first. */
+  async *invoices(id: string, query: ListQuery<InvoiceStatusFilter> = {}, opts?: CallOptions): AsyncGenerator<Invoice> {
+    let q = { ...query };
+    for (;;) {
+      const page = await this.listInvoices(id, q, opts);
+      yield* page.invoices;
+      if (!page.nextCursor || page.nextCursor === q.cursor) return;
+      q = { ...q, cursor: page.nextCursor };
+    }
   }
 
   /** GET /pay/:id/status: the pay page's view of an invoice (no API key needed). */

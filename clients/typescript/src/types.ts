@@ -20,6 +20,7 @@ export type ToolCall = S["ToolCall"];
 export type Conversation = S["Conversation"];
 export type Message = S["Message"];
 export type Invoice = S["Invoice"];
+export type InvoicePage = S["InvoicePage"];
 export type Notification = S["Notification"];
 export type NotificationList = S["NotificationList"];
 export type Schedule = S["Schedule"];

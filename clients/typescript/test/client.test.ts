@@ -172,6 +172,31 @@ test("invoices: made in chat, read, its pay page status, and paid refused while 
   await assert.rejects(veil.markInvoicePaid(id), (e: unknown) => isVeilError(e, 400) && /no payment/.test((e as Error).message));
 });
 
+test("invoices list: newest first, filtered, paged by cursor to the end; a bad filter is a 400", async () => {
+  const id = agents.evm.id;
+  const made: string[] = [];
+  for (const memo of ["ts list a", "ts list b", "ts list c"]) {
+    const out = await veil.chat(id, { message: `invoice 0.001 ETH memo "${memo}"` });
+    made.push((toolCall(out, "create_invoice") as { id: string }).id);
+  }
+  const first = await veil.listInvoices(id, { limit: 2 });
+  assert.equal(first.invoices.length, 2);
+  assert.equal(first.invoices[0]!.id, made[2]);
+  assert.ok(first.nextCursor);
+  const second = await veil.listInvoices(id, { limit: 2, cursor: first.nextCursor });
+  assert.ok(!second.invoices.some((i) => first.invoices.some((j) => j.id === i.id)), "a page repeats an invoice");
+  const all: string[] = [];
+  for await (const inv of veil.invoices(id, { limit: 1, status: "pending" })) all.push(inv.id);
+  for (const m of made) assert.ok(all.includes(m), `${m} not listed`);
+  assert.deepEqual(all.slice(0, 3), [...made].reverse());
+  assert.equal((await veil.listInvoices(id, { status: "paid" })).invoices.length, 0);
+  const later = new Date(Date.now() + 3600_000);
+  assert.deepEqual(await veil.listInvoices(id, { since: later }), { invoices: [] });
+  await assert.rejects(veil.listInvoices(id, { limit: 101 }), (e: unknown) => isVeilError(e, 400) && /limit/.test((e as Error).message));
+  await assert.rejects(veil.listInvoices(id, { cursor: "nope" }), (e: unknown) => isVeilError(e, 400) && /cursor/.test((e as Error).message));
+  await assert.rejects(veil.listInvoices(id, { status: "open" as "paid" }), (e: unknown) => isVeilError(e, 400));
+});
+
 test("schedules: made in chat, paused, resumed, cancelled", async () => {
   const id = agents.evm.id;
   const out = await veil.chat(id, { message: `pay ${names.evmPayee} 0.001 ETH weekly` });

@@ -55,25 +55,16 @@ export const paths = {
   schedule: (id, s, action) => "/agent/" + enc(id) + "/schedules/" + enc(s) + "/" + action,
   approvals: (id, status) => "/agent/" + enc(id) + "/approvals" + (status ? "?status=" + enc(status) : ""),
   approval: (id, a) => "/agent/" + enc(id) + "/approvals/" + enc(a),
-  mcp: (id) => "/agent/" + enc(id) + "/mcp",
+  // invoices: one page; q = {status, since, limit, cursor}, each optional.
+  invoices: (id, q) => "/agent/" + enc(id) + "/invoices" + query(q),
 };
 
-let rpcID = 0;
-
-// tool runs one of the agent's read tools through its MCP endpoint (the
-// same tools the chat runs, e.g. check_invoices) and answers its result.
-export async function tool(agentID, name, args = {}) {
-  const r = await call("POST", paths.mcp(agentID),
-    { jsonrpc: "2.0", id: ++rpcID, method: "tools/call", params: { name, arguments: args } },
-    { Accept: "application/json, text/event-stream" });
-  if (r.error) throw new APIError(500, r.error.message);
-  const res = r.result || {};
-  let out = res.structuredContent;
-  if (!out && res.content && res.content[0] && res.content[0].text) {
-    try { out = JSON.parse(res.content[0].text); } catch { out = res.content[0].text; }
-  }
-  if (res.isError) throw new APIError(400, typeof out === "string" ? out : JSON.stringify(out));
-  return out;
+// query is "?k=v&…" of q's non-empty values ("" when none).
+function query(q) {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q || {})) if (v !== undefined && v !== null && v !== "") p.set(k, String(v));
+  const s = p.toString();
+  return s ? "?" + s : "";
 }
 
 // stream reads the agent's notification stream (server-sent events over

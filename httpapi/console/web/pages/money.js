@@ -1,11 +1,11 @@
 // Money: payments received and sent over time (from the agent's
 // notifications: the public API keeps no other history of sent payments),
-// invoices with their status and pay page (the agent's check_invoices
-// tool, over its MCP endpoint), schedules with their next runs, and the
+// invoices with their status and pay page (GET /agent/:id/invoices, a page
+// at a time), schedules with their next runs, and the
 // payments waiting for the owner's approval, decided by signing in the
 // browser wallet.
 import { h, fill, link, card, amount, errorBox, pill, when, short } from "../dom.js";
-import { get, post, tool, paths } from "../api.js";
+import { get, post, paths } from "../api.js";
 import { connect, sign, approvalMessage } from "../wallet.js";
 import { chart } from "../chart.js";
 import { txHref } from "./explorer.js";
@@ -97,19 +97,43 @@ function txCell(p) {
   return h("a", { href: p.href, rel: "noopener noreferrer", target: "_blank", class: "tx-link" }, text);
 }
 
+// invoices lists the agent's invoices a page at a time (GET
+// /agent/:id/invoices), filtered by status; "More" follows nextCursor.
 async function invoices(agent, box) {
-  const res = await tool(agent.id, "check_invoices");
-  const list = (res && res.invoices) || [];
-  fill(box,
-    h("p", { class: "muted" }, `${res.count} invoice(s): ${res.pending} pending, ${res.paid} paid.`),
-    list.length === 0 ? null : h("table", { id: "invoices" }, h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", {}, "Amount"), h("th", {}, "Memo"), h("th", {}, "Status"), h("th", {}, "Pay page"), h("th", {}, "Transaction"))),
-      h("tbody", {}, list.map((inv) => h("tr", { "data-invoice": inv.id },
+  const pick = h("select", { id: "invoice-status" },
+    [["", "All"], ["pending", "Pending"], ["paid", "Paid"], ["expired", "Expired"]].map(([v, t]) => h("option", { value: v }, t)));
+  const body = h("tbody", {});
+  const table = h("table", { id: "invoices" }, h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", {}, "Amount"), h("th", {}, "Memo"), h("th", {}, "Status"), h("th", {}, "Pay page"), h("th", {}, "Transaction"))), body);
+  const note = h("p", { class: "muted", id: "invoices-note" });
+  const more = h("button", { class: "secondary", id: "invoices-more", hidden: true }, "More");
+  let cursor = "";
+  const load = async (reset) => {
+    if (reset) { cursor = ""; body.replaceChildren(); }
+    more.disabled = true;
+    const page = await get(paths.invoices(agent.id, { status: pick.value, cursor, limit: 25 }));
+    const now = Date.now();
+    for (const inv of page.invoices || []) {
+      const expired = inv.status === "pending" && inv.expiresAt && Date.parse(inv.expiresAt) <= now;
+      body.append(h("tr", { "data-invoice": inv.id, "data-status": expired ? "expired" : inv.status },
         h("td", {}, when(inv.createdAt)),
         h("td", {}, amount(inv.amount, inv.asset)),
         h("td", {}, inv.memo),
-        h("td", {}, pill(inv.status)),
+        h("td", {}, pill(expired ? "expired" : inv.status)),
         h("td", {}, h("a", { href: inv.paymentLink, target: "_blank", rel: "noopener" }, "pay page")),
-        h("td", {}, inv.txHash ? link(txHref(inv.txHash, inv.chain), h("code", {}, short(inv.txHash))) : ""))))));
+        h("td", {}, inv.txHash ? link(txHref(inv.txHash, inv.chain), h("code", {}, short(inv.txHash))) : "")));
+    }
+    cursor = page.nextCursor || "";
+    more.hidden = !cursor;
+    more.disabled = false;
+    table.hidden = body.children.length === 0;
+    fill(note, body.children.length === 0 ? (pick.value ? "No " + pick.value + " invoices." : "No invoices yet. Ask the agent in chat, e.g. “create an invoice for 5 USDC for logo design”.") :
+      body.children.length + " invoice(s)" + (cursor ? ", more below." : "."));
+  };
+  const fail = (e) => box.append(errorBox(e));
+  pick.addEventListener("change", () => load(true).catch(fail));
+  more.addEventListener("click", () => load(false).catch(fail));
+  fill(box, h("label", { class: "row" }, "Status", pick), note, table, more);
+  await load(true);
 }
 
 async function schedules(agent, box, reload) {
