@@ -181,18 +181,30 @@ func (d *Devnet) dispatch(ctx context.Context, method string, ps []json.RawMessa
 			return nil, err
 		}
 		d.mu.Lock()
-		a := d.accounts[k]
-		var v any
-		if a != nil {
-			data := []any{base64.StdEncoding.EncodeToString(a.Data), "base64"}
-			if opts.Encoding == "base58" {
-				data = []any{base58.Encode(a.Data), "base58"}
-			}
-			v = map[string]any{"lamports": a.Lamports, "owner": a.Owner.String(), "data": data, "executable": a.Executable,
-				"rentEpoch": uint64(18446744073709551615), "space": len(a.Data)}
-		}
+		v := accountJSON(d.accounts[k], opts.Encoding)
 		d.mu.Unlock()
 		return d.ctxValue(v), nil
+	case "getMultipleAccounts":
+		// As getAccountInfo for up to 100 keys, null for each missing
+		// one (wallet libraries such as @solana/pay read the sender and
+		// the recipient this way).
+		var ks []solanago.PublicKey
+		var opts struct {
+			Encoding string `json:"encoding"`
+		}
+		if err := params(ps, &ks, &opts); err != nil {
+			return nil, err
+		}
+		if len(ks) > 100 {
+			return nil, invalidParams("Too many inputs provided; max 100")
+		}
+		out := make([]any, len(ks))
+		d.mu.Lock()
+		for i, k := range ks {
+			out[i] = accountJSON(d.accounts[k], opts.Encoding)
+		}
+		d.mu.Unlock()
+		return d.ctxValue(out), nil
 	case "getTokenAccountBalance":
 		var k solanago.PublicKey
 		if err := params(ps, &k); err != nil {
@@ -377,6 +389,19 @@ func (d *Devnet) signaturesFor(ctx context.Context, k solanago.PublicKey, limit 
 		}
 	}
 	return out, nil
+}
+
+// accountJSON is an account as getAccountInfo answers it (nil: null).
+func accountJSON(a *account, encoding string) any {
+	if a == nil {
+		return nil
+	}
+	data := []any{base64.StdEncoding.EncodeToString(a.Data), "base64"}
+	if encoding == "base58" {
+		data = []any{base58.Encode(a.Data), "base58"}
+	}
+	return map[string]any{"lamports": a.Lamports, "owner": a.Owner.String(), "data": data, "executable": a.Executable,
+		"rentEpoch": uint64(18446744073709551615), "space": len(a.Data)}
 }
 
 func tokenJSON(ts []tokenBalance) []any {
