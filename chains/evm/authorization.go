@@ -175,7 +175,7 @@ func (c *Connector) SettleAuthorization(ctx context.Context, submitter chains.Ke
 	}
 	rc, err := c.WaitMined(ctx, r.TxHash)
 	if err != nil {
-		return chains.TxResult{}, err
+		return r, c.OutcomeUnknown(key, r.TxHash, "receipt", err)
 	}
 	if rc.Status != types.ReceiptStatusSuccessful {
 		return chains.TxResult{}, c.refused("the settlement %s reverted", r.TxHash)

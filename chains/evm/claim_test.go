@@ -71,7 +71,7 @@ func refusedAndTakenUp(t *testing.T, takeUp string) {
 	if retryErr != nil || retried.TxHash == "" {
 		t.Fatalf("the retry through the other member: %+v %v; want the recorded transaction", retried, retryErr)
 	}
-	if err == nil || !errors.Is(err, chains.ErrUnavailable) || r.TxHash != retried.TxHash {
+	if err == nil || !errors.Is(err, chains.ErrOutcomeUnknown) || r.TxHash != retried.TxHash {
 		t.Fatalf("the refused first attempt answered %+v, %v; want the recorded transaction and a retriable error, not a failure", r, err)
 	}
 	if n, err := other.PendingCount(ctx); err != nil || n != 1 {

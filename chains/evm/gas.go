@@ -105,7 +105,9 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 	}
 	rc, err := c.WaitMined(ctx, r.TxHash)
 	if err != nil {
-		return nil, err
+		// The gas transfer is recorded and may be mined: it is a payment
+		// of its own (key gas/<key>), and the withdrawal is not signed yet.
+		return nil, c.OutcomeUnknown(gasKey, r.TxHash, "gas transfer receipt", err)
 	}
 	if rc.Status != types.ReceiptStatusSuccessful {
 		return nil, fmt.Errorf("evm: %s: the gas transfer %s to %s reverted", c.cfg.Chain, r.TxHash, src.Hex())

@@ -136,10 +136,46 @@ func (c *Connector) lookup(ctx context.Context, key, fp string) (chains.TxResult
 		return chains.TxResult{}, false, err
 	}
 	r, err := c.recorded(rec, fp)
-	if err == nil {
-		_, err = c.claim(ctx, rec)
+	if err != nil {
+		return r, true, err
 	}
-	return r, true, err
+	if _, err := c.claim(ctx, rec); err != nil {
+		return r, true, c.OutcomeUnknown(c.callerKey(rec.Key), r.TxHash, "", err)
+	}
+	return c.answerPending(ctx, rec, r)
+}
+
+// callerKey is the idempotency key of intent key ikey, as its caller gave it.
+func (c *Connector) callerKey(ikey string) string {
+	return strings.TrimPrefix(ikey, string(c.cfg.Chain)+"/")
+}
+
+// answerPending answers a retry of a key whose intent is still pending (its
+// earlier caller may have been told its outcome was unknown): the node is
+// handed the latest attempt again, the same signed bytes, so that a
+// transaction whose broadcast was lost reaches it now and never twice. The
+// node taking it (or already knowing it) is the answer the first call
+// would have had; anything else leaves the outcome unknown.
+func (c *Connector) answerPending(ctx context.Context, rec persistence.Record, r chains.TxResult) (chains.TxResult, bool, error) {
+	var it intent
+	if err := json.Unmarshal(rec.Value, &it); err != nil || it.State != statePending || len(it.Attempts) == 0 {
+		return r, true, nil
+	}
+	last := it.Attempts[len(it.Attempts)-1]
+	berr := c.sendRaw(ctx, last.Raw)
+	if classify(berr) == sentOK {
+		return c.Result(last.Hash.Hex()), true, nil
+	}
+	for _, a := range it.Attempts {
+		if rc, err := c.eth.TransactionReceipt(ctx, a.Hash); err == nil && rc != nil {
+			if rc.Status != types.ReceiptStatusSuccessful {
+				return c.Result(a.Hash.Hex()), true, fmt.Errorf("evm: %s: transaction %s of key %q reverted on chain: nothing was transferred (the fee was spent); pay again under a new idempotency key",
+					c.cfg.Chain, a.Hash.Hex(), c.callerKey(rec.Key))
+			}
+			return c.Result(a.Hash.Hex()), true, nil
+		}
+	}
+	return c.Result(last.Hash.Hex()), true, c.OutcomeUnknown(c.callerKey(rec.Key), last.Hash.Hex(), "rebroadcast", berr)
 }
 
 // claim rewrites a freshly reserved intent (version 1, still pending)
@@ -161,8 +197,9 @@ func (c *Connector) claim(ctx context.Context, rec persistence.Record) (uint64, 
 	vs, err := c.opts.Store.Apply(ctx, persistence.Put(TableIntents, rec.Key, rec.Value, persistence.AtVersion(1)))
 	if errors.Is(err, persistence.ErrConflict) {
 		// Rolled back or claimed meanwhile: the caller's retry reads
-		// which.
-		return 0, fmt.Errorf("%w: %s: the payment under this key changed while it was read; retry with the same idempotency key", chains.ErrUnavailable, c.cfg.Chain)
+		// which (the caller words it as an unknown outcome: it was
+		// recorded when read).
+		return 0, fmt.Errorf("%s: the payment under this key changed while it was read; retry with the same idempotency key", c.cfg.Chain)
 	}
 	if err != nil {
 		return 0, err
@@ -372,10 +409,19 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			continue
 		}
 		if err != nil {
-			return chains.TxResult{}, err
+			// The commit's answer may be lost with the commit done (a
+			// cancelled context, a dropped database connection): the
+			// record says which.
+			if recorded, rerr := c.isRecorded(ctx, ikey, at.Hash); rerr != nil {
+				return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "record", errors.Join(err, rerr))
+			} else if !recorded {
+				return chains.TxResult{}, err
+			}
 		}
+		// Recorded: from here on, every answer but a refusal that removes
+		// the record leaves the payment pending (chains.ErrOutcomeUnknown).
 		if err := c.opts.Failpoint.Hit(FailBeforeBroadcast); err != nil {
-			return chains.TxResult{}, err
+			return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "before broadcast", err)
 		}
 		// Persisted: broadcast even if the caller gives up now, so that a
 		// recorded transaction does not wait for a fee bump to reach the node.
@@ -383,14 +429,16 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		berr := c.sendRaw(bctx, at.Raw)
 		cancel()
 		if err := c.opts.Failpoint.Hit(FailAfterBroadcast); err != nil {
-			return chains.TxResult{}, err
+			return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "after broadcast", err)
 		}
 		switch classify(berr) {
 		case sentOK:
 			return c.Result(at.Hash.Hex()), nil
 		case sentUnknown:
-			return c.Result(at.Hash.Hex()), fmt.Errorf("%w: %s: broadcast %s: %v (the signed transaction is recorded and will be rebroadcast; retry with the same idempotency key)",
-				chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
+			// The node's answer was lost, or it is too busy to say: the
+			// transaction may be in its pool. Maintenance sends it again
+			// (a fee bump after StuckAfter) and reports its settlement.
+			return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "broadcast", berr)
 		case sentNonceUsed:
 			r, rerr := c.eth.TransactionReceipt(ctx, at.Hash)
 			if rerr == nil && r != nil {
@@ -411,8 +459,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			if err := c.skipTakenNonces(ctx, spec.from); err != nil {
 				c.opts.Log.Warn("move the nonce ledger past the chain's", "address", spec.from.Hex(), "err", err)
 			}
-			return c.Result(at.Hash.Hex()), fmt.Errorf("%w: %s: nonce %d is taken and the receipt of %s is unknown: %v (the payment is recorded; retry with the same idempotency key)",
-				chains.ErrUnavailable, c.cfg.Chain, next, at.Hash.Hex(), rerr)
+			return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "", fmt.Errorf("nonce %d is taken and the receipt of %s is unknown: %w", next, at.Hash.Hex(), rerr))
 		case sentRejected:
 			// Not fenced: the rollback only removes (or voids) this
 			// process's own reservation, conditionally, and moves no
@@ -425,14 +472,37 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 					// meanwhile (its restart pass sent it again, or it
 					// answered the key's retry with it: claim): it may
 					// still be mined, so this caller is not told it failed.
-					return c.Result(at.Hash.Hex()), fmt.Errorf("%w: %s: the node refused %s (%v), but another member has taken the recorded payment up and may still send it; retry with the same idempotency key for its outcome",
-						chains.ErrUnavailable, c.cfg.Chain, at.Hash.Hex(), berr)
+					return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "", fmt.Errorf("the node refused it (%v), but another member has taken the recorded payment up and may still send it", berr))
 				}
 				c.opts.Log.Error("rollback after rejection", "address", spec.from.Hex(), "nonce", next, "err", err)
 			}
 			return chains.TxResult{}, c.rejection(berr)
 		}
 	}
+}
+
+// isRecorded reads whether the intent at ikey holds the attempt hash,
+// with a context of its own: the caller's may be what failed the write.
+func (c *Connector) isRecorded(ctx context.Context, ikey string, hash common.Hash) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	rec, err := c.opts.Store.Get(ctx, TableIntents, ikey)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var it intent
+	if err := json.Unmarshal(rec.Value, &it); err != nil {
+		return false, err
+	}
+	for _, a := range it.Attempts {
+		if a.Hash == hash {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // skipTakenNonces moves a's ledger to at least the chain's pending nonce,

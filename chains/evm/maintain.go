@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -59,6 +60,10 @@ func (c *Connector) Maintain(ctx context.Context, restart bool) error {
 // transaction took.
 func (c *Connector) MaintainOnce(ctx context.Context, restart bool) (MaintainReport, error) {
 	var rep MaintainReport
+	// Settlements a receiver refused, or a crash kept, go first.
+	if err := c.opts.Redeliver(ctx, c.cfg.Chain); err != nil {
+		c.opts.Log.Warn("redeliver settlements", "err", err)
+	}
 	recs, err := c.opts.Store.List(ctx, TablePending, persistence.Query{Prefix: string(c.cfg.Chain) + "/"})
 	if err != nil {
 		return rep, err
@@ -170,12 +175,13 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 			c.forgetNonceTaken(x.ikey)
 			// Mined nonce, but none of our attempts: another transaction took it.
 			if x.it.State == stateVoid {
-				err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version)
+				err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version, &x.it, voidReason)
 				rep.Filled++
 				break
 			}
 			c.opts.Log.Error("transaction replaced by one Veil did not send; the payment did not happen", "address", from.Hex(), "nonce", x.it.Nonce, "tx", x.it.TxHash.Hex(), "key", x.ikey)
-			err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version)
+			err = c.deleteIntent(ctx, x.pkey, x.ikey, x.rec.Version, &x.it,
+				fmt.Sprintf("its nonce %d was taken by another transaction: it can never be mined, nothing was transferred", x.it.Nonce))
 			rep.Dropped++
 		default:
 			rep.Pending++
@@ -240,6 +246,12 @@ func (k *marks) forget(key string) {
 	k.mu.Unlock()
 }
 
+// voidReason is the failure of a transaction the node refused after its
+// nonce was reserved, once a no-op took the nonce.
+const voidReason = "the node refused it; a no-op transaction took its nonce, nothing was transferred"
+
+// confirm records the receipt r of one of it's attempts and reports the
+// settlement, in the same commit (connopts.Options.SettleOps).
 func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint64, it *intent, r *types.Receipt) error {
 	if err := c.opts.Failpoint.Hit(FailBeforeConfirm); err != nil {
 		return err
@@ -248,12 +260,14 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 		// The filler (or the original) took the nonce; the key is free again
 		// unless the original itself was mined.
 		if r.TxHash != it.Attempts[0].Hash || r.Status != types.ReceiptStatusSuccessful {
-			return c.deleteIntent(ctx, pkey, ikey, version)
+			return c.deleteIntent(ctx, pkey, ikey, version, it, voidReason)
 		}
 	}
 	it.State = stateMined
+	status, reason := chains.SettlementConfirmed, ""
 	if r.Status != types.ReceiptStatusSuccessful {
 		it.State = stateReverted
+		status, reason = chains.SettlementFailed, "reverted on chain: nothing was transferred (the fee was spent)"
 		c.opts.Log.Warn("transaction reverted", "tx", r.TxHash.Hex(), "op", it.Op, "key", ikey)
 	}
 	it.TxHash = r.TxHash
@@ -262,29 +276,42 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 	if err != nil {
 		return err
 	}
-	_, err = c.opts.Store.Apply(ctx,
+	s := c.settlement(ikey, it, r.TxHash, status, 1, reason)
+	ops := append([]persistence.Op{
 		persistence.Put(TableIntents, ikey, val, persistence.AtVersion(version)),
-		persistence.Delete(TablePending, pkey, persistence.Any()))
+		persistence.Delete(TablePending, pkey, persistence.Any())}, c.opts.SettleOps(s)...)
+	_, err = c.opts.Store.Apply(ctx, ops...)
 	if errors.Is(err, persistence.ErrConflict) {
-		err = nil // another pass got there first
+		return nil // another pass got there first, and reported it
 	}
 	if err == nil {
 		c.resent.forget(ikey)
+		c.opts.Deliver(ctx, s)
 	}
 	return err
 }
 
-func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version uint64) error {
-	_, err := c.opts.Store.Apply(ctx,
+// deleteIntent removes an intent whose transaction can never be mined,
+// freeing its key, and reports its failure (why) in the same commit.
+func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version uint64, it *intent, why string) error {
+	s := c.settlement(ikey, it, it.TxHash, chains.SettlementFailed, 0, why)
+	ops := append([]persistence.Op{
 		persistence.Delete(TableIntents, ikey, persistence.AtVersion(version)),
-		persistence.Delete(TablePending, pkey, persistence.Any()))
+		persistence.Delete(TablePending, pkey, persistence.Any())}, c.opts.SettleOps(s)...)
+	_, err := c.opts.Store.Apply(ctx, ops...)
 	if errors.Is(err, persistence.ErrConflict) {
-		err = nil
+		return nil
 	}
 	if err == nil {
 		c.resent.forget(ikey)
+		c.opts.Deliver(ctx, s)
 	}
 	return err
+}
+
+// settlement is the settlement of intent it (at ikey) by transaction hash.
+func (c *Connector) settlement(ikey string, it *intent, hash common.Hash, status chains.SettlementStatus, confirmations uint64, reason string) chains.Settlement {
+	return c.opts.NewSettlement(c.cfg.Chain, c.callerKey(ikey), it.KeyRef.AgentID, it.Op, hash.Hex(), status, confirmations, reason)
 }
 
 // advance moves an unconfirmed transaction along: rebroadcast after a

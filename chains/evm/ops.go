@@ -137,6 +137,12 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 	key := fmt.Sprintf("approve/%s/%s/%s", strings.ToLower(owner.Hex()), strings.ToLower(a.token.Hex()), allowance)
 	fp := intents.Fingerprint("approve", owner.Hex(), a.token.Hex(), allowance.String())
 	r, err := c.submit(ctx, key, txSpec{op: "approve", fingerprint: fp, from: owner, ref: ref, to: a.token, data: data, gas: gas, spend: spend})
+	if errors.Is(err, chains.ErrOutcomeUnknown) {
+		// The approval moves nothing, and the payment is not signed yet:
+		// nothing was paid, and a retry with the same key waits for this
+		// approval instead of signing another.
+		return fmt.Errorf("%w: %s: the approval of %s for the stealth sender is pending (%v); nothing was paid: retry with the same idempotency key", chains.ErrUnavailable, c.cfg.Chain, a.symbol, err)
+	}
 	if err != nil {
 		return fmt.Errorf("evm: %s: approve %s for the stealth sender: %w", c.cfg.Chain, a.symbol, err)
 	}

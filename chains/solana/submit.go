@@ -84,7 +84,7 @@ func (c *Connector) verdict(ctx context.Context, it *intent, at attempt, sent er
 	case sentExpired:
 		return intents.Stale, errors.New("BlockhashNotFound")
 	case sentUnknown:
-		return intents.Unknown, fmt.Errorf("%w: solana: send %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Signature, sent)
+		return intents.Unknown, fmt.Errorf("send: %w", sent)
 	}
 	if txErr != nil {
 		return intents.Rejected, c.rejection(it.Op, txErr)
@@ -109,7 +109,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 			continue
 		}
 		if s.Err != nil {
-			return true, c.ledger.Fail(ctx, key, ver, c.rejection(it.Op, s.Err))
+			return true, c.ledger.Fail(ctx, key, it, ver, it.Attempts[i].Signature, c.rejection(it.Op, s.Err))
 		}
 		return true, c.ledger.Complete(ctx, key, it, ver, it.Attempts[i].Signature)
 	}
@@ -193,7 +193,7 @@ func (c *Connector) confirm(ctx context.Context, at attempt) (landed bool, txErr
 		}
 		select {
 		case <-ctx.Done():
-			return false, nil, fmt.Errorf("%w: solana: %s not confirmed yet (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Signature)
+			return false, nil, fmt.Errorf("%s not confirmed yet: %w", at.Signature, ctx.Err())
 		case <-time.After(c.cfg.PollInterval):
 		}
 	}
@@ -275,15 +275,13 @@ func number(v any) (int64, bool) {
 	return 0, false
 }
 
-// Maintain is called by the chain actor (actors/chain): with restart, it
-// settles the intents a previous process left pending — an attempt found
-// in the ledger completes its intent, one that may still land is sent
-// again; an intent whose attempts are all dead stays pending until its key
-// is retried, which rebuilds it. Periodic passes do nothing: every call
-// settles its own intent.
+// Maintain is called by the chain actor (actors/chain): it delivers the
+// settlements still kept and settles the pending intents (with restart,
+// every one a previous process left; otherwise those a lost answer left)
+// — an attempt found in the ledger completes its intent, one that may
+// still land is sent again, and one whose attempts stay dead is reported
+// failed (intents.Ledger.Settle). A retry of the key meanwhile rebuilds
+// it, as always.
 func (c *Connector) Maintain(ctx context.Context, restart bool) error {
-	if !restart {
-		return nil
-	}
-	return c.ledger.Settle(ctx)
+	return c.ledger.Settle(ctx, restart)
 }

@@ -78,7 +78,7 @@ func (c *Connector) verdict(_ context.Context, it *intent, at attempt, sent erro
 	switch {
 	case codes == nil:
 		// No answer from the network: the attempt may be in the ledger.
-		return intents.Unknown, fmt.Errorf("%w: stellar: submit %s: %v (recorded; retry with the same idempotency key)", chains.ErrUnavailable, at.Hash, sent)
+		return intents.Unknown, fmt.Errorf("submit: %w", sent)
 	case codes.TransactionCode == "tx_bad_seq" || codes.TransactionCode == "tx_too_late":
 		return intents.Stale, fmt.Errorf("%s at sequence number %d", codes.TransactionCode, at.Seq)
 	}
@@ -97,7 +97,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 			if t.Successful {
 				return true, c.ledger.Complete(ctx, key, it, ver, t.Hash)
 			}
-			return true, c.ledger.Fail(ctx, key, ver, fmt.Errorf("stellar: transaction %s of key %q failed in the ledger; nothing was paid", t.Hash, key))
+			return true, c.ledger.Fail(ctx, key, it, ver, t.Hash, fmt.Errorf("stellar: transaction %s of key %q failed in the ledger; nothing was paid", t.Hash, key))
 		}
 		if !horizonclient.IsNotFoundError(err) {
 			return false, c.Unavailable("transaction", err)
@@ -227,15 +227,13 @@ func (c *Connector) rejection(op string, rc *hProtocol.TransactionResultCodes) e
 	return fmt.Errorf("stellar rejected the %s: %s", op, desc)
 }
 
-// Maintain is called by the chain actor (actors/chain): with restart, it
-// settles the intents a previous process left pending — an attempt found
-// in the ledger completes its intent, one that may still land is sent
-// again; an intent whose attempts are all dead stays pending until its key
-// is retried, which rebuilds it. Periodic passes do nothing: every call
-// settles its own intent.
+// Maintain is called by the chain actor (actors/chain): it delivers the
+// settlements still kept and settles the pending intents (with restart,
+// every one a previous process left; otherwise those a lost answer left)
+// — an attempt found in the ledger completes its intent, one that may
+// still land is sent again, and one whose attempts stay dead is reported
+// failed (intents.Ledger.Settle). A retry of the key meanwhile rebuilds
+// it, as always.
 func (c *Connector) Maintain(ctx context.Context, restart bool) error {
-	if !restart {
-		return nil
-	}
-	return c.ledger.Settle(ctx)
+	return c.ledger.Settle(ctx, restart)
 }

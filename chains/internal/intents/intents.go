@@ -100,7 +100,7 @@ func Settle[A any](ctx context.Context, st persistence.Store, table string, log 
 			var done bool
 			done, err = resume(ctx, r.Key, cur, ver)
 			log.Info("settled pending intent", "key", r.Key, "done", done, "err", err)
-			if errors.Is(err, chains.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			if errors.Is(err, chains.ErrUnavailable) || errors.Is(err, chains.ErrOutcomeUnknown) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				errs = append(errs, err)
 			}
 		}

@@ -2,8 +2,11 @@ package intents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/connopts"
@@ -68,6 +71,9 @@ type Ledger[A any] struct {
 	Exhausted func(source string) string
 
 	locks keylock.Locks
+	// dead marks the intents a periodic pass found with every attempt
+	// dead, and since when (DeadAfter).
+	dead marks
 }
 
 // Load reads the intent at key: (nil, 0, nil) when there is none.
@@ -75,8 +81,70 @@ func (l *Ledger[A]) Load(ctx context.Context, key string) (*Intent[A], uint64, e
 	return Load[A](ctx, l.Store, l.Table, key)
 }
 
-func (l *Ledger[A]) save(ctx context.Context, key string, it *Intent[A], ver uint64) (uint64, error) {
-	return Save(ctx, l.Store, l.Table, key, it, ver)
+// PendingTable is the index of the intents still pending (key → ""), which
+// the periodic pass walks instead of every intent ever recorded.
+func (l *Ledger[A]) PendingTable() string { return l.Table + "_pending" }
+
+// save writes it at key if the record is still at version ver (0: absent),
+// keeps the pending index in step, and commits the settlements s with it.
+func (l *Ledger[A]) save(ctx context.Context, key string, it *Intent[A], ver uint64, s ...chains.Settlement) (uint64, error) {
+	val, err := json.Marshal(it)
+	if err != nil {
+		return 0, err
+	}
+	exp := persistence.Absent()
+	if ver > 0 {
+		exp = persistence.AtVersion(ver)
+	}
+	ops := []persistence.Op{persistence.Put(l.Table, key, val, exp)}
+	if it.State == Pending {
+		ops = append(ops, persistence.Put(l.PendingTable(), key, nil, persistence.Any()))
+	} else {
+		ops = append(ops, persistence.Delete(l.PendingTable(), key, persistence.Any()))
+	}
+	for _, x := range s {
+		ops = append(ops, l.SettleOps(x)...)
+	}
+	vs, err := l.Store.Apply(ctx, ops...)
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
+}
+
+// settlement is the settlement of it (at key) by the transaction hash.
+func (l *Ledger[A]) settlement(key string, it *Intent[A], hash string, status chains.SettlementStatus, reason string) chains.Settlement {
+	conf := uint64(0)
+	if status == chains.SettlementConfirmed {
+		conf = 1
+	}
+	return l.NewSettlement(l.Chain(), key, it.KeyRef.AgentID, it.Op, hash, status, conf, reason)
+}
+
+// done records that the attempt with hash is on chain and succeeded, and
+// reports it.
+func (l *Ledger[A]) done(ctx context.Context, key string, it *Intent[A], ver uint64, hash string) error {
+	it.State, it.TxHash = Done, hash
+	s := l.settlement(key, it, hash, chains.SettlementConfirmed, "")
+	if _, err := l.save(ctx, key, it, ver, s); err != nil {
+		return err
+	}
+	l.Deliver(ctx, s)
+	return nil
+}
+
+// unknown is the error of the recorded intent it at key whose outcome err
+// left unknown, unless the intent is gone (dropped: err is then its
+// refusal) or done meanwhile.
+func (l *Ledger[A]) unknown(ctx context.Context, key string, it *Intent[A], err error) error {
+	cur, _, lerr := l.Load(context.WithoutCancel(ctx), key)
+	switch {
+	case lerr == nil && cur == nil:
+		return err
+	case lerr == nil && cur.State == Done:
+		return nil
+	}
+	return l.OutcomeUnknown(key, it.TxHash, "", err)
 }
 
 // Prior reads the intent a retry of key resumes: nil for a new key, and
@@ -100,13 +168,21 @@ func (l *Ledger[A]) Prior(ctx context.Context, key, fp string) (*Intent[A], uint
 // left the refused attempt pending, for the new owner's restart pass to
 // send again after the caller had been told it failed (as chains/evm's
 // rollback).
-func (l *Ledger[A]) drop(ctx context.Context, key string, ver uint64) {
+func (l *Ledger[A]) drop(ctx context.Context, key string, ver uint64, s ...chains.Settlement) {
 	if ver == 0 {
 		return
 	}
 	ctx = persistence.WithoutFence(context.WithoutCancel(ctx))
-	if _, err := l.Store.Apply(ctx, persistence.Delete(l.Table, key, persistence.AtVersion(ver))); err != nil {
+	ops := []persistence.Op{persistence.Delete(l.Table, key, persistence.AtVersion(ver)), persistence.Delete(l.PendingTable(), key, persistence.Any())}
+	for _, x := range s {
+		ops = append(ops, l.SettleOps(x)...)
+	}
+	if _, err := l.Store.Apply(ctx, ops...); err != nil {
 		l.Log.Error("drop intent", "key", key, "err", err)
+		return
+	}
+	for _, x := range s {
+		l.Deliver(ctx, x)
 	}
 }
 
@@ -128,8 +204,12 @@ func (l *Ledger[A]) Run(ctx context.Context, key string, it *Intent[A], build fu
 		}
 		it = cur
 		done, err := l.Resume(ctx, key, it, ver)
-		if err != nil || done {
-			return l.Result(it.TxHash), err
+		if err != nil {
+			// Still recorded and pending: the outcome is unknown.
+			return l.Result(it.TxHash), l.unknown(ctx, key, it, err)
+		}
+		if done {
+			return l.Result(it.TxHash), nil
 		}
 		if it, ver, err = l.Load(ctx, key); err != nil {
 			return chains.TxResult{}, err
@@ -159,27 +239,38 @@ func (l *Ledger[A]) Run(ctx context.Context, key string, it *Intent[A], build fu
 			return chains.TxResult{}, fmt.Errorf("%w: %s: idempotency key %q is being used concurrently; retry", chains.ErrUnavailable, l.Chain(), key)
 		}
 		if err != nil {
-			return chains.TxResult{}, err
+			// The commit's answer may be lost with the commit done: the
+			// record says which.
+			cur, cv, lerr := l.Load(context.WithoutCancel(ctx), key)
+			switch {
+			case lerr != nil:
+				return l.Result(l.Hash(at)), l.OutcomeUnknown(key, l.Hash(at), "record", errors.Join(err, lerr))
+			case cur == nil || cur.TxHash != l.Hash(at):
+				return chains.TxResult{}, err
+			}
+			nv = cv
 		}
 		ver = nv
+		// Recorded: from here on, every answer but a refusal that drops
+		// the record leaves the payment pending (chains.ErrOutcomeUnknown).
+		hash := l.Hash(at)
 		if err := l.Failpoint.Hit(l.BeforeSend); err != nil {
-			return chains.TxResult{}, err
+			return l.Result(hash), l.OutcomeUnknown(key, hash, "before send", err)
 		}
 		sent := l.Send(ctx, at)
 		if err := l.Failpoint.Hit(l.AfterSend); err != nil {
-			return chains.TxResult{}, err
+			return l.Result(hash), l.OutcomeUnknown(key, hash, "after send", err)
 		}
 		switch out, err := l.Verdict(ctx, it, at, sent); out {
 		case Landed:
-			it.State = Done
-			if _, err := l.save(context.WithoutCancel(ctx), key, it, ver); err != nil {
+			if err := l.done(context.WithoutCancel(ctx), key, it, ver, hash); err != nil {
 				l.Log.Error("record confirmed intent", "key", key, "err", err)
 			}
-			return l.Result(l.Hash(at)), nil
+			return l.Result(hash), nil
 		case Stale:
 			l.Log.Info("rebuilding transaction", "source", it.Source, "reason", err, "key", key)
 		case Unknown:
-			return l.Result(l.Hash(at)), err
+			return l.Result(hash), l.OutcomeUnknown(key, hash, "", err)
 		default:
 			l.drop(ctx, key, ver)
 			return chains.TxResult{}, err
@@ -195,34 +286,142 @@ func (l *Ledger[A]) Resend(ctx context.Context, key string, it *Intent[A], ver u
 	out, err := l.Verdict(ctx, it, at, l.Send(ctx, at))
 	switch out {
 	case Landed:
-		it.State = Done
-		_, err := l.save(ctx, key, it, ver)
-		return true, err
+		return true, l.done(ctx, key, it, ver, l.Hash(at))
 	case Stale:
 		return false, nil
 	case Unknown:
-		return true, err
+		return true, l.OutcomeUnknown(key, l.Hash(at), "", err)
 	}
-	l.drop(ctx, key, ver)
+	// Refused now, after an earlier call recorded it: whoever is waiting
+	// on that call's unknown outcome learns it from the settlement.
+	l.drop(ctx, key, ver, l.settlement(key, it, l.Hash(at), chains.SettlementFailed, errText(err)))
 	return true, err
 }
 
-// Complete records that the attempt with hash is on chain and succeeded.
+// Complete records that the attempt with hash is on chain and succeeded,
+// and reports it.
 func (l *Ledger[A]) Complete(ctx context.Context, key string, it *Intent[A], ver uint64, hash string) error {
-	it.State, it.TxHash = Done, hash
-	_, err := l.save(ctx, key, it, ver)
+	return l.done(ctx, key, it, ver, hash)
+}
+
+// Fail drops the intent whose attempt hash failed on chain (nothing moved),
+// reports it, and answers err.
+func (l *Ledger[A]) Fail(ctx context.Context, key string, it *Intent[A], ver uint64, hash string, err error) error {
+	l.drop(ctx, key, ver, l.settlement(key, it, hash, chains.SettlementFailed, errText(err)))
 	return err
 }
 
-// Fail drops the intent whose attempt failed on chain (nothing moved) and
-// answers err.
-func (l *Ledger[A]) Fail(ctx context.Context, key string, ver uint64, err error) error {
-	l.drop(ctx, key, ver)
-	return err
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
-// Settle is the connector's Maintain after a restart (see the function
-// Settle), with Resume.
-func (l *Ledger[A]) Settle(ctx context.Context) error {
-	return Settle(ctx, l.Store, l.Table, l.Log, l.locks.Lock, l.Resume)
+// DeadAfter is how long the periodic pass must keep finding every attempt
+// of a pending intent dead (its sequence number used or its blockhash
+// expired, and none of them on chain) before it reports the payment
+// failed and frees its key. One sighting is not proof: a node that is
+// still ingesting the ledger that holds the attempt answers "not found"
+// and "sequence used" at once. A retry under the key before then builds a
+// new attempt, as always.
+const DeadAfter = time.Minute
+
+// deadReason is the failure reported for an intent whose attempts are dead.
+const deadReason = "none of its transactions is on chain and none can be any more (sequence number used or validity expired): nothing was transferred"
+
+// Settle is the connector's Maintain: it delivers the settlements still
+// kept (connopts.Options.Redeliver) and settles the pending intents —
+// after a restart (restart) every intent of the table (see the function
+// Settle), on a periodic pass those of the pending index, which a lost
+// answer left pending: an attempt found on chain completes the intent, one
+// that may still land is sent again (the same signed bytes), and one whose
+// attempts stay dead for DeadAfter is reported failed and dropped.
+func (l *Ledger[A]) Settle(ctx context.Context, restart bool) error {
+	if err := l.Redeliver(ctx, l.Chain()); err != nil {
+		l.Log.Warn("redeliver settlements", "err", err)
+	}
+	resume := func(ctx context.Context, key string, it *Intent[A], ver uint64) (bool, error) {
+		done, err := l.Resume(ctx, key, it, ver)
+		if err != nil || done {
+			l.dead.forget(key)
+			return done, err
+		}
+		now := l.Now()
+		first, seen := l.dead.get(key)
+		if !seen {
+			l.dead.set(key, now)
+		}
+		if !seen || now.Sub(first) < DeadAfter {
+			return false, nil
+		}
+		l.dead.forget(key)
+		l.Log.Warn("pending payment's transactions are all dead; reported failed", "key", key, "tx", it.TxHash)
+		l.drop(ctx, key, ver, l.settlement(key, it, it.TxHash, chains.SettlementFailed, deadReason))
+		return true, nil
+	}
+	if restart {
+		return Settle(ctx, l.Store, l.Table, l.Log, l.locks.Lock, func(ctx context.Context, key string, it *Intent[A], ver uint64) (bool, error) {
+			// Index what an older version left pending without an entry.
+			if _, err := l.Store.Apply(ctx, persistence.Put(l.PendingTable(), key, nil, persistence.Any())); err != nil {
+				return false, err
+			}
+			return resume(ctx, key, it, ver)
+		})
+	}
+	recs, err := l.Store.List(ctx, l.PendingTable(), persistence.Query{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range recs {
+		cur, ver, err := l.Load(ctx, r.Key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cur == nil || cur.State != Pending || len(cur.Attempts) == 0 {
+			_, _ = l.Store.Apply(ctx, persistence.Delete(l.PendingTable(), r.Key, persistence.AtVersion(r.Version)))
+			continue
+		}
+		unlock := l.locks.Lock(cur.Source)
+		// Re-read under the lock: a caller's retry may have settled it.
+		if cur, ver, err = l.Load(ctx, r.Key); err == nil && cur != nil && cur.State == Pending && len(cur.Attempts) > 0 {
+			_, err = resume(ctx, r.Key, cur, ver)
+		}
+		unlock()
+		if err != nil && (errors.Is(err, chains.ErrUnavailable) || errors.Is(err, chains.ErrOutcomeUnknown) || ctx.Err() != nil) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// marks are times this process noted about intents, by key. They live in
+// memory only: each is a reason to wait longer, never to send.
+type marks struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (k *marks) get(key string) (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.m[key]
+	return t, ok
+}
+
+func (k *marks) set(key string, t time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]time.Time{}
+	}
+	k.m[key] = t
+}
+
+func (k *marks) forget(key string) {
+	k.mu.Lock()
+	delete(k.m, key)
+	k.mu.Unlock()
 }

@@ -97,8 +97,9 @@ func TestLedgerKeepsUnknownAndDropsRejected(t *testing.T) {
 	l := newTestLedger(t, fc)
 	it := &Intent[attempt]{Op: "send", Fingerprint: "fp", Source: "a"}
 	r, err := l.Run(ctx, "k", it, build())
-	if !errors.Is(err, chains.ErrUnavailable) || r.TxHash != "tx1" {
-		t.Fatalf("Run = %+v, %v; want tx1 and ErrUnavailable", r, err)
+	var ou *chains.OutcomeUnknownError
+	if !errors.Is(err, chains.ErrOutcomeUnknown) || errors.Is(err, chains.ErrUnavailable) || !errors.As(err, &ou) || ou.TxHash != "tx1" || ou.IdempotencyKey != "k" || r.TxHash != "tx1" {
+		t.Fatalf("Run = %+v, %v; want tx1 and ErrOutcomeUnknown with its hash", r, err)
 	}
 	if got, _, _ := l.Load(ctx, "k"); got == nil || got.State != Pending {
 		t.Fatalf("stored %+v; want the pending intent", got)
@@ -154,5 +155,90 @@ func TestLedgerDropsRejectedAfterTheFenceMoved(t *testing.T) {
 	}
 	if got, _, err := l.Load(ctx, "k"); got != nil || err != nil {
 		t.Fatalf("stored %+v, %v; want the rejected intent gone", got, err)
+	}
+}
+
+// settled collects what a ledger reports (connopts.Options.OnSettled).
+type settled struct{ got []chains.Settlement }
+
+func (s *settled) on(_ context.Context, x chains.Settlement) error {
+	s.got = append(s.got, x)
+	return nil
+}
+
+func (s *settled) want(t *testing.T, status chains.SettlementStatus, tx string) {
+	t.Helper()
+	if len(s.got) != 1 || s.got[0].Status != status || s.got[0].TxHash != tx || s.got[0].IdempotencyKey != "k" || s.got[0].Chain != chains.Solana {
+		t.Fatalf("settlements %+v; want one %s of %s under k", s.got, status, tx)
+	}
+}
+
+// TestLedgerSettlements: a recorded intent's outcome is reported once,
+// whichever path learns it: the call, the periodic pass after a lost
+// answer, or the periodic pass that finds every attempt dead for DeadAfter
+// (on the ledger's clock, moved by hand).
+func TestLedgerSettlements(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		verdicts []Outcome
+		dead     bool // Resume finds every attempt dead
+		status   chains.SettlementStatus
+	}{
+		{"landed in the call", []Outcome{Landed}, false, chains.SettlementConfirmed},
+		{"answer lost, then landed", []Outcome{Unknown, Landed}, false, chains.SettlementConfirmed},
+		{"answer lost, then refused", []Outcome{Unknown, Rejected}, false, chains.SettlementFailed},
+		{"answer lost, attempts dead", []Outcome{Unknown}, true, chains.SettlementFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := &fakeChain{verdicts: tc.verdicts}
+			l := newTestLedger(t, fc)
+			var s settled
+			l.OnSettled = s.on
+			now := time.Unix(1000, 0)
+			l.Now = func() time.Time { return now }
+			if tc.dead {
+				l.Resume = func(context.Context, string, *Intent[attempt], uint64) (bool, error) { return false, nil }
+			}
+			_, err := l.Run(ctx, "k", &Intent[attempt]{Op: "send", Fingerprint: "fp", Source: "a", KeyRef: chains.KeyRef{AgentID: "ag"}}, build())
+			if tc.verdicts[0] == Unknown {
+				if !errors.Is(err, chains.ErrOutcomeUnknown) || len(s.got) != 0 {
+					t.Fatalf("Run = %v, settled %+v; want ErrOutcomeUnknown and nothing settled", err, s.got)
+				}
+				if err := l.Settle(ctx, false); err != nil && !tc.dead {
+					t.Fatalf("periodic pass: %v", err)
+				}
+				if tc.dead {
+					if len(s.got) != 0 {
+						t.Fatalf("one dead sighting settled %+v", s.got)
+					}
+					now = now.Add(DeadAfter)
+					if err := l.Settle(ctx, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			s.want(t, tc.status, "tx1")
+			if s.got[0].AgentID != "ag" || s.got[0].Op != "send" {
+				t.Fatalf("settlement %+v does not name the agent and op", s.got[0])
+			}
+			// Later passes report nothing again, and leave nothing kept.
+			for _, restart := range []bool{false, true} {
+				if err := l.Settle(ctx, restart); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(s.got) != 1 {
+				t.Fatalf("settlements after more passes %+v", s.got)
+			}
+			if recs, _ := l.Store.List(ctx, connopts.TableSettlements, persistence.Query{}); len(recs) != 0 {
+				t.Fatalf("outbox keeps %+v", recs)
+			}
+			if recs, _ := l.Store.List(ctx, l.PendingTable(), persistence.Query{}); len(recs) != 0 {
+				t.Fatalf("pending index keeps %+v", recs)
+			}
+		})
 	}
 }
