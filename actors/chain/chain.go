@@ -160,7 +160,20 @@ type call struct {
 	op   string
 	lane string
 	fn   func(ctx context.Context) (any, error)
+	// state is queued, running or abandoned: a write whose caller gave up
+	// while it was still queued is never started (nothing was signed);
+	// one already running is waited for (see do).
+	state atomic.Int32
+	// done receives a lane call's answer too (buffered), for a caller
+	// whose future expired while it ran.
+	done chan *result
 }
+
+const (
+	callQueued int32 = iota
+	callRunning
+	callAbandoned
+)
 
 type result struct {
 	v   any
@@ -182,7 +195,16 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.system.Root.RequestFuture(r.pid, &call{ctx: ctx, op: op, lane: laneKey, fn: fn}, timeout).Result()
+	m := &call{ctx: ctx, op: op, lane: laneKey, fn: fn, done: make(chan *result, 1)}
+	f := r.system.Root.RequestFuture(r.pid, m, timeout)
+	res, err := f.Result()
+	if err != nil && laneKey != "" && !m.state.CompareAndSwap(callQueued, callAbandoned) {
+		// The write started before its caller gave up: it may have signed
+		// and recorded a transaction, so its own answer (the hash, an
+		// unknown outcome) is what the caller gets, not its context's
+		// error. The connector bounds the call once ctx has ended.
+		res, err = <-m.done, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -304,7 +326,15 @@ type laneActor struct {
 
 func (l *laneActor) Receive(c actor.Context) {
 	if m, ok := c.Message().(*call); ok {
-		c.Respond(l.ref.run(m))
+		var res *result
+		if m.state.CompareAndSwap(callQueued, callRunning) {
+			res = l.ref.run(m)
+		} else {
+			// Its caller gave up before it started: nothing is signed.
+			res = &result{err: m.ctx.Err()}
+		}
+		m.done <- res
+		c.Respond(res)
 		c.Send(c.Parent(), laneIdle{key: l.key})
 	}
 }

@@ -78,6 +78,11 @@ type Connector struct {
 	// sent each intent's last attempt again (see advance).
 	taken  marks
 	resent marks
+	// unsure marks the intents whose broadcast's outcome was unknown (the
+	// node's answer lost, or the request): the next maintenance pass sends
+	// their last attempt again, the same bytes, instead of waiting
+	// StuckAfter for a fee bump.
+	unsure marks
 
 	// noBlockReceipts: the node answered that it does not serve
 	// eth_getBlockReceipts (see blockReceipts).

@@ -112,7 +112,8 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 		// Restart: a new connector on the same store; maintenance
 		// rebroadcasts what was persisted; the caller retries its key.
 		store := openStore(t, dir)
-		c := connect(t, cfg, store, signer, nil)
+		var settled settlements
+		c := connect(t, cfg, store, signer, func(o *evm.Options) { o.OnSettled = settled.on })
 		if _, err := c.MaintainOnce(ctx, true); err != nil {
 			t.Fatalf("%s: maintenance after restart: %v", p, err)
 		}
@@ -133,6 +134,10 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 				t.Fatalf("%s: still pending: %+v", p, rep)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+		// Its settlement is reported once.
+		if got := settled.of(key); len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != r.TxHash {
+			t.Fatalf("%s: settlements %+v; want one confirmed of %s", p, got, r.TxHash)
 		}
 		// A second retry answers the same transaction.
 		r2, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})

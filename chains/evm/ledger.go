@@ -437,7 +437,8 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 		case sentUnknown:
 			// The node's answer was lost, or it is too busy to say: the
 			// transaction may be in its pool. Maintenance sends it again
-			// (a fee bump after StuckAfter) and reports its settlement.
+			// (the next pass) and reports its settlement.
+			c.unsure.set(ikey, c.opts.Now())
 			return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "broadcast", berr)
 		case sentNonceUsed:
 			r, rerr := c.eth.TransactionReceipt(ctx, at.Hash)

@@ -286,6 +286,7 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 	}
 	if err == nil {
 		c.resent.forget(ikey)
+		c.unsure.forget(ikey)
 		c.opts.Deliver(ctx, s)
 	}
 	return err
@@ -304,6 +305,7 @@ func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version
 	}
 	if err == nil {
 		c.resent.forget(ikey)
+		c.unsure.forget(ikey)
 		c.opts.Deliver(ctx, s)
 	}
 	return err
@@ -327,13 +329,16 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 		since = at
 	}
 	stuck := c.opts.Now().Sub(since) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
-	if !fill && (restart || !stuck) {
+	_, unsure := c.unsure.get(ikey)
+	if !fill && (restart || unsure || !stuck) {
 		// The restart pass sends the last attempt again as it is, even if
 		// it is older than StuckAfter: the node may have lost it with the
 		// crash, which is no sign that its fee is too low. Bumping here
 		// replaced, after every restart of a busy node, the transaction
-		// whose hash the caller had already been given.
-		if restart {
+		// whose hash the caller had already been given. So does the pass
+		// after a broadcast whose answer was lost.
+		if restart || unsure {
+			c.unsure.forget(ikey)
 			if err := c.sendRaw(ctx, last.Raw); classify(err) == sentRejected || classify(err) == sentUnknown {
 				c.opts.Log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
 			}

@@ -1,0 +1,145 @@
+//go:build !nodevnet
+
+package evm_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/internal/faultproxy"
+)
+
+// settlements records what a connector reports to OnSettled.
+type settlements struct {
+	mu  sync.Mutex
+	got []chains.Settlement
+}
+
+func (s *settlements) on(_ context.Context, x chains.Settlement) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, x)
+	return nil
+}
+
+func (s *settlements) of(key string) []chains.Settlement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []chains.Settlement
+	for _, x := range s.got {
+		if x.IdempotencyKey == key {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// faults are the node faults every connector's payment is tested under
+// (issue 32 item 7), with faultproxy.HTTP between connector and node.
+var faults = []struct {
+	name  string
+	fault faultproxy.Fault
+}{
+	{"answer lost", faultproxy.AnswerLost},
+	{"request dropped", faultproxy.RequestDropped},
+	{"node hangs", faultproxy.Hang},
+}
+
+// TestPaymentFaults: on the devnet and on Hardhat, the broadcast of a
+// payment meets a fault. The caller is told the outcome is unknown with
+// the recorded hash (never ErrUnavailable, "nothing was done"); the next
+// maintenance pass sends the same transaction again, mines it once and
+// reports its settlement once; a retry under the key answers that
+// transaction and sends nothing new: exactly one transfer on chain.
+func TestPaymentFaults(t *testing.T) {
+	for _, b := range interopBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			for _, f := range faults {
+				t.Run(f.name, func(t *testing.T) { paymentFault(t, b, f.name, f.fault) })
+			}
+		})
+	}
+}
+
+func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	key := "fault-" + b.name + "-" + name
+	alice, bob := evmtest.NewAgent(key+"-alice"), evmtest.NewAgent(key+"-bob")
+	b.fund(t, alice.Address)
+	proxy, err := faultproxy.NewHTTP(b.cfg.RPCURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	cfg := b.cfg
+	cfg.RPCURL = proxy.URL()
+	cfg.StuckAfter = time.Hour // no fee bump: the same bytes go again
+	var settled settlements
+	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.OnSettled = settled.on })
+	req := chains.SendRequest{Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key}
+	pay := func() (chains.TxResult, error) {
+		return c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), req)
+	}
+
+	hit, done := proxy.Arm(fault, faultproxy.BodyContains("eth_sendRawTransaction"))
+	type answer struct {
+		r   chains.TxResult
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() { r, err := pay(); first <- answer{r, err} }()
+	<-hit
+	if fault == faultproxy.Hang {
+		proxy.Release()
+	}
+	<-done
+	a := <-first
+	var ou *chains.OutcomeUnknownError
+	if !errors.As(a.err, &ou) || errors.Is(a.err, chains.ErrUnavailable) || ou.TxHash == "" || ou.TxHash != a.r.TxHash || ou.IdempotencyKey != key {
+		t.Fatalf("payment = %+v, %v; want ErrOutcomeUnknown with the recorded hash", a.r, a.err)
+	}
+	if got := settled.of(key); len(got) != 0 {
+		t.Fatalf("settled before anything was mined: %+v", got)
+	}
+
+	// The next pass sends it again (the node may never have had it), then
+	// one records its receipt and reports it.
+	for i := 0; len(settled.of(key)) == 0; i++ {
+		if i == 200 {
+			t.Fatalf("never settled")
+		}
+		if _, err := c.MaintainOnce(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			mustMined(t, c, ou.TxHash)
+		}
+	}
+	for range 2 {
+		if _, err := c.MaintainOnce(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := settled.of(key)
+	if len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != ou.TxHash || got[0].Confirmations < 1 || got[0].AgentID != alice.ID {
+		t.Fatalf("settlements %+v; want one confirmed of %s", got, ou.TxHash)
+	}
+
+	// The retry answers the same transaction; exactly one left alice.
+	if r, err := pay(); err != nil || r.TxHash != ou.TxHash {
+		t.Fatalf("retry = %+v, %v; want %s", r, err, ou.TxHash)
+	}
+	if n, err := c.Client().NonceAt(ctx, alice.Address, nil); err != nil || n != 1 {
+		t.Fatalf("alice sent %d transactions (%v); want exactly one", n, err)
+	}
+	if len(settled.of(key)) != 1 {
+		t.Fatalf("the retry settled again: %+v", settled.of(key))
+	}
+}

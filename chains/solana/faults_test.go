@@ -1,0 +1,118 @@
+//go:build !nodevnet
+
+package solana_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/solana"
+	"github.com/veilhq/veil/internal/faultproxy"
+)
+
+// settlements records what a connector reports to OnSettled.
+type settlements struct {
+	mu  sync.Mutex
+	got []chains.Settlement
+}
+
+func (s *settlements) on(_ context.Context, x chains.Settlement) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, x)
+	return nil
+}
+
+func (s *settlements) of(key string) []chains.Settlement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []chains.Settlement
+	for _, x := range s.got {
+		if x.IdempotencyKey == key {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestPaymentFaults: with faultproxy.HTTP between the connector and
+// the RPC node, the submission of a payment meets a fault (issue 32 item 7).
+// The caller is told the outcome is unknown with the recorded hash (never
+// ErrUnavailable); the periodic pass finds or resubmits the same
+// transaction and reports its settlement once; a retry under the key
+// answers it and sends nothing new: exactly one transfer on chain.
+func TestPaymentFaults(t *testing.T) {
+	e := newEnv(t)
+	alice := e.agent("00000000-0000-0000-0000-0000000000fa", true)
+	submit := faultproxy.BodyContains(`"sendTransaction"`)
+	for i, f := range []struct {
+		name  string
+		fault faultproxy.Fault
+	}{
+		{"answer lost", faultproxy.AnswerLost},
+		{"request dropped", faultproxy.RequestDropped},
+		{"node hangs", faultproxy.Hang},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			bob := e.agent("00000000-0000-0000-0000-0000000000b"+string(rune('0'+i)), false)
+			proxy, err := faultproxy.NewHTTP(e.dev.Config().RPCURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			cfg := e.dev.Config()
+			cfg.RPCURL = proxy.URL()
+			var settled settlements
+			c, err := solana.New(bg, cfg, solana.Options{Store: e.store, Signer: e.enc, OnSettled: settled.on})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := "fault-" + f.name
+			pay := func() (chains.TxResult, error) {
+				return c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.3"), To: bob.keys.MetaAddress, IdempotencyKey: key})
+			}
+			hit, done := proxy.Arm(f.fault, submit)
+			type answer struct {
+				r   chains.TxResult
+				err error
+			}
+			first := make(chan answer, 1)
+			go func() { r, err := pay(); first <- answer{r, err} }()
+			<-hit
+			if f.fault == faultproxy.Hang {
+				proxy.Release()
+			}
+			<-done
+			a := <-first
+			var ou *chains.OutcomeUnknownError
+			if !errors.As(a.err, &ou) || errors.Is(a.err, chains.ErrUnavailable) || ou.TxHash == "" || ou.TxHash != a.r.TxHash || ou.IdempotencyKey != key {
+				t.Fatalf("payment = %+v, %v; want ErrOutcomeUnknown with the recorded hash", a.r, a.err)
+			}
+			if got := settled.of(key); len(got) != 0 {
+				t.Fatalf("settled before the outcome was known: %+v", got)
+			}
+			// The periodic pass settles it, once.
+			for range 3 {
+				if err := c.Maintain(bg, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := settled.of(key)
+			if len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != ou.TxHash || got[0].AgentID != alice.id {
+				t.Fatalf("settlements %+v; want one confirmed of %s", got, ou.TxHash)
+			}
+			if r, err := pay(); err != nil || r.TxHash != ou.TxHash {
+				t.Fatalf("retry = %+v, %v; want %s", r, err, ou.TxHash)
+			}
+			if mine, _ := e.find(bob, ""); len(mine) != 1 {
+				t.Fatalf("%d payments to bob on chain; want exactly one", len(mine))
+			}
+			if len(settled.of(key)) != 1 {
+				t.Fatalf("the retry settled again: %+v", settled.of(key))
+			}
+		})
+	}
+}
