@@ -8,6 +8,10 @@
 // heals. Cuts select connections by the client's source IP, so processes
 // that dial from distinct loopback addresses (127.0.0.11, .12, ...) can be
 // partitioned from some peers and not others.
+//
+// HTTP (http.go) is the request-level counterpart, between a chain
+// connector and its node: it loses the node's answer to one chosen
+// request, drops the request, or holds it until released.
 package faultproxy
 
 import (
