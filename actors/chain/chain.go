@@ -206,6 +206,11 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 		res, err = <-m.done, nil
 	}
 	if err != nil {
+		if _, has := ctx.Deadline(); has && errors.Is(err, actor.ErrTimeout) {
+			// The future's time-out is ctx's deadline: its error is
+			// the caller's context's, whichever timer fired first.
+			<-ctx.Done()
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
