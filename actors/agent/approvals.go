@@ -313,6 +313,20 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 	// Signed as a spend under the approval's key: the enclave's gate finds
 	// the approval by that key.
 	if ap.Kind == policy.KindInvoice {
+		// Decided on today's facts: an invoice of this server paid,
+		// expired or cancelled since it was held is not paid now (the
+		// approval ends failed with the reason). Another server's invoice
+		// cannot be read again here: its payee's answer to the transfer
+		// decides.
+		inv, err := invoiceLookup{st: a.deps.Store, publicURL: a.deps.PublicURL, now: a.deps.now}.ByAddress(ctx, ap.Chain, ap.PayTo)
+		switch {
+		case err == nil:
+			if err := tools.CheckPayable(inv, a.deps.now(), a.id); err != nil {
+				return chains.TxResult{}, err
+			}
+		case !errors.Is(err, tools.ErrUnknownInvoice):
+			return chains.TxResult{}, err
+		}
 		// An invoice's one-time address is a plain address (PayAddress).
 		req := chains.WithdrawRequest{Chain: ap.Chain, From: a.rec.Addresses[string(ap.Chain)], To: ap.PayTo, Asset: ap.Asset, All: ap.Amount == "", IdempotencyKey: ap.Key}
 		if !req.All {

@@ -310,7 +310,7 @@ func (a *Actor) scheduleMeta(ctx context.Context, sc tools.Schedule) (string, er
 // refusal of the owner's policy (a retry the same day would be refused
 // again, or worse, pass a budget meant for the day it was due).
 func retryable(err error) bool {
-	for _, permanent := range []error{tools.ErrUnknownRecipient, chains.ErrInvalidAddress, chains.ErrInvalidAmount,
+	for _, permanent := range []error{tools.ErrUnknownRecipient, tools.ErrInvoiceNotPayable, chains.ErrInvalidAddress, chains.ErrInvalidAmount,
 		chains.ErrUnknownAsset, chains.ErrIdempotencyConflict, enclave.ErrPolicy, enclave.ErrUnauthorized} {
 		if errors.Is(err, permanent) {
 			return false

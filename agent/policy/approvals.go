@@ -253,11 +253,17 @@ type Hold struct {
 var ErrNotApproved = errors.New("the owner did not approve this payment")
 
 // Check decides whether h may run now. It answers:
-//   - nil, nil, nil: no approval needed (or the owner approved it): pay;
+//   - nil, nil, nil: no approval needed (or the owner approved it and it
+//     has not failed): pay;
 //   - the approval and the writes that hold it: a new approval, to be
 //     applied with the approval_required notification;
 //   - an existing pending approval and no writes: still held;
-//   - ErrNotApproved: denied or expired.
+//   - ErrNotApproved: denied.
+//
+// An approval decides once, on the facts of its day: one that expired, or
+// was approved and then failed (the policy refused it when it ran, its
+// invoice was paid meanwhile), is final, and the same request (same key)
+// later is held for a new approval, whatever the policy says by then.
 func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op, error) {
 	p, ok, err := s.Get(ctx, h.AgentID)
 	if err != nil || !ok {
@@ -268,19 +274,26 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 		return nil, nil, err
 	}
 	reasons := p.Approvals.Reasons(h.Asset, h.Amount, isNew)
-	existing, err := s.approvalFor(ctx, h.AgentID, h.Key)
+	existing, keyVersion, err := s.approvalFor(ctx, h.AgentID, h.Key)
 	if err != nil {
 		return nil, nil, err
 	}
 	if existing != nil {
-		switch existing.Status {
-		case StatusApproved:
+		switch {
+		case existing.Status == StatusApproved && existing.Error == "":
 			return nil, nil, nil
-		case StatusPending:
+		case existing.Status == StatusPending:
 			return existing, nil, nil
-		default:
+		case existing.Status == StatusDenied:
 			return nil, nil, fmt.Errorf("%w: approval %s is %s", ErrNotApproved, existing.ID, existing.Status)
 		}
+		// Expired, or approved and failed: final. Asked again, the
+		// payment needs a new approval.
+		what := "expired"
+		if existing.Status == StatusApproved {
+			what = "was approved but failed (" + existing.Error + ")"
+		}
+		reasons = append(reasons, fmt.Sprintf("an earlier approval of this payment (%s) %s; a new request needs a new approval", existing.ID, what))
 	}
 	if len(reasons) == 0 {
 		return nil, nil, nil
@@ -307,21 +320,32 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 	}
 	return a, []persistence.Op{
 		put,
-		persistence.Put(TableApprovalKeys, h.AgentID+"/"+h.Key, []byte(a.ID), persistence.Absent()),
+		persistence.Put(TableApprovalKeys, h.AgentID+"/"+h.Key, []byte(a.ID), keyExpect(keyVersion)),
 		persistence.Put(TableApprovalDue, DueKey(a.ExpiresAt, a.AgentID, a.ID), nil, persistence.Absent()),
 	}, nil
 }
 
-func (s *Store) approvalFor(ctx context.Context, agentID, key string) (*Approval, error) {
+// approvalFor is the latest approval of the payment under key, and the
+// version of the key's entry (0: none).
+func (s *Store) approvalFor(ctx context.Context, agentID, key string) (*Approval, uint64, error) {
 	rec, err := s.st.Get(ctx, TableApprovalKeys, agentID+"/"+key)
 	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	a, _, err := GetApproval(ctx, s.st, agentID, string(rec.Value))
-	return a, err
+	return a, rec.Version, err
+}
+
+// keyExpect guards the write of a key's entry: absent for a first
+// approval, at its version for a new approval after a final one.
+func keyExpect(version uint64) persistence.Expect {
+	if version == 0 {
+		return persistence.Absent()
+	}
+	return persistence.AtVersion(version)
 }
 
 func (s *Store) isNewRecipient(ctx context.Context, agentID, recipient string, care bool) (bool, error) {
@@ -354,12 +378,12 @@ func (s *Store) approvalGate(ctx context.Context, p Policy, agentID, key, asset,
 	if len(reasons) == 0 {
 		return nil
 	}
-	a, err := s.approvalFor(ctx, agentID, key)
+	a, _, err := s.approvalFor(ctx, agentID, key)
 	if err != nil {
 		return err
 	}
-	if a != nil && a.Status == StatusApproved {
-		return nil
+	if a != nil && a.Status == StatusApproved && a.Error == "" {
+		return nil // approved, and not failed (a failed approval is final)
 	}
 	return fmt.Errorf("%w: this needs the owner's approval (%s) and has none; payments the agent makes are held for approval by themselves, a withdrawal cannot be: withdraw an amount at or under the threshold, or ask the owner to change the policy", enclave.ErrPolicy, strings.Join(reasons, "; "))
 }

@@ -214,6 +214,14 @@ func checkForeign(env *Env, ic InvoiceChains, ref invoiceRef, inv PayableInvoice
 	return inv, asset, nil
 }
 
+// CheckPayable refuses (ErrInvoiceNotPayable) an invoice that is not
+// waiting for payment at now, or that is the payer's own: what pay_invoice
+// checks, for an approved invoice payment that runs later (it decides on
+// that day's facts: paid, expired or cancelled meanwhile ends it).
+func CheckPayable(inv PayableInvoice, now time.Time, payerID string) error {
+	return payable(&Env{Now: func() time.Time { return now }, Agent: Agent{ID: payerID}}, inv)
+}
+
 // payable refuses an invoice that is not waiting for payment.
 func payable(env *Env, inv PayableInvoice) error {
 	switch {
