@@ -145,6 +145,9 @@ func (r *dialogueRun) play(d dialogue) string {
 	ctx := context.Background()
 	conv := ""
 	var log []string
+	// Each conversation is its own session, well after the last one: the
+	// same payment again within tools.RepeatWindow asks first (issue 32).
+	r.env.Clock.Advance(time.Hour)
 	for i, tu := range d.Turns {
 		if tu.After != "" {
 			dur, err := time.ParseDuration(tu.After)

@@ -443,9 +443,10 @@ func (s *Outgoing) walk(ctx context.Context, cursor string, fn func(tools.Outgoi
 }
 
 // FindRecent lists the payments of amount asset on chain to address that
-// are still on their way (pending, broadcast: however old) or were
-// confirmed within window, newest first: what a new request for the same
-// payment must be asked about (docs/payments.md, "A second request").
+// are pending (however old: nobody knows where they stand), broadcast and
+// last heard of within window, or confirmed within window, newest first:
+// what a new request for the same payment must be asked about
+// (docs/payments.md, "A second request").
 func (s *Outgoing) FindRecent(ctx context.Context, chain chains.ID, address, asset string, amount chains.Amount, window time.Duration) ([]tools.OutgoingPayment, error) {
 	match := func(p tools.OutgoingPayment) bool {
 		return p.Chain == chain && strings.EqualFold(p.Asset, asset) && !p.All &&
@@ -464,7 +465,8 @@ func (s *Outgoing) FindRecent(ctx context.Context, chain chains.ID, address, ass
 		if err != nil {
 			return nil, err
 		}
-		if p.Status.Open() && match(p) {
+		recent := p.Status == tools.PaymentPending || !p.UpdatedAt.Before(s.now().Add(-window))
+		if p.Status.Open() && recent && match(p) {
 			out = append(out, p)
 		}
 	}

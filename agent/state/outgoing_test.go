@@ -216,6 +216,10 @@ func TestOutgoingFindRecent(t *testing.T) {
 		t.Fatal(err)
 	}
 	open("other-amount", "0.6")
+	stale := open("stale-broadcast", "0.5")
+	if _, _, err := s.Advance(ctx, stale.ID, tools.PaymentUpdate{Status: tools.PaymentBroadcast, TxHash: "0xs"}); err != nil {
+		t.Fatal(err)
+	}
 	half, _ := chains.ParseAmountOf("0.500", 18)
 
 	find := func() string {
@@ -229,10 +233,10 @@ func TestOutgoingFindRecent(t *testing.T) {
 		}
 		return fmt.Sprint(ids)
 	}
-	if got, want := find(), fmt.Sprint([]string{confirmed.ID, old.ID}); got != want {
+	if got, want := find(), fmt.Sprint([]string{stale.ID, confirmed.ID, old.ID}); got != want {
 		t.Fatalf("FindRecent = %s, want %s", got, want)
 	}
-	clk.Set(clk.Now().Add(6 * time.Minute)) // the confirmation is no longer recent
+	clk.Set(clk.Now().Add(6 * time.Minute)) // the confirmation and the broadcast are no longer recent
 	if got, want := find(), fmt.Sprint([]string{old.ID}); got != want {
 		t.Fatalf("FindRecent later = %s, want %s", got, want)
 	}
