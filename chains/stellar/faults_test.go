@@ -55,10 +55,15 @@ func TestPaymentFaults(t *testing.T) {
 	for i, f := range []struct {
 		name  string
 		fault faultproxy.Fault
+		// restart: the node restarts (on the same state, at a new
+		// address) while the payment's request is held, which then
+		// reaches the restarted node.
+		restart bool
 	}{
-		{"answer lost", faultproxy.AnswerLost},
-		{"request dropped", faultproxy.RequestDropped},
-		{"node hangs", faultproxy.Hang},
+		{"answer lost", faultproxy.AnswerLost, false},
+		{"request dropped", faultproxy.RequestDropped, false},
+		{"node hangs", faultproxy.Hang, false},
+		{"node restarted mid-payment", faultproxy.Hang, true},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			bob := e.agent("00000000-0000-0000-0000-0000000000b"+string(rune('0'+i)), false)
@@ -86,6 +91,16 @@ func TestPaymentFaults(t *testing.T) {
 			first := make(chan answer, 1)
 			go func() { r, err := pay(); first <- answer{r, err} }()
 			<-hit
+			if f.restart {
+				if err := e.dev.Close(); err != nil {
+					t.Fatal(err)
+				}
+				e.startDevnet()
+				e.conn = e.connect()
+				if err := proxy.SetTarget(e.dev.Config().HorizonURL); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if f.fault == faultproxy.Hang {
 				proxy.Release()
 			}
