@@ -262,3 +262,35 @@ func TestDialoguesDev(t *testing.T) {
 		t.Errorf("dialogue dev accuracy %.1f%% is below 97%%", acc)
 	}
 }
+
+// The action waiting for a yes is stored with its conversation: it
+// survives a restart, a yes in another conversation does not run it, and
+// a yes runs it exactly once.
+func TestPendingActionSurvivesRestartAndStaysInItsConversation(t *testing.T) {
+	r := newDialogueRun(t)
+	ctx := context.Background()
+	chat := func(conv, msg string) *agent.ChatReply {
+		t.Helper()
+		v, err := r.env.Host.Request(ctx, r.talker.ID, &agent.Chat{AccountID: moneytest.Account, ConversationID: conv, Message: msg, RequestID: fmt.Sprintf("%s-%d", msg, time.Now().UnixNano())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(*agent.ChatReply)
+	}
+	a := chat("", "send 5 to bob")
+	if n := len(r.env.Chain.Sends()); n != 0 || !strings.Contains(a.Response, "5 ETH") {
+		t.Fatalf("a bare number paid (%d sends) or did not ask: %q", n, a.Response)
+	}
+	r.env.Restart()
+	other := chat("", "hello")
+	chat(other.ConversationID, "yes")
+	if n := len(r.env.Chain.Sends()); n != 0 {
+		t.Fatalf("a yes in another conversation paid: %d sends", n)
+	}
+	chat(a.ConversationID, "yes")
+	chat(a.ConversationID, "yes")
+	sends := r.env.Chain.Sends()
+	if len(sends) != 1 || sends[0].Amount != "5" || sends[0].Asset != "ETH" || r.names[sends[0].Meta] != "bob" {
+		t.Fatalf("after two yeses: %+v, want one payment of 5 ETH to bob", sends)
+	}
+}

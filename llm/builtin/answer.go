@@ -73,6 +73,10 @@ func describe(r result) string {
 		if memo := firstNonEmpty(str(d, "memo"), argStr(r, "memo")); memo != "" {
 			s += fmt.Sprintf(" (“%s”)", memo)
 		}
+		s += onChain(firstNonEmpty(str(d, "chain"), argStr(r, "chain")))
+		if exp := str(d, "expiresAt", "expires_at"); exp != "" {
+			s += ", payable until " + exp
+		}
 		s += "."
 		if link := str(d, "paymentLink", "payment_link", "link", "url"); link != "" {
 			s += " Share this payment link with the payer: " + link

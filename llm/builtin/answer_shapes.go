@@ -236,8 +236,11 @@ func scheduleText(d map[string]any, args map[string]any) string {
 		return ""
 	}
 	iv := get("interval", "interval")
-	every := map[string]string{"daily": "every day", "weekly": "every week", "monthly": "every month"}[iv]
-	s := fmt.Sprintf("%s to %s %s", money(get("amount", "amount"), get("asset", "asset")), get("recipient", "recipient"), orDefault(every, iv))
+	every := ""
+	if iv != "" {
+		every = everyText(iv) // "every monday", "every 6 hours", never the raw "monday" or "every-6-hours"
+	}
+	s := fmt.Sprintf("%s to %s %s", money(get("amount", "amount"), get("asset", "asset")), get("recipient", "recipient"), every)
 	if end := dateOnly(get("endDate", "end_date")); end != "" {
 		s += " until " + end
 	}

@@ -62,6 +62,9 @@ func unknownUnit(next string, c clause) bool {
 	return true
 }
 
+// oneTime are the words for a received payment's stealth address.
+var oneTime = map[string]bool{"one-time": true, "one-off": true, "onetime": true, "one‑time": true}
+
 var unitWords = map[string]bool{
 	"day": true, "days": true, "week": true, "weeks": true, "month": true, "months": true,
 	"year": true, "years": true, "hour": true, "hours": true, "minute": true, "minutes": true,
@@ -87,6 +90,9 @@ func amounts(c clause, skip map[int]bool) []amount {
 		}
 		v, asset, neg, ok := parseNumber(t.raw)
 		if !ok {
+			if oneTime[t.low] {
+				continue // "the one-time address 0x…" names an address, not an amount
+			}
 			if a, n := wordAmount(ws, i); n > 0 {
 				used = i + n
 				out = append(out, a)

@@ -1,12 +1,14 @@
 package builtin
 
 import (
-	"github.com/veilhq/veil/agent/intent"
-	"github.com/veilhq/veil/chains"
-
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/veilhq/veil/agent/intent"
+	"github.com/veilhq/veil/chains"
 )
 
 const (
@@ -191,6 +193,7 @@ func buildPay(c clause, inherit map[string]any) action {
 var skipBeforeAddress = map[string]bool{
 	"the": true, "my": true, "our": true, "this": true, "address": true, "wallet": true, "account": true,
 	"external": true, "stealth": true, "payment": true, "main": true, "cold": true, "hardware": true,
+	"one-time": true, "onetime": true, "one-off": true, "received": true, "incoming": true,
 }
 
 // addressAfter is the address (or name) after one of the words ws.
@@ -267,9 +270,27 @@ func buildInvoice(c clause) action {
 	if value == "" {
 		return ask("invoice", qWhatAmount+" should the invoice be for? For example “create an invoice for 25 USDC for the logo work”.")
 	}
-	args := map[string]any{"amount": value, "memo": memoOf(c, amts[0].idx)}
+	exp, expFrom, expTo := invoiceExpiry(c)
+	memo := memoOf(c, amts[0].idx)
+	if expFrom >= 0 {
+		// "… for the logo, expires in 2 days": the expiry is not the memo.
+		memo = cleanFree(strings.Replace(memo, strings.TrimSpace(c.text[expFrom:expTo]), "", 1))
+		for _, w := range []string{" and", ",", " that", " which", " it"} {
+			memo = strings.TrimSuffix(memo, w)
+		}
+		if memo = cleanFree(memo); memo == "" {
+			memo = defaultMemo
+		}
+	}
+	args := map[string]any{"amount": value, "memo": memo}
 	if asset := assetOf(c, amts); asset != "" {
 		args["asset"] = asset
+	}
+	if chs := chainsOf(c); len(chs) == 1 && chs[0] != "all" {
+		args["chain"] = chs[0]
+	}
+	if exp != "" {
+		args["expires_in"] = exp
 	}
 	return call("invoice", "create_invoice", args)
 }
@@ -361,4 +382,43 @@ func buildResolve(c clause) action {
 		}
 	}
 	return ask("resolve", "Which name should I look up? For example “who is bob.veil”.")
+}
+
+// reExpiry finds an invoice's lifetime in words: "expires in 2 days",
+// "valid for a week", "due within 24 hours", "good for 30 minutes".
+var reExpiry = regexp.MustCompile(`(?i)\b(?:(?:that |which |it )?(?:expires?|expiring|valid|good|payable|open|due|lasts?|available)\s+(?:in|for|within|after)|expiry(?: of| in)?|expiring after)\s+(a|an|one|two|three|four|five|six|seven|ten|twelve|fourteen|thirty|\d{1,3})\s+(minutes?|mins?|hours?|hrs?|days?|weeks?|months?)\b`)
+
+var smallNumbers = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ten": 10, "twelve": 12, "fourteen": 14, "thirty": 30}
+
+// invoiceExpiry reads create_invoice's expires_in ("2d", "1w", "30m")
+// from the clause, and the byte span of the words that said it.
+func invoiceExpiry(c clause) (string, int, int) {
+	seg := c.text[c.from:c.to]
+	m := reExpiry.FindStringSubmatchIndex(seg)
+	if m == nil {
+		return "", -1, -1
+	}
+	nw, unit := strings.ToLower(seg[m[2]:m[3]]), strings.ToLower(seg[m[4]:m[5]])
+	n, ok := smallNumbers[nw]
+	if !ok {
+		v, err := strconv.Atoi(nw)
+		if err != nil || v <= 0 {
+			return "", -1, -1
+		}
+		n = v
+	}
+	var u string
+	switch {
+	case strings.HasPrefix(unit, "min"):
+		u = "m"
+	case strings.HasPrefix(unit, "h"):
+		u = "h"
+	case strings.HasPrefix(unit, "d"):
+		u = "d"
+	case strings.HasPrefix(unit, "w"):
+		u = "w"
+	case strings.HasPrefix(unit, "month"):
+		n, u = n*30, "d"
+	}
+	return fmt.Sprintf("%d%s", n, u), c.from + m[0], c.from + m[1]
 }

@@ -191,7 +191,9 @@ func fundish(c clause) bool {
 	if i := c.find("fund"); i >= 0 {
 		return true
 	}
-	return c.has("test", "testnet") && c.has("tokens", "funds", "coins", "money", "eth", "token", "crypto")
+	// "invoice 5 usdc for test tokens" is an invoice whose memo says test.
+	return c.has("test", "testnet") && c.has("tokens", "funds", "coins", "money", "eth", "token", "crypto") &&
+		!c.has("invoice", "invoices", "bill", "charge", "request", "memo")
 }
 
 func invoiceish(c clause) bool {
@@ -270,13 +272,14 @@ func balanceish(c clause) bool {
 		c.seq("have", "i", "got") >= 0 || c.seq("how", "much", "money") >= 0 || c.seq("my", "money") >= 0 || c.seq("net", "worth") >= 0 ||
 		c.seq("how", "much", "crypto") >= 0 || c.seq("my", "holdings") >= 0 || c.seq("my", "assets") >= 0 || c.seq("my", "tokens") >= 0 ||
 		c.seq("my", "coins") >= 0 || c.seq("what's", "left") >= 0 || c.seq("whats", "left") >= 0 || c.seq("can", "i", "afford") >= 0 ||
-		c.seq("my", "bal") >= 0 || c.has("enough", "broke") || c.seq("out", "of", "money") >= 0 || c.seq("out", "of", "funds") >= 0 || c.has("bal", "balanace", "balnce", "blance", "ballance", "balence") {
+		c.seq("my", "bal") >= 0 || c.has("enough", "broke") || c.seq("out", "of", "money") >= 0 || c.seq("out", "of", "funds") >= 0 || c.has("bal", "balanace", "balnce", "blance", "ballance", "balence", "balnace", "balace", "balanse", "balanc", "blanace",
+		"balane", "ballence", "bakance", "balamce", "balancr", "balaance", "blalance", "baalnce", "balnaces", "ballances") {
 		return !c.has("send", "pay", "transfer")
 	}
 	if c.has("balance", "balances", "holdings", "portfolio", "funds") && !c.has("send", "pay", "transfer") {
 		return true
 	}
-	if i := c.seq("how", "much"); i >= 0 && c.has("have", "got", "left", "own", "hold", "is", "in", "remaining") && !c.has("receive", "received", "paid", "send", "sent", "pay") {
+	if i := c.seq("how", "much"); i >= 0 && c.has("have", "got", "left", "own", "hold", "is", "in", "remaining", "hav", "hve", "ahve", "haev") && !c.has("receive", "received", "paid", "send", "sent", "pay") {
 		return true
 	}
 	return c.seq("what", "do", "i", "have") >= 0 || c.seq("how", "rich") >= 0 || c.seq("am", "i", "broke") >= 0

@@ -164,6 +164,7 @@ func onChainWord(ch string) string {
 // everyText is an interval in words ("every week", "every friday",
 // "every 6 hours").
 func everyText(iv string) string {
+	iv = strings.TrimPrefix(iv, "every-")
 	switch iv {
 	case "daily":
 		return "every day"
