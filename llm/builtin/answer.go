@@ -336,8 +336,13 @@ const (
 func confirmQuestion(msg string) (string, bool) {
 	i := strings.Index(msg, confirmMarker)
 	j := strings.LastIndex(msg, confirmWhat)
-	if i < 0 || j < 0 {
+	if i < 0 {
 		return "", false
+	}
+	if j < 0 {
+		// Another check's question (a payment still on its way): its own words.
+		rest := strings.TrimLeft(strings.TrimPrefix(msg[i:], confirmMarker), ": ")
+		return fmt.Sprintf("Before any money moves, please confirm: %s. Reply “yes” to go ahead or “no” to cancel.", strings.TrimRight(rest, ". ")), true
 	}
 	what := strings.TrimRight(strings.TrimSpace(msg[j+len(confirmWhat):]), ".")
 	why := ""
