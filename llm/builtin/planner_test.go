@@ -395,7 +395,7 @@ var answerCases = []struct {
 		{"error", `{"error":"chains: insufficient funds: need 10.00001 XLM, have 2"}`},
 		{"success", `{"id":"9b1c","agentName":"me","amount":"25","asset":"USDC","memo":"the logo work","status":"pending","txHash":null,"paymentLink":"https://veil.example/pay/9b1c","chain":"base","payTo":"0x55"}`}},
 		[]string{"I couldn't pay alice.veil 10 XLM: insufficient funds: need 10.00001 XLM, have 2.", "fund my wallet",
-			"Created invoice 9b1c for 25 USDC (“the logo work”).", "https://veil.example/pay/9b1c"}, []string{"chains:"}},
+			"Created invoice 9b1c for 25 USDC (“the logo work”) on base.", "https://veil.example/pay/9b1c"}, []string{"chains:"}},
 	{"what's my balance on solana", [][2]string{{"success", `{"balances":[{"chain":"solana","address":"So1","nativeAsset":"SOL","native":"2.5","tokens":{"USDC":"10"},"stealth":{"USDC":"5"},"stealthPayments":2}]}`}},
 		[]string{"Your balance on solana: 2.5 SOL, 10 USDC, plus 5 USDC received privately in 2 payments not yet withdrawn."}, nil},
 	{"check balance on all chains", [][2]string{{"success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{}},{"chain":"solana","nativeAsset":"SOL","native":"3","tokens":{"USDC":"4"}}],"unavailable":[{"chain":"stellar","error":"chains: chain unavailable"}]}`}},
