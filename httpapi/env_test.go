@@ -57,6 +57,8 @@ type envOptions struct {
 	// rates is the per-key rate limit (zero: off in tests, so that load
 	// tests measure the server, not the limiter).
 	rates httpapi.RateLimit
+	// maxStreams is MaxStreamsPerKey (zero: the default).
+	maxStreams int
 	// now is the API's clock (nil: time.Now).
 	now func() time.Time
 	// limits are the API's slow-client limits (zero: the defaults).
@@ -108,7 +110,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
-	api := httpapi.New(httpapi.Config{Store: st, Agents: snaps.Reads(wire(host)), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, Now: opts.now,
+	api := httpapi.New(httpapi.Config{Store: st, Agents: snaps.Reads(wire(host)), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, MaxStreamsPerKey: opts.maxStreams, Now: opts.now,
 		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate, Limits: opts.limits})
 	srv := httptest.NewServer(api)
 	key, err := apikey.Bootstrap(context.Background(), st, time.Now())

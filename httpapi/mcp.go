@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +41,23 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A JSON-RPC batch is as many calls as it holds: each one after the
+	// first spends one more token of the key's rate limit, and a batch
+	// over MCPMaxBatch is refused whole (docs/mcp.md, "Limits").
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		limit, _ := bodyTimeout(r)
+		if berr := bodyError(err, limit); berr != nil {
+			return berr
+		}
+		return Errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	if n := batchLen(body); n > MCPMaxBatch {
+		return Errorf(http.StatusBadRequest, "this JSON-RPC batch holds %d messages; an MCP request may hold at most %d: send fewer at once", n, MCPMaxBatch)
+	} else if n > 1 && !s.spend(w, r, n-1) {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	// A tool call may wait for a chain, as a chat does.
 	extendWrite(w, s.bounds.ChatWriteTimeout)
 	srv := s.mcpServer(accountID(r), rec)
@@ -49,8 +69,77 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 		// endpoint requires, and veild often runs behind a local proxy.
 		DisableLocalhostProtection: true,
 	})
-	h.ServeHTTP(w, r)
+	ew := &mcpErrorWriter{ResponseWriter: w}
+	h.ServeHTTP(ew, r)
+	ew.finish()
 	return nil
+}
+
+// MCPMaxBatch is the most messages one JSON-RPC batch sent to an MCP
+// endpoint may hold (docs/mcp.md).
+const MCPMaxBatch = 20
+
+// batchLen is the number of messages of a JSON-RPC batch (a JSON array);
+// 0 for a single message or a body that is not one (the SDK answers it).
+func batchLen(body []byte) int {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	if len(t) == 0 || t[0] != '[' {
+		return 0
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(t, &msgs) != nil {
+		return 0
+	}
+	return len(msgs)
+}
+
+// mcpErrorWriter turns the SDK's plain-text HTTP errors (http.Error: a
+// wrong Accept header, a GET, a malformed message) into the API's error
+// format {message, statusCode}. JSON answers (JSON-RPC results and
+// errors) pass through unchanged.
+type mcpErrorWriter struct {
+	http.ResponseWriter
+	status int // a plain-text error is being held
+	buf    bytes.Buffer
+}
+
+func (e *mcpErrorWriter) WriteHeader(code int) {
+	if code >= 400 && !strings.HasPrefix(e.Header().Get("Content-Type"), "application/json") {
+		e.status = code
+		return
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *mcpErrorWriter) Write(b []byte) (int, error) {
+	if e.status != 0 {
+		if e.buf.Len() < 1024 {
+			e.buf.Write(b)
+		}
+		return len(b), nil
+	}
+	return e.ResponseWriter.Write(b)
+}
+
+func (e *mcpErrorWriter) Flush() {
+	if f, ok := e.ResponseWriter.(http.Flusher); ok && e.status == 0 {
+		f.Flush()
+	}
+}
+
+func (e *mcpErrorWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
+// finish writes a held error in the API's format.
+func (e *mcpErrorWriter) finish() {
+	if e.status == 0 {
+		return
+	}
+	msg := strings.TrimSpace(e.buf.String())
+	if msg == "" {
+		msg = http.StatusText(e.status)
+	}
+	e.Header().Del("X-Content-Type-Options")
+	writeError(e.ResponseWriter, e.status, "MCP: "+truncate(msg, 200))
 }
 
 // mcpServer is one agent's MCP server: the agent's tools with their

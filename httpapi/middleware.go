@@ -213,6 +213,15 @@ func decodeJSON(r *http.Request, v any) error {
 		if berr := bodyError(err, limit); berr != nil {
 			return berr
 		}
+		// Before a 400 for what arrived, the rest of the body must
+		// arrive too: a body trickled past BodyTimeout is a 408 whatever
+		// its first bytes were (net/http would otherwise wait for it
+		// anyway before sending the 400).
+		if _, derr := io.Copy(io.Discard, r.Body); derr != nil {
+			if berr := bodyError(derr, limit); berr != nil {
+				return berr
+			}
+		}
 		switch {
 		case errors.Is(err, io.EOF):
 			return Errorf(http.StatusBadRequest, "request body is empty: expected a JSON object")

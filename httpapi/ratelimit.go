@@ -42,6 +42,12 @@ func newLimiter(now func() time.Time) *limiter {
 // may go on, the tokens left, and when the bucket is full again and when
 // the next token arrives.
 func (l *limiter) take(key string, lim RateLimit) (ok bool, remaining int, full, next time.Duration) {
+	return l.takeN(key, lim, 1)
+}
+
+// takeN spends n tokens at once or none (take's answers; next is when n
+// tokens are there).
+func (l *limiter) takeN(key string, lim RateLimit, n int) (ok bool, remaining int, full, next time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -57,11 +63,11 @@ func (l *limiter) take(key string, lim RateLimit) (ok bool, remaining int, full,
 		b.tokens = math.Min(float64(lim.Burst), b.tokens+dt*lim.PerSecond)
 	}
 	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
+	if need := float64(n); b.tokens >= need {
+		b.tokens -= need
 		ok = true
 	} else {
-		next = time.Duration((1 - b.tokens) / lim.PerSecond * float64(time.Second))
+		next = time.Duration((need - b.tokens) / lim.PerSecond * float64(time.Second))
 	}
 	full = time.Duration((float64(lim.Burst) - b.tokens) / lim.PerSecond * float64(time.Second))
 	return ok, int(b.tokens), full, next
@@ -76,34 +82,52 @@ func (l *limiter) gc(now time.Time) {
 	}
 }
 
+// keyLimit is the rate limit of the request's key (its account's, or the
+// server's); ok is false when there is none.
+func (s *Server) keyLimit(r *http.Request) (RateLimit, bool) {
+	lim := s.rates
+	if acc := accountFrom(r.Context()); acc.RateLimit != nil {
+		lim = RateLimit{PerSecond: acc.RateLimit.PerSecond, Burst: acc.RateLimit.Burst}
+	}
+	return lim, lim.PerSecond > 0 && lim.Burst > 0
+}
+
 // rateLimit enforces the per-key bucket and sets X-RateLimit-Limit,
 // -Remaining and -Reset (Unix seconds when the bucket is full again) on
 // every response; a request over the limit is a 429 with Retry-After.
 func (s *Server) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		acc := accountFrom(r.Context())
-		lim := s.rates
-		if acc.RateLimit != nil {
-			lim = RateLimit{PerSecond: acc.RateLimit.PerSecond, Burst: acc.RateLimit.Burst}
-		}
-		if lim.PerSecond <= 0 || lim.Burst <= 0 {
+		if s.spend(w, r, 1) {
 			next.ServeHTTP(w, r)
-			return
 		}
-		ok, remaining, full, wait := s.limits.take(keyHashFrom(r.Context()), lim)
-		h := w.Header()
-		h.Set("X-RateLimit-Limit", strconv.Itoa(lim.Burst))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(full).Unix(), 10))
-		if !ok {
-			secs := int(math.Ceil(wait.Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
-			h.Set("Retry-After", strconv.Itoa(secs))
-			writeError(w, http.StatusTooManyRequests, "rate limit exceeded for this API key: retry after "+strconv.Itoa(secs)+" s (limit "+strconv.Itoa(lim.Burst)+" requests, refilled at "+strconv.FormatFloat(lim.PerSecond, 'f', -1, 64)+"/s)")
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// spend takes n tokens of the request's key (a request is one; an MCP
+// batch one more for each call after its first). Over the limit it writes
+// the 429 with Retry-After and answers false.
+func (s *Server) spend(w http.ResponseWriter, r *http.Request, n int) bool {
+	lim, on := s.keyLimit(r)
+	if !on {
+		return true
+	}
+	ok, remaining, full, wait := s.limits.takeN(keyHashFrom(r.Context()), lim, n)
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(lim.Burst))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(full).Unix(), 10))
+	if !ok {
+		secs := int(math.Ceil(wait.Seconds()))
+		if secs < 1 {
+			secs = 1
+		}
+		h.Set("Retry-After", strconv.Itoa(secs))
+		what := "rate limit exceeded for this API key"
+		if n > 1 {
+			what = "rate limit exceeded for this API key: the batch's " + strconv.Itoa(n) + " calls each count"
+		}
+		writeError(w, http.StatusTooManyRequests, what+": retry after "+strconv.Itoa(secs)+" s (limit "+strconv.Itoa(lim.Burst)+" requests, refilled at "+strconv.FormatFloat(lim.PerSecond, 'f', -1, 64)+"/s)")
+		return false
+	}
+	return true
 }

@@ -49,6 +49,9 @@ type Config struct {
 	// StreamPoll is how often a notification stream reads the store for
 	// what other cluster members stored; 0 means 2s.
 	StreamPoll time.Duration
+	// MaxStreamsPerKey caps the streams one API key holds open at once
+	// (429 above it); 0 means DefaultMaxStreamsPerKey, negative no cap.
+	MaxStreamsPerKey int
 	// WebhookAllowPrivate accepts webhook URLs naming private, loopback or
 	// link-local addresses (development and tests; docs/webhooks.md).
 	WebhookAllowPrivate bool
@@ -89,6 +92,7 @@ type Server struct {
 	rates     RateLimit
 	limits    *limiter
 	bounds    Limits // slow and idle clients (limits.go)
+	streams   *streamSlots
 
 	console *console.Console
 
@@ -134,6 +138,10 @@ func New(cfg Config) *Server {
 		s.rates = defaultRateLimit
 	}
 	s.limits = newLimiter(s.now)
+	s.streams = &streamSlots{max: cfg.MaxStreamsPerKey, open: map[string]int{}}
+	if cfg.MaxStreamsPerKey == 0 {
+		s.streams.max = DefaultMaxStreamsPerKey
+	}
 	s.bounds = cfg.Limits.withDefaults()
 	s.console = console.New(console.Options{Explorers: cfg.Explorers, Logger: s.log})
 	s.router = s.routes()

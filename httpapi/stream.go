@@ -41,6 +41,11 @@ func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		last = n
 	}
+	release, ok := s.openStream(w, r)
+	if !ok {
+		return nil
+	}
+	defer release()
 	wake, stop := s.feed.Watch(id)
 	defer stop()
 

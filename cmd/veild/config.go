@@ -32,6 +32,8 @@ type config struct {
 	MemoryLimitMiB  int
 	RatePerSecond   float64
 	RateBurst       int
+	// MaxStreamsPerKey caps one API key's open streams (httpapi).
+	MaxStreamsPerKey int
 
 	// Slow and idle HTTP clients (httpapi.Limits; docs/api.md, "Limits").
 	BodyTimeout      time.Duration
@@ -88,6 +90,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit-mib", 0, "Go heap size (MiB) above which least recently used agents are passivated; 0: off")
 	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
 	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
+	fs.IntVar(&c.MaxStreamsPerKey, "max-streams-per-key", httpapi.DefaultMaxStreamsPerKey, "streams (the notification stream) one API key may hold open at once; more are a 429 with Retry-After; -1: no cap")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", httpapi.DefaultLimits.BodyTimeout, "a request body must arrive within this after its headers (else 408 and the connection closes)")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", httpapi.DefaultLimits.WriteTimeout, "an ordinary reply must be written within this")
 	fs.DurationVar(&c.ChatWriteTimeout, "chat-write-timeout", httpapi.DefaultLimits.ChatWriteTimeout, "the reply of POST /agent/:id/chat (a hosted model) must be written within this")

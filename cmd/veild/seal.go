@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"unicode/utf8"
 
 	"github.com/veilhq/veil/enclave/software"
 )
@@ -52,6 +54,62 @@ func sealPassphrase(passVar, fileVar string) ([]byte, error) {
 	return b, nil
 }
 
+// The strength `veild enclave reseal` asks of a new passphrase
+// (docs/enclave.md, "Encrypted seal"): anyone who copies root.seal can
+// try passphrases offline for ever, so it must be long and varied.
+const (
+	minPassphraseLen      = 16
+	minPassphraseDistinct = 8
+	minPassphraseBits     = 80
+)
+
+// passphraseStrength refuses a passphrase shorter than
+// minPassphraseLen, with fewer than minPassphraseDistinct distinct
+// characters, or whose length times log2 of its alphabet (the sum of
+// the classes it draws from: 26 lower, 26 upper, 10 digits, 33 other
+// ASCII, 128 for any non-ASCII) is under minPassphraseBits. An upper
+// bound on entropy, not a measure of it: it stops the short and the
+// repetitive, and a random base64 or hex key file passes.
+func passphraseStrength(p []byte) error {
+	n := utf8.RuneCount(p)
+	if n < minPassphraseLen {
+		return fmt.Errorf("%d characters, at least %d are needed", n, minPassphraseLen)
+	}
+	distinct := map[rune]bool{}
+	var lower, upper, digit, other, wide bool
+	for _, r := range string(p) {
+		distinct[r] = true
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		case r < utf8.RuneSelf:
+			other = true
+		default:
+			wide = true
+		}
+	}
+	if len(distinct) < minPassphraseDistinct {
+		return fmt.Errorf("only %d distinct characters, at least %d are needed", len(distinct), minPassphraseDistinct)
+	}
+	alphabet := 0
+	for _, c := range []struct {
+		in   bool
+		size int
+	}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 33}, {wide, 128}} {
+		if c.in {
+			alphabet += c.size
+		}
+	}
+	if bits := float64(n) * math.Log2(float64(alphabet)); bits < minPassphraseBits {
+		return fmt.Errorf("about %.0f bits (%d characters from an alphabet of %d), at least %d are needed: make it longer or mix letters, digits and symbols", bits, n, alphabet, minPassphraseBits)
+	}
+	return nil
+}
+
 // enclaveCmd is `veild enclave reseal`: it re-encrypts the software
 // enclave's root.seal. The current passphrase comes from
 // VEIL_SEAL_PASSPHRASE or VEIL_SEAL_KEY_FILE (neither: the seal is plain),
@@ -82,6 +140,10 @@ func enclaveCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"no new passphrase: set " + envSealNewPassphrase + " or " + envSealNewKeyFile + " (or --plain to store the root unencrypted)"}
 	case len(newPass) > 0 && *plain:
 		return &usageError{"--plain and a new passphrase: choose one"}
+	case len(newPass) > 0:
+		if err := passphraseStrength(newPass); err != nil {
+			return &usageError{"the new passphrase is too weak: " + err.Error() + "; nothing was changed. Generate one: umask 077; openssl rand -base64 32 > /etc/veil/seal.key"}
+		}
 	}
 	if err := software.Reseal(*data, oldPass, newPass, *plain); err != nil {
 		if errors.Is(err, software.ErrPassphrase) {

@@ -16,6 +16,32 @@ import (
 	"github.com/veilhq/veil/enclave/software"
 )
 
+// TestPassphraseStrength: the rule `veild enclave reseal` applies to a
+// new passphrase (docs/enclave.md).
+func TestPassphraseStrength(t *testing.T) {
+	for _, tc := range []struct {
+		p  string
+		ok bool
+	}{
+		{"", false},
+		{"x", false},
+		{"correct horse", false},            // 13 characters
+		{"aaaaaaaaaaaaaaaaaaaaaaaa", false}, // one character repeated
+		{"abababababababababab", false},     // 2 distinct
+		{"abcdefghijklmnop", false},         // 16 lower: 75 bits
+		{"abcdefghijklmnopqr", true},        // 18 lower: 85 bits
+		{"correct horse battery staple", true},
+		{"Tr0ub4dor&3xyzQw", true},
+		{"5f4dcc3b5aa765d61d8327deb882cf99", true}, // openssl rand -hex 16
+		{"kJ8r2+YqfA0mWb7sL1zX9cVdN3uTe5hGiOpQ4wRyS6E=", true},
+		{"пароль-очень-длинный", true},
+	} {
+		if err := passphraseStrength([]byte(tc.p)); (err == nil) != tc.ok {
+			t.Errorf("passphraseStrength(%q) = %v, want ok=%v", tc.p, err, tc.ok)
+		}
+	}
+}
+
 // reseal runs `veild enclave reseal` with env added to the test's.
 func reseal(t *testing.T, data string, env ...string) (string, error) {
 	t.Helper()
@@ -53,15 +79,24 @@ func TestSealPassphraseWithTheBinary(t *testing.T) {
 	sealFile := software.SealPath(data)
 
 	// Encrypt: no current passphrase, the new one from env.
-	if out, err := reseal(t, data, envSealNewPassphrase+"=correct horse"); err != nil {
+	if out, err := reseal(t, data, envSealNewPassphrase+"=correct horse battery 42"); err != nil {
 		t.Fatalf("reseal: %v %s", err, out)
 	}
 	encrypted, _ := os.ReadFile(sealFile)
 	if !strings.Contains(string(encrypted), software.SealFormatEncrypted) {
 		t.Fatalf("seal not encrypted: %s", encrypted)
 	}
+	// A weak new passphrase: refused, file unchanged.
+	for _, weak := range []string{"x", "correct horse", "aaaaaaaaaaaaaaaaaaaaaaaa"} {
+		if out, err := reseal(t, data, envSealPassphrase+"=correct horse battery 42", envSealNewPassphrase+"="+weak); err == nil || !strings.Contains(out, "too weak") {
+			t.Fatalf("reseal to %q: %v %s", weak, err, out)
+		}
+	}
+	if now, _ := os.ReadFile(sealFile); string(now) != string(encrypted) {
+		t.Fatal("a refused reseal changed the seal")
+	}
 	// A wrong current passphrase: refused, file unchanged.
-	if out, err := reseal(t, data, envSealPassphrase+"=wrong", envSealNewPassphrase+"=x"); err == nil || !strings.Contains(out, "passphrase") || strings.Contains(out, "=wrong") {
+	if out, err := reseal(t, data, envSealPassphrase+"=wrong", envSealNewPassphrase+"=Another long passphrase 9"); err == nil || !strings.Contains(out, "passphrase") || strings.Contains(out, "=wrong") {
 		t.Fatalf("reseal with a wrong passphrase: %v %s", err, out)
 	}
 	if now, _ := os.ReadFile(sealFile); string(now) != string(encrypted) {
@@ -95,13 +130,13 @@ func TestSealPassphraseWithTheBinary(t *testing.T) {
 		}
 		p.stop(t, syscall.SIGTERM)
 	}
-	check(envSealPassphrase + "=correct horse")
+	check(envSealPassphrase + "=correct horse battery 42")
 
 	// Rotate with key files.
 	dir := t.TempDir()
 	oldFile, newFile := filepath.Join(dir, "old"), filepath.Join(dir, "new")
-	_ = os.WriteFile(oldFile, []byte("correct horse\n"), 0o600)
-	_ = os.WriteFile(newFile, []byte("battery staple\n"), 0o600)
+	_ = os.WriteFile(oldFile, []byte("correct horse battery 42\n"), 0o600)
+	_ = os.WriteFile(newFile, []byte("battery staple, mule 77\n"), 0o600)
 	if out, err := reseal(t, data, envSealPassphrase+"=", envSealKeyFile+"="+oldFile, envSealNewKeyFile+"="+newFile); err != nil {
 		t.Fatalf("rotate with key files: %v %s", err, out)
 	}
