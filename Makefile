@@ -71,7 +71,12 @@ test-ts:
 	@command -v npm >/dev/null 2>&1 || { echo "test-ts: npm is not installed (the TypeScript client's tests need node and npm)"; exit 1; }
 	cd clients/typescript && npm ci --ignore-scripts --no-audit --no-fund && npm test
 
+# lint also runs the repository's guards (scripts/repo-guard.sh): no
+# merge-conflict markers, every relative link in README.md and docs/*.md
+# resolves, and httpapi/openapi.json lints with Redocly (pinned in
+# scripts/openapi-lint) with no errors.
 lint:
+	@bash scripts/repo-guard.sh
 	$(GO) vet ./...
 	$(GO) vet -tags nodevnet ./cmd/veild ./chains/...
 	$(GO) vet -tags nodevnet,nok8s ./cmd/veild ./runtime/cluster
