@@ -38,15 +38,9 @@ func newLimiter(now func() time.Time) *limiter {
 	return &limiter{buckets: map[string]*bucket{}, now: now}
 }
 
-// take spends one token of key's bucket. It answers whether the request
-// may go on, the tokens left, and when the bucket is full again and when
-// the next token arrives.
-func (l *limiter) take(key string, lim RateLimit) (ok bool, remaining int, full, next time.Duration) {
-	return l.takeN(key, lim, 1)
-}
-
-// takeN spends n tokens at once or none (take's answers; next is when n
-// tokens are there).
+// takeN spends n tokens of key's bucket at once, or none. It answers
+// whether the request may go on, the tokens left, and when the bucket is
+// full again and when n tokens are there.
 func (l *limiter) takeN(key string, lim RateLimit, n int) (ok bool, remaining int, full, next time.Duration) {
 	now := l.now()
 	l.mu.Lock()
