@@ -375,7 +375,7 @@ func (l *Ledger[A]) Settle(ctx context.Context, restart bool) error {
 	}
 	var errs []error
 	for _, r := range recs {
-		cur, ver, err := l.Load(ctx, r.Key)
+		cur, _, err := l.Load(ctx, r.Key)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -386,6 +386,7 @@ func (l *Ledger[A]) Settle(ctx context.Context, restart bool) error {
 		}
 		unlock := l.locks.Lock(cur.Source)
 		// Re-read under the lock: a caller's retry may have settled it.
+		var ver uint64
 		if cur, ver, err = l.Load(ctx, r.Key); err == nil && cur != nil && cur.State == Pending && len(cur.Attempts) > 0 {
 			_, err = resume(ctx, r.Key, cur, ver)
 		}
