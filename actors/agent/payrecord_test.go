@@ -109,3 +109,70 @@ func TestPendingErrorNamesTheRecord(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A settlement moves the record and tells the user once: a payment the
+// call could only call "on its way" gets payment_sent when it confirms; a
+// sent one that fails gets its failure; the same settlement twice tells
+// nothing more (issue 32 item 3).
+func TestSettlementTellsOnce(t *testing.T) {
+	cases := []struct {
+		name      string
+		fail      error
+		status    chains.SettlementStatus
+		want      tools.PaymentStatus
+		wantTitle string // "" : no notification beyond the call's
+	}{
+		{"pending then confirmed", chains.ErrOutcomeUnknown, chains.SettlementConfirmed, tools.PaymentConfirmed, "Payment confirmed"},
+		{"sent then confirmed", nil, chains.SettlementConfirmed, tools.PaymentConfirmed, ""},
+		{"sent then failed", nil, chains.SettlementFailed, tools.PaymentFailed, "Payment failed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+			payer := env.CreateAgent("payer")
+			env.CreateAgent("bob")
+			env.Chain.FailSends(c.fail)
+			if _, err := env.Host.Request(ctx, payer.ID, &agent.CallTool{AccountID: moneytest.Account, Tool: "send_payment",
+				Arguments: `{"recipient":"bob.veil","amount":"0.001","asset":"ETH"}`, IdempotencyKey: "k"}); err != nil {
+				t.Fatal(err)
+			}
+			page, _ := state.NewOutgoing(env.Store, payer.ID, nil).List(ctx, state.PaymentFilter{})
+			if len(page.Payments) != 1 {
+				t.Fatalf("records %+v", page.Payments)
+			}
+			rec := page.Payments[0]
+			before := len(env.Inbox(payer.ID).Notifications)
+			s := chains.Settlement{Chain: rec.Chain, IdempotencyKey: rec.IdempotencyKey, AgentID: payer.ID, Op: "send", TxHash: "0xmined",
+				Status: c.status, Confirmations: 1, Reason: "reverted"}
+			for range 2 {
+				if _, err := env.Host.Request(ctx, payer.ID, &agent.PaymentSettled{Settlement: s}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := state.NewOutgoing(env.Store, payer.ID, nil).Get(ctx, rec.ID)
+			if err != nil || got.Status != c.want || got.TxHash != "0xmined" {
+				t.Fatalf("record %+v, %v", got, err)
+			}
+			notes := env.Inbox(payer.ID).Notifications
+			var titles []string
+			for _, n := range notes {
+				titles = append(titles, n.Title)
+			}
+			newNotes := len(notes) - before
+			switch {
+			case c.wantTitle == "" && newNotes != 0,
+				c.wantTitle != "" && (newNotes != 1 || !strings.Contains(strings.Join(titles, "|"), c.wantTitle)):
+				t.Fatalf("%d new notifications %q, want %q once", newNotes, titles, c.wantTitle)
+			}
+		})
+	}
+	// A key with no record (a registration, the gas ahead of a withdrawal)
+	// changes nothing and is not an error.
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	a := env.CreateAgent("other")
+	if _, err := env.Host.Request(context.Background(), a.ID, &agent.PaymentSettled{Settlement: chains.Settlement{Chain: chains.Ethereum,
+		IdempotencyKey: "register/x", AgentID: a.ID, Status: chains.SettlementConfirmed}}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -160,6 +160,9 @@ func protocol() []route {
 		on(func(a *Actor, ctx context.Context, m *WakeApproval) (None, error) {
 			return None{}, a.wakeApproval(ctx, m.ApprovalID)
 		}),
+		on(func(a *Actor, ctx context.Context, m *PaymentSettled) (None, error) {
+			return None{}, a.settled(ctx, m.Settlement)
+		}),
 	}
 }
 

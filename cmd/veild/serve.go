@@ -169,6 +169,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	stopMoney := startMoneyServices(store, agents, agent.EnclaveKeys(enclaves), chainSet.refs, placement, topology, mets, log, cfg.WebhookAllowPrivate)
 	defer stopMoney()
+	// The connectors' settlements reach the payment records from now on;
+	// those that came before wait in the connectors' outboxes.
+	chainSet.settled.Set(settleReceiver(agents))
+	defer chainSet.settled.Set(nil)
 	var apiAgents httpapi.Agents = agents
 	if deps.Snapshots != nil {
 		apiAgents = deps.Snapshots.Reads(agents)

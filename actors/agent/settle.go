@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/persistence"
+)
+
+// PaymentSettled is a connector's settlement of a transaction this agent
+// signed (chains.Settlement, relayed by veild): its payment record moves
+// forward, and the user is told once. In-process only (no account).
+// Answers nothing; an error keeps the settlement in the connector's
+// outbox for its next pass.
+type PaymentSettled struct {
+	answers[None]
+	Settlement chains.Settlement
+}
+
+// settled applies a settlement to the payment record sent under its key
+// (docs/payments.md, "Settlement"). A key with no record (a name
+// registration, a token approval, the gas ahead of a withdrawal, a payment
+// from before the records) changes nothing. The record's move and what
+// the user is told commit in one write guarded by the record's version, so
+// a settlement delivered twice (a crash before the connector dropped it,
+// two cluster members) tells once:
+//   - confirmed, after the call said the payment was sent (broadcast):
+//     nothing more to say, the record only moves;
+//   - confirmed, after the call could only say "on its way" (pending):
+//     payment_sent, and a system message in the conversation that asked;
+//   - failed: payment_sent's failure notice (the payment did not go
+//     through, with the reason) and the system message.
+func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
+	out := a.outgoing()
+	rec, err := out.ByKey(ctx, s.Chain, s.IdempotencyKey)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	u := tools.PaymentUpdate{Status: tools.PaymentConfirmed, TxHash: s.TxHash, Confirmations: s.Confirmations}
+	if s.Status == chains.SettlementFailed {
+		u = tools.PaymentUpdate{Status: tools.PaymentFailed, TxHash: s.TxHash, Reason: orText(s.Reason, "failed on chain")}
+	}
+	for try := 0; ; try++ {
+		cur, err := out.Get(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		next, ops, err := out.Transition(ctx, rec.ID, u)
+		if errors.Is(err, state.ErrInvalidTransition) {
+			// Final otherwise already: the settlement cannot change it, and
+			// must not come back every pass.
+			a.log(ctx).Warn("settlement of a settled payment", "payment", rec.ID, "status", string(u.Status), "err", err)
+			return nil
+		}
+		if err != nil || len(ops) == 0 {
+			return err
+		}
+		note, text := settleWords(cur, next)
+		if note == nil {
+			_, err = a.deps.Store.Apply(ctx, ops...)
+		} else {
+			convID := ""
+			if next.Source.Type == tools.SourceConversation {
+				convID = next.Source.ID
+			}
+			err = a.outcome(ctx, note, convID, text, ops...)
+		}
+		if errors.Is(err, persistence.ErrConflict) && try < 3 {
+			continue // moved meanwhile: read it again
+		}
+		return err
+	}
+}
+
+// settleWords is what the user is told when a record moves from cur to
+// next: nil when nothing new (the call already said it was sent).
+func settleWords(cur, next tools.OutgoingPayment) (*Notify, string) {
+	what := fmt.Sprintf("%s %s to %s on %s", next.Amount, next.Asset, orText(next.Recipient.Name, next.Recipient.Address), next.Chain)
+	switch {
+	case next.Status == tools.PaymentConfirmed && cur.Status == tools.PaymentPending:
+		return &Notify{Type: NotePaymentSent, Title: fmt.Sprintf("Payment confirmed: %s %s", next.Amount, next.Asset),
+				Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed. Transaction %s", what, next.ID, next.TxHash)},
+			fmt.Sprintf("The payment of %s that was on its way is confirmed (payment %s, transaction %s).", what, next.ID, next.TxHash)
+	case next.Status == tools.PaymentFailed && cur.Status != tools.PaymentFailed:
+		return &Notify{Type: NotePaymentSent, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
+				Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s (transaction %s). The amount was not paid; it may be sent again.", what, next.ID, next.Reason, next.TxHash)},
+			fmt.Sprintf("The payment of %s (payment %s) did not go through: %s. Nothing moved; it may be sent again.", what, next.ID, next.Reason)
+	}
+	return nil, ""
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
