@@ -84,3 +84,106 @@ func (c *Client) AllInvoices(ctx context.Context, id string, q ListQuery, opts .
 		q.Cursor = p.NextCursor
 	}
 }
+
+// Payment record statuses (docs/payments.md): pending (recorded before
+// signing; it may have reached the node, nobody knows yet) → broadcast →
+// confirmed | failed; refused when nothing was signed.
+const (
+	PaymentPending   = "pending"
+	PaymentBroadcast = "broadcast"
+	PaymentConfirmed = "confirmed"
+	PaymentFailed    = "failed"
+	PaymentRefused   = "refused"
+)
+
+// PaymentSource is what asked for a payment: conversation, schedule,
+// approval, mcp or api, with its id where it has one.
+type PaymentSource struct {
+	Type string `json:"type"`
+	ID   string `json:"id,omitempty"`
+}
+
+// PaymentRecipient is who a payment goes to: a name people read (may be
+// empty) and the address the chain pays.
+type PaymentRecipient struct {
+	Name    string `json:"name,omitempty"`
+	Address string `json:"address"`
+}
+
+// PaymentRecord is one payment the agent made (GET /agent/:id/payments):
+// one record per payment from the moment it is signed, whose status only
+// moves forward.
+type PaymentRecord struct {
+	ID      string `json:"id"`
+	AgentID string `json:"agentId"`
+	// Kind: send_payment, pay_invoice, withdraw, x402 or gas_funding.
+	Kind   string        `json:"kind"`
+	Source PaymentSource `json:"source"`
+	Chain  string        `json:"chain"`
+	Asset  string        `json:"asset"`
+	// Amount is a decimal; "0" with All (everything, less fees).
+	Amount    string           `json:"amount"`
+	All       bool             `json:"all,omitempty"`
+	Recipient PaymentRecipient `json:"recipient"`
+	// From is the one-time address a withdrawal spends.
+	From   string `json:"from,omitempty"`
+	Status string `json:"status"`
+	// TxHash is the latest transaction; TxHashes every one (fee bumps and
+	// rebroadcasts stay one record), oldest first.
+	TxHash        string     `json:"txHash,omitempty"`
+	TxHashes      []string   `json:"txHashes,omitempty"`
+	Confirmations uint64     `json:"confirmations,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+	BroadcastAt   *time.Time `json:"broadcastAt,omitempty"`
+	SettledAt     *time.Time `json:"settledAt,omitempty"`
+}
+
+// PaymentPage is one page of GET /agent/:id/payments.
+type PaymentPage struct {
+	Payments []PaymentRecord `json:"payments"`
+	// NextCursor fetches the next page; "" on the last one.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// PaymentQuery is ListPayments's filter and page: ListQuery's, plus the
+// chain.
+type PaymentQuery struct {
+	ListQuery
+	Chain string
+}
+
+// ListPayments calls GET /agent/:id/payments: one page of the payments
+// the agent made, newest first. q.Status is one of the Payment* statuses
+// or ""; q.Chain a chain or "".
+func (c *Client) ListPayments(ctx context.Context, id string, q PaymentQuery, opts ...CallOption) (*PaymentPage, error) {
+	r := get("/agent/"+esc(id)+"/payments", opts)
+	r.query = q.values()
+	if q.Chain != "" {
+		r.query.Set("chain", q.Chain)
+	}
+	return answer[PaymentPage](ctx, c, r)
+}
+
+// AllPayments follows ListPayments's cursor to the end (q.Cursor is the
+// start) and returns every payment q selects, newest first.
+func (c *Client) AllPayments(ctx context.Context, id string, q PaymentQuery, opts ...CallOption) ([]PaymentRecord, error) {
+	var out []PaymentRecord
+	for {
+		p, err := c.ListPayments(ctx, id, q, opts...)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p.Payments...)
+		if p.NextCursor == "" || p.NextCursor == q.Cursor {
+			return out, nil
+		}
+		q.Cursor = p.NextCursor
+	}
+}
+
+// GetPayment calls GET /agent/:id/payments/:paymentId.
+func (c *Client) GetPayment(ctx context.Context, id, paymentID string, opts ...CallOption) (*PaymentRecord, error) {
+	return answer[PaymentRecord](ctx, c, get("/agent/"+esc(id)+"/payments/"+esc(paymentID), opts))
+}

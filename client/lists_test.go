@@ -78,3 +78,22 @@ func TestListInvoicesOnRealServer(t *testing.T) {
 		t.Fatalf("another account: %v", err)
 	}
 }
+
+// TestPaymentQueryOnTheWire: ListPayments sends status, chain and the
+// paging as the API documents; GetPayment reads one record.
+func TestPaymentQueryOnTheWire(t *testing.T) {
+	rc := &recorder{body: `{"payments":[{"id":"p-1","agentId":"a","kind":"send_payment","source":{"type":"conversation","id":"c"},"chain":"base","asset":"USDC","amount":"7","recipient":{"name":"bob.veil","address":"st:..."},"status":"pending","createdAt":"2026-01-15T12:00:00Z","updatedAt":"2026-01-15T12:00:00Z"}],"nextCursor":"p-1"}`}
+	c := fakeClient(t, rc)
+	p, err := c.ListPayments(ctx(t), agentID, client.PaymentQuery{ListQuery: client.ListQuery{Status: client.PaymentPending, Limit: 3}, Chain: "base"})
+	if err != nil || rc.req.URL.Path != "/agent/"+agentID+"/payments" || rc.req.URL.RawQuery != "chain=base&limit=3&status=pending" {
+		t.Fatalf("%v %s", err, rc.req.URL)
+	}
+	if len(p.Payments) != 1 || p.NextCursor != "p-1" || p.Payments[0].Recipient.Name != "bob.veil" || p.Payments[0].Source.Type != "conversation" {
+		t.Fatalf("page %+v", p)
+	}
+	rc.body = `{"id":"p-1","status":"confirmed","confirmations":3}`
+	one, err := c.GetPayment(ctx(t), agentID, "p-1")
+	if err != nil || rc.req.URL.Path != "/agent/"+agentID+"/payments/p-1" || one.Status != client.PaymentConfirmed || one.Confirmations != 3 {
+		t.Fatalf("get %+v %v %s", one, err, rc.req.URL)
+	}
+}

@@ -4,12 +4,15 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
 )
 
 // The lists people page through (docs/api.md, "Lists and paging"): one
@@ -17,6 +20,11 @@ import (
 
 func (s *Server) listRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/agent/{id}/invoices", asks(s, http.StatusOK, listInvoices))
+	r.Method(http.MethodGet, "/agent/{id}/payments", asks(s, http.StatusOK, listPayments))
+	r.Method(http.MethodGet, "/agent/{id}/payments/{paymentId}", asks(s, http.StatusOK, func(r *http.Request, acc string) (*agent.GetPayment, error) {
+		id, err := pathID(r, "paymentId", "payment")
+		return &agent.GetPayment{AccountID: acc, PaymentID: id}, err
+	}))
 }
 
 // listInvoices reads GET /agent/:id/invoices?status=&since=&limit=&cursor=.
@@ -31,21 +39,66 @@ func listInvoices(r *http.Request, acc string) (*agent.ListInvoices, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &agent.ListInvoices{AccountID: acc, Filter: state.InvoiceFilter{Status: status, Since: page.since, After: page.after, Limit: page.limit}}, nil
+	after, err := state.ParseCursor(page.cursor)
+	if err != nil {
+		return nil, errBadCursor()
+	}
+	return &agent.ListInvoices{AccountID: acc, Filter: state.InvoiceFilter{Status: status, Since: page.since, After: after, Limit: page.limit}}, nil
+}
+
+// listPayments reads GET /agent/:id/payments?status=&chain=&since=&limit=&cursor=.
+// A payment's cursor is the id of the previous page's last record (the
+// records' ids are time-ordered); it is opaque to clients all the same.
+func listPayments(r *http.Request, acc string) (*agent.ListPayments, error) {
+	q := r.URL.Query()
+	status := tools.PaymentStatus(q.Get("status"))
+	if status != "" && !status.Valid() {
+		return nil, Errorf(http.StatusBadRequest, "status %q is not one of pending, broadcast, confirmed, failed, refused", truncate(string(status), 40))
+	}
+	var chain chains.ID
+	if v := q.Get("chain"); v != "" {
+		c, err := chains.Parse(v)
+		if err != nil {
+			return nil, Errorf(http.StatusBadRequest, "chain %q is not one of %s", truncate(v, 40), chainNames())
+		}
+		chain = c
+	}
+	page, err := readPage(q)
+	if err != nil {
+		return nil, err
+	}
+	if page.cursor != "" && !isUUID(page.cursor) {
+		return nil, errBadCursor()
+	}
+	return &agent.ListPayments{AccountID: acc, Filter: state.PaymentFilter{
+		Status: status, Chain: chain, Since: page.since, Cursor: page.cursor, Limit: page.limit,
+	}}, nil
+}
+
+// chainNames lists the chains a filter accepts.
+func chainNames() string {
+	var names []string
+	for _, c := range chains.Order() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
+}
+
+func errBadCursor() error {
+	return Errorf(http.StatusBadRequest, "cursor is not one this API gave out: pass nextCursor from the previous page unchanged (or leave it out for the first page)")
 }
 
 // pageQuery is what every paged list reads from its query: since, limit
 // and cursor.
 type pageQuery struct {
-	since time.Time
-	after state.Cursor
-	limit int
+	since  time.Time
+	cursor string
+	limit  int
 }
 
 // readPage reads since (RFC 3339, or a date: that day's midnight UTC),
 // limit (1 to state.MaxPageLimit; absent: state.DefaultPageLimit) and
-// cursor (a nextCursor this API gave out). Each wrong one is a 400 naming
-// it.
+// cursor (each list checks its own). Each wrong one is a 400 naming it.
 func readPage(q url.Values) (pageQuery, error) {
 	var p pageQuery
 	if v := q.Get("since"); v != "" {
@@ -63,11 +116,7 @@ func readPage(q url.Values) (pageQuery, error) {
 		}
 		p.limit = n
 	}
-	c, err := state.ParseCursor(q.Get("cursor"))
-	if err != nil {
-		return p, Errorf(http.StatusBadRequest, "cursor is not one this API gave out: pass nextCursor from the previous page unchanged (or leave it out for the first page)")
-	}
-	p.after = c
+	p.cursor = q.Get("cursor")
 	return p, nil
 }
 

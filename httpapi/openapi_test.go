@@ -476,6 +476,10 @@ func TestOpenAPIResponsesValidate(t *testing.T) {
 	do("GET", "/agent/"+id+"/invoices?status=paid&since=2026-01-01&limit=1", e.key, nil)
 	do("GET", "/agent/"+id+"/invoices?limit=1000", e.key, nil)
 	do("GET", "/agent/"+uuid.NewString()+"/invoices", e.key, nil)
+	do("GET", "/agent/"+id+"/payments", e.key, nil)
+	do("GET", "/agent/"+id+"/payments?status=pending&chain=ethereum&limit=2", e.key, nil)
+	do("GET", "/agent/"+id+"/payments?chain=mars", e.key, nil)
+	do("GET", "/agent/"+id+"/payments/"+uuid.NewString(), e.key, nil)
 	do("POST", "/invoice/"+invoiceID+"/paid", e.key, nil)
 	do("POST", "/invoice/"+uuid.NewString()+"/paid", e.key, map[string]string{"txHash": "0x" + strings.Repeat("ab", 32)})
 

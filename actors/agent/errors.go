@@ -54,6 +54,9 @@ var (
 	// the message says which and what to send. httpapi checks the same
 	// rules before it asks (lists.go).
 	ErrBadFilter = errors.New("bad list filter")
+	// ErrPaymentNotFound: no payment record by that id for this agent
+	// (404).
+	ErrPaymentNotFound = errors.New("payment not found")
 )
 
 // ModelError is a failure of the model provider (502). It crosses the wire
@@ -91,4 +94,5 @@ var sentinelCodes = []sentinelCode{
 	{"agent.not-on-chain", ErrNotOnChain},
 	{"agent.bad-tool-call", ErrBadToolCall},
 	{"agent.bad-filter", ErrBadFilter},
+	{"agent.payment-not-found", ErrPaymentNotFound},
 }

@@ -140,6 +140,8 @@ func protocol() []route {
 		on((*Actor).claimInvoicePaid).missing(ErrInvoiceNotFound),
 		on((*Actor).payX402).missing(ErrInvoiceNotFound), // x402.go
 		on((*Actor).listInvoices),                        // lists.go
+		on((*Actor).listPayments),                        // lists.go
+		on((*Actor).getPayment).missing(ErrPaymentNotFound),
 		on(func(a *Actor, ctx context.Context, _ *ListSchedules) ([]tools.Schedule, error) {
 			return a.listSchedules(ctx)
 		}),

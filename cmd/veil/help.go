@@ -56,7 +56,7 @@ func (a *app) printTopHelp(w io.Writer) {
 }
 
 // groupOrder is the order of the command groups in the help.
-var groupOrder = []string{"agent", "chat", "conversations", "notifications", "invoice", "invoices", "schedules", "tee", "config", "health", "version"}
+var groupOrder = []string{"agent", "chat", "conversations", "notifications", "invoice", "invoices", "payments", "schedules", "tee", "config", "health", "version"}
 
 func sortedCommands() []*command {
 	rank := func(c *command) int {

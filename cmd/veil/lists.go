@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/client"
 )
 
@@ -165,4 +166,111 @@ unpaid past its expiry; paid. With --json: the API's page, {"invoices": [...], "
 				})
 		},
 	})
+}
+
+func init() {
+	var f listFlags
+	var chain string
+	statuses := []string{client.PaymentPending, client.PaymentBroadcast, client.PaymentConfirmed, client.PaymentFailed, client.PaymentRefused}
+	flags := f.register("pending, broadcast, confirmed, failed, refused or all")
+	register(&command{
+		path:    "payments",
+		args:    "AGENT [PAYMENT] [--status S] [--chain CHAIN] [--since WHEN] [--limit N] [--all|--cursor CURSOR]",
+		summary: "list the payments an agent made, newest first, or show one",
+		detail: `Each payment has one record from the moment it is signed (docs/payments.md): pending (on its
+way, outcome not known yet: do not send it again), broadcast, confirmed, failed, or refused
+(nothing was signed). One page (50 by default); --all lists every page. With PAYMENT: that one
+record. With --json: the API's page, {"payments": [...], "nextCursor": "..."}, or the record.`,
+		examples: []string{
+			"veil payments alice",
+			"veil payments alice --status pending --chain base",
+			"veil payments alice 01936f0e-…",
+			"veil payments alice --all --json | jq -r '.payments[] | select(.status==\"confirmed\") | .txHash'",
+		},
+		flags: func(a *app, fs *pflag.FlagSet) {
+			flags(a, fs)
+			fs.StringVar(&chain, "chain", "", "only payments on this `chain`")
+		},
+		run: func(a *app, args []string) error {
+			if len(args) == 2 {
+				return a.withAgent("payments", args, 1, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error {
+					p, err := c.GetPayment(ctx, ag.ID, rest[0])
+					if err != nil {
+						return err
+					}
+					return a.print(p, func() error { return a.paymentTable(p) })
+				})
+			}
+			if chain != "" {
+				if _, err := chains.Parse(chain); err != nil {
+					return usagef("--chain %q: use one of horizen, ethereum, polygon, base, stellar, solana", chain)
+				}
+			}
+			return pagedList(a, "payments", args, &f, statuses, "payments",
+				func(ctx context.Context, c *client.Client, id string, q client.ListQuery) ([]client.PaymentRecord, string, error) {
+					p, err := c.ListPayments(ctx, id, client.PaymentQuery{ListQuery: q, Chain: chain})
+					if err != nil {
+						return nil, "", err
+					}
+					return p.Payments, p.NextCursor, nil
+				},
+				func(ag *client.AgentInfo) string {
+					return fmt.Sprintf("No payments recorded for %s.", ag.FullName())
+				},
+				"ID\tSTATUS\tAMOUNT\tTO\tCHAIN\tCREATED\tTX", func(p client.PaymentRecord) string {
+					tx := p.TxHash
+					if tx == "" && p.Reason != "" {
+						tx = oneLine(p.Reason, 60)
+					}
+					return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ID, p.Status, paymentAmount(p), recipientOf(p), p.Chain, localTime(p.CreatedAt), tx)
+				})
+		},
+	})
+}
+
+func paymentAmount(p client.PaymentRecord) string {
+	if p.All {
+		return "all " + p.Asset
+	}
+	return p.Amount + " " + p.Asset
+}
+
+func recipientOf(p client.PaymentRecord) string {
+	if p.Recipient.Name != "" {
+		return p.Recipient.Name
+	}
+	return p.Recipient.Address
+}
+
+func (a *app) paymentTable(p *client.PaymentRecord) error {
+	tw := a.table()
+	fmt.Fprintf(tw, "Payment %s\n", p.ID)
+	fmt.Fprintf(tw, "  status\t%s\n  amount\t%s\n  to\t%s\n", p.Status, paymentAmount(*p), recipientOf(*p))
+	if p.Recipient.Name != "" {
+		fmt.Fprintf(tw, "  address\t%s\n", p.Recipient.Address)
+	}
+	fmt.Fprintf(tw, "  chain\t%s\n  kind\t%s\n", p.Chain, p.Kind)
+	if p.Source.Type != "" {
+		fmt.Fprintf(tw, "  asked by\t%s %s\n", p.Source.Type, p.Source.ID)
+	}
+	if p.TxHash != "" {
+		fmt.Fprintf(tw, "  tx\t%s\n", p.TxHash)
+	}
+	if len(p.TxHashes) > 1 {
+		fmt.Fprintf(tw, "  all txs\t%s\n", strings.Join(p.TxHashes, ", "))
+	}
+	if p.Confirmations > 0 {
+		fmt.Fprintf(tw, "  confirmations\t%d\n", p.Confirmations)
+	}
+	if p.Reason != "" {
+		fmt.Fprintf(tw, "  reason\t%s\n", p.Reason)
+	}
+	fmt.Fprintf(tw, "  created\t%s\n", localTime(p.CreatedAt))
+	if p.SettledAt != nil {
+		fmt.Fprintf(tw, "  settled\t%s\n", localTime(*p.SettledAt))
+	}
+	if p.Status == client.PaymentPending || p.Status == client.PaymentBroadcast {
+		fmt.Fprintln(tw, "  \ton its way: do not send it again; you are told when it settles")
+	}
+	return tw.Flush()
 }

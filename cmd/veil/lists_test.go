@@ -20,8 +20,9 @@ type invoicesJSON struct {
 // the invoices made in chat newest first, as a table or the API's page
 // with --json; --limit pages and prints how to go on, --cursor goes on,
 // --all follows every page; --status and --since filter; bad flags are
-// usage errors (exit 2) and an unknown agent exit 3.
-func TestInvoicesCommand(t *testing.T) {
+// usage errors (exit 2) and an unknown agent exit 3. `veil payments`
+// lists a payment made in chat and shows it by id.
+func TestInvoicesAndPaymentsCommands(t *testing.T) {
 	s := startVeild(t)
 	env := veilEnv(t, s)
 	key, _ := crypto.GenerateKey()
@@ -91,4 +92,37 @@ func TestInvoicesCommand(t *testing.T) {
 	if r := ok(t, env, "help", "invoices"); !strings.Contains(r.stdout, "--since") || !strings.Contains(r.stdout, "veil invoices alice") {
 		t.Fatalf("help: %s", r.stdout)
 	}
+
+	// Payments: none, then the one paid in chat.
+	if r := ok(t, env, "payments", "biller"); !strings.Contains(r.stderr, "No payments recorded for biller.veil") {
+		t.Fatalf("no payments: %s", r)
+	}
+	ok(t, append(env, "VEIL_EVM_KEY=0x"+hex.EncodeToString(crypto.FromECDSA(key))), "agent", "create", "payee", "--chain", "ethereum")
+	ok(t, env, "chat", "biller", "-m", "send 0.001 ETH to payee")
+	pays := decode[paymentsJSON](t, ok(t, env, "payments", "biller", "--chain", "ethereum", "--json").stdout)
+	if len(pays.Payments) != 1 || pays.Payments[0].Amount != "0.001" || pays.Payments[0].Recipient.Name == "" {
+		t.Fatalf("payments %+v", pays)
+	}
+	p := pays.Payments[0]
+	if r := ok(t, env, "payments", "biller"); !strings.Contains(r.stdout, p.ID) || !strings.Contains(r.stdout, "0.001 ETH") {
+		t.Fatalf("payments table:\n%s", r.stdout)
+	}
+	if r := ok(t, env, "payments", "biller", p.ID); !strings.Contains(r.stdout, "Payment "+p.ID) || !strings.Contains(r.stdout, p.TxHash) {
+		t.Fatalf("one payment:\n%s", r.stdout)
+	}
+	if one := decode[client.PaymentRecord](t, ok(t, env, "payments", "biller", p.ID, "--json").stdout); one.ID != p.ID {
+		t.Fatalf("one payment --json %+v", one)
+	}
+	if l := decode[paymentsJSON](t, ok(t, env, "payments", "biller", "--status", "refused", "--json").stdout); len(l.Payments) != 0 {
+		t.Fatalf("refused %+v", l)
+	}
+	fails(t, env, 2, "payments", "biller", "--status", "sent")
+	fails(t, env, 2, "payments", "biller", "--chain", "mars")
+	fails(t, env, 3, "payments", "biller", "00000000-0000-7000-8000-000000000000")
+}
+
+// paymentsJSON is `veil payments --json`: the API's page.
+type paymentsJSON struct {
+	Payments   []client.PaymentRecord `json:"payments"`
+	NextCursor string                 `json:"nextCursor"`
 }

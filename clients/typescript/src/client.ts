@@ -4,7 +4,7 @@ import type { Signer } from "./signers.js";
 import type {
   AgentInfo, AgentStatus, Approval, ApprovalDecision, Attestation, ChatRequest, ChatResponse, Conversation,
   CreateAgentRequest, CreateAgentResponse, CreateWebhookRequest, DecideApprovalRequest, ExportRequest, ExportResponse,
-  Health, Invoice, InvoicePage, Message, Notification, NotificationList, PayView, PolicyPreview, PolicyView, Readiness, Schedule,
+  Health, Invoice, InvoicePage, Message, PaymentPage, PaymentRecord, Notification, NotificationList, PayView, PolicyPreview, PolicyView, Readiness, Schedule,
   SetPolicyRequest, SpendingPolicy, TEEInfo, Webhook, WebhookDelivery,
 } from "./types.js";
 
@@ -260,6 +260,29 @@ export class Veil {
       if (!page.nextCursor || page.nextCursor === q.cursor) return;
       q = { ...q, cursor: page.nextCursor };
     }
+  }
+
+  // --- payments the agent made ---
+
+  /** GET /agent/:id/payments: one page of the agent's payment records, newest first; pass nextCursor as query.cursor for the next one. */
+  listPayments(id: string, query: ListQuery<PaymentRecord["status"]> & { chain?: PaymentRecord["chain"] } = {}, opts?: CallOptions): Promise<PaymentPage> {
+    return this.#get(`/agent/${enc(id)}/payments`, opts, { ...listQuery(query), chain: query.chain });
+  }
+
+  /** Every payment record query selects, page by page (listPayments following nextCursor), newest first. */
+  async *payments(id: string, query: ListQuery<PaymentRecord["status"]> & { chain?: PaymentRecord["chain"] } = {}, opts?: CallOptions): AsyncGenerator<PaymentRecord> {
+    let q = { ...query };
+    for (;;) {
+      const page = await this.listPayments(id, q, opts);
+      yield* page.payments;
+      if (!page.nextCursor || page.nextCursor === q.cursor) return;
+      q = { ...q, cursor: page.nextCursor };
+    }
+  }
+
+  /** GET /agent/:id/payments/:paymentId: one payment record. */
+  getPayment(id: string, paymentId: string, opts?: CallOptions): Promise<PaymentRecord> {
+    return this.#get(`/agent/${enc(id)}/payments/${enc(paymentId)}`, opts);
   }
 
   /** GET /pay/:id/status: the pay page's view of an invoice (no API key needed). */

@@ -303,3 +303,20 @@ test("webhooks: created, listed, tested (delivered to a local receiver), deliver
     srv.close();
   }
 });
+
+test("payments list: the approved payment is recorded; paged, filtered, read by id; a bad filter or unknown payment refused", async () => {
+  const id = agents.evm.id;
+  const page = await veil.listPayments(id, { chain: "ethereum" });
+  const sent = page.payments.find((p) => p.status === "broadcast" || p.status === "confirmed");
+  assert.ok(sent, JSON.stringify(page));
+  assert.equal(sent.asset, "ETH");
+  assert.equal((await veil.getPayment(id, sent.id)).id, sent.id);
+  assert.deepEqual(await veil.listPayments(id, { chain: "solana" }), { payments: [] });
+  const seen: string[] = [];
+  for await (const p of veil.payments(id, { limit: 1 })) seen.push(p.id);
+  assert.equal(seen.length, (await veil.listPayments(id)).payments.length);
+  assert.equal(new Set(seen).size, seen.length, "a page repeats a payment");
+  await assert.rejects(veil.listPayments(id, { status: "sent" as "pending" }), (e: unknown) => isVeilError(e, 400) && /status/.test((e as Error).message));
+  await assert.rejects(veil.listPayments(id, { chain: "mars" as "base" }), (e: unknown) => isVeilError(e, 400) && /chain/.test((e as Error).message));
+  await assert.rejects(veil.getPayment(id, "00000000-0000-7000-8000-000000000000"), (e: unknown) => isVeilError(e, 404) && /payment not found/.test((e as Error).message));
+});
