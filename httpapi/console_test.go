@@ -243,6 +243,16 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("the approval was signed %d times in the wallet, want once", n)
 	}
 	poll("approved payment in the list", `document.querySelectorAll('#payments tr[data-dir="out"]').length === 2 ? "2" : null`)
+	// The sent payments are the agent's payment records, with their status.
+	poll("sent payments from the records", `(function () {
+		var rows = document.querySelectorAll('#payments tr[data-dir="out"][data-payment]');
+		if (rows.length !== 2) return null;
+		for (var i = 0; i < rows.length; i++) {
+			var st = rows[i].getAttribute("data-status");
+			if ((st !== "broadcast" && st !== "confirmed") || !rows[i].querySelector(".pill." + st)) return null;
+		}
+		return "ok";
+	})()`)
 
 	// The scanner records bob's payments: then the explorer can say the
 	// payment was for bob (same account).

@@ -153,6 +153,7 @@ func (s *Server) mcpServer(account string, rec *agent.Record) *mcp.Server {
 		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters},
 			s.mcpTool(account, rec.ID, t.Name))
 	}
+	s.addReadTools(srv, account, rec.ID) // mcp_lists.go
 	base := "veil://agent/" + rec.ID + "/"
 	resources := []struct {
 		name, desc string

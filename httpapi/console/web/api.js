@@ -57,6 +57,8 @@ export const paths = {
   approval: (id, a) => "/agent/" + enc(id) + "/approvals/" + enc(a),
   // invoices: one page; q = {status, since, limit, cursor}, each optional.
   invoices: (id, q) => "/agent/" + enc(id) + "/invoices" + query(q),
+  // payments: one page of payment records; q = {status, chain, since, limit, cursor}.
+  payments: (id, q) => "/agent/" + enc(id) + "/payments" + query(q),
 };
 
 // query is "?k=v&…" of q's non-empty values ("" when none).

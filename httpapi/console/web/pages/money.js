@@ -1,5 +1,6 @@
-// Money: payments received and sent over time (from the agent's
-// notifications: the public API keeps no other history of sent payments),
+// Money: payments sent (the agent's payment records, GET
+// /agent/:id/payments, each with its status) and received (its
+// payment_received notifications) over time,
 // invoices with their status and pay page (GET /agent/:id/invoices, a page
 // at a time), schedules with their next runs, and the
 // payments waiting for the owner's approval, decided by signing in the
@@ -66,28 +67,57 @@ export function paymentsOf(notes, origin) {
   return out;
 }
 
+// sentOf turns the agent's payment records into the list's rows (refused
+// and failed ones moved nothing: they are listed, not charted).
+export function sentOf(records) {
+  return records.map((r) => ({
+    id: r.id, at: new Date(r.createdAt), dir: "out", amountText: r.all ? "all" : r.amount, amount: r.all ? 0 : Number(r.amount), asset: r.asset,
+    title: "", body: "to " + ((r.recipient && (r.recipient.name || r.recipient.address)) || "") + (r.reason ? " — " + r.reason : ""),
+    chain: r.chain, hash: r.txHash || "", href: r.txHash ? txHref(r.txHash, r.chain) : "", status: r.status,
+    moved: r.status === "broadcast" || r.status === "confirmed" || r.status === "pending",
+  }));
+}
+
+// recordPages is how many pages of payment records (100 each) the page
+// reads for its list and chart.
+const recordPages = 5;
+
 async function payments(agent, box) {
+  // Sent: the agent's payment records (GET /agent/:id/payments), each
+  // with its honest status. Received: the payment_received notifications
+  // (the API lists no received payments yet).
+  const records = [];
+  let cursor = "";
+  for (let i = 0; i < recordPages; i++) {
+    const page = await get(paths.payments(agent.id, { limit: 100, cursor }));
+    records.push(...(page.payments || []));
+    cursor = page.nextCursor || "";
+    if (!cursor) break;
+  }
   const inbox = await get(paths.notifications(agent.id));
-  const list = paymentsOf(inbox.notifications || [], location.origin);
-  const assets = [...new Set(list.map((p) => p.asset))];
-  const counts = Object.fromEntries(assets.map((a) => [a, list.filter((p) => p.asset === a).length]));
+  const received = paymentsOf(inbox.notifications || [], location.origin).filter((p) => p.dir === "in").map((p) => ({ ...p, status: "received", moved: true }));
+  const list = [...sentOf(records), ...received].sort((x, y) => y.at - x.at);
+  const charted = list.filter((p) => p.moved);
+  const assets = [...new Set(charted.map((p) => p.asset))];
+  const counts = Object.fromEntries(assets.map((a) => [a, charted.filter((p) => p.asset === a).length]));
   assets.sort((a, b) => counts[b] - counts[a]);
   const pick = h("select", { id: "chart-asset" }, assets.map((a) => h("option", { value: a }, a)));
   const chartBox = h("div", {});
-  const draw = () => fill(chartBox, chart(list.filter((p) => p.asset === pick.value).map((p) => ({ at: p.at, dir: p.dir, amount: p.amount })), pick.value || ""));
+  const draw = () => fill(chartBox, chart(charted.filter((p) => p.asset === pick.value).map((p) => ({ at: p.at, dir: p.dir, amount: p.amount })), pick.value || ""));
   pick.addEventListener("change", draw);
   draw();
   fill(box,
     assets.length > 1 ? h("label", { class: "row" }, "Asset", pick) : null,
     chartBox,
-    list.length === 0 ? null : h("table", { id: "payments" }, h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, ""), h("th", {}, "Amount"), h("th", {}, "Details"), h("th", {}, "Transaction"))),
-      h("tbody", {}, list.map((p) => h("tr", { "data-dir": p.dir },
+    list.length === 0 ? null : h("table", { id: "payments" }, h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, ""), h("th", {}, "Amount"), h("th", {}, "Status"), h("th", {}, "Details"), h("th", {}, "Transaction"))),
+      h("tbody", {}, list.map((p) => h("tr", { "data-dir": p.dir, "data-status": p.status, "data-payment": p.dir === "out" ? p.id : null },
         h("td", {}, when(p.at)),
         h("td", { class: p.dir }, p.dir === "in" ? "received" : "sent"),
         h("td", { class: "pay-amount" }, amount(p.amountText, p.asset)),
+        h("td", {}, pill(p.status)),
         h("td", { class: "small" }, p.body.replace(/\s*(Transaction|\(tx) \S+$/, "")),
         h("td", {}, txCell(p)))))),
-    h("p", { class: "muted small" }, "From the agent's notifications (the most recent ones the inbox keeps)."));
+    h("p", { class: "muted small" }, "Sent: the agent's payment records (pending and broadcast ones are on their way; refused ones moved nothing). Received: from the agent's notifications."));
 }
 
 function txCell(p) {
