@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# scale-bench.sh: the scaling table of issue 38 in one command
+# (docs/BENCHMARKS.md, "Scale with cores"). For each core count P it starts a
+# fresh single-node veild (bbolt, embedded devnets, --rate-limit 0) pinned to
+# the first P cores with GOMAXPROCS=P, creates the agents once, then runs
+# each workload with veil-load pinned to the remaining cores, and prints one
+# table row per (P, workload, clients) with the store's commit metrics of
+# that run (commits/s, write batches per commit, mean commit time) read from
+# veild's /metrics before and after it.
+#
+#   scripts/scale-bench.sh build DIR   # static binaries (CGO_ENABLED=0,
+#                                      # -trimpath -ldflags "-s -w") into DIR
+#   scripts/scale-bench.sh [out]       # the sweep; writes $out/table.txt
+#
+# It runs from prebuilt static binaries on a machine with no Go toolchain
+# and no network: copy this script and the two binaries, and set
+# VEILD=/path/veild LOAD=/path/veil-load. With no binaries given it builds
+# them from this tree (that needs Go).
+#
+# Environment (defaults):
+#   CORES="2 4 8"            core counts P (each ≤ nproc - 1: veil-load needs a core)
+#   AGENTS=500               agents created once per P, on ethereum (devnet)
+#   DURATION=20s             each run
+#   WORKLOADS="mixed:128 chat:64 chat:128 chat:512 get:256"
+#                            workload:clients; mixed = 80% GET /agent/:id + 20% chat,
+#                            chat = chat only, get = GET only
+#   MESSAGE=hello            the chat message (the builtin planner answers it)
+#   VEILD, LOAD              the binaries (built into $out/bin when unset)
+# Needs bash and taskset (util-linux); curl if present (else bash's /dev/tcp).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+build() { # build DIR: the two static binaries
+	local dir=$1
+	mkdir -p "$dir"
+	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/veild" ./cmd/veild &&
+		CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/veil-load" ./cmd/veil-load)
+	echo "built $dir/veild and $dir/veil-load (static)"
+}
+if [ "${1:-}" = build ]; then
+	build "${2:?usage: scripts/scale-bench.sh build DIR}"
+	exit 0
+fi
+
+out=${1:-/tmp/scale-bench}
+CORES=${CORES:-2 4 8}
+AGENTS=${AGENTS:-500}
+DURATION=${DURATION:-20s}
+WORKLOADS=${WORKLOADS:-mixed:128 chat:64 chat:128 chat:512 get:256}
+MESSAGE=${MESSAGE:-hello}
+rm -rf "$out" && mkdir -p "$out"
+if [ -z "${VEILD:-}" ] || [ -z "${LOAD:-}" ]; then
+	command -v go >/dev/null || { echo "no Go toolchain: set VEILD and LOAD to prebuilt binaries (scripts/scale-bench.sh build DIR on a machine with Go)" >&2; exit 2; }
+	build "$out/bin"
+	VEILD=${VEILD:-$out/bin/veild} LOAD=${LOAD:-$out/bin/veil-load}
+fi
+for b in "$VEILD" "$LOAD"; do [ -x "$b" ] || { echo "$b is not an executable" >&2; exit 2; }; done
+ncpu=$(nproc)
+pin=1
+command -v taskset >/dev/null || { echo "taskset not found: running unpinned (GOMAXPROCS still set)" >&2; pin=0; }
+
+httpget() { # httpget HOST:PORT PATH: the body
+	if command -v curl >/dev/null; then
+		curl -sf --max-time 5 "http://$1$2"
+	else
+		local h=${1%:*} p=${1##*:}
+		exec 3<>"/dev/tcp/$h/$p"
+		printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$2" "$1" >&3
+		sed '1,/^\r$/d' <&3
+		exec 3<&-
+	fi
+}
+# metric NAME FILE: the value of an unlabelled sample in a /metrics dump (0 when absent).
+metric() { awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print 0 }' "$2"; }
+
+pid=""
+stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }; }
+trap stop EXIT
+
+# start P: a fresh veild on cores 0..P-1; sets addr, maddr, key. A port can
+# be taken between choosing and binding it: a start that fails on its port
+# is tried again with other ports.
+start() {
+	local p=$1 data=$out/p$1 try
+	for try in 1 2 3 4 5; do
+		rm -rf "$data" && mkdir -p "$data"
+		addr=127.0.0.1:$((20000 + RANDOM % 20000)) maddr=127.0.0.1:$((40000 + RANDOM % 20000))
+		local cmd=(env GOMAXPROCS="$p" "$VEILD" serve --data "$data" --addr "$addr" --metrics-addr "$maddr"
+			--devnet-base-port 0 --rate-limit 0 --log-level warn)
+		[ "$pin" = 0 ] || cmd=(taskset -c "0-$((p - 1))" "${cmd[@]}")
+		"${cmd[@]}" >"$data.out" 2>"$data.err" &
+		pid=$!
+		local i
+		for i in $(seq 600); do
+			httpget "$addr" /health >/dev/null 2>&1 && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		if kill -0 "$pid" 2>/dev/null && httpget "$addr" /health >/dev/null 2>&1; then
+			key=$(grep -o 'veil_live_[A-Za-z0-9_-]*' "$data.out" | head -1)
+			[ -n "$key" ] || { echo "veild printed no bootstrap key; see $data.out" >&2; exit 1; }
+			return 0
+		fi
+		stop
+		grep -qi 'address already in use' "$data.err" || { echo "veild did not start; see $data.err" >&2; exit 1; }
+	done
+	echo "veild found no free port in 5 tries; see $data.err" >&2
+	exit 1
+}
+
+load() { # load P ARGS…: veil-load on the cores veild does not use
+	local p=$1
+	shift
+	if [ "$pin" = 1 ] && [ "$p" -lt "$ncpu" ]; then
+		GOMAXPROCS=$((ncpu - p)) taskset -c "$p-$((ncpu - 1))" "$LOAD" -url "http://$addr" -key "$key" "$@"
+	else
+		"$LOAD" -url "http://$addr" -key "$key" "$@"
+	fi
+}
+
+table=$out/table.txt
+{
+	echo "# scale-bench $(date -u +%FT%TZ) on $(uname -m), $ncpu cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "# veild: bbolt, embedded devnets, --rate-limit 0; $AGENTS agents; $DURATION per run; veild on cores 0..P-1 with GOMAXPROCS=P"
+	printf '| %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s |\n' \
+		P workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms
+	printf '|%s|\n' "-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------"
+} | tee "$table"
+
+for p in $CORES; do
+	if [ "$p" -ge "$ncpu" ]; then
+		echo "skipping P=$p: this machine has $ncpu cores and veil-load needs one" | tee -a "$table" >&2
+		continue
+	fi
+	start "$p"
+	load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-create.txt" 2>&1 ||
+		{ echo "creating agents failed; see $out/p$p-create.txt" >&2; exit 1; }
+	for w in $WORKLOADS; do
+		kind=${w%%:*} clients=${w##*:}
+		case $kind in
+		mixed) ratio=0.2 line=total ;;
+		chat) ratio=1 line=chat ;;
+		get) ratio=0 line=read ;;
+		*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
+		esac
+		run=$out/p$p-$kind-$clients
+		httpget "$maddr" /metrics >"$run.m0"
+		load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
+		httpget "$maddr" /metrics >"$run.m1"
+		row=$(grep -E "^$line " "$run.txt" | tail -1)
+		[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
+		secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
+		rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
+		p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
+		p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
+		errs=$(awk '{ print $NF }' <<<"$row")
+		c0=$(metric veil_store_commit_seconds_count "$run.m0") c1=$(metric veil_store_commit_seconds_count "$run.m1")
+		s0=$(metric veil_store_commit_seconds_sum "$run.m0") s1=$(metric veil_store_commit_seconds_sum "$run.m1")
+		b0=$(metric veil_store_commit_batches_sum "$run.m0") b1=$(metric veil_store_commit_batches_sum "$run.m1")
+		read -r cps bpc cms < <(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v t="$secs" 'BEGIN {
+			n = c1 - c0; if (n <= 0) { print "0 - -"; exit }
+			printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
+		printf '| %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s |\n' \
+			"$p" "$kind" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" | tee -a "$table"
+	done
+	stop
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); table in $table, runs in $out" | tee -a "$table"
