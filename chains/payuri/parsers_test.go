@@ -20,7 +20,7 @@ type parsed struct {
 	// EIP-681 (eth-url-parser)
 	Target, ChainID, Function, Value, Address, Uint256 string
 	// Solana Pay (@solana/pay parseURL)
-	Recipient, Amount, SplToken, Label, Message, Memo string
+	Recipient, Amount, SplToken, Reference, Label, Message, Memo string
 	// SEP-7 (@stellar/typescript-wallet-sdk parseSep7Uri)
 	Operation, Destination, AssetCode, AssetIssuer, MemoType string
 }
@@ -51,6 +51,8 @@ func TestParsersAgree(t *testing.T) {
 			parsed{Format: "eip681", Target: usdcEVM, ChainID: "8453", Function: "transfer", Address: evmTo, Uint256: "25000000"}},
 		{"solana pay native", chains.FamilySolana, Request{PayTo: solTo, Amount: "1.5", Decimals: 9, Label: "alice.veil", Message: "logo & hosting"},
 			parsed{Format: "solanapay", Recipient: solTo, Amount: "1.5", Label: "alice.veil", Message: "logo & hosting"}},
+		{"solana pay with reference", chains.FamilySolana, Request{PayTo: solTo, Amount: "0.25", Decimals: 9, Reference: solRef, Label: "alice.veil", Message: "invoice"},
+			parsed{Format: "solanapay", Recipient: solTo, Amount: "0.25", Reference: solRef, Label: "alice.veil", Message: "invoice"}},
 		{"solana pay token", chains.FamilySolana, Request{PayTo: solTo, Amount: "0.25", Decimals: 6, Token: solMint, Label: "bob.veil", Message: "50% up front + tip", Memo: "inv 7"},
 			parsed{Format: "solanapay", Recipient: solTo, Amount: "0.25", SplToken: solMint, Label: "bob.veil", Message: "50% up front + tip", Memo: "inv 7"}},
 		{"sep7 native", chains.FamilyStellar, Request{PayTo: xlmTo, Amount: "10.5", Decimals: 7, AssetCode: "XLM"},

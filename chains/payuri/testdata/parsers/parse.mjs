@@ -28,7 +28,8 @@ function parse(uri) {
     const p = parseURL(uri);
     return {
       format: "solanapay", recipient: String(p.recipient), amount: p.amount !== undefined ? String(p.amount) : "",
-      splToken: p.splToken ? String(p.splToken) : "", label: p.label ?? "", message: p.message ?? "", memo: p.memo ?? "",
+      splToken: p.splToken ? String(p.splToken) : "", reference: (p.reference ?? []).map(String).join(","),
+      label: p.label ?? "", message: p.message ?? "", memo: p.memo ?? "",
     };
   }
   if (uri.startsWith("web+stellar:")) {
