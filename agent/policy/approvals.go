@@ -306,6 +306,9 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 			return nil, nil, err
 		}
 	}
+	if pay, err = s.withIssuer(ctx, p, h.Chain, pay); err != nil {
+		return nil, nil, err
+	}
 	if err := p.Check(pay); err != nil {
 		return nil, nil, err
 	}

@@ -225,6 +225,12 @@ type Payment struct {
 	// ResolvedTo, when set, is the meta-address the named Recipient
 	// resolves to now: the allowlist passes when either is on it.
 	ResolvedTo string
+	// Issuer, when set, is the name of the Veil agent of this server that
+	// issued the invoice whose one-time address Recipient is (found by the
+	// server in its own invoices, never taken from a caller): an invoice's
+	// address is new for each invoice and never on an allowlist, so the
+	// allowlist passes when its issuer is on it (Store.withIssuer).
+	Issuer string
 }
 
 // Check applies the rules that hold for every single payment: the
@@ -237,7 +243,7 @@ type Payment struct {
 func (p Policy) Check(pay Payment) error {
 	if len(p.Allowlist) > 0 {
 		allowed := false
-		for _, who := range []string{pay.Recipient, pay.ResolvedTo} {
+		for _, who := range []string{pay.Recipient, pay.ResolvedTo, pay.Issuer} {
 			r := recipientKey(who)
 			if r == "" {
 				continue
@@ -249,8 +255,13 @@ func (p Policy) Check(pay Payment) error {
 				allowed = allowed || e == r
 			}
 		}
-		if !allowed {
-			return fmt.Errorf("%w: %s is not on the allowlist; the owner can add it with a new signed policy", enclave.ErrPolicy, truncate(pay.Recipient))
+		switch {
+		case allowed:
+		case pay.Issuer != "":
+			return fmt.Errorf("%w: %s is the one-time address of an invoice issued by %s%s, which is not on the allowlist; the owner can add %s%s with a new signed policy",
+				enclave.ErrPolicy, truncate(pay.Recipient), pay.Issuer, chains.NameSuffix, pay.Issuer, chains.NameSuffix)
+		default:
+			return fmt.Errorf("%w: %s is not on the allowlist; the owner can add it with a new signed policy (an invoice's one-time address passes only when the invoice was issued by an allowlisted agent of this server)", enclave.ErrPolicy, truncate(pay.Recipient))
 		}
 	}
 	asset := strings.ToUpper(pay.Asset)
@@ -302,7 +313,11 @@ func (s *Store) Authorize(ctx context.Context, sp chains.Spend) error {
 	if !sp.All {
 		amount = sp.Amount.Rat()
 	}
-	if err := p.Check(Payment{Asset: asset, Amount: amount, Recipient: sp.Recipient}); err != nil {
+	pay, err := s.withIssuer(ctx, p, sp.Chain, Payment{Asset: asset, Amount: amount, Recipient: sp.Recipient})
+	if err != nil {
+		return err
+	}
+	if err := p.Check(pay); err != nil {
 		return err
 	}
 	capDay, hasDay := p.Daily[asset]

@@ -44,7 +44,7 @@ func payInvoice() Tool {
 	return withArgs(Tool{
 		Name: "pay_invoice",
 		Description: "Pay an invoice by its id or payment link (of this server or another Veil server): exactly the invoice's amount and asset, on its chain, to its own one-time address. " +
-			"Paid, expired and this agent's own invoices are refused; an invoice is paid at most once. Only when the user asked in this message, naming the invoice. Returns txHash and txLink.",
+			"Paid, expired and this agent's own invoices are refused; an invoice is paid at most once. The owner's allowlist passes an invoice of this server by its issuer (the agent named on the allowlist), not its one-time address. Only when the user asked in this message, naming the invoice. Returns txHash and txLink.",
 		Payment: true,
 	}, payInvoiceSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		ref, err := parseInvoiceRef(a.str("invoice"))
