@@ -77,6 +77,7 @@ func (s *Server) agentRoutes(r chi.Router) {
 // apiError turns the errors of the layers below into user-facing ones.
 func apiError(err error) error {
 	var wse *walletsig.Error
+	var down *chains.DownError
 	switch {
 	case errors.As(err, &wse):
 		return &Error{Status: http.StatusBadRequest, Message: wse.Error(), Err: err}
@@ -106,6 +107,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), "enclave: "), Err: err}
 	case errors.Is(err, enclave.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the enclave is not reachable right now; retry later", Err: err}
+	case errors.As(err, &down):
+		return &Error{Status: http.StatusServiceUnavailable, Message: down.Error(), Err: err}
 	case errors.Is(err, chains.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Message: "the chain is not reachable right now; retry later", Err: err}
 	}

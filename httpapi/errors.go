@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/runtime/host"
 )
 
@@ -58,9 +61,12 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // classify maps any error to what the client may see.
 func classify(err error) (int, string) {
 	var he *Error
+	var down *chains.DownError
 	switch {
 	case errors.As(err, &he):
 		return he.Status, he.Message
+	case errors.As(err, &down):
+		return http.StatusServiceUnavailable, down.Error()
 	case errors.Is(err, host.ErrStopping):
 		return http.StatusServiceUnavailable, "the server is shutting down; retry on another instance or in a moment"
 	case errors.Is(err, host.ErrFenced):
@@ -96,6 +102,11 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		log.Debug("request rejected", slog.Int("status", status), slog.Any("err", err))
+	}
+	var down *chains.DownError
+	if status == http.StatusServiceUnavailable && errors.As(err, &down) && down.RetryAfter > 0 {
+		// A degraded chain's next connection attempt.
+		w.Header().Set("Retry-After", strconv.Itoa(int(down.RetryAfter.Round(time.Second)/time.Second)))
 	}
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// Every 503 here is retriable, most within a second or two.

@@ -26,9 +26,13 @@ type ChainSet interface {
 // ChainMap is a ChainSet over started chain actors.
 type ChainMap map[chains.ID]*chainactor.Ref
 
-// Chain implements ChainSet.
+// Chain implements ChainSet. A chain that is down on this node (degraded
+// or reset, actors/chain health.go) answers its *chains.DownError.
 func (m ChainMap) Chain(id chains.ID) (*chainactor.Ref, error) {
 	if r, ok := m[id]; ok && r != nil {
+		if err := r.Err(); err != nil {
+			return nil, err
+		}
 		return r, nil
 	}
 	return nil, fmt.Errorf("%w: no connector for %s on this node", chains.ErrUnavailable, id)

@@ -59,6 +59,23 @@ func RegisterWire(c *msg.Codec) {
 		}
 		return llm.RebuildProviderError(w.Provider, w.Status, w.Timeout, w.Message)
 	})
+	// A chain down on the member that ran the request (before the
+	// chains.unavailable sentinel, which it also matches): the client's
+	// 503 names the chain either way.
+	c.RegisterKind("chains.down", func(err error) (string, bool) {
+		var de *chains.DownError
+		if !errors.As(err, &de) {
+			return "", false
+		}
+		b, _ := json.Marshal(de)
+		return string(b), true
+	}, func(m string) error {
+		var de chains.DownError
+		if err := json.Unmarshal([]byte(m), &de); err != nil {
+			return errors.New(m)
+		}
+		return &de
+	})
 	for code, kind := range map[string]error{"llm.unknown-provider": llm.ErrUnknownProvider, "llm.missing-key": llm.ErrMissingKey} {
 		c.RegisterKind(code, func(err error) (string, bool) {
 			var re *llm.RequestError

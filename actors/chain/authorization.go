@@ -10,7 +10,7 @@ import (
 // authorizer is the connector's EIP-3009 side, or an error on a chain
 // without one (x402 pays EVM tokens only).
 func (r *Ref) authorizer() (chains.TransferAuthorizer, error) {
-	ta, ok := r.conn.(chains.TransferAuthorizer)
+	ta, ok := r.conn().(chains.TransferAuthorizer)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s has no EIP-3009 transfer authorizations (x402 pays EVM tokens)", chains.ErrNoAuthorizations, r.id)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/internal/deadline"
 	"github.com/veilhq/veil/internal/defaults"
+	"github.com/veilhq/veil/persistence"
 )
 
 // Maintainer is implemented by connectors that track the transactions they
@@ -58,12 +59,23 @@ type Options struct {
 	Log *slog.Logger
 	// Observer may be nil.
 	Observer Observer
+	// Store, when set, records the chain's genesis on first contact (a
+	// connector that is a GenesisReader) and the actor refuses to work on
+	// a chain whose genesis changed (health.go). Nil: no genesis guard.
+	Store persistence.Store
+	// HealthEvery is the period of the genesis check of a serving chain
+	// (default 15s); RetryMin and RetryMax bound the backoff of a degraded
+	// chain's connection attempts (default 500ms and 30s).
+	HealthEvery, RetryMin, RetryMax time.Duration
 }
 
 func (o *Options) defaults() {
 	o.MaintainEvery = defaults.Positive(o.MaintainEvery, time.Second)
 	o.MaxReads = defaults.Positive(o.MaxReads, 64)
 	o.DefaultTimeout = defaults.Positive(o.DefaultTimeout, 2*time.Minute)
+	o.HealthEvery = defaults.Positive(o.HealthEvery, 15*time.Second)
+	o.RetryMin = defaults.Positive(o.RetryMin, 500*time.Millisecond)
+	o.RetryMax = max(defaults.Positive(o.RetryMax, 30*time.Second), o.RetryMin)
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -74,37 +86,44 @@ var ErrStopped = fmt.Errorf("%w: chain actor stopped", chains.ErrUnavailable)
 
 // Ref addresses a running chain actor. It implements chains.Connector.
 type Ref struct {
-	system  *actor.ActorSystem
-	pid     *actor.PID
-	id      chains.ID
-	conn    chains.Connector
+	system *actor.ActorSystem
+	pid    *actor.PID
+	id     chains.ID
+	// live holds the connector; nil while the chain is degraded (its node
+	// did not answer at start, StartPending).
+	live    atomic.Pointer[held]
+	health  health
 	opts    Options
 	stopped atomic.Bool
 	cancel  context.CancelFunc
 	bg      sync.WaitGroup
+	bgctx   context.Context
 }
+
+type held struct{ c chains.Connector }
 
 var _ chains.Connector = (*Ref)(nil)
 
-// Start spawns the chain actor of conn on system. When conn is a
-// Maintainer, Start first runs the restart pass (bounded by ctx; on failure
-// it is retried by the periodic maintenance before any other pass).
+// Start spawns the chain actor of conn on system. It checks the chain's
+// genesis (Options.Store) and, when conn is a Maintainer, runs the
+// restart pass (bounded by ctx; on failure it is retried by the periodic
+// maintenance before any other pass).
 func Start(ctx context.Context, system *actor.ActorSystem, conn chains.Connector, opts Options) (*Ref, error) {
-	opts.defaults()
-	id := conn.Chain()
-	bgctx, cancel := context.WithCancel(context.Background())
-	r := &Ref{system: system, id: id, conn: conn, opts: opts, cancel: cancel}
-	recovered := true
-	if m, ok := conn.(Maintainer); ok {
-		start := time.Now()
-		err := m.Maintain(ctx, true)
-		r.observeMaint(time.Since(start), err)
-		if err != nil {
-			recovered = false
-			opts.Log.Warn("chain actor: recovery pass failed; retrying in the background", "chain", id, "err", err)
-		}
+	r, err := spawn(system, conn.Chain(), opts)
+	if err != nil {
+		return nil, err
 	}
-	a := &chainActor{ref: r, lanes: map[string]*lane{}, reads: make(chan struct{}, opts.MaxReads), recovered: recovered, bg: bgctx}
+	r.attach(ctx, conn)
+	r.watch(nil)
+	return r, nil
+}
+
+// spawn starts the actor of chain id, with no connector yet.
+func spawn(system *actor.ActorSystem, id chains.ID, opts Options) (*Ref, error) {
+	opts.defaults()
+	bgctx, cancel := context.WithCancel(context.Background())
+	r := &Ref{system: system, id: id, opts: opts, cancel: cancel, bgctx: bgctx}
+	a := &chainActor{ref: r, lanes: map[string]*lane{}, reads: make(chan struct{}, opts.MaxReads), recovered: true, bg: bgctx}
 	props := actor.PropsFromProducer(func() actor.Actor { return a })
 	pid, err := system.Root.SpawnNamed(props, "chain-"+string(id))
 	if err != nil {
@@ -112,23 +131,47 @@ func Start(ctx context.Context, system *actor.ActorSystem, conn chains.Connector
 		return nil, fmt.Errorf("chain: spawn %s actor: %w", id, err)
 	}
 	r.pid = pid
-	if _, ok := conn.(Maintainer); ok {
-		r.bg.Add(1)
-		go func() {
-			defer r.bg.Done()
-			t := time.NewTicker(opts.MaintainEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-bgctx.Done():
-					return
-				case <-t.C:
-					system.Root.Send(pid, tick{})
-				}
-			}
-		}()
-	}
 	return r, nil
+}
+
+// attach makes conn the chain's connector: the genesis check, the
+// restart pass of a Maintainer, and its periodic maintenance.
+func (r *Ref) attach(ctx context.Context, conn chains.Connector) {
+	r.live.Store(&held{conn})
+	r.setDown(nil)
+	genesisErr := r.verifyGenesis(ctx)
+	m, ok := conn.(Maintainer)
+	if !ok {
+		return
+	}
+	recovered := false
+	if genesisErr == nil {
+		// The restart pass rebroadcasts what a previous process signed:
+		// only to the chain it was signed for.
+		start := time.Now()
+		err := m.Maintain(ctx, true)
+		r.observeMaint(time.Since(start), err)
+		if err != nil {
+			r.opts.Log.Warn("chain actor: recovery pass failed; retrying in the background", "chain", r.id, "err", err)
+		} else {
+			recovered = true
+		}
+	}
+	r.system.Root.Send(r.pid, attached{recovered: recovered})
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		t := time.NewTicker(r.opts.MaintainEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.bgctx.Done():
+				return
+			case <-t.C:
+				r.system.Root.Send(r.pid, tick{})
+			}
+		}
+	}()
 }
 
 // Stop stops the actor after the calls already queued, waits for running
@@ -145,7 +188,18 @@ func (r *Ref) Stop() {
 
 // Connector is the wrapped connector (for its chain-specific extras; its
 // writes must still go through the Ref).
-func (r *Ref) Connector() chains.Connector { return r.conn }
+// While the chain is degraded it is a stand-in whose every operation
+// answers the chain's *chains.DownError (and that has none of the
+// connectors' extras).
+func (r *Ref) Connector() chains.Connector { return r.conn() }
+
+// conn is the live connector, or the stand-in while there is none.
+func (r *Ref) conn() chains.Connector {
+	if h := r.live.Load(); h != nil {
+		return h.c
+	}
+	return standIn{r}
+}
 
 func (r *Ref) observeMaint(d time.Duration, err error) {
 	if r.opts.Observer != nil {
@@ -181,6 +235,7 @@ type result struct {
 }
 
 type tick struct{}
+type attached struct{ recovered bool }
 type maintained struct{ err error }
 type laneIdle struct{ key string }
 
@@ -190,6 +245,20 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if laneKey != "" {
+		// A write checks, in its lane, that the chain is still the one
+		// recorded before it signs anything (health.go).
+		write := fn
+		fn = func(ctx context.Context) (any, error) {
+			if err := r.verifyGenesis(ctx); err != nil {
+				return nil, err
+			}
+			return write(ctx)
+		}
 	}
 	timeout, err := deadline.Timeout(ctx, r.opts.DefaultTimeout)
 	if err != nil {
@@ -290,11 +359,15 @@ func (a *chainActor) Receive(c actor.Context) {
 			c.Poison(l.pid)
 			delete(a.lanes, m.key)
 		}
+	case attached:
+		a.recovered = m.recovered
 	case tick:
-		if a.maintaining {
+		if a.maintaining || a.ref.Err() != nil {
+			// Nothing is maintained on a chain that is down (a reset one
+			// must not get old transactions rebroadcast to it).
 			return
 		}
-		mt, ok := a.ref.conn.(Maintainer)
+		mt, ok := a.ref.conn().(Maintainer)
 		if !ok {
 			return
 		}
@@ -307,9 +380,14 @@ func (a *chainActor) Receive(c actor.Context) {
 			defer a.ref.bg.Done()
 			ctx, cancel := context.WithTimeout(a.bg, 5*time.Minute)
 			defer cancel()
-			start := time.Now()
-			err := mt.Maintain(ctx, restart)
-			a.ref.observeMaint(time.Since(start), err)
+			// Maintenance signs too (fee bumps) and rebroadcasts: only on
+			// the chain recorded.
+			err := a.ref.verifyGenesis(ctx)
+			if err == nil {
+				start := time.Now()
+				err = mt.Maintain(ctx, restart)
+				a.ref.observeMaint(time.Since(start), err)
+			}
 			if err != nil && a.bg.Err() == nil {
 				a.ref.opts.Log.Warn("chain actor: maintenance", "chain", a.ref.id, "restart", restart, "err", err)
 			}
@@ -350,18 +428,26 @@ func laneOf(address string) string { return "addr:" + strings.ToLower(strings.Tr
 func (r *Ref) Chain() chains.ID { return r.id }
 
 // TxLink is the connector's link (no I/O, no actor round trip).
-func (r *Ref) TxLink(txHash string) string { return r.conn.TxLink(txHash) }
+func (r *Ref) TxLink(txHash string) string { return r.conn().TxLink(txHash) }
 
 // Balance reads concurrently with everything else.
 func (r *Ref) Balance(ctx context.Context, address string) (chains.Balance, error) {
-	v, err := r.do(ctx, "balance", "", func(ctx context.Context) (any, error) { return r.conn.Balance(ctx, address) })
+	v, err := r.do(ctx, "balance", "", func(ctx context.Context) (any, error) {
+		if err := r.freshGenesis(ctx); err != nil {
+			var de *chains.DownError
+			if errors.As(err, &de) {
+				return nil, err
+			}
+		}
+		return r.conn().Balance(ctx, address)
+	})
 	return as[chains.Balance](v, err)
 }
 
 // SendStealth runs in the lane of fromAddress.
 func (r *Ref) SendStealth(ctx context.Context, from chains.KeyRef, fromAddress string, req chains.SendRequest) (chains.TxResult, error) {
 	v, err := r.do(ctx, "send_stealth", laneOf(fromAddress), func(ctx context.Context) (any, error) {
-		return r.conn.SendStealth(ctx, from, fromAddress, req)
+		return r.conn().SendStealth(ctx, from, fromAddress, req)
 	})
 	return as[chains.TxResult](v, err)
 }
@@ -375,7 +461,7 @@ type scanResult struct {
 // Scan reads concurrently with everything else.
 func (r *Ref) Scan(ctx context.Context, cursor string, limit int) ([]chains.Announcement, string, error) {
 	v, err := r.do(ctx, "scan", "", func(ctx context.Context) (any, error) {
-		anns, next, err := r.conn.Scan(ctx, cursor, limit)
+		anns, next, err := r.conn().Scan(ctx, cursor, limit)
 		return scanResult{anns, next}, err
 	})
 	s, _ := v.(scanResult)
@@ -388,7 +474,7 @@ func (r *Ref) Scan(ctx context.Context, cursor string, limit int) ([]chains.Anno
 // Withdraw runs in the lane of the stealth address req.From.
 func (r *Ref) Withdraw(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
 	v, err := r.do(ctx, "withdraw", laneOf(req.From), func(ctx context.Context) (any, error) {
-		return r.conn.Withdraw(ctx, from, req)
+		return r.conn().Withdraw(ctx, from, req)
 	})
 	return as[chains.TxResult](v, err)
 }
@@ -397,7 +483,7 @@ func (r *Ref) Withdraw(ctx context.Context, from chains.KeyRef, req chains.Withd
 // address lacks paid from payer (chains.GasFunder). On a chain whose
 // connector needs no gas funding it is Withdraw.
 func (r *Ref) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer chains.GasPayer) (chains.TxResult, error) {
-	gf, ok := r.conn.(chains.GasFunder)
+	gf, ok := r.conn().(chains.GasFunder)
 	if !ok {
 		return r.Withdraw(ctx, from, req)
 	}
@@ -410,20 +496,20 @@ func (r *Ref) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chain
 // RegisterName runs in the lane of ownerAddress.
 func (r *Ref) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
 	v, err := r.do(ctx, "register_name", laneOf(ownerAddress), func(ctx context.Context) (any, error) {
-		return r.conn.RegisterName(ctx, owner, ownerAddress, name, metaAddress)
+		return r.conn().RegisterName(ctx, owner, ownerAddress, name, metaAddress)
 	})
 	return as[chains.TxResult](v, err)
 }
 
 // ResolveName reads concurrently with everything else.
 func (r *Ref) ResolveName(ctx context.Context, name string) (string, error) {
-	v, err := r.do(ctx, "resolve_name", "", func(ctx context.Context) (any, error) { return r.conn.ResolveName(ctx, name) })
+	v, err := r.do(ctx, "resolve_name", "", func(ctx context.Context) (any, error) { return r.conn().ResolveName(ctx, name) })
 	return as[string](v, err)
 }
 
 // Fund runs in the faucet's lane (the faucet is one sender).
 func (r *Ref) Fund(ctx context.Context, address string) (chains.TxResult, error) {
-	v, err := r.do(ctx, "fund", "faucet", func(ctx context.Context) (any, error) { return r.conn.Fund(ctx, address) })
+	v, err := r.do(ctx, "fund", "faucet", func(ctx context.Context) (any, error) { return r.conn().Fund(ctx, address) })
 	return as[chains.TxResult](v, err)
 }
 

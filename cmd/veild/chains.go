@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -114,20 +115,46 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	}
 	stellarReal, solanaReal := set.real[chains.Stellar], set.real[chains.Solana]
 
+	// noDevnet: the chains whose embedded devnet could not start (a
+	// release build has none): each is down, and the rest serve.
+	noDevnet := map[chains.ID]string{}
 	if shared == nil {
-		d, err := startDevnets(ctx, filepath.Join(cfg.Data, "devnet"), cfg.DevnetBasePort, onDevnet, !stellarReal, !solanaReal, log)
-		if err != nil {
-			return nil, err
-		}
-		set.closers = append(set.closers, d.close)
-		for id, c := range d.cfg.EVM {
-			configs[id] = c
-		}
-		if d.cfg.Stellar != nil {
-			scfg = *d.cfg.Stellar
-		}
-		if d.cfg.Solana != nil {
-			lcfg = *d.cfg.Solana
+		// One start per kind of devnet, so that one failing leaves the
+		// others' chains serving.
+		for _, part := range []struct {
+			evm             []chains.ID
+			stellar, solana bool
+			ids             []chains.ID
+		}{
+			{evm: onDevnet, ids: onDevnet},
+			{stellar: !stellarReal, ids: []chains.ID{chains.Stellar}},
+			{solana: !solanaReal, ids: []chains.ID{chains.Solana}},
+		} {
+			if len(part.evm) == 0 && !part.stellar && !part.solana {
+				continue
+			}
+			d, err := startDevnets(ctx, filepath.Join(cfg.Data, "devnet"), cfg.DevnetBasePort, part.evm, part.stellar, part.solana, log)
+			if err != nil {
+				if cfg.RequireAllChains {
+					return nil, err
+				}
+				for _, id := range part.ids {
+					log.Error("chain down: no node is configured and its embedded devnet did not start; the other chains serve (--require-all-chains refuses to start instead)",
+						slog.String("chain", string(id)), slog.Any("err", err))
+					noDevnet[id] = fmt.Sprintf("no node is configured for it on this server (VEIL_RPC_%s) and its embedded devnet could not start", envChain(id))
+				}
+				continue
+			}
+			set.closers = append(set.closers, d.close)
+			for id, c := range d.cfg.EVM {
+				configs[id] = c
+			}
+			if d.cfg.Stellar != nil {
+				scfg = *d.cfg.Stellar
+			}
+			if d.cfg.Solana != nil {
+				lcfg = *d.cfg.Solana
+			}
 		}
 	}
 
@@ -147,44 +174,81 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		lcfg.ExplorerTx = devnetExplorer(cfg.PublicURL, chains.Solana)
 	}
 
-	// start runs a chain's actor over its connector, and gives a devnet
-	// chain the console's explorer.
-	start := func(id chains.ID, conn chains.Connector, explorer func() console.Explorer) error {
-		ref, err := chainactor.Start(ctx, system, conn, chainactor.Options{Log: log, Observer: obs})
+	opts := chainactor.Options{Log: log, Observer: obs, Store: store}
+	// start runs a chain's actor over the connector dial makes, and gives
+	// a devnet chain the console's explorer. A node that does not answer
+	// (chains.ErrUnavailable) leaves the chain degraded, connecting in the
+	// background, unless --require-all-chains; any other error (a
+	// configuration the node contradicts) stops the start.
+	start := func(id chains.ID, dial func(context.Context) (chains.Connector, error), explorer func(chains.Connector) console.Explorer) error {
+		if why, down := noDevnet[id]; down {
+			ref, err := chainactor.StartPending(system, id, why, nil, opts)
+			if err != nil {
+				return err
+			}
+			set.closers = append(set.closers, ref.Stop)
+			set.refs[id] = ref
+			return nil
+		}
+		conn, err := dial(ctx)
+		if err != nil && (cfg.RequireAllChains || !errors.Is(err, chains.ErrUnavailable) || ctx.Err() != nil) {
+			return err
+		}
+		if err != nil {
+			log.Error("chain degraded: its node does not answer; the other chains serve, and this one will as soon as its node answers (--require-all-chains refuses to start instead)",
+				slog.String("chain", string(id)), slog.Any("err", err))
+			// No console explorer for it: the explorer needs the connector.
+			ref, err := chainactor.StartPending(system, id, "", dial, opts)
+			if err != nil {
+				return err
+			}
+			set.closers = append(set.closers, ref.Stop)
+			set.refs[id] = ref
+			return nil
+		}
+		ref, err := chainactor.Start(ctx, system, conn, opts)
 		if err != nil {
 			return err
 		}
 		set.closers = append(set.closers, ref.Stop)
 		set.refs[id] = ref
 		if !set.real[id] {
-			set.explorers[id] = explorer()
+			set.explorers[id] = explorer(conn)
 		}
 		return nil
 	}
-	sconn, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", "stellar"))})
-	if err != nil {
-		return nil, fmt.Errorf("connect stellar: %w", err)
-	}
-	if err := start(chains.Stellar, sconn, func() console.Explorer { return console.NewStellar(sconn) }); err != nil {
+	if err := start(chains.Stellar, func(ctx context.Context) (chains.Connector, error) {
+		c, err := stellar.New(ctx, scfg, stellar.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", "stellar"))})
+		if err != nil {
+			return nil, fmt.Errorf("connect stellar: %w", err)
+		}
+		return c, nil
+	}, func(c chains.Connector) console.Explorer { return console.NewStellar(c.(*stellar.Connector)) }); err != nil {
 		return nil, err
 	}
-	lconn, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", "solana"))})
-	if err != nil {
-		return nil, fmt.Errorf("connect solana: %w", err)
-	}
-	if err := start(chains.Solana, lconn, func() console.Explorer { return console.NewSolana(lconn) }); err != nil {
+	if err := start(chains.Solana, func(ctx context.Context) (chains.Connector, error) {
+		c, err := solana.New(ctx, lcfg, solana.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", "solana"))})
+		if err != nil {
+			return nil, fmt.Errorf("connect solana: %w", err)
+		}
+		return c, nil
+	}, func(c chains.Connector) console.Explorer { return console.NewSolana(c.(*solana.Connector)) }); err != nil {
 		return nil, err
 	}
 	for _, id := range evm.EVMChains() {
 		c, has := configs[id]
-		if !has {
+		if _, down := noDevnet[id]; !has && !down {
 			continue
 		}
-		conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", string(id)))})
-		if err != nil {
-			return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
-		}
-		if err := start(id, conn, func() console.Explorer { return console.NewEVM(conn) }); err != nil {
+		if err := start(id, func(ctx context.Context) (chains.Connector, error) {
+			conn, err := evm.New(ctx, c, evm.Options{Store: store, Signer: signer, Failpoint: failpoints.Hook(), OnSettled: set.settled.Deliver, Log: log.With(slog.String("chain", string(id)))})
+			if err != nil {
+				// The URL may carry a provider's key: it goes to the log
+				// only (this error is logged, never sent to a client).
+				return nil, fmt.Errorf("connect %s at %s: %w", id, c.RPCURL, err)
+			}
+			return conn, nil
+		}, func(c chains.Connector) console.Explorer { return console.NewEVM(c.(*evm.Connector)) }); err != nil {
 			return nil, err
 		}
 	}

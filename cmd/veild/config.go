@@ -67,6 +67,9 @@ type config struct {
 	// ClusterSize is the configured member count for the majority rule.
 	ClusterSize  int
 	ChainsConfig string
+	// RequireAllChains: a chain whose node does not answer at start stops
+	// the start (else it starts degraded; docs/operations.md).
+	RequireAllChains bool
 }
 
 func envName(flagName string) string {
@@ -112,6 +115,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterHealthAdvertise, "cluster-health-advertise-addr", "", "with --cluster-provider automanaged: this member's entry in --cluster-seeds, when the others reach its health endpoint elsewhere than --cluster-health-addr")
 	fs.IntVar(&c.ClusterSize, "cluster-size", 0, "with --cluster: how many members the cluster has; one that sees fewer than a majority serves no agent (default: the number of --cluster-seeds; required with k8s)")
 	fs.StringVar(&c.ChainsConfig, "chains-config", "", "JSON file of chain connector settings written by `veild devnet` (shared devnets for a cluster); default: start embedded devnets")
+	fs.BoolVar(&c.RequireAllChains, "require-all-chains", false, "refuse to start when a chain's node does not answer (default: that chain starts degraded, answers 503 and connects as soon as its node answers)")
 }
 
 // newFlagSet is the flag set of the veild command name (usage errors and

@@ -43,7 +43,7 @@ func readiness(cfg config, store persistence.Store, set *chainSet, enclaveCheck 
 		if !ok {
 			continue
 		}
-		c.Add(chainCheck(id, ref.Connector(), set.real[id], cfg.ReadyHeadAge, now))
+		c.Add(chainCheck(id, ref, set.real[id], cfg.ReadyHeadAge, now))
 	}
 	// Payment scanners that keep failing find no payments (a scanner runs on
 	// the member holding its lease; elsewhere this reports nothing).
@@ -66,12 +66,24 @@ func readiness(cfg config, store persistence.Store, set *chainSet, enclaveCheck 
 	return c
 }
 
-// chainCheck is "chain/<id>": the node answers with its head and, on a
-// real network, the head is younger than maxAge. Devnets make blocks only
-// when there is a transaction, so their head's age says nothing.
+// chainCheck is "chain/<id>": the chain serves on this node (a chain
+// actor's Ping: not degraded, and its genesis is the one recorded), its node
+// answers with its head and, on a real network, the head is younger than
+// maxAge. Devnets and development nodes (a development chain id, or a node
+// that automines) make blocks only when there is a transaction, so their
+// head's age says nothing.
 func chainCheck(id chains.ID, conn chains.Connector, real bool, maxAge time.Duration, now func() time.Time) ready.Check {
 	return ready.Func("chain/"+string(id), func(ctx context.Context) error {
-		hr, ok := conn.(headReader)
+		if p, ok := conn.(pinger); ok {
+			if err := p.Ping(ctx); err != nil {
+				return err
+			}
+		}
+		node := conn
+		if w, ok := conn.(interface{ Connector() chains.Connector }); ok {
+			node = w.Connector()
+		}
+		hr, ok := node.(headReader)
 		if !ok {
 			return nil // a connector without heads: nothing to check
 		}
@@ -83,8 +95,23 @@ func chainCheck(id chains.ID, conn chains.Connector, real bool, maxAge time.Dura
 			return nil
 		}
 		if age := now().Sub(at); age > maxAge {
+			if d, ok := node.(devNode); ok && d.Development(ctx) {
+				return nil
+			}
 			return fmt.Errorf("%s head %d is %s old (over --ready-head-age %s): the node is not syncing", id, height, age.Round(time.Second), maxAge)
 		}
 		return nil
 	})
+}
+
+// pinger is a chain actor (actors/chain Ref.Ping): the chain's
+// *chains.DownError while it is degraded or reset.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// devNode is a connector that can tell a local development node
+// (chains/evm Connector.Development).
+type devNode interface {
+	Development(ctx context.Context) bool
 }

@@ -27,6 +27,11 @@ type fakeHead struct {
 
 func (f fakeHead) Head(context.Context) (uint64, time.Time, error) { return f.height, f.at, f.err }
 
+// fakeDev is a development node (chains/evm Connector.Development).
+type fakeDev struct{ fakeHead }
+
+func (fakeDev) Development(context.Context) bool { return true }
+
 func TestChainCheck(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -40,6 +45,9 @@ func TestChainCheck(t *testing.T) {
 		{"stale real head", fakeHead{height: 9, at: now.Add(-10 * time.Minute)}, true, "base head 9 is 10m0s old"},
 		{"stale devnet head is fine", fakeHead{height: 9, at: now.Add(-10 * time.Hour)}, false, ""},
 		{"head without a time", fakeHead{height: 9}, true, ""},
+		// An automining development node (Hardhat, Anvil, geth --dev,
+		// chain ids 31337 and 1337) has no block without a transaction.
+		{"stale head of a development node", fakeDev{fakeHead{height: 9, at: now.Add(-10 * time.Hour)}}, true, ""},
 		{"node down", fakeHead{err: errors.New("dial tcp 127.0.0.1:1: connection refused")}, true, "base node does not answer: dial tcp"},
 		{"node down on a devnet", fakeHead{err: errors.New("connection refused")}, false, "base node does not answer"},
 	}

@@ -60,6 +60,7 @@ type Metrics struct {
 	chainCalls       *prometheus.HistogramVec
 	chainErrors      *prometheus.CounterVec
 	chainMaintenance *prometheus.HistogramVec
+	chainState       *prometheus.GaugeVec
 	scanned          *prometheus.CounterVec
 	scanLag          *prometheus.GaugeVec
 	scanPairs        *prometheus.CounterVec
@@ -112,6 +113,8 @@ func New(labelCap int) *Metrics {
 	m.chainCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_call_seconds", Help: "Chain actor calls (RPC included), by chain and operation.", Buckets: latencyBuckets}, []string{"chain", "op"})
 	m.chainErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_call_errors_total", Help: "Failed chain actor calls, by chain and operation."}, []string{"chain", "op"})
 	m.chainMaintenance = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_maintenance_seconds", Help: "Chain actor maintenance passes (rebroadcast, fee bumps).", Buckets: latencyBuckets}, []string{"chain"})
+	m.chainState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "veil_chain_state", Help: "1 for each chain's state on this node: serving, degraded (its node did not answer at start; retrying) or reset (its genesis changed: nothing is signed or read on it)."}, []string{"chain", "state"})
+	f(m.chainState)
 	m.scanned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_announcements_scanned_total", Help: "Stealth announcements scanned, by chain."}, []string{"chain"})
 	m.scanLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "veil_chain_scan_lag_seconds", Help: "Age of the newest announcement a scanner has processed, by chain."}, []string{"chain"})
 	m.scanPairs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_chain_scan_pairs_total", Help: "(announcement, agent) pairs the background scanner checked, by chain."}, []string{"chain"})
@@ -298,6 +301,13 @@ func (m *Metrics) Call(chain chains.ID, op string, took time.Duration, err error
 // Maintained implements the chain actor's observer.
 func (m *Metrics) Maintained(chain chains.ID, took time.Duration, _ error) {
 	m.chainMaintenance.WithLabelValues(string(chain)).Observe(took.Seconds())
+}
+
+// ChainState implements the chain actor's state observer: the chain's
+// one series is its state now.
+func (m *Metrics) ChainState(chain chains.ID, state string) {
+	m.chainState.DeletePartialMatch(prometheus.Labels{"chain": string(chain)})
+	m.chainState.WithLabelValues(string(chain), state).Set(1)
 }
 
 // ScanPass records one background scanner pass: announcements read and

@@ -83,6 +83,8 @@ type Devnet struct {
 
 	mu sync.Mutex // serialises ledger changes
 	st *state
+	// genesis is ledger 1's hash (genesis.go), set by load.
+	genesis string
 
 	fundMu sync.Mutex // serialises friendbot (one root account)
 
@@ -171,7 +173,7 @@ func (d *Devnet) load(ctx context.Context) error {
 		}
 	}
 	d.st = st
-	return nil
+	return d.loadGenesis(ctx)
 }
 
 // bootstrap creates the USDC issuer and the index accounts on a fresh

@@ -49,6 +49,7 @@ func (d *Devnet) routes() http.Handler {
 	mux.HandleFunc("POST /transactions", d.postTx)
 	mux.HandleFunc("GET /claimable_balances", d.claimables)
 	mux.HandleFunc("GET /friendbot", d.friendbot)
+	mux.HandleFunc("GET /ledgers/{seq}", d.getLedger)
 	return mux
 }
 
