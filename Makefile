@@ -81,6 +81,7 @@ lint:
 	$(GO) vet -tags nodevnet ./cmd/veild ./chains/...
 	$(GO) vet -tags nodevnet,nok8s ./cmd/veild ./runtime/cluster
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run ./cmd/docscheck .
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 

@@ -108,6 +108,7 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A degraded chain's next connection attempt.
 		w.Header().Set("Retry-After", strconv.Itoa(int(down.RetryAfter.Round(time.Second)/time.Second)))
 	}
+	noteFailure(r, msg)
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// Every 503 here is retriable, most within a second or two.
 		w.Header().Set("Retry-After", "1")

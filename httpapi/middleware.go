@@ -27,7 +27,8 @@ const (
 	keyLogger
 	keyAccount
 	keyKeyHash
-	keyBody // *deadlineBody (limits.go)
+	keyBody      // *deadlineBody (limits.go)
+	keyKeyRecord // apikey.Key of the request's key
 )
 
 // HeaderRequestID carries the request id in both directions.
@@ -57,6 +58,12 @@ func accountFrom(ctx context.Context) apikey.Account {
 func keyHashFrom(ctx context.Context) string {
 	h, _ := ctx.Value(keyKeyHash).(string)
 	return h
+}
+
+// keyFrom returns the record of the request's key (its scope included).
+func keyFrom(ctx context.Context) apikey.Key {
+	k, _ := ctx.Value(keyKeyRecord).(apikey.Key)
+	return k
 }
 
 func newRequestID() string {
@@ -171,8 +178,11 @@ func tooLargeMessage(max int64) string {
 	return "request body too large: the limit is " + strconv.FormatInt(max/1024, 10) + " KiB"
 }
 
-// authenticate requires a valid bearer key and puts its account in the
-// context. Every failure is a 401 whose message says what to send instead.
+// authenticate requires a valid bearer key whose scope reaches the route
+// (routeRules), puts its account and record in the context, and audits
+// the request when it may change state. Every failure to authenticate is
+// a 401 whose message says what to send instead; a known key refused
+// (revoked, expired: 401; out of scope: 403) is audited too.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")
@@ -185,7 +195,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "malformed Authorization header: expected Bearer <API key>")
 			return
 		}
-		acc, _, err := apikey.Lookup(r.Context(), s.store, strings.TrimSpace(key))
+		key = strings.TrimSpace(key)
+		acc, k, err := apikey.Lookup(r.Context(), s.store, key)
 		switch {
 		case errors.Is(err, apikey.ErrMalformed):
 			writeError(w, http.StatusUnauthorized, "malformed API key: expected veil_live_ followed by 43 base64url characters")
@@ -193,14 +204,40 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		case errors.Is(err, apikey.ErrUnknown):
 			writeError(w, http.StatusUnauthorized, "invalid API key")
 			return
+		case errors.Is(err, apikey.ErrRevoked):
+			msg := "this API key (" + k.ID + ") was revoked at " + k.RevokedAt.UTC().Format(time.RFC3339) + "; use another key"
+			s.auditRefused(r, acc, k, http.StatusUnauthorized, "key revoked")
+			writeError(w, http.StatusUnauthorized, msg)
+			return
+		case errors.Is(err, apikey.ErrExpired):
+			msg := "this API key (" + k.ID + ") expired at " + k.ExpiresAt.UTC().Format(time.RFC3339) + "; use another key"
+			s.auditRefused(r, acc, k, http.StatusUnauthorized, "key expired")
+			writeError(w, http.StatusUnauthorized, msg)
+			return
 		case err != nil:
 			loggerFrom(r.Context()).Error("api key lookup failed", slog.Any("err", err))
 			writeError(w, http.StatusInternalServerError, "internal server error (request id "+requestIDFrom(r.Context())+")")
 			return
 		}
+		pattern := ""
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			pattern = rc.RoutePattern()
+		}
+		if need := ruleFor(r.Method, pattern).scope; !k.Scope.Allows(need) {
+			msg := "this API key's scope is " + string(k.Scope) + "; " + r.Method + " " + pattern + " needs " + string(need) + " (docs/api.md, Key scopes)"
+			s.auditRefused(r, acc, k, http.StatusForbidden, "scope "+string(k.Scope)+" below "+string(need))
+			writeError(w, http.StatusForbidden, msg)
+			return
+		}
 		ctx := context.WithValue(r.Context(), keyAccount, acc)
-		ctx = context.WithValue(ctx, keyKeyHash, apikey.Hash(strings.TrimSpace(key)))
-		next.ServeHTTP(w, r.WithContext(ctx))
+		ctx = context.WithValue(ctx, keyKeyHash, apikey.Hash(key))
+		ctx = context.WithValue(ctx, keyKeyRecord, k)
+		r = r.WithContext(ctx)
+		if mutating(r.Method) {
+			s.audited(w, r, acc, k, next)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -83,6 +83,10 @@ func (s *Server) keyLimit(r *http.Request) (RateLimit, bool) {
 	if acc := accountFrom(r.Context()); acc.RateLimit != nil {
 		lim = RateLimit{PerSecond: acc.RateLimit.PerSecond, Burst: acc.RateLimit.Burst}
 	}
+	if k := keyFrom(r.Context()); k.RateLimit != nil {
+		// A key's own limit comes before its account's.
+		lim = RateLimit{PerSecond: k.RateLimit.PerSecond, Burst: k.RateLimit.Burst}
+	}
 	return lim, lim.PerSecond > 0 && lim.Burst > 0
 }
 

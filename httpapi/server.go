@@ -196,6 +196,7 @@ func (s *Server) routes() chi.Router {
 		s.consoleRoutes(r)
 		s.ownerRoutes(r)
 		s.mcpRoutes(r)
+		s.keyRoutes(r) // keys and the audit trail (keys.go, audit.go)
 	})
 	return r
 }

@@ -175,7 +175,7 @@ func (a *app) api() (*client.Client, error) {
 // needKey fails early, with a hint, when no API key is configured.
 func (a *app) needKey() error {
 	if a.g.apiKey == "" {
-		return &authError{"no API key: pass --api-key, set VEIL_API_KEY, or run `veil config set apiKey KEY` (veild prints a key at first start; `veild apikey create --account NAME` makes more)"}
+		return &authError{"no API key: pass --api-key, set VEIL_API_KEY, or run `veil config set apiKey KEY` (veild prints an admin key at first start; `veil keys create NAME` makes more)"}
 	}
 	return nil
 }

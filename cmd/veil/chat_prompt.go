@@ -105,7 +105,7 @@ func (s *chatSession) interactive() error {
 		in = stdin
 	}
 	cin := readline.NewCancelableStdin(in)
-	cfg.Stdin = cin
+	cfg.Stdin = &homeEndKeys{r: cin}
 	rl, err := readline.NewEx(cfg)
 	if err != nil {
 		_ = cin.Close()

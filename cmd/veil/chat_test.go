@@ -262,6 +262,10 @@ func TestChatInteractiveTerminal(t *testing.T) {
 	tm.waitFor("/quit (or Ctrl-D) leaves", 1)
 	tm.typeLine("/id")
 	tm.waitFor("(no conversation yet)", 1)
+	// Home and End as tmux and screen send them (ESC [ 1 ~, ESC [ 4 ~):
+	// "d", Home, "/i", End, Enter is /id.
+	tm.typeLine("d" + "\x1b[1~" + "/i" + "\x1b[4~")
+	tm.waitFor("(no conversation yet)", 2)
 
 	tm.typeLine("what's my balance?")
 	tm.waitFor("chatter> ", 1)
@@ -347,5 +351,20 @@ func TestChatInteractiveTerminal(t *testing.T) {
 	}
 	if code := tm.wait(); code != exitInterrupted {
 		t.Fatalf("Ctrl-C: exit %d\n%s", code, tm.out.String())
+	}
+}
+
+func TestHomeEndKeys(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"abc", "abc"},
+		{"\x1b[1~x\x1b[4~", "\x1b[Hx\x1b[F"},
+		{"\x1b[7~\x1b[8~", "\x1b[H\x1b[F"},
+		{"\x1b[3~\x1b[A", "\x1b[3~\x1b[A"}, // Delete and Up pass unchanged
+	} {
+		h := &homeEndKeys{r: strings.NewReader(tc.in)}
+		got, err := io.ReadAll(h)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.in, got, err, tc.want)
+		}
 	}
 }

@@ -97,7 +97,12 @@ func startVeild(t *testing.T) *server {
 	}()
 	select {
 	case a := <-addr:
-		// The bootstrap key is printed before the server starts serving.
+		// The bootstrap key is printed before the server starts serving,
+		// and before its "Serving the API" line; stdout's pipe is copied
+		// apart from stderr's, so wait for that line.
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "Serving the API on") && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond) // polling a condition, not timing it
+		}
 		key := keyRE.FindString(stdout.String())
 		if key == "" {
 			t.Fatalf("no bootstrap key on stdout: %q", stdout.String())

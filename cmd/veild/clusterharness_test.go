@@ -231,6 +231,11 @@ func (c *testCluster) start(i int) (*member, error) {
 	}()
 	select {
 	case <-ready:
+		// The bootstrap key and "Serving the API" reach stdout before the
+		// serving log line, but through another pipe: wait for them.
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(m.stdout.String(), "Serving the API on") && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond) // polling a condition, not timing it
+		}
 	case <-m.exited:
 		return nil, fmt.Errorf("member %d exited (%d) before serving:\n%s", i, m.code, m.logs)
 	case <-time.After(120 * time.Second):

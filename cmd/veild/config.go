@@ -21,6 +21,7 @@ type config struct {
 	LogLevel        string
 	LogFormat       string
 	PassivateAfter  time.Duration
+	AuditRetention  time.Duration
 	ShutdownGrace   time.Duration
 	PublicURL       string
 	Enclave         string
@@ -83,6 +84,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.PassivateAfter, "passivate-after", 5*time.Minute, "idle time after which an agent actor is passivated")
+	fs.DurationVar(&c.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit records are kept (docs/api.md, Audit trail); a background pruner deletes older ones hourly; 0 keeps them forever")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
 	fs.StringVar(&c.Enclave, "enclave", "software", "enclave provider: software (root sealed in the data directory) or dstack")
 	fs.StringVar(&c.DstackSocket, "dstack-socket", "", "with --enclave dstack: the guest agent's Unix socket (default /var/run/dstack.sock)")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -117,11 +118,26 @@ func startEnv(t *testing.T, data string, env []string, extra ...string) *proc {
 			}
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				p.addr = m[1]
+				p.awaitStdout(t)
 				return p
 			}
 		case <-deadline:
 			t.Fatalf("veild did not start; stderr: %s", p.stderr.all.String())
 		}
+	}
+}
+
+// awaitStdout waits for veild's "Serving the API" line on stdout, which
+// it prints (after any bootstrap key) just before the serving log line on
+// stderr: the two pipes are copied by different goroutines, so the log
+// line can arrive first.
+func (p *proc) awaitStdout(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.stdout.String(), "Serving the API on"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"Serving the API\" line on stdout: %q", p.stdout.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not timing it
 	}
 }
 
@@ -222,14 +238,43 @@ func TestApikeyCreate(t *testing.T) {
 	if err == nil {
 		t.Fatal("apikey create succeeded on a locked data file")
 	}
-	if !strings.Contains(string(msg), filepath.Join(data, "veil.db")) {
-		t.Fatalf("error does not name the file: %s", msg)
+	if !strings.Contains(string(msg), filepath.Join(data, "veil.db")) || !strings.Contains(string(msg), "veil keys create") {
+		t.Fatalf("error does not name the file and the way to make a key while serving: %s", msg)
 	}
 	p.stop(t, syscall.SIGTERM)
 
 	if err := exec.Command(veildBin, "apikey", "create", "--data", data).Run(); err == nil {
 		t.Fatal("apikey create without --account succeeded")
 	}
+}
+
+// TestNoBootstrapKeyOnAFailedStart: a start that fails before serving
+// (here its port is taken) prints no key and spends none: the next start
+// that serves prints the first one.
+func TestNoBootstrapKeyOnAFailedStart(t *testing.T) {
+	data := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.Command(veildBin, "serve", "--addr", ln.Addr().String(), "--devnet-base-port", "0", "--metrics-addr", "off")
+	cmd.Env = append(os.Environ(), "VEIL_DATA="+data)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("serve started on a taken port")
+	}
+	if keyRE.Match(out) || strings.Contains(string(out), "Bootstrap API key") {
+		t.Fatalf("a start that never served printed a key:\n%s", out)
+	}
+	p := start(t, data)
+	if !strings.Contains(p.stderr.all.String(), "console=http://"+p.addr+"/console") {
+		t.Fatalf("the serving line does not say where the console is: %s", p.stderr.all.String())
+	}
+	if keyRE.FindString(p.stdout.String()) == "" {
+		t.Fatalf("the first start that serves printed no key: %q", p.stdout.String())
+	}
+	p.stop(t, syscall.SIGTERM)
 }
 
 func TestCorruptDataFileIsAClearStartupError(t *testing.T) {

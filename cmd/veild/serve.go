@@ -28,6 +28,7 @@ import (
 	"github.com/veilhq/veil/internal/buildinfo"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/audit"
 	"github.com/veilhq/veil/runtime/cluster"
 	"github.com/veilhq/veil/runtime/host"
 	"github.com/veilhq/veil/runtime/prom"
@@ -64,15 +65,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Online backups (veild backup) through a socket in the data directory.
 	stopAdmin := serveAdmin(cfg.Data, store, log)
 	defer stopAdmin()
-
-	key, err := apikey.Bootstrap(ctx, store, time.Now())
-	if err != nil {
-		return err
-	}
-	if key != "" {
-		// stdout, not the log: a key never goes into a log line.
-		fmt.Fprintf(stdout, "\nBootstrap API key for account %q (shown once; store it now):\n\n    %s\n\n", apikey.BootstrapAccount, key)
-	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -191,10 +183,33 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer msrv.Close()
 		log.Info("metrics serving", slog.String("addr", mln.Addr().String()))
 	}
+	// The first start's key is made only now, when everything that can
+	// refuse to start (a missing VEIL_RPC_*, a port in use, the enclave)
+	// has passed: a key printed by a run that never served is a key spent.
+	key, err := apikey.Bootstrap(ctx, store, time.Now())
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		// stdout, not the log: a key never goes into a log line.
+		fmt.Fprintf(stdout, "\nBootstrap API key for account %q (admin scope; shown once; store it now):\n\n    %s\n\n", apikey.BootstrapAccount, key)
+	}
+	pruneCtx, stopPrune := context.WithCancel(context.Background())
+	defer stopPrune()
+	go audit.Pruner{Retention: cfg.AuditRetention, Log: log.With(slog.String("component", "audit")), Accounts: func(ctx context.Context) ([]string, error) {
+		accs, err := apikey.ListAccounts(ctx, store)
+		ids := make([]string, 0, len(accs))
+		for _, a := range accs {
+			ids = append(ids, a.ID)
+		}
+		return ids, err
+	}}.Run(pruneCtx, store)
 	srv := api.HTTPServer() // with the limits on slow and idle clients
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("veild serving", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.Data), slog.String("version", build.String()))
+	consoleURL := strings.TrimRight(cfg.PublicURL, "/") + "/console"
+	fmt.Fprintf(stdout, "Serving the API on %s; the console is at %s\n", strings.TrimRight(cfg.PublicURL, "/"), consoleURL)
+	log.Info("veild serving", slog.String("addr", ln.Addr().String()), slog.String("console", consoleURL), slog.String("data", cfg.Data), slog.String("version", build.String()))
 
 	select {
 	case err := <-serveErr:
@@ -269,7 +284,7 @@ func openEnclave(ctx context.Context, cfg config, log *slog.Logger) (enclaveProv
 
 func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return &usageError{"usage: veild apikey create --account NAME [--test] [--data DIR | --store postgres --postgres-dsn DSN]"}
+		return &usageError{"usage: veild apikey create --account NAME [--scope read|chat|full|admin] [--name TEXT] [--test] [--data DIR | --store postgres --postgres-dsn DSN]\n(while veild serves, use `veil keys create` or POST /keys instead)"}
 	}
 	fs := newFlagSet("veild apikey create", stderr)
 	data := fs.String("data", "./data", "data directory")
@@ -277,6 +292,8 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dsn := fs.String("postgres-dsn", "", "with --store postgres: the connection string")
 	account := fs.String("account", "", "account name (created if new)")
 	test := fs.Bool("test", false, "issue a veil_test_ key")
+	scope := fs.String("scope", "full", "the key's scope: read, chat, full or admin (docs/api.md, Key scopes)")
+	name := fs.String("name", "", "what the key is for (shown by veil keys list)")
 	rate := fs.Float64("rate-limit", 0, "set this account's per-key rate limit (requests/s); 0 keeps the server default")
 	burst := fs.Int("rate-burst", 0, "with --rate-limit: the account's burst")
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -286,6 +303,10 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{"--account NAME is required"}
 	}
 	store, err := openStore(ctx, *storeKind, *data, *dsn, nil)
+	if errors.Is(err, persistence.ErrLocked) {
+		// The server holds the file: keys are made through it now.
+		return fmt.Errorf("%w\nveild is serving on this data directory: create the key through it instead, with an admin key:\n    veil keys create NAME --scope full [--account %s]\n(or POST /keys; docs/api.md, API keys)", err, *account)
+	}
 	if err != nil {
 		return err
 	}
@@ -302,11 +323,15 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	key, err := apikey.Create(ctx, store, acc, *test, time.Now())
+	sc, err := apikey.ParseScope(*scope)
+	if err != nil {
+		return &usageError{"--scope: " + err.Error()}
+	}
+	key, k, err := apikey.Issue(ctx, store, acc, apikey.Options{Name: *name, Scope: sc, Test: *test}, time.Now())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "API key for account %q (shown once; store it now):\n", acc.Name)
+	fmt.Fprintf(stderr, "API key %s for account %q, scope %s (shown once; store it now):\n", k.ID, acc.Name, k.Scope)
 	fmt.Fprintln(stdout, key)
 	return nil
 }

@@ -41,6 +41,12 @@ var (
 	ErrMalformed = errors.New("apikey: malformed key")
 	ErrUnknown   = errors.New("apikey: unknown key")
 	ErrBadName   = errors.New("apikey: account name must be 1-64 characters of a-z, 0-9, '-', '_' or '.'")
+	// ErrRevoked and ErrExpired come with the key and its account, so
+	// that the refusal can be audited under them.
+	ErrRevoked  = errors.New("apikey: key revoked")
+	ErrExpired  = errors.New("apikey: key expired")
+	ErrNotFound = errors.New("apikey: no such key")
+	ErrInvalid  = errors.New("apikey: invalid key settings")
 )
 
 var accountNameRE = regexp.MustCompile(`^[a-z0-9._-]{1,64}$`)
@@ -61,11 +67,27 @@ type Limit struct {
 	Burst     int     `json:"burst"`
 }
 
-// Key is the stored half of an API key.
+// Key is the stored half of an API key. Keys made before scopes existed
+// have no Name, Scope or ID in their record: EffectiveScope and the ID the
+// readers fill in (IDOf) give them theirs.
 type Key struct {
+	// ID names the key in the API and the audit trail; it is derived from
+	// the hash (IDOf), so a key can be found by it without an index.
+	ID        string    `json:"id,omitempty"`
 	AccountID string    `json:"accountId"`
 	Test      bool      `json:"test"`
 	CreatedAt time.Time `json:"createdAt"`
+	Name      string    `json:"name,omitempty"`
+	Scope     Scope     `json:"scope,omitempty"`
+	// ExpiresAt, when set, is when the key stops working.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// RateLimit overrides the account's (and the server's) per-key limit.
+	RateLimit *Limit `json:"rateLimit,omitempty"`
+	// RevokedAt is when the key was revoked; the record stays, so that the
+	// key's later attempts are told apart from unknown keys and audited.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// RotatedTo is the id of the key that replaced this one (Rotate).
+	RotatedTo string `json:"rotatedTo,omitempty"`
 }
 
 // Hash is the store's name for a key: hex SHA-256 of the whole key text.
@@ -161,21 +183,15 @@ func readAccount(ctx context.Context, st persistence.Store, id string) (Account,
 // Create issues a new key for the account and returns its text, which is
 // never stored and cannot be shown again.
 func Create(ctx context.Context, st persistence.Store, acc Account, test bool, now time.Time) (string, error) {
-	key, err := Generate(test)
-	if err != nil {
-		return "", err
-	}
-	raw, err := json.Marshal(Key{AccountID: acc.ID, Test: test, CreatedAt: now.UTC()})
-	if err != nil {
-		return "", err
-	}
-	if _, err := st.Apply(ctx, persistence.Put(TableKeys, Hash(key), raw, persistence.Absent())); err != nil {
-		return "", fmt.Errorf("apikey: store key: %w", err)
-	}
-	return key, nil
+	key, _, err := Issue(ctx, st, acc, Options{Test: test, Scope: ScopeFull}, now)
+	return key, err
 }
 
-// Lookup returns the account a key belongs to.
+// clock is what Lookup checks expiry against (tests set it).
+var clock = time.Now
+
+// Lookup returns the account a key belongs to and the key's record; a
+// revoked or expired key answers ErrRevoked or ErrExpired with both.
 func Lookup(ctx context.Context, st persistence.Store, key string) (Account, Key, error) {
 	if err := Validate(key); err != nil {
 		return Account{}, Key{}, err
@@ -187,13 +203,23 @@ func Lookup(ctx context.Context, st persistence.Store, key string) (Account, Key
 	if err != nil {
 		return Account{}, Key{}, fmt.Errorf("apikey: look up key: %w", err)
 	}
-	var k Key
-	if err := json.Unmarshal(rec.Value, &k); err != nil {
-		return Account{}, Key{}, fmt.Errorf("apikey: decode key: %w", err)
+	k, err := decodeKey(rec)
+	if err != nil {
+		return Account{}, Key{}, err
 	}
 	acc, err := getAccount(ctx, st, k.AccountID)
 	if err != nil {
 		return Account{}, Key{}, err
+	}
+	k.Scope = EffectiveScope(acc, k)
+	// Checked on every request against the store, never a cache: a key
+	// revoked on one cluster member is refused by all from the next
+	// request on (they share the PostgreSQL store).
+	switch {
+	case k.RevokedAt != nil:
+		return acc, k, ErrRevoked
+	case k.ExpiresAt != nil && !clock().Before(*k.ExpiresAt):
+		return acc, k, ErrExpired
 	}
 	return acc, k, nil
 }
@@ -229,7 +255,7 @@ func Bootstrap(ctx context.Context, st persistence.Store, now time.Time) (string
 	if err != nil {
 		return "", err
 	}
-	keyRaw, err := json.Marshal(Key{AccountID: acc.ID, CreatedAt: now.UTC()})
+	keyRaw, err := json.Marshal(Key{ID: IDOf(Hash(key)), AccountID: acc.ID, CreatedAt: now.UTC(), Name: "bootstrap", Scope: ScopeAdmin})
 	if err != nil {
 		return "", err
 	}
