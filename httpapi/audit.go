@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/runtime/audit"
@@ -242,3 +243,27 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 // AuditPage is GET /audit's JSON answer (the Go client's type: its
 // records convert from runtime/audit's field for field).
 type AuditPage = client.AuditPage
+
+// auditChat notes what a chat did: the tools it ran and the payments
+// (payment ids, transaction hashes, invoices, approvals) they reported.
+func auditChat(r *http.Request, reply *agent.ChatReply) {
+	if reply == nil || len(reply.ToolCalls) == 0 {
+		return
+	}
+	var ran, ids []string
+	seen := map[string]bool{}
+	for _, tc := range reply.ToolCalls {
+		ran = append(ran, tc.Name+" ("+tc.Status+")")
+		c := client.ToolCall{Name: tc.Name, Status: tc.Status, Detail: tc.Detail}
+		for _, f := range []string{"paymentId", "txHash", "invoiceId", "approvalId"} {
+			if v := c.Field(f); v != "" && !seen[v] && len(ids) < 20 {
+				seen[v] = true
+				ids = append(ids, truncate(v, 100))
+			}
+		}
+	}
+	auditNote(r, func(rec *audit.Record) {
+		rec.Detail = truncate("tools: "+strings.Join(ran, ", "), 300)
+		rec.PaymentIDs = ids
+	})
+}

@@ -55,6 +55,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return chatError(err)
 	}
+	auditChat(r, v) // the tools it ran and the payments they made
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,5 +60,28 @@ func TestKeysAndAuditCommands(t *testing.T) {
 	}
 	if r := ok(t, env, "audit", "--outcome", "refused", "--format", "csv"); !strings.HasPrefix(r.stdout, "id,time,") || strings.Count(r.stdout, "\n") != 3 {
 		t.Fatalf("csv export: %s", r)
+	}
+}
+
+// TestDevWallet: veil wallet new --dev writes a throw-away owner key that
+// creates an agent on the devnet (the first hour's path, README).
+func TestDevWallet(t *testing.T) {
+	s := startVeild(t)
+	env := veilEnv(t, s)
+	file := filepath.Join(t.TempDir(), "owner.key")
+	fails(t, env, 2, "wallet", "new", "--out", file)
+	r := ok(t, env, "wallet", "new", "--dev", "--out", file)
+	addr := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(addr, "0x") || len(addr) != 42 || !strings.Contains(r.stderr, "DEVNET ONLY") {
+		t.Fatalf("wallet new: %s", r)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", fi, err)
+	}
+	fails(t, env, 2, "wallet", "new", "--dev", "--out", file) // exists
+	ok(t, env, "agent", "create", "devowner", "--chain", "ethereum", "--evm-key-file", file)
+	// The owner wallet's address names the agent.
+	if r := ok(t, env, "agent", "show", addr, "--json"); !strings.Contains(r.stdout, `"devowner"`) {
+		t.Fatalf("the agent is not owned by the dev wallet %s: %s", addr, r)
 	}
 }

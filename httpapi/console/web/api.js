@@ -39,6 +39,17 @@ export async function call(method, path, body, headers = {}) {
 }
 
 export const get = (p) => call("GET", p);
+
+// checkKey asks the server whether a key is good (GET /agents with it)
+// before the tab keeps it: a refused key is an APIError here, and never
+// signs the tab out or moves it (the sign-in form stays as typed).
+export async function checkKey(key) {
+  const r = await fetch("/agents", { headers: { Authorization: "Bearer " + key }, cache: "no-store" });
+  if (r.ok) return;
+  let msg = r.status + " " + r.statusText;
+  try { msg = (await r.json()).message || msg; } catch { /* not JSON */ }
+  throw new APIError(r.status, msg);
+}
 export const post = (p, b, h) => call("POST", p, b, h);
 
 const enc = encodeURIComponent;
@@ -59,6 +70,9 @@ export const paths = {
   invoices: (id, q) => "/agent/" + enc(id) + "/invoices" + query(q),
   // payments: one page of payment records; q = {status, chain, since, limit, cursor}.
   payments: (id, q) => "/agent/" + enc(id) + "/payments" + query(q),
+  keys: () => "/keys",
+  key: (k) => "/keys/" + enc(k),
+  audit: (q) => "/audit" + (q && q.toString() ? "?" + q : ""),
 };
 
 // query is "?k=v&…" of q's non-empty values ("" when none).

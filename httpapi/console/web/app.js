@@ -9,6 +9,8 @@ import * as money from "./pages/money.js";
 import * as chat from "./pages/chat.js";
 import * as notifications from "./pages/notifications.js";
 import * as explorer from "./pages/explorer.js";
+import * as keys from "./pages/keys.js";
+import * as audit from "./pages/audit.js";
 
 const main = document.getElementById("app");
 const AGENT = "veil.agent";
@@ -80,6 +82,7 @@ export function clearUnread() { unread = 0; showUnread(); }
 function signedInChrome() {
   const on = !!apiKey();
   document.getElementById("signout").hidden = !on;
+  if (!on) document.getElementById("agent-pick").hidden = true; // no agents to pick while signed out
   for (const a of document.querySelectorAll("[data-nav]")) a.hidden = !on && a.dataset.nav !== "explorer";
 }
 
@@ -108,6 +111,8 @@ async function route() {
       case "money": return await money.render(c);
       case "chat": return await chat.render(c);
       case "notifications": return await notifications.render(c);
+      case "keys": return await keys.render(c);
+      case "audit": return await audit.render(c);
       default: fill(main, h("h1", {}, "Not found"), h("p", {}, "No console page here."));
     }
   } catch (e) {
@@ -128,7 +133,7 @@ window.addEventListener("veil:unauthorized", () => {
   agentList = null;
   if (live) live.abort();
   live = null;
-  navigate("/console/signin?next=" + encodeURIComponent(location.pathname + location.search), true);
+  navigate(signinHref(), true);
 });
 document.getElementById("agent-select").addEventListener("change", (e) => pickAgent(e.target.value));
 document.getElementById("signout").addEventListener("click", () => {
@@ -139,9 +144,16 @@ document.getElementById("signout").addEventListener("click", () => {
   navigate("/console/signin", true);
 });
 
+// signinHref is the sign-in page with where to go after it: the page now,
+// or, on the sign-in page itself, the next it already has (it never nests).
+function signinHref() {
+  const next = location.pathname.startsWith("/console/signin") ? new URL(location.href).searchParams.get("next") : location.pathname + location.search;
+  return "/console/signin" + (next ? "?next=" + encodeURIComponent(next) : "");
+}
+
 export function signedIn(next) {
   agentList = null;
-  navigate(next && next.startsWith("/console") ? next : "/console/agents", true);
+  navigate(next && next.startsWith("/console") && !next.startsWith("/console/signin") ? next : "/console/agents", true);
 }
 
 route();

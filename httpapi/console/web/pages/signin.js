@@ -1,11 +1,11 @@
 // Sign in: the API key is checked with GET /agents and kept in this tab's
 // sessionStorage only (closing the tab forgets it).
 import { h, fill, errorBox } from "../dom.js";
-import { setApiKey, signOut, get, paths } from "../api.js";
+import { setApiKey, checkKey } from "../api.js";
 import { signedIn } from "../app.js";
 
 export function render({ main, next }) {
-  const key = h("input", { id: "api-key", type: "password", autocomplete: "off", spellcheck: "false", placeholder: "vk_live_…", required: true });
+  const key = h("input", { id: "api-key", type: "password", autocomplete: "off", spellcheck: "false", placeholder: "veil_live_…", required: true });
   const err = h("div", { id: "signin-error" });
   const btn = h("button", { id: "signin", type: "submit" }, "Sign in");
   const form = h("form", { class: "stack", id: "signin-form" },
@@ -14,13 +14,15 @@ export function render({ main, next }) {
     e.preventDefault();
     btn.disabled = true;
     fill(err);
-    setApiKey(key.value.trim());
     try {
-      await get(paths.agents());
+      await checkKey(key.value.trim());
+      setApiKey(key.value.trim());
       signedIn(next);
     } catch (x) {
-      signOut();
-      fill(err, errorBox(x.status === 401 ? new Error("That API key is not valid.") : x));
+      // The form stays as it was (the key typed, for a fix) with the
+      // reason under it.
+      fill(err, errorBox(x.status === 401 ? new Error("That API key was refused: " + x.message + ". Check it and try again.") : x));
+      key.focus();
     } finally {
       btn.disabled = false;
     }
