@@ -20,6 +20,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/bindings"
 	"github.com/veilhq/veil/chains/internal/connopts"
+	"github.com/veilhq/veil/chains/internal/intents"
 	"github.com/veilhq/veil/chains/internal/parse"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
@@ -76,13 +77,13 @@ type Connector struct {
 	// taken is when Maintain first saw each intent's nonce mined without a
 	// receipt of its own (see DropAfter); resent, when the restart pass
 	// sent each intent's last attempt again (see advance).
-	taken  marks
-	resent marks
-	// unsure marks the intents whose broadcast's outcome was unknown (the
+	taken  intents.Marks
+	resent intents.Marks
+	// unsure intents.Marks the intents whose broadcast's outcome was unknown (the
 	// node's answer lost, or the request): the next maintenance pass sends
 	// their last attempt again, the same bytes, instead of waiting
 	// StuckAfter for a fee bump.
-	unsure marks
+	unsure intents.Marks
 
 	// noBlockReceipts: the node answered that it does not serve
 	// eth_getBlockReceipts (see blockReceipts).

@@ -438,7 +438,7 @@ func (c *Connector) submit(ctx context.Context, key string, spec txSpec) (chains
 			// The node's answer was lost, or it is too busy to say: the
 			// transaction may be in its pool. Maintenance sends it again
 			// (the next pass) and reports its settlement.
-			c.unsure.set(ikey, c.opts.Now())
+			c.unsure.Set(ikey, c.opts.Now())
 			return c.Result(at.Hash.Hex()), c.OutcomeUnknown(key, at.Hash.Hex(), "broadcast", berr)
 		case sentNonceUsed:
 			r, rerr := c.eth.TransactionReceipt(ctx, at.Hash)

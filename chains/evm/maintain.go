@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -207,44 +206,15 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 // delays a drop.
 func (c *Connector) nonceTakenFor(ikey string, d time.Duration) bool {
 	now := c.opts.Now()
-	first, ok := c.taken.get(ikey)
+	first, ok := c.taken.Get(ikey)
 	if !ok {
-		c.taken.set(ikey, now)
+		c.taken.Set(ikey, now)
 		return false
 	}
 	return now.Sub(first) >= d
 }
 
-func (c *Connector) forgetNonceTaken(ikey string) { c.taken.forget(ikey) }
-
-// marks are times this process noted about intents, by intent key. They
-// live in memory only: each is a reason to wait longer, never to send.
-type marks struct {
-	mu sync.Mutex
-	m  map[string]time.Time
-}
-
-func (k *marks) get(key string) (time.Time, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	t, ok := k.m[key]
-	return t, ok
-}
-
-func (k *marks) set(key string, t time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[string]time.Time{}
-	}
-	k.m[key] = t
-}
-
-func (k *marks) forget(key string) {
-	k.mu.Lock()
-	delete(k.m, key)
-	k.mu.Unlock()
-}
+func (c *Connector) forgetNonceTaken(ikey string) { c.taken.Forget(ikey) }
 
 // voidReason is the failure of a transaction the node refused after its
 // nonce was reserved, once a no-op took the nonce.
@@ -285,8 +255,8 @@ func (c *Connector) confirm(ctx context.Context, pkey, ikey string, version uint
 		return nil // another pass got there first, and reported it
 	}
 	if err == nil {
-		c.resent.forget(ikey)
-		c.unsure.forget(ikey)
+		c.resent.Forget(ikey)
+		c.unsure.Forget(ikey)
 		c.opts.Deliver(ctx, s)
 	}
 	return err
@@ -304,8 +274,8 @@ func (c *Connector) deleteIntent(ctx context.Context, pkey, ikey string, version
 		return nil
 	}
 	if err == nil {
-		c.resent.forget(ikey)
-		c.unsure.forget(ikey)
+		c.resent.Forget(ikey)
+		c.unsure.Forget(ikey)
 		c.opts.Deliver(ctx, s)
 	}
 	return err
@@ -325,11 +295,11 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 	// since it was last sent: since its attempt was signed, or since this
 	// process's restart pass sent it again, whichever is later.
 	since := last.At
-	if at, ok := c.resent.get(ikey); ok && at.After(since) {
+	if at, ok := c.resent.Get(ikey); ok && at.After(since) {
 		since = at
 	}
 	stuck := c.opts.Now().Sub(since) >= c.cfg.StuckAfter && len(it.Attempts) < maxAttempts
-	_, unsure := c.unsure.get(ikey)
+	_, unsure := c.unsure.Get(ikey)
 	if !fill && (restart || unsure || !stuck) {
 		// The restart pass sends the last attempt again as it is, even if
 		// it is older than StuckAfter: the node may have lost it with the
@@ -338,11 +308,11 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 		// whose hash the caller had already been given. So does the pass
 		// after a broadcast whose answer was lost.
 		if restart || unsure {
-			c.unsure.forget(ikey)
+			c.unsure.Forget(ikey)
 			if err := c.sendRaw(ctx, last.Raw); classify(err) == sentRejected || classify(err) == sentUnknown {
 				c.opts.Log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
 			}
-			c.resent.set(ikey, c.opts.Now())
+			c.resent.Set(ikey, c.opts.Now())
 			rep.Rebroadcast++
 		}
 		return nil

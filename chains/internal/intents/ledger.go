@@ -73,7 +73,7 @@ type Ledger[A any] struct {
 	locks keylock.Locks
 	// dead marks the intents a periodic pass found with every attempt
 	// dead, and since when (DeadAfter).
-	dead marks
+	dead Marks
 }
 
 // Load reads the intent at key: (nil, 0, nil) when there is none.
@@ -344,18 +344,18 @@ func (l *Ledger[A]) Settle(ctx context.Context, restart bool) error {
 	resume := func(ctx context.Context, key string, it *Intent[A], ver uint64) (bool, error) {
 		done, err := l.Resume(ctx, key, it, ver)
 		if err != nil || done {
-			l.dead.forget(key)
+			l.dead.Forget(key)
 			return done, err
 		}
 		now := l.Now()
-		first, seen := l.dead.get(key)
+		first, seen := l.dead.Get(key)
 		if !seen {
-			l.dead.set(key, now)
+			l.dead.Set(key, now)
 		}
 		if !seen || now.Sub(first) < DeadAfter {
 			return false, nil
 		}
-		l.dead.forget(key)
+		l.dead.Forget(key)
 		l.Log.Warn("pending payment's transactions are all dead; reported failed", "key", key, "tx", it.TxHash)
 		l.drop(ctx, key, ver, l.settlement(key, it, it.TxHash, chains.SettlementFailed, deadReason))
 		return true, nil
@@ -398,21 +398,24 @@ func (l *Ledger[A]) Settle(ctx context.Context, restart bool) error {
 	return errors.Join(errs...)
 }
 
-// marks are times this process noted about intents, by key. They live in
-// memory only: each is a reason to wait longer, never to send.
-type marks struct {
+// Marks are times this process noted about intents, by key (the EVM
+// connector keeps its own with the same type). They live in memory only:
+// each is a reason to wait longer, never to send. The zero value is ready.
+type Marks struct {
 	mu sync.Mutex
 	m  map[string]time.Time
 }
 
-func (k *marks) get(key string) (time.Time, bool) {
+// Get is the time noted for key, if any.
+func (k *Marks) Get(key string) (time.Time, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t, ok := k.m[key]
 	return t, ok
 }
 
-func (k *marks) set(key string, t time.Time) {
+// Set notes t for key.
+func (k *Marks) Set(key string, t time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
@@ -421,7 +424,8 @@ func (k *marks) set(key string, t time.Time) {
 	k.m[key] = t
 }
 
-func (k *marks) forget(key string) {
+// Forget drops key's time.
+func (k *Marks) Forget(key string) {
 	k.mu.Lock()
 	delete(k.m, key)
 	k.mu.Unlock()
