@@ -320,7 +320,8 @@ func TestApprovalsNewRecipientsAndSchedules(t *testing.T) {
 	if r := e.do("POST", base+d.ApprovalID, e.key, o.decision(alice.ID, d.ApprovalID, false, clock.Now())); r.status != 200 || !strings.Contains(string(r.body), "txHash") {
 		t.Fatalf("approve = %d %s", r.status, r.body)
 	}
-	if call, _ := chat("send 0.001 ETH to known"); !strings.Contains(call.Detail, "txHash") || strings.Contains(call.Detail, "approvalId") {
+	// Another amount: the same payment again would ask first (issue 32 item 4).
+	if call, _ := chat("send 0.002 ETH to known"); !strings.Contains(call.Detail, "txHash") || strings.Contains(call.Detail, "approvalId") {
 		t.Fatalf("second payment to the same recipient: %s", call.Detail)
 	}
 

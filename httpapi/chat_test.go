@@ -303,10 +303,18 @@ func TestChatRetryAfterCrashDoesNotPayTwice(t *testing.T) {
 	if scanned.Count != 1 {
 		t.Fatalf("payee received %d payments, want exactly 1 (%s)", scanned.Count, scan.ToolCalls[0].Detail)
 	}
-	// Without the key, the same words are a new intent: a second payment.
+	// Without the key, the same words are a new intent for a payment just
+	// made: the agent asks first and sends nothing (issue 32 item 4)...
+	before := sends(t, e.store)
 	r, out = e.chat(t, alice.ID, e.key, body)
-	if r.status != 200 || len(out.ToolCalls) != 1 {
-		t.Fatalf("second intent = %d %s", r.status, r.body)
+	if r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "error" ||
+		!strings.Contains(out.ToolCalls[0].Detail, "confirmation") || sends(t, e.store) != before {
+		t.Fatalf("second intent = %d %s (%d sends, %d before)", r.status, r.body, sends(t, e.store), before)
+	}
+	// ...and the user's "yes" in that conversation makes the second payment.
+	r, out = e.chat(t, alice.ID, e.key, map[string]string{"message": "yes", "conversationId": out.ConversationID})
+	if r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "success" {
+		t.Fatalf("confirmed second intent = %d %s", r.status, r.body)
 	}
 	_ = json.Unmarshal([]byte(out.ToolCalls[0].Detail), &paid)
 	e.waitMined(t, paid.TxHash)

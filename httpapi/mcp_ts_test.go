@@ -86,6 +86,9 @@ func TestMCPTypeScriptClient(t *testing.T) {
 			payAgent = tl
 		}
 	}
+	// Beside the agent's tools, the MCP server's own read tools over the
+	// payment records (mcp_lists.go).
+	want = append(want, "get_payment", "list_payments")
 	sort.Strings(want)
 	gotSchema, _ := json.Marshal(out.PayAgentSchema)
 	wantSchema, _ := json.Marshal(payAgent.Parameters)

@@ -94,11 +94,13 @@ func TestPolicyOnEveryPaymentPath(t *testing.T) {
 		{"pay bob.veil 0.005 ETH", "pay_agent", "success", ""},
 		{"send 0.005 ETH to carol", "send_payment", "error", "allowlist"},
 		{"send 0.011 ETH to bob", "send_payment", "error", "per payment"},
-		{"send 0.005 ETH to bob", "send_payment", "success", ""},
+		// Not 0.005 again: a repeat of the payment just made asks first
+		// (issue 32 item 4).
+		{"send 0.004 ETH to bob", "send_payment", "success", ""},
 		{"withdraw 0.001 ETH from " + from + " to " + stranger, "withdraw", "error", "allowlist"},
 		{"withdraw 0.002 ETH from " + from + " to " + dest, "withdraw", "success", ""},
-		// 0.012 spent today: 0.009 more is over the daily budget of 0.02.
-		{"send 0.009 ETH to bob", "send_payment", "error", "daily budget"},
+		// 0.011 spent today: 0.0095 more is over the daily budget of 0.02.
+		{"send 0.0095 ETH to bob", "send_payment", "error", "daily budget"},
 		{"withdraw everything to " + stranger, "withdraw_all", "error", "allowlist"},
 	})
 	// A per-payment cap below what a withdraw_all moves refuses it too:

@@ -92,7 +92,9 @@ func TestChatRunTwiceByTheSystemPaysOnce(t *testing.T) {
 
 	alice := e.create(t, newEVMOwner(t), "twice-payer", "ethereum")
 	bob := e.create(t, newEVMOwner(t), "twice-payee", "ethereum")
-	body := map[string]string{"message": "send 0.01 ETH to twice-payee"}
+	// Two payments of different amounts: the same payment asked for again
+	// by the client would ask first (issue 32 item 4).
+	bodies := []map[string]string{{"message": "send 0.01 ETH to twice-payee"}, {"message": "send 0.02 ETH to twice-payee"}}
 	scan := func() int {
 		t.Helper()
 		_, out := e.chat(t, bob.ID, e.key, map[string]string{"message": "scan for payments"})
@@ -103,7 +105,7 @@ func TestChatRunTwiceByTheSystemPaysOnce(t *testing.T) {
 		return scanned.Count
 	}
 	for i, want := range []int{1, 2} {
-		r, out := twice.chat(t, alice.ID, e.key, body)
+		r, out := twice.chat(t, alice.ID, e.key, bodies[i])
 		if r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "success" {
 			t.Fatalf("request %d = %d %s", i+1, r.status, r.body)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,14 +165,21 @@ func (h *history) count() int {
 	return len(h.chats) + len(h.convs)
 }
 
+// payMessages are the payments the workers ask for; %s is the amount's
+// last digits, different for every operation (payNonce): a request for a
+// payment like one still on its way asks the user first (issue 32 item 4),
+// and each operation here is a payment of its own, not a repeat.
 var payMessages = []struct{ chain, msg string }{
-	{"ethereum", "send 0.001 ETH to " + robustPayee + " on ethereum"},
+	{"ethereum", "send 0.001%s ETH to " + robustPayee + " on ethereum"},
 	// A token: the first payment also approves the StealthSender, in a
 	// transaction of its own on the same nonce ledger.
-	{"ethereum", "send 1 USDC to " + robustPayee + " on ethereum"},
-	{"stellar", "send 1 XLM to " + robustPayee},
-	{"solana", "send 0.01 SOL to " + robustPayee},
+	{"ethereum", "send 1.%s USDC to " + robustPayee + " on ethereum"},
+	{"stellar", "send 1.%s XLM to " + robustPayee},
+	{"solana", "send 0.01%s SOL to " + robustPayee},
 }
+
+// payNonce numbers the payment operations of a run (payMessages).
+var payNonce atomic.Int64
 
 var scheduleMessages = []string{
 	"send 0.001 ETH to " + robustPayee + " on ethereum every day",
@@ -192,6 +200,7 @@ func (c *robustClient) randomOp(t *testing.T, h *history, p float64, idem string
 	switch {
 	case p < 0.55: // a payment
 		pm := payMessages[int(p*1000)%len(payMessages)]
+		pm.msg = fmt.Sprintf(pm.msg, fmt.Sprintf("%04d", payNonce.Add(1)))
 		r, ok := c.chat(t, h.payer, "", pm.msg, "send_payment", idem)
 		if !ok {
 			return
