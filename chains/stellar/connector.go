@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
@@ -64,6 +65,9 @@ type Connector struct {
 
 	registry *names.Index
 	reqs     parse.Chain[string, edstealth.MetaAddress, asset]
+
+	// spon is the server-wide sponsor (SetSponsor; nil: none).
+	spon atomic.Pointer[sponsorBox]
 }
 
 var _ chains.Connector = (*Connector)(nil)

@@ -174,7 +174,29 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
 			Amount: chains.NewAmount(amt, Decimals), All: all, Recipient: dst}}
-	return c.run(ctx, key, it, func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
+	// A one-time account the server's sponsor activated (an invoice's) may
+	// hold no XLM: the sponsor is the transaction's source and pays the
+	// fee; the account's key signs its operations (the spend).
+	feeSrc, err := c.sponsoredBy(ctx, src)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	build := c.withdrawBuilder(src, dst, a, amt, all)
+	if feeSrc != "" {
+		it.Source, it.Params["account"] = feeSrc, src
+		inner := build
+		build = func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
+			ops, memo, err := inner(ctx)
+			return withSource(ops, src), memo, err
+		}
+	}
+	return c.run(ctx, key, it, build)
+}
+
+// withdrawBuilder builds Withdraw's operations (source: the one-time
+// account src).
+func (c *Connector) withdrawBuilder(src, dst string, a asset, amt *big.Int, all bool) builder {
+	return func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
 		acc, _, err := c.account(ctx, src)
 		if err != nil {
 			return nil, nil, err
@@ -189,6 +211,9 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 				if toFound {
 					ops = append(ops, &txnbuild.Payment{Destination: dst, Amount: amountString(amt), Asset: txnbuild.NativeAsset{}})
 				} else {
+					if amt.Cmp(big.NewInt(2*BaseReserve)) < 0 {
+						return nil, nil, fmt.Errorf("%w: %s does not exist, and creating it takes at least 1 XLM (the minimum balance)", chains.ErrInvalidAmount, dst)
+					}
 					ops = append(ops, &txnbuild.CreateAccount{Destination: dst, Amount: amountString(amt)})
 				}
 				return ops, nil, nil
@@ -241,5 +266,5 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 				&txnbuild.AccountMerge{Destination: dst})
 		}
 		return ops, nil, nil
-	})
+	}
 }

@@ -116,10 +116,23 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 }
 
 // buildAttempt reads the source's sequence number, builds the transaction,
-// has the Signer sign its hash and checks the signature.
+// has the Signer sign its hash and checks the signature. An intent whose
+// Params name an "account" other than its Source is a sponsored one
+// (sponsor.go): the transaction's source (sequence number, fee) is the
+// sponsor, which signs too, and the key of KeyRef signs for that account's
+// operations.
 func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder) (attempt, error) {
 	if c.opts.Signer == nil {
 		return attempt{}, errors.New("stellar: no Signer configured")
+	}
+	keyAccount, sponsored := it.Params["account"], false
+	if keyAccount == "" || keyAccount == it.Source {
+		keyAccount = it.Source
+	} else {
+		sponsored = true
+		if c.sponsor() == nil || c.sponsor().Address() != it.Source {
+			return attempt{}, fmt.Errorf("%w: the Stellar sponsor %s of this transaction is not configured", chains.ErrUnavailable, it.Source)
+		}
 	}
 	acc, found, err := c.account(ctx, it.Source)
 	if err != nil {
@@ -144,34 +157,48 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 	if err != nil {
 		return attempt{}, err
 	}
+	unsigned, err := tx.MarshalBinary()
+	if err != nil {
+		return attempt{}, fmt.Errorf("stellar: encode transaction: %w", err)
+	}
 	var req chains.SignRequest
 	if it.Spend != nil {
 		req = chains.SpendRequest(it.KeyRef, hash[:], *it.Spend)
 	} else {
-		unsigned, err := tx.MarshalBinary()
-		if err != nil {
-			return attempt{}, fmt.Errorf("stellar: encode transaction: %w", err)
-		}
 		req = chains.NoValueRequest(it.KeyRef, hash[:], unsigned, c.cfg.NetworkPassphrase)
 	}
 	sig, err := c.opts.Signer.Sign(ctx, req)
 	if err != nil {
 		return attempt{}, fmt.Errorf("stellar: sign: %w", err)
 	}
-	pub := pubKey(it.Source)
-	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, hash[:], sig) {
-		return attempt{}, fmt.Errorf("stellar: key %s/%s/%d does not sign for %s", it.KeyRef.AgentID, it.KeyRef.Chain, it.KeyRef.Epoch, it.Source)
+	if tx, err = addSignature(tx, keyAccount, hash[:], sig); err != nil {
+		return attempt{}, fmt.Errorf("stellar: key %s/%s/%d: %w", it.KeyRef.AgentID, it.KeyRef.Chain, it.KeyRef.Epoch, err)
 	}
-	var hint [4]byte
-	copy(hint[:], pub[28:])
-	if tx, err = tx.AddSignatureDecorated(xdr.DecoratedSignature{Hint: xdr.SignatureHint(hint), Signature: sig}); err != nil {
-		return attempt{}, err
+	if sponsored {
+		ssig, err := c.sponsor().SignTransaction(ctx, hash[:], unsigned, c.cfg.NetworkPassphrase)
+		if err != nil {
+			return attempt{}, fmt.Errorf("stellar: sponsor sign: %w", err)
+		}
+		if tx, err = addSignature(tx, it.Source, hash[:], ssig); err != nil {
+			return attempt{}, fmt.Errorf("stellar: sponsor: %w", err)
+		}
 	}
 	env, err := tx.Base64()
 	if err != nil {
 		return attempt{}, err
 	}
 	return attempt{Hash: fmt.Sprintf("%x", hash), Envelope: env, Seq: tx.SequenceNumber(), MaxTime: tb.MaxTime, At: c.opts.Now().UTC()}, nil
+}
+
+// addSignature checks that sig is addr's signature of hash and adds it.
+func addSignature(tx *txnbuild.Transaction, addr string, hash, sig []byte) (*txnbuild.Transaction, error) {
+	pub := pubKey(addr)
+	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, hash, sig) {
+		return nil, fmt.Errorf("the signature is not %s's", addr)
+	}
+	var hint [4]byte
+	copy(hint[:], pub[28:])
+	return tx.AddSignatureDecorated(xdr.DecoratedSignature{Hint: xdr.SignatureHint(hint), Signature: sig})
 }
 
 func (c *Connector) submitEnvelope(ctx context.Context, env string) (hProtocol.Transaction, error) {

@@ -20,7 +20,9 @@
 //     allow trust, invoking a contract), except a native payment of at most
 //     MaxMarkerStroops (the 1-stroop marker payment that lists a name
 //     registration in the registry's history). Only manage data, bump
-//     sequence, change trust and that marker pass.
+//     sequence, change trust and that marker pass — and, signed by a
+//     one-time key, the sponsored activation of that key's own account
+//     (StellarActivation; the provider checks the key).
 //   - Solana: any system program instruction other than a transfer of 0
 //     lamports, any SPL token or token-2022 instruction, any associated
 //     token account instruction (it pays rent); only the memo program,
@@ -61,6 +63,13 @@ func NoValue(req chains.SignRequest) error {
 	case chains.FamilyEVM:
 		return evmNoValue(req.Payload, req.Unsigned)
 	case chains.FamilyStellar:
+		if len(req.Key.EphemeralPub) > 0 {
+			// A one-time key's own sponsored activation; the provider
+			// checks that it signs with P's key (StellarActivation).
+			if _, err := StellarActivation(req); err == nil {
+				return nil
+			}
+		}
 		return stellarNoValue(req.Payload, req.Unsigned, req.Network)
 	case chains.FamilySolana:
 		return solanaNoValue(req.Payload)

@@ -126,6 +126,11 @@ func TestRejections(t *testing.T) {
 		{"no destination", txOpts{}, []txnbuild.Operation{pay(b.Address(), "1")}, "tx_failed", "op_no_destination", true},
 		{"no trust", txOpts{}, []txnbuild.Operation{&txnbuild.Payment{Destination: stellardev.RootKey.Address(), Amount: "1",
 			Asset: txnbuild.CreditAsset{Code: "USDC", Issuer: stellardev.IssuerKey.Address()}}}, "tx_failed", "op_src_no_trust", true},
+		// CAP-33 sponsorship: an end without a begin, a begin never
+		// ended, an account created empty without a sponsor.
+		{"end not sponsored", txOpts{}, []txnbuild.Operation{&txnbuild.EndSponsoringFutureReserves{}}, "tx_failed", "op_not_sponsored", true},
+		{"sponsorship never ended", txOpts{}, []txnbuild.Operation{&txnbuild.BeginSponsoringFutureReserves{SponsoredID: b.Address()}}, "tx_bad_sponsorship", "op_success", true},
+		{"empty account unsponsored", txOpts{}, []txnbuild.Operation{&txnbuild.CreateAccount{Destination: b.Address(), Amount: "0"}}, "tx_failed", "op_low_reserve", true},
 	}
 	for _, c := range cases {
 		before := xlm(t, hc, a.Address())

@@ -24,20 +24,27 @@ const (
 
 // account is one ledger account.
 type account struct {
-	ID         string                `json:"id"`
-	Balance    int64                 `json:"balance"`
-	Seq        int64                 `json:"seq"`
-	Subentries int32                 `json:"subentries"`
-	Sponsoring uint32                `json:"sponsoring"`
-	Data       map[string][]byte     `json:"data,omitempty"`
-	Lines      map[string]*trustline `json:"lines,omitempty"` // key "CODE:ISSUER"
-	Modified   uint32                `json:"modified"`
-	SeqLedger  uint32                `json:"seqLedger"`
+	ID         string `json:"id"`
+	Balance    int64  `json:"balance"`
+	Seq        int64  `json:"seq"`
+	Subentries int32  `json:"subentries"`
+	Sponsoring uint32 `json:"sponsoring"`
+	// Sponsored counts the reserves of this account that another account
+	// pays (CAP-33): 2 for a sponsored account itself, 1 per sponsored
+	// trustline. Sponsor is who sponsors the account entry ("": itself).
+	Sponsored uint32                `json:"sponsored,omitempty"`
+	Sponsor   string                `json:"sponsor,omitempty"`
+	Data      map[string][]byte     `json:"data,omitempty"`
+	Lines     map[string]*trustline `json:"lines,omitempty"` // key "CODE:ISSUER"
+	Modified  uint32                `json:"modified"`
+	SeqLedger uint32                `json:"seqLedger"`
 }
 
 type trustline struct {
 	Balance int64 `json:"balance"`
 	Limit   int64 `json:"limit"`
+	// Sponsor pays the trustline's reserve ("": the account itself).
+	Sponsor string `json:"sponsor,omitempty"`
 }
 
 func (a *account) clone() *account {
@@ -54,7 +61,7 @@ func (a *account) clone() *account {
 func (a *account) touch(ledger uint32) { a.Modified = ledger }
 
 func (a *account) minBalance() int64 {
-	return (2 + int64(a.Subentries) + int64(a.Sponsoring)) * baseReserve
+	return (2 + int64(a.Subentries) + int64(a.Sponsoring) - int64(a.Sponsored)) * baseReserve
 }
 
 func (a *account) available() int64 { return a.Balance - a.minBalance() }
@@ -177,10 +184,14 @@ type view struct {
 	accounts   overlay[account, *account]
 	claimables overlay[claimable, *claimable]
 	ledger     uint32
+	// sponsoring maps a sponsored account to its sponsor between
+	// beginSponsoringFutureReserves and endSponsoringFutureReserves (CAP-33);
+	// it must be empty when the transaction ends (else tx_bad_sponsorship).
+	sponsoring map[string]string
 }
 
 func newView(s *state) *view {
-	return &view{accounts: newOverlay[account](s.accounts), claimables: newOverlay[claimable](s.claimables), ledger: s.ledger}
+	return &view{accounts: newOverlay[account](s.accounts), claimables: newOverlay[claimable](s.claimables), ledger: s.ledger, sponsoring: map[string]string{}}
 }
 
 func (v *view) account(id string) *account     { return v.accounts.get(id) }
@@ -333,6 +344,10 @@ func (s *state) apply(envB64, passphrase string, now time.Time) (*applied, *reje
 			failed = true
 		}
 	}
+	// A sponsorship begun and never ended fails the transaction
+	// (txBAD_SPONSORSHIP), its fee charged.
+	badSponsorship := !failed && len(opv.sponsoring) > 0
+	failed = failed || badSponsorship
 	memoType, memo := memoOf(env.Memo())
 	rec := txRecord{
 		Hash: hex.EncodeToString(hash[:]), Ledger: ledger, PT: int64(ledger)<<32 | 1<<12,
@@ -343,7 +358,9 @@ func (s *state) apply(envB64, passphrase string, now time.Time) (*applied, *reje
 	var result xdr.TransactionResult
 	result.FeeCharged = xdr.Int64(charge)
 	result.Result.Results = &results
-	if failed {
+	if badSponsorship {
+		result.Result.Code = xdr.TransactionResultCodeTxBadSponsorship
+	} else if failed {
 		result.Result.Code = xdr.TransactionResultCodeTxFailed
 	} else {
 		result.Result.Code = xdr.TransactionResultCodeTxSuccess
@@ -357,8 +374,9 @@ func (s *state) apply(envB64, passphrase string, now time.Time) (*applied, *reje
 
 	out := &applied{rec: rec, accounts: feeAccts}
 	if failed {
-		out.rec.ResultCodes = append([]string{"tx_failed"}, codes...)
-		return out, &rejection{TxCode: "tx_failed", OpCodes: codes, Result: result, Included: true}
+		txCode := txCodeString(result.Result.Code)
+		out.rec.ResultCodes = append([]string{txCode}, codes...)
+		return out, &rejection{TxCode: txCode, OpCodes: codes, Result: result, Included: true}
 	}
 	a2, c2 := opv.commit()
 	out.accounts = dedupe(append(out.accounts, a2...))

@@ -45,6 +45,8 @@ func txCodeString(c xdr.TransactionResultCode) string {
 		return "tx_bad_auth_extra"
 	case xdr.TransactionResultCodeTxNotSupported:
 		return "tx_not_supported"
+	case xdr.TransactionResultCodeTxBadSponsorship:
+		return "tx_bad_sponsorship"
 	}
 	return "tx_malformed"
 }
@@ -71,6 +73,10 @@ func opResult(t xdr.OperationType, c int32, name string, extra func(*xdr.Operati
 		tr, err = xdr.NewOperationResultTr(t, xdr.ClaimClaimableBalanceResult{Code: xdr.ClaimClaimableBalanceResultCode(c)})
 	case xdr.OperationTypeBumpSequence:
 		tr, err = xdr.NewOperationResultTr(t, xdr.BumpSequenceResult{Code: xdr.BumpSequenceResultCode(c)})
+	case xdr.OperationTypeBeginSponsoringFutureReserves:
+		tr, err = xdr.NewOperationResultTr(t, xdr.BeginSponsoringFutureReservesResult{Code: xdr.BeginSponsoringFutureReservesResultCode(c)})
+	case xdr.OperationTypeEndSponsoringFutureReserves:
+		tr, err = xdr.NewOperationResultTr(t, xdr.EndSponsoringFutureReservesResult{Code: xdr.EndSponsoringFutureReservesResultCode(c)})
 	default:
 		return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}, "op_not_supported"
 	}
@@ -97,18 +103,35 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 		dest := o.Destination.Address()
 		participants[dest] = true
 		amt := int64(o.StartingBalance)
+		sponsorID, sponsored := v.sponsoring[dest]
 		switch {
-		case amt <= 0 || dest == srcID:
+		case amt < 0 || dest == srcID:
 			return fail(-1, "op_malformed")
 		case v.account(dest) != nil:
 			return fail(-4, "op_already_exists")
-		case amt < 2*baseReserve:
+		case amt < 2*baseReserve && !sponsored:
 			return fail(-3, "op_low_reserve")
-		case src.available() < amt:
+		}
+		created := &account{ID: dest, Balance: amt, Seq: int64(v.ledger) << 32, SeqLedger: v.ledger, Data: map[string][]byte{}, Lines: map[string]*trustline{}}
+		if sponsored {
+			// CAP-33: the sponsor pays the new account's two base reserves,
+			// so it may start with nothing.
+			sp := v.account(sponsorID)
+			sp.Sponsoring += 2
+			if sp.Balance < sp.minBalance() {
+				sp.Sponsoring -= 2
+				return fail(-3, "op_low_reserve")
+			}
+			created.Sponsored, created.Sponsor = 2, sponsorID
+		}
+		if src.available() < amt {
+			if sponsored {
+				v.account(sponsorID).Sponsoring -= 2
+			}
 			return fail(-2, "op_underfunded")
 		}
 		src.Balance -= amt
-		v.create(&account{ID: dest, Balance: amt, Seq: int64(v.ledger) << 32, SeqLedger: v.ledger, Data: map[string][]byte{}, Lines: map[string]*trustline{}})
+		v.create(created)
 		return ok(t)
 
 	case xdr.OperationTypePayment:
@@ -204,6 +227,12 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 			return fail(-7, "op_is_sponsor")
 		}
 		bal := src.Balance
+		if src.Sponsor != "" {
+			// The account's sponsor gets its two reserves back.
+			if sp := v.account(src.Sponsor); sp != nil {
+				sp.Sponsoring -= 2
+			}
+		}
 		v.account(dest).Balance += bal
 		v.remove(srcID)
 		return opResult(t, 0, "op_success", func(tr *xdr.OperationResultTr) {
@@ -233,6 +262,13 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 			if l.Balance > 0 {
 				return fail(-3, "op_invalid_limit")
 			}
+			if l.Sponsor != "" {
+				// The trustline's sponsor gets its reserve back.
+				if sp := v.account(l.Sponsor); sp != nil {
+					sp.Sponsoring--
+				}
+				src.Sponsored--
+			}
 			delete(src.Lines, key)
 			src.Subentries--
 			return ok(t)
@@ -244,15 +280,29 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 			l.Limit = limit
 			return ok(t)
 		}
-		src.Subentries++
-		if src.Balance < src.minBalance() {
-			src.Subentries--
-			return fail(-4, "op_low_reserve")
+		line := &trustline{Limit: limit}
+		if sponsorID, sponsored := v.sponsoring[srcID]; sponsored {
+			// CAP-33: the sponsor pays the trustline's reserve.
+			sp := v.account(sponsorID)
+			sp.Sponsoring++
+			if sp.Balance < sp.minBalance() {
+				sp.Sponsoring--
+				return fail(-4, "op_low_reserve")
+			}
+			src.Subentries++
+			src.Sponsored++
+			line.Sponsor = sponsorID
+		} else {
+			src.Subentries++
+			if src.Balance < src.minBalance() {
+				src.Subentries--
+				return fail(-4, "op_low_reserve")
+			}
 		}
 		if src.Lines == nil {
 			src.Lines = map[string]*trustline{}
 		}
-		src.Lines[key] = &trustline{Limit: limit}
+		src.Lines[key] = line
 		return ok(t)
 
 	case xdr.OperationTypeCreateClaimableBalance:
@@ -332,6 +382,32 @@ func applyOp(v *view, op xdr.Operation, srcID string, index int, txSource xdr.Ac
 			sp.Sponsoring -= uint32(len(cb.Claimants))
 		}
 		v.claimables.set(id, nil)
+		return ok(t)
+
+	case xdr.OperationTypeBeginSponsoringFutureReserves:
+		o := op.Body.MustBeginSponsoringFutureReservesOp()
+		sponsored := o.SponsoredId.Address()
+		participants[sponsored] = true
+		recursive := false
+		for s, sp := range v.sponsoring {
+			recursive = recursive || s == srcID || sp == sponsored
+		}
+		switch {
+		case sponsored == srcID:
+			return fail(-1, "op_malformed")
+		case v.sponsoring[sponsored] != "":
+			return fail(-2, "op_already_sponsored")
+		case recursive:
+			return fail(-3, "op_recursive")
+		}
+		v.sponsoring[sponsored] = srcID
+		return ok(t)
+
+	case xdr.OperationTypeEndSponsoringFutureReserves:
+		if v.sponsoring[srcID] == "" {
+			return fail(-1, "op_not_sponsored")
+		}
+		delete(v.sponsoring, srcID)
 		return ok(t)
 
 	case xdr.OperationTypeBumpSequence:

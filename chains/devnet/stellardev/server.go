@@ -93,6 +93,8 @@ func (d *Devnet) accountJSON(a *account) hProtocol.Account {
 	out.SequenceLedger = a.SeqLedger
 	out.SubentryCount = a.Subentries
 	out.NumSponsoring = a.Sponsoring
+	out.NumSponsored = a.Sponsored
+	out.Sponsor = a.Sponsor
 	out.LastModifiedLedger = a.Modified
 	out.Thresholds = hProtocol.AccountThresholds{}
 	out.Signers = []hProtocol.Signer{{Weight: 1, Key: a.ID, Type: "ed25519_public_key"}}
@@ -116,7 +118,7 @@ func (d *Devnet) accountJSON(a *account) hProtocol.Account {
 		out.Balances = append(out.Balances, hProtocol.Balance{
 			Balance: amount.StringFromInt64(l.Balance), Limit: amount.StringFromInt64(l.Limit),
 			BuyingLiabilities: "0.0000000", SellingLiabilities: "0.0000000", IsAuthorized: &yes,
-			Asset: base.Asset{Type: typ, Code: code, Issuer: issuer},
+			Asset: base.Asset{Type: typ, Code: code, Issuer: issuer}, Sponsor: l.Sponsor,
 		})
 	}
 	out.Balances = append(out.Balances, hProtocol.Balance{Balance: amount.StringFromInt64(a.Balance),

@@ -2,6 +2,7 @@ package keys
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/hkdf"
 	"crypto/sha256"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/enclave/txcheck"
 )
 
 // HKDF is both providers' KDF: HKDF-Expand(prk, info = path, 32 bytes)
@@ -80,8 +82,21 @@ func (l Locked) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error
 	if err := enclave.CheckRequest(req); err != nil {
 		return nil, err
 	}
+	// A sponsored activation passes CheckRequest only for the one-time
+	// account it activates: signed with any other key it would be that
+	// key's consent to sponsor, so the signature must verify as P's.
+	var activated ed25519.PublicKey
+	if req.NoValue && len(req.Key.EphemeralPub) > 0 {
+		if p, err := txcheck.StellarActivation(req); err == nil {
+			activated = p
+		}
+	}
 	return withSet(ctx, l, req.Key.AgentID, req.Key.Chain, req.Key.Epoch, func(s *Set) ([]byte, error) {
-		return s.Sign(req.Payload, req.Key.EphemeralPub)
+		sig, err := s.Sign(req.Payload, req.Key.EphemeralPub)
+		if err == nil && activated != nil && !ed25519.Verify(activated, req.Payload, sig) {
+			return nil, fmt.Errorf("%w: the activation is of another account than this one-time key's", enclave.ErrUnauthorized)
+		}
+		return sig, err
 	})
 }
 
