@@ -221,7 +221,9 @@ const FollowNew int64 = -1
 
 // FollowNotifications reads GET /agent/:id/notifications/stream and calls
 // fn with each notification in id order until ctx ends or fn returns an
-// error (which it returns). A dropped stream, a 5xx or a 429 is reopened
+// error (which it returns). The payment events of the stream come in the
+// same order, as a Notification whose Type is EventPaymentConfirmed or
+// EventPaymentFailed (the PaymentEvent's payment record left out). A dropped stream, a 5xx or a 429 is reopened
 // after opts.Reconnect with the last id seen, so nothing is missed; any
 // other HTTP error (401, 404, …) ends it with that error.
 func (c *Client) FollowNotifications(ctx context.Context, id string, opts FollowOptions, fn func(Notification) error) error {

@@ -282,8 +282,11 @@ type Invoice struct {
 
 // Notification types named by the spec and DESIGN.md.
 const (
-	NotifyPaymentReceived  = "payment_received"
-	NotifyPaymentSent      = "payment_sent"
+	NotifyPaymentReceived = "payment_received"
+	NotifyPaymentSent     = "payment_sent"
+	// NotifyPaymentFailed: a payment that was signed did not go through
+	// (reverted, or never mined); docs/payments.md.
+	NotifyPaymentFailed    = "payment_failed"
 	NotifyInvoicePaid      = "invoice_paid"
 	NotifyScheduleExecuted = "schedule_executed"
 	NotifyScheduleFailed   = "schedule_failed"
@@ -293,6 +296,30 @@ const (
 	NotifyApprovalDecided  = "approval_decided"
 	NotifyApprovalExpired  = "approval_expired"
 )
+
+// Payment events (docs/payments.md, "Events"): one per outgoing payment
+// that settles, on webhooks and the notification stream alongside the
+// notifications. They are not notifications (the inbox does not list
+// them): a payment the user was already told was sent confirms without a
+// second notification, and still has its event.
+const (
+	EventPaymentConfirmed = "payment.confirmed"
+	EventPaymentFailed    = "payment.failed"
+)
+
+// PaymentEvent is the data of a payment event: shaped as a Notification
+// (id from the same sequence, type, title, body, createdAt), so a reader
+// of the stream that knows only notifications still reads it, with the
+// payment record as GET /agent/:id/payments/:paymentId shows it.
+type PaymentEvent struct {
+	ID        int64         `json:"id"`
+	Type      string        `json:"type"`
+	Title     string        `json:"title"`
+	Body      string        `json:"body"`
+	Read      bool          `json:"read"`
+	CreatedAt time.Time     `json:"createdAt"`
+	Payment   PaymentRecord `json:"payment"`
+}
 
 // Notification is the spec's Notification.
 type Notification struct {

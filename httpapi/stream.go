@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +23,9 @@ const (
 )
 
 // notificationStream is GET /agent/:id/notifications/stream: Server-Sent
-// Events, one "notification" event per notification stored after the
-// stream began (or after Last-Event-ID / ?after=, to resume). The store is
+// Events, one "notification" event per notification and one
+// "payment.confirmed" / "payment.failed" event per payment event stored
+// after the stream began (or after Last-Event-ID / ?after=, to resume). The store is
 // read when this process stores a notification for the agent (the Feed)
 // and every StreamPoll, which picks up what other cluster members stored.
 func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) error {
@@ -74,7 +78,7 @@ func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) erro
 	defer beat.Stop()
 	ctx := r.Context()
 	for {
-		notes, err := agent.NotificationsAfter(ctx, s.store, id, last, streamPage)
+		frames, more, err := streamFrames(ctx, s, id, last)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -82,17 +86,13 @@ func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) erro
 			loggerFrom(ctx).Warn("notification stream: read failed; the client reconnects", "err", err)
 			return nil // headers are sent: end the stream, the client resumes
 		}
-		for _, n := range notes {
-			raw, err := json.Marshal(n)
-			if err != nil {
+		for _, f := range frames {
+			if err := write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", f.id, f.event, f.data)); err != nil {
 				return nil
 			}
-			if err := write(fmt.Sprintf("id: %d\nevent: notification\ndata: %s\n\n", n.ID, raw)); err != nil {
-				return nil
-			}
-			last = n.ID
+			last = f.id
 		}
-		if len(notes) == streamPage {
+		if more {
 			continue // more waiting
 		}
 		select {
@@ -108,4 +108,55 @@ func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) erro
 			}
 		}
 	}
+}
+
+// frame is one event of the stream.
+type frame struct {
+	id    int64
+	event string // "notification", or the payment event's type
+	data  []byte
+}
+
+// streamFrames reads what follows last: the notifications and the payment
+// events (docs/payments.md, "Events"), which share one id sequence, in id
+// order. more: a page was full, so more may follow the frames; the frames
+// then stop at the lower of the full pages' last ids, so that nothing of
+// the other kind is skipped.
+func streamFrames(ctx context.Context, s *Server, id string, last int64) ([]frame, bool, error) {
+	notes, err := agent.NotificationsAfter(ctx, s.store, id, last, streamPage)
+	if err != nil {
+		return nil, false, err
+	}
+	events, err := agent.PaymentEventsAfter(ctx, s.store, id, last, streamPage)
+	if err != nil {
+		return nil, false, err
+	}
+	bound, more := int64(math.MaxInt64), false
+	if len(notes) == streamPage {
+		bound, more = notes[len(notes)-1].ID, true
+	}
+	if len(events) == streamPage {
+		bound, more = min(bound, events[len(events)-1].ID), true
+	}
+	out := make([]frame, 0, len(notes)+len(events))
+	for _, n := range notes {
+		if n.ID <= bound {
+			raw, err := json.Marshal(n)
+			if err != nil {
+				return nil, false, err
+			}
+			out = append(out, frame{n.ID, "notification", raw})
+		}
+	}
+	for _, ev := range events {
+		if ev.ID <= bound {
+			raw, err := json.Marshal(ev)
+			if err != nil {
+				return nil, false, err
+			}
+			out = append(out, frame{ev.ID, ev.Type, raw})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, more, nil
 }

@@ -90,7 +90,7 @@ func checkEventTypes(in []string) ([]string, error) {
 		return nil, Errorf(http.StatusBadRequest, "events names %d types; at most %d", len(in), webhook.MaxEvents)
 	}
 	known := map[string]bool{}
-	for _, t := range agent.NotificationTypes() {
+	for _, t := range agent.EventTypes() {
 		known[t] = true
 	}
 	out := []string{}
@@ -98,7 +98,7 @@ func checkEventTypes(in []string) ([]string, error) {
 	for _, t := range in {
 		t = strings.TrimSpace(t)
 		if !known[t] {
-			return nil, Errorf(http.StatusBadRequest, "unknown event type %q: use any of %s, or leave events out for all", truncate(t, 40), strings.Join(agent.NotificationTypes(), ", "))
+			return nil, Errorf(http.StatusBadRequest, "unknown event type %q: use any of %s, or leave events out for all", truncate(t, 40), strings.Join(agent.EventTypes(), ", "))
 		}
 		if !seen[t] {
 			seen[t] = true

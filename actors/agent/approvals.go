@@ -283,7 +283,7 @@ func (a *Actor) runApproved(ctx context.Context, id string) (*policy.Approval, e
 		text = fmt.Sprintf("The owner approved the payment of %s (approval %s). It is on its way (payment %s, pending): you will be told when it confirms. Do not send it again.", label, ap.ID, pe.PaymentID)
 	default:
 		next.Error, next.RetryAt = payErr.Error(), time.Time{}
-		typ := NotePaymentSent
+		typ := NotePaymentFailed
 		if ap.Kind == policy.KindSchedule {
 			typ = NoteScheduleFailed
 		}
@@ -396,33 +396,44 @@ func (a *Actor) expire(ctx context.Context, ap *policy.Approval, version uint64)
 // outcome, all in one write.
 func (a *Actor) outcome(ctx context.Context, n *Notify, convID, text string, ops ...persistence.Op) error {
 	next := a.rec.clone()
+	ops, err := a.systemMessageOps(ctx, next, convID, text, ops)
+	if err != nil {
+		return err
+	}
+	_, err = a.notifyAs(ctx, next, n, ops...)
+	return err
+}
+
+// systemMessageOps adds to ops the writes of a system message text in
+// conversation convID (numbered from next), when both are given and the
+// conversation is still there.
+func (a *Actor) systemMessageOps(ctx context.Context, next *Record, convID, text string, ops []persistence.Op) ([]persistence.Op, error) {
 	if convID != "" && text != "" {
 		conv, cv, err := a.getConversation(ctx, convID)
 		switch {
 		case errors.Is(err, ErrConversationNotFound):
 			// Deleted: the notification still says it.
 		case err != nil:
-			return err
+			return nil, err
 		default:
 			now := a.deps.now()
 			next.LastMessageID++
 			raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Message: Message{Role: RoleSystem, Text: text, CreatedAt: now}})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c := *conv
 			c.UpdatedAt = now
 			craw, err := json.Marshal(&c)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			ops = append(ops,
 				persistence.Put(TableMessages, msgKey(a.msgPrefix(convID), next.LastMessageID), raw, persistence.Absent()),
 				persistence.Put(TableConversations, a.convKey(convID), craw, persistence.AtVersion(cv)))
 		}
 	}
-	_, err := a.notifyAs(ctx, next, n, ops...)
-	return err
+	return ops, nil
 }
 
 // RoleSystem is the role of the messages Veil itself records in a

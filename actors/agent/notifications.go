@@ -16,6 +16,7 @@ import (
 const (
 	NotePaymentReceived  = client.NotifyPaymentReceived
 	NotePaymentSent      = client.NotifyPaymentSent
+	NotePaymentFailed    = client.NotifyPaymentFailed
 	NoteInvoicePaid      = client.NotifyInvoicePaid
 	NoteScheduleExecuted = client.NotifyScheduleExecuted
 	NoteScheduleFailed   = client.NotifyScheduleFailed
@@ -25,8 +26,14 @@ const (
 // NotificationTypes is every type a notification can have, for clients
 // that filter on them (webhooks).
 func NotificationTypes() []string {
-	return []string{NotePaymentReceived, NotePaymentSent, NoteInvoicePaid, NoteScheduleExecuted, NoteScheduleFailed, NoteWithdrawal,
+	return []string{NotePaymentReceived, NotePaymentSent, NotePaymentFailed, NoteInvoicePaid, NoteScheduleExecuted, NoteScheduleFailed, NoteWithdrawal,
 		NoteApprovalRequired, NoteApprovalDecided, NoteApprovalExpired}
+}
+
+// EventTypes is every type a webhook may subscribe to: the notification
+// types and the payment events (docs/payments.md, "Events").
+func EventTypes() []string {
+	return append(NotificationTypes(), client.EventPaymentConfirmed, client.EventPaymentFailed)
 }
 
 // Notification is the spec's Notification, stored as the API shows it
@@ -46,26 +53,36 @@ func (a *Actor) notify(ctx context.Context, n *Notify, ops ...persistence.Op) (*
 // notifyAs is notify with the next agent record given (other counters of
 // it already moved by ops).
 func (a *Actor) notifyAs(ctx context.Context, next *Record, n *Notify, ops ...persistence.Op) (*Notification, error) {
-	next.LastNotificationID++
-	note := &Notification{ID: next.LastNotificationID, Type: n.Type, Title: n.Title, Body: n.Body, CreatedAt: a.deps.now()}
-	raw, err := json.Marshal(note)
+	note, nops, err := a.noteOps(ctx, next, n)
 	if err != nil {
 		return nil, err
 	}
-	ops = append(ops, persistence.Put(TableNotifications, a.noteKey(note.ID), raw, persistence.Absent()))
-	// The webhook outbox record commits with the notification: a crash
-	// cannot keep one without the other (docs/webhooks.md).
-	out, err := webhook.OutboxOps(ctx, a.deps.Store, a.rec.AccountID, a.id, note.Type, note.CreatedAt, note)
-	if err != nil {
-		return nil, fmt.Errorf("agent %s: webhook outbox: %w", a.id, err)
-	}
-	ops = append(ops, out...)
-	if err := a.saveRecord(ctx, next, ops...); err != nil {
+	if err := a.saveRecord(ctx, next, append(ops, nops...)...); err != nil {
 		return nil, err
 	}
 	a.deps.Feed.Publish(a.id)
 	a.capInbox(ctx)
 	return note, nil
+}
+
+// noteOps is the writes of notification n, numbered from next (whose
+// LastNotificationID it moves): the notification and its webhook outbox
+// record. The caller commits them with next.
+func (a *Actor) noteOps(ctx context.Context, next *Record, n *Notify) (*Notification, []persistence.Op, error) {
+	next.LastNotificationID++
+	note := &Notification{ID: next.LastNotificationID, Type: n.Type, Title: n.Title, Body: n.Body, CreatedAt: a.deps.now()}
+	raw, err := json.Marshal(note)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops := []persistence.Op{persistence.Put(TableNotifications, a.noteKey(note.ID), raw, persistence.Absent())}
+	// The webhook outbox record commits with the notification: a crash
+	// cannot keep one without the other (docs/webhooks.md).
+	out, err := webhook.OutboxOps(ctx, a.deps.Store, a.rec.AccountID, a.id, note.Type, note.CreatedAt, note)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent %s: webhook outbox: %w", a.id, err)
+	}
+	return note, append(ops, out...), nil
 }
 
 func (a *Actor) readInbox(ctx context.Context) ([]Notification, []persistence.Record, error) {

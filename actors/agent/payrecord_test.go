@@ -121,10 +121,13 @@ func TestSettlementTellsOnce(t *testing.T) {
 		status    chains.SettlementStatus
 		want      tools.PaymentStatus
 		wantTitle string // "" : no notification beyond the call's
+		wantType  string // the notification's type
+		wantEvent string // the payment event
 	}{
-		{"pending then confirmed", chains.ErrOutcomeUnknown, chains.SettlementConfirmed, tools.PaymentConfirmed, "Payment confirmed"},
-		{"sent then confirmed", nil, chains.SettlementConfirmed, tools.PaymentConfirmed, ""},
-		{"sent then failed", nil, chains.SettlementFailed, tools.PaymentFailed, "Payment failed"},
+		{"pending then confirmed", chains.ErrOutcomeUnknown, chains.SettlementConfirmed, tools.PaymentConfirmed, "Payment confirmed", agent.NotePaymentSent, "payment.confirmed"},
+		{"sent then confirmed", nil, chains.SettlementConfirmed, tools.PaymentConfirmed, "", "", "payment.confirmed"},
+		{"sent then failed", nil, chains.SettlementFailed, tools.PaymentFailed, "Payment failed", agent.NotePaymentFailed, "payment.failed"},
+		{"pending then failed", chains.ErrOutcomeUnknown, chains.SettlementFailed, tools.PaymentFailed, "Payment failed", agent.NotePaymentFailed, "payment.failed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,6 +167,17 @@ func TestSettlementTellsOnce(t *testing.T) {
 			case c.wantTitle == "" && newNotes != 0,
 				c.wantTitle != "" && (newNotes != 1 || !strings.Contains(strings.Join(titles, "|"), c.wantTitle)):
 				t.Fatalf("%d new notifications %q, want %q once", newNotes, titles, c.wantTitle)
+			}
+			if c.wantType != "" && notes[0].Type != c.wantType {
+				t.Fatalf("notification type %q, want %q", notes[0].Type, c.wantType)
+			}
+			// One payment event, whatever the notification, naming the record.
+			evs, err := agent.PaymentEventsAfter(ctx, env.Store, payer.ID, 0, 10)
+			if err != nil || len(evs) != 1 || evs[0].Type != c.wantEvent || evs[0].Payment.ID != rec.ID || evs[0].Payment.Status != string(c.want) {
+				t.Fatalf("payment events %+v, %v; want one %s of %s", evs, err, c.wantEvent, rec.ID)
+			}
+			if c.wantTitle != "" && evs[0].ID != notes[0].ID+1 {
+				t.Fatalf("event id %d after notification %d: one sequence", evs[0].ID, notes[0].ID)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -32,8 +33,11 @@ type PaymentSettled struct {
 //     nothing more to say, the record only moves;
 //   - confirmed, after the call could only say "on its way" (pending):
 //     payment_sent, and a system message in the conversation that asked;
-//   - failed: payment_sent's failure notice (the payment did not go
-//     through, with the reason) and the system message.
+//   - failed: payment_failed (the payment did not go through, with the
+//     reason) and the system message.
+//
+// And whenever an open payment settles, its payment event
+// (payment.confirmed / payment.failed) in the same write (settleEvent).
 func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	out := a.outgoing()
 	rec, err := out.ByKey(ctx, s.Chain, s.IdempotencyKey)
@@ -62,21 +66,79 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 		if err != nil || len(ops) == 0 {
 			return err
 		}
-		note, text := settleWords(cur, next)
-		if note == nil {
-			_, err = a.deps.Store.Apply(ctx, ops...)
-		} else {
-			convID := ""
-			if next.Source.Type == tools.SourceConversation {
-				convID = next.Source.ID
-			}
-			err = a.outcome(ctx, note, convID, text, ops...)
-		}
+		err = a.tellSettled(ctx, cur, next, ops)
 		if errors.Is(err, persistence.ErrConflict) && try < 3 {
 			continue // moved meanwhile: read it again
 		}
 		return err
 	}
+}
+
+// tellSettled commits ops (the record's move from cur to next) with what
+// it tells, in one write: the payment event (payment.confirmed or
+// payment.failed, on webhooks and the stream) whenever an open payment
+// settles, and the notification and system message of settleWords.
+func (a *Actor) tellSettled(ctx context.Context, cur, next tools.OutgoingPayment, ops []persistence.Op) error {
+	note, text := settleWords(cur, next)
+	ev := settleEvent(cur, next)
+	if note == nil && ev == nil {
+		_, err := a.deps.Store.Apply(ctx, ops...)
+		return err
+	}
+	rec := a.rec.clone()
+	convID := ""
+	if next.Source.Type == tools.SourceConversation {
+		convID = next.Source.ID
+	}
+	ops, err := a.systemMessageOps(ctx, rec, convID, text, ops)
+	if err != nil {
+		return err
+	}
+	if note != nil {
+		_, nops, err := a.noteOps(ctx, rec, note)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, nops...)
+	}
+	if ev != nil {
+		eops, err := a.eventOps(ctx, rec, ev)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, eops...)
+	}
+	if err := a.saveRecord(ctx, rec, ops...); err != nil {
+		return err
+	}
+	a.deps.Feed.Publish(a.id)
+	if note != nil {
+		a.capInbox(ctx)
+	}
+	if ev != nil {
+		a.trimPaymentEvents(ctx)
+	}
+	return nil
+}
+
+// settleEvent is the payment event of a record's move from cur to next:
+// payment.confirmed or payment.failed when an open payment (pending or
+// broadcast) settles, nil otherwise (a settlement of a settled record
+// changes nothing to tell).
+func settleEvent(cur, next tools.OutgoingPayment) *PaymentEvent {
+	if !cur.Status.Open() {
+		return nil
+	}
+	what := fmt.Sprintf("%s %s to %s on %s", next.Amount, next.Asset, orText(next.Recipient.Name, next.Recipient.Address), next.Chain)
+	switch next.Status {
+	case tools.PaymentConfirmed:
+		return &PaymentEvent{Type: client.EventPaymentConfirmed, Title: fmt.Sprintf("Payment confirmed: %s %s", next.Amount, next.Asset),
+			Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed. Transaction %s", what, next.ID, next.TxHash), Payment: PaymentView(next)}
+	case tools.PaymentFailed:
+		return &PaymentEvent{Type: client.EventPaymentFailed, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
+			Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s (transaction %s).", what, next.ID, next.Reason, next.TxHash), Payment: PaymentView(next)}
+	}
+	return nil
 }
 
 // settleWords is what the user is told when a record moves from cur to
@@ -89,7 +151,7 @@ func settleWords(cur, next tools.OutgoingPayment) (*Notify, string) {
 				Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed. Transaction %s", what, next.ID, next.TxHash)},
 			fmt.Sprintf("The payment of %s that was on its way is confirmed (payment %s, transaction %s).", what, next.ID, next.TxHash)
 	case next.Status == tools.PaymentFailed && cur.Status != tools.PaymentFailed:
-		return &Notify{Type: NotePaymentSent, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
+		return &Notify{Type: NotePaymentFailed, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
 				Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s (transaction %s). The amount was not paid; it may be sent again.", what, next.ID, next.Reason, next.TxHash)},
 			fmt.Sprintf("The payment of %s (payment %s) did not go through: %s. Nothing moved; it may be sent again.", what, next.ID, next.Reason)
 	}

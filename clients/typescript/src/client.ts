@@ -309,7 +309,9 @@ export class Veil {
 
   /**
    * GET /agent/:id/notifications/stream (server-sent events): yields each
-   * notification in id order, those above `after` first, until the stream
+   * notification in id order, those above `after` first, and the payment
+   * events (`type` payment.confirmed / payment.failed, a PaymentEvent with
+   * the payment record) in the same order, until the stream
    * ends or `signal` aborts. One connection: to resume after a drop, call
    * again with after = the last id seen.
    */

@@ -25,6 +25,8 @@ export type PaymentRecord = S["PaymentRecord"];
 export type PaymentPage = S["PaymentPage"];
 export type Notification = S["Notification"];
 export type NotificationList = S["NotificationList"];
+/** A payment event (payment.confirmed / payment.failed), sent on the notification stream and webhooks alongside notifications: a Notification plus the payment record. */
+export type PaymentEvent = S["PaymentEvent"];
 export type Schedule = S["Schedule"];
 export type TEEInfo = S["TEEInfo"];
 export type Attestation = S["Attestation"];
