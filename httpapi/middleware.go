@@ -153,6 +153,10 @@ func (s *Server) drain(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
 			w.Header().Set("Connection", "close")
+			// Retriable like every other 503 of a member that cannot serve
+			// now: a client (or a balancer that has not yet noticed the
+			// drain) sends it again elsewhere.
+			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "the server is shutting down; retry on another instance or in a moment")
 			return
 		}

@@ -123,8 +123,8 @@ func TestRequestAfterShutdownBeganIs503(t *testing.T) {
 	e.api.BeginShutdown()
 	for _, path := range []string{"/health", "/agents"} {
 		r := e.do("GET", path, e.key, nil)
-		if r.status != 503 {
-			t.Fatalf("%s after shutdown = %d", path, r.status)
+		if r.status != 503 || r.header.Get("Retry-After") == "" {
+			t.Fatalf("%s after shutdown = %d, Retry-After %q", path, r.status, r.header.Get("Retry-After"))
 		}
 		r.errorBody(t)
 	}

@@ -17,8 +17,12 @@ import (
 // earlierReplyNames are the wire names the previous version gave the
 // answers that are now the Go client's types (the same JSON under the
 // actor package's own names until d69a0d6). A member decodes them so it
-// reads a previous-version member's answers during a rolling upgrade; the
-// wire names this version sends are pinned by testdata/wire-names.golden.
+// reads a previous-version member's answers during a rolling upgrade, and
+// sends these answers under them too: d69a0d6 and earlier know only these
+// names, every later version decodes both, so members of any version since
+// d69a0d6 read each other's answers (TestRollingUpgradeUnderLoad in
+// cmd/veild; docs/operations.md, "Upgrades"). The names decoded are pinned
+// by testdata/wire-names.golden.
 var earlierReplyNames = map[string]any{
 	"*agent.ApprovalDecision": &client.ApprovalDecision{},
 	"*agent.ApprovalView":     &client.Approval{},
@@ -41,7 +45,7 @@ func RegisterWire(c *msg.Codec) {
 		}
 	}
 	for name, proto := range earlierReplyNames {
-		c.RegisterAlias(name, proto)
+		c.RegisterSendAs(name, proto)
 	}
 
 	// Typed errors first: a ProviderError also matches context errors.

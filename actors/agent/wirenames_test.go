@@ -82,3 +82,23 @@ func TestEarlierReplyNamesDecode(t *testing.T) {
 		}
 	}
 }
+
+// The six renamed answers go out under their earlier names, which
+// d69a0d6 and earlier decode (they know no other) and this version decodes
+// back into the client's types: members of both versions read each other's
+// answers during a rolling upgrade.
+func TestRenamedAnswersAreSentUnderTheEarlierNames(t *testing.T) {
+	c := msg.NewCodec()
+	RegisterWire(c)
+	for name, proto := range earlierReplyNames {
+		r := c.EncodeReply(proto, nil)
+		if r.Error != nil || r.Type != name {
+			t.Errorf("%T sent as %q (error %v), want %q", proto, r.Type, r.Error, name)
+			continue
+		}
+		got, err := c.DecodeReply(r)
+		if err != nil || reflect.TypeOf(got) != reflect.TypeOf(proto) {
+			t.Errorf("%s decoded as %T, %v; want %T", name, got, err, proto)
+		}
+	}
+}

@@ -27,6 +27,7 @@ var (
 // safe for concurrent use without locks.
 type Codec struct {
 	types  map[string]reflect.Type
+	sendAs map[reflect.Type]string // types sent under an earlier name
 	errs   []errorKind
 	byCode map[string]int // code → index in errs
 }
@@ -41,7 +42,7 @@ type errorKind struct {
 
 // NewCodec returns an empty codec.
 func NewCodec() *Codec {
-	return &Codec{types: map[string]reflect.Type{}, byCode: map[string]int{}}
+	return &Codec{types: map[string]reflect.Type{}, sendAs: map[reflect.Type]string{}, byCode: map[string]int{}}
 }
 
 // RegisterTypes registers the dynamic types of the prototypes (a zero
@@ -65,6 +66,17 @@ func (c *Codec) RegisterAlias(name string, proto any) {
 		panic("msg: wire name registered for two types: " + name)
 	}
 	c.types[name] = t
+}
+
+// RegisterSendAs is RegisterAlias that also sends proto's type under the
+// earlier name: for a renamed answer whose earlier name every supported
+// version decodes (this one through the alias, the older ones natively),
+// while the oldest supported version does not know the new name. Once no
+// supported version lacks the new name, drop the call and the type goes
+// out under its own name again.
+func (c *Codec) RegisterSendAs(name string, proto any) {
+	c.RegisterAlias(name, proto)
+	c.sendAs[reflect.TypeOf(proto)] = name
 }
 
 // Names is the codec's wire vocabulary: the type names it decodes (aliases
@@ -190,6 +202,9 @@ func (c *Codec) encode(v any) (string, []byte, error) {
 	name := t.String()
 	if c.types[name] != t {
 		return "", nil, fmt.Errorf("%w: %s", ErrUnregistered, name)
+	}
+	if earlier, ok := c.sendAs[t]; ok {
+		name = earlier
 	}
 	if t.Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
 		return name, nil, nil

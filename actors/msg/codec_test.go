@@ -131,3 +131,28 @@ func TestErrorsKeepTheirKind(t *testing.T) {
 		})
 	}
 }
+
+// An answer registered with RegisterSendAs goes out under the earlier name
+// (which an older member knows), decodes back into its own type on this
+// version, and a payload under its own name still decodes.
+func TestSendAsUsesTheEarlierName(t *testing.T) {
+	c := codec()
+	c.RegisterSendAs("*old.answer", &answer{})
+	sent := &answer{Items: []string{"hi"}, N: 2}
+	r := c.EncodeReply(sent, nil)
+	if r.Type != "*old.answer" {
+		t.Fatalf("sent as %q, want *old.answer", r.Type)
+	}
+	got, err := c.DecodeReply(r)
+	if err != nil || !reflect.DeepEqual(got, sent) {
+		t.Fatalf("decoded %#v, %v; sent %#v", got, err, sent)
+	}
+	got, err = c.DecodeReply(&msg.AgentReply{Type: "*msg_test.answer", Payload: []byte(`{"Items":["hi"],"N":2}`)})
+	if err != nil || !reflect.DeepEqual(got, sent) {
+		t.Fatalf("own name decoded %#v, %v", got, err)
+	}
+	// A type sent under another name stays one type: a nil pointer too.
+	if r := c.EncodeReply((*answer)(nil), nil); r.Type != "*old.answer" {
+		t.Fatalf("nil answer sent as %q", r.Type)
+	}
+}
