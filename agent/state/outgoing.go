@@ -489,6 +489,32 @@ func (s *Outgoing) FindRecent(ctx context.Context, chain chains.ID, address, ass
 	return out, nil
 }
 
+// OpenOn lists the payments on chain that are still on their way
+// (pending or broadcast), newest first: what a balance mentions beside
+// what the chain holds (docs/payments.md, "Balances"). It reads the open
+// index (TableOutgoingOpen), so it costs the payments on their way, not
+// the agent's history.
+func (s *Outgoing) OpenOn(ctx context.Context, chain chains.ID) ([]tools.OutgoingPayment, error) {
+	open, err := s.store.List(ctx, TableOutgoingOpen, persistence.Query{Prefix: s.agentID + "/", Reverse: true})
+	if err != nil {
+		return nil, err
+	}
+	out := []tools.OutgoingPayment{}
+	for _, r := range open {
+		p, _, err := s.load(ctx, r.Key)
+		if errors.Is(err, ErrNotFound) {
+			continue // the index outlived its record: nothing on its way
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.Status.Open() && p.Chain == chain {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 func sortByIDDesc(ps []tools.OutgoingPayment) {
 	sort.Slice(ps, func(i, j int) bool { return ps[i].ID > ps[j].ID })
 }

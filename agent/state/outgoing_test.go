@@ -266,3 +266,68 @@ func TestOutgoingIDsOrderWithinAMillisecond(t *testing.T) {
 		t.Fatalf("newest first: got %v, want %v", got, ids)
 	}
 }
+
+// OpenOn lists what is still on its way on one chain (pending, broadcast),
+// newest first; settled and refused payments, other chains and other
+// agents are not in it (issue 32 item 6: get_balance mentions them).
+func TestOutgoingOpenOn(t *testing.T) {
+	ctx := context.Background()
+	clk := &fakeClock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	st := openStore(t)
+	s := NewOutgoing(st, "a1", clk.Now)
+	open := func(key, amount string, c chains.ID, to tools.PaymentStatus) tools.OutgoingPayment {
+		t.Helper()
+		p := outgoingPayment(t, key, amount)
+		p.Chain = c
+		rec, err := s.Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if to != tools.PaymentPending {
+			u := tools.PaymentUpdate{Status: to, TxHash: "0x" + key, Reason: "r"}
+			if to == tools.PaymentRefused {
+				u.TxHash = "" // nothing signed
+			}
+			if rec, _, err = s.Advance(ctx, rec.ID, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.t = clk.t.Add(time.Second)
+		return rec
+	}
+	pending := open("k-pending", "0.1", chains.Base, tools.PaymentPending)
+	sent := open("k-sent", "0.2", chains.Base, tools.PaymentBroadcast)
+	open("k-confirmed", "0.3", chains.Base, tools.PaymentConfirmed)
+	open("k-refused", "0.4", chains.Base, tools.PaymentRefused)
+	open("k-failed", "0.5", chains.Base, tools.PaymentFailed)
+	other := open("k-eth", "0.6", chains.Ethereum, tools.PaymentPending)
+	if _, err := NewOutgoing(st, "a2", clk.Now).Open(ctx, outgoingPayment(t, "k-a2", "0.7")); err != nil {
+		t.Fatal(err)
+	}
+	// A broadcast payment that then confirms leaves the list.
+	gone := open("k-gone", "0.8", chains.Base, tools.PaymentBroadcast)
+	if _, _, err := s.Advance(ctx, gone.ID, tools.PaymentUpdate{Status: tools.PaymentConfirmed, Confirmations: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		chain chains.ID
+		want  []string
+	}{
+		{chains.Base, []string{sent.ID, pending.ID}},
+		{chains.Ethereum, []string{other.ID}},
+		{chains.Solana, nil},
+	}
+	for _, c := range cases {
+		got, err := s.OpenOn(ctx, c.chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range got {
+			ids = append(ids, p.ID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(c.want) {
+			t.Errorf("%s: open %v, want %v", c.chain, ids, c.want)
+		}
+	}
+}

@@ -115,13 +115,50 @@ type ChainBalance struct {
 	Tokens          map[string]string `json:"tokens"`
 	Stealth         map[string]string `json:"stealth,omitempty"`
 	StealthPayments int               `json:"stealthPayments"`
+	// PendingOutgoing are the agent's payments on this chain still on
+	// their way (pending or broadcast): they may or may not be counted in
+	// Native and Tokens yet, depending on whether the node has them.
+	PendingOutgoing []OutgoingBrief `json:"pendingOutgoing,omitempty"`
+}
+
+// OutgoingBrief is a payment on its way, as get_balance reports it.
+type OutgoingBrief struct {
+	PaymentID string        `json:"paymentId"`
+	Amount    string        `json:"amount"`
+	Asset     string        `json:"asset"`
+	Recipient string        `json:"recipient"`
+	Status    PaymentStatus `json:"status"`
+	TxHash    string        `json:"txHash,omitempty"`
+}
+
+// pendingOutgoing is the briefs of the agent's payments on its way on c.
+// A failed read leaves them out: the balance the chain answered is still
+// right, and the records are the agent's own store.
+func pendingOutgoing(ctx context.Context, env *Env, c chains.ID) []OutgoingBrief {
+	if env.Outgoing == nil {
+		return nil
+	}
+	ps, err := env.Outgoing.OpenOn(ctx, c)
+	if err != nil {
+		return nil
+	}
+	var out []OutgoingBrief
+	for _, p := range ps {
+		amount := p.Amount.String()
+		if p.All {
+			amount = "all"
+		}
+		out = append(out, OutgoingBrief{PaymentID: p.ID, Amount: amount, Asset: p.Asset,
+			Recipient: orDefault(p.Recipient.Name, p.Recipient.Address), Status: p.Status, TxHash: p.TxHash})
+	}
+	return out
 }
 
 func getBalance() Tool {
 	return onChains(Tool{
 		Name: "get_balance",
-		Description: "Balances of this agent: its public address (native asset and tokens) and the received stealth payments " +
-			"not yet withdrawn, per chain.",
+		Description: "Balances of this agent: its public address (native asset and tokens), the received stealth payments " +
+			"not yet withdrawn, and the outgoing payments still on their way (pendingOutgoing: amount, asset, recipient, status), per chain.",
 	}, func(ctx context.Context, env *Env, _ *args, cs []chains.ID) (any, error) {
 		res := &BalanceResult{Balances: []ChainBalance{}}
 		var err error
@@ -145,6 +182,7 @@ func getBalance() Tool {
 					}
 				}
 			}
+			cb.PendingOutgoing = pendingOutgoing(ctx, env, c)
 			res.Balances = append(res.Balances, cb)
 			return nil
 		})

@@ -254,3 +254,42 @@ func TestPrivacyCheck(t *testing.T) {
 		{name: "payments unreadable", args: `{}`, want: "reading received payments", setup: func(f *fixture) { f.pays.err = errors.New("disk") }},
 	})
 }
+
+// get_balance names the payments still on their way on each chain
+// (amount, asset, recipient, status), and not the settled ones (issue 32
+// item 6).
+func TestGetBalanceMentionsPaymentsOnTheirWay(t *testing.T) {
+	f := newFixture(t)
+	f.chain.balances[chains.Base] = chains.Balance{Native: "1.5"}
+	amt := func(s string) chains.Amount {
+		a, err := chains.ParseAmountOf(s, 18)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	f.env.Outgoing = &fakeOutgoing{recs: []OutgoingPayment{
+		{ID: "p-2", Chain: chains.Base, Asset: "ETH", Amount: amt("0.003"), Recipient: PaymentRecipient{Name: "bob.veil", Address: "st:eth:0x1"}, Status: PaymentPending},
+		{ID: "p-1", Chain: chains.Base, Asset: "USDC", Amount: amt("2"), Recipient: PaymentRecipient{Address: "0xabc"}, Status: PaymentBroadcast, TxHash: "0xt"},
+		{ID: "p-0", Chain: chains.Base, Asset: "ETH", Amount: amt("1"), Recipient: PaymentRecipient{Name: "carol.veil"}, Status: PaymentConfirmed},
+		{ID: "p-s", Chain: chains.Stellar, Asset: "XLM", Amount: amt("5"), Recipient: PaymentRecipient{Name: "dan.veil"}, Status: PaymentPending},
+	}}
+	res, err := f.run(t, "get_balance", "balance on base", `{"chain":"base"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*BalanceResult)
+	want := []OutgoingBrief{
+		{PaymentID: "p-2", Amount: "0.003", Asset: "ETH", Recipient: "bob.veil", Status: PaymentPending},
+		{PaymentID: "p-1", Amount: "2", Asset: "USDC", Recipient: "0xabc", Status: PaymentBroadcast, TxHash: "0xt"},
+	}
+	if len(r.Balances) != 1 || !reflect.DeepEqual(r.Balances[0].PendingOutgoing, want) {
+		t.Fatalf("%+v; want pendingOutgoing %+v", r.Balances, want)
+	}
+	// Nothing on its way: the field is left out.
+	f.env.Outgoing = &fakeOutgoing{}
+	res, err = f.run(t, "get_balance", "balance on base", `{"chain":"base"}`)
+	if err != nil || res.(*BalanceResult).Balances[0].PendingOutgoing != nil {
+		t.Fatalf("%+v, %v", res, err)
+	}
+}

@@ -163,6 +163,9 @@ type OutgoingPayments interface {
 	// that are still open (pending, broadcast), or confirmed within
 	// window, newest first.
 	FindRecent(ctx context.Context, chain chains.ID, address, asset string, amount chains.Amount, window time.Duration) ([]OutgoingPayment, error)
+	// OpenOn lists the payments on chain still on their way (pending,
+	// broadcast), newest first (get_balance mentions them).
+	OpenOn(ctx context.Context, chain chains.ID) ([]OutgoingPayment, error)
 	// Advance moves record id forward by u (CanBecome); moved says
 	// whether this call changed its status (fetch_paid: the x402 server
 	// settled the authorization).

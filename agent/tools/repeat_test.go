@@ -32,6 +32,16 @@ func (f *fakeOutgoing) FindRecent(_ context.Context, c chains.ID, address, asset
 	return out, nil
 }
 
+func (f *fakeOutgoing) OpenOn(_ context.Context, c chains.ID) ([]OutgoingPayment, error) {
+	var out []OutgoingPayment
+	for _, r := range f.recs {
+		if r.Chain == c && r.Status.Open() {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeOutgoing) Advance(context.Context, string, PaymentUpdate) (OutgoingPayment, bool, error) {
 	return OutgoingPayment{}, false, nil
 }

@@ -54,15 +54,42 @@ func describeBalance(r result) string {
 		}
 		return "Your balance:" + flat(r.detail)
 	}
+	var way []string
+	for _, rw := range rows {
+		way = append(way, onTheirWay(rw.chain, rw.bal)...)
+	}
+	wayText := ""
+	if len(way) > 0 {
+		wayText = "\nOn its way, not confirmed yet (you will be told when it settles):\n- " + strings.Join(way, "\n- ")
+	}
 	if len(rows) == 1 {
-		return fmt.Sprintf("Your balance%s: %s.", onChain(rows[0].chain), holdings(rows[0].chain, rows[0].bal)) + unavailableText(d)
+		return fmt.Sprintf("Your balance%s: %s.", onChain(rows[0].chain), holdings(rows[0].chain, rows[0].bal)) + wayText + unavailableText(d)
 	}
 	var b strings.Builder
 	b.WriteString("Your balances:")
 	for _, rw := range rows {
 		fmt.Fprintf(&b, "\n- %s: %s", orDefault(rw.chain, "?"), holdings(rw.chain, rw.bal))
 	}
-	return b.String() + unavailableText(d)
+	return b.String() + wayText + unavailableText(d)
+}
+
+// onTheirWay renders a balance's pendingOutgoing (get_balance: the
+// payments still on their way) as "0.003 ETH to bob.veil on base
+// (pending, payment 0190…)" each.
+func onTheirWay(chain string, m map[string]any) []string {
+	var out []string
+	for _, it := range list(m["pendingOutgoing"]) {
+		p := obj(it)
+		line := fmt.Sprintf("%s to %s%s (%s", money(str(p, "amount"), str(p, "asset")), orDefault(str(p, "recipient"), "?"), onChain(chain), orDefault(str(p, "status"), "pending"))
+		if id := str(p, "paymentId"); id != "" {
+			line += ", payment " + id
+		}
+		if tx := str(p, "txHash"); tx != "" {
+			line += ", transaction " + tx
+		}
+		out = append(out, line+")")
+	}
+	return out
 }
 
 // holdings renders {native, tokens} as "1.5 ETH, 100 USDC".

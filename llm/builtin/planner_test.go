@@ -401,6 +401,9 @@ var answerCases = []struct {
 	{"check balance on all chains", [][2]string{{"success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{}},{"chain":"solana","nativeAsset":"SOL","native":"3","tokens":{"USDC":"4"}}],"unavailable":[{"chain":"stellar","error":"chains: chain unavailable"}]}`}},
 		[]string{"Your balances:\n- base: 1 ETH\n- solana: 3 SOL, 4 USDC", "I couldn't reach stellar right now: chain unavailable."}, nil},
 	{"what's my balance", [][2]string{{"success", `{"native":"1","tokens":{"USDC":"2"},"chain":"horizen"}`}}, []string{"Your balance on horizen: 1 ZEN, 2 USDC."}, nil},
+	// Payments on their way are named with the balance (issue 32 item 6).
+	{"what's my balance on base", [][2]string{{"success", `{"balances":[{"chain":"base","nativeAsset":"ETH","native":"1","tokens":{},"pendingOutgoing":[{"paymentId":"p-2","amount":"0.003","asset":"ETH","recipient":"bob.veil","status":"pending"},{"paymentId":"p-1","amount":"2","asset":"USDC","recipient":"0xabc","status":"broadcast","txHash":"0xt"}]}]}`}},
+		[]string{"Your balance on base: 1 ETH.\nOn its way, not confirmed yet", "- 0.003 ETH to bob.veil on base (pending, payment p-2)", "- 2 USDC to 0xabc on base (broadcast, payment p-1, transaction 0xt)"}, nil},
 	// Amounts in words people read (issue 23): whole units cut to 6 decimals with the symbol, no wei.
 	{"what's my balance", [][2]string{{"success", `{"native":"9.999949976784703522","tokens":{"USDC":"2.5"},"chain":"base"}`}}, []string{"Your balance on base: 9.999949 ETH, 2.5 USDC."}, []string{"976784703522"}},
 	{"send 500 ETH to bob", [][2]string{{"error", `{"error":"paying 500 ETH to bob.veil on base: chains: insufficient funds: base: send: the account cannot pay the amount plus the network fee (insufficient funds for gas * price + value: balance 9999949976784703522, tx cost 500000021000000000000, overshot 490000071023215296478)"}`}},
