@@ -16,6 +16,7 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/audit"
 )
 
@@ -87,7 +88,13 @@ func sourceAddr(r *http.Request) string {
 func (s *Server) appendAudit(ctx context.Context, rec audit.Record) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := audit.Append(ctx, s.store, rec); err != nil {
+	_, err := audit.Append(ctx, s.store, rec)
+	switch {
+	case rec.ID != "" && errors.Is(err, persistence.ErrConflict):
+		// A chat turn wrote this request's record with its answer
+		// (chatAudit): it stands.
+		loggerFrom(ctx).Debug("audit record already written by the chat turn", slog.String("id", rec.ID))
+	case err != nil:
 		loggerFrom(ctx).Error("audit record not written", slog.String("action", rec.Action), slog.Int("status", rec.Status), slog.Any("err", err))
 	}
 }
@@ -247,23 +254,44 @@ type AuditPage = client.AuditPage
 // auditChat notes what a chat did: the tools it ran and the payments
 // (payment ids, transaction hashes, invoices, approvals) they reported.
 func auditChat(r *http.Request, reply *agent.ChatReply) {
-	if reply == nil || len(reply.ToolCalls) == 0 {
+	if reply == nil {
 		return
 	}
-	var ran, ids []string
-	seen := map[string]bool{}
-	for _, tc := range reply.ToolCalls {
-		ran = append(ran, tc.Name+" ("+tc.Status+")")
-		c := client.ToolCall{Name: tc.Name, Status: tc.Status, Detail: tc.Detail}
-		for _, f := range []string{"paymentId", "txHash", "invoiceId", "approvalId"} {
-			if v := c.Field(f); v != "" && !seen[v] && len(ids) < 20 {
-				seen[v] = true
-				ids = append(ids, truncate(v, 100))
-			}
-		}
+	auditNote(r, func(rec *audit.Record) { agent.NoteChatAudit(rec, reply.ToolCalls) })
+}
+
+// chatAudit is the request's audit record as it will read if the chat
+// succeeds, for the agent to write in the commit that stores the answer
+// (agent.Chat.Audit); false when the request is not audited.
+func chatAudit(r *http.Request) (*audit.Record, bool) {
+	e, _ := r.Context().Value(keyAudit).(*auditEntry)
+	if e == nil {
+		return nil, false
 	}
-	auditNote(r, func(rec *audit.Record) {
-		rec.Detail = truncate("tools: "+strings.Join(ran, ", "), 300)
-		rec.PaymentIDs = ids
-	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The record's id is fixed here, so that if the turn wrote it and the
+	// request still failed here (its context ended while the answer was
+	// on its way), the middleware's write of the same id finds it written
+	// and leaves it: one record per request whatever happens.
+	prepared, _, err := audit.Prepare(e.rec)
+	if err != nil {
+		return nil, false
+	}
+	e.rec.ID, e.rec.Time = prepared.ID, prepared.Time
+	rec := e.rec
+	rec.Status, rec.Outcome = http.StatusOK, audit.OutcomeOK
+	return &rec, true
+}
+
+// auditWritten marks the request's record as written by someone else (a
+// chat turn wrote it with its answer), so that no second one is.
+func auditWritten(r *http.Request) {
+	e, _ := r.Context().Value(keyAudit).(*auditEntry)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.done = true
+	e.mu.Unlock()
 }

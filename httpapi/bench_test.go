@@ -124,7 +124,7 @@ func BenchmarkAgentCreate(b *testing.B) {
 }
 
 // agentsFor creates count agents to read.
-func agentsFor(b *testing.B, e *env, count int) []string {
+func agentsFor(b testing.TB, e *env, count int) []string {
 	o := newEVMOwner(b)
 	ids := make([]string, count)
 	var wg sync.WaitGroup
@@ -215,13 +215,27 @@ func BenchmarkChat(b *testing.B) {
 		{"OneTool", "show my agent info"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := newEnv(b, envOptions{})
+			// The store's side (issue 38): Apply calls per chat, and the
+			// group commit's batches per commit and commit time.
+			var applies, commits, batches, commitNs atomic.Int64
+			e := newEnv(b, envOptions{applies: &applies, observe: func(n int, d time.Duration) {
+				commits.Add(1)
+				batches.Add(int64(n))
+				commitNs.Add(int64(d))
+			}})
 			ids := agentsFor(b, e, clients)
 			bodies := make([][]byte, clients)
 			for i := range bodies {
 				bodies[i], _ = json.Marshal(map[string]string{"message": bc.msg})
 			}
 			b.ReportAllocs()
+			a0, c0, n0, t0 := applies.Load(), commits.Load(), batches.Load(), commitNs.Load()
+			defer func() {
+				c := float64(max(1, commits.Load()-c0))
+				b.ReportMetric(float64(applies.Load()-a0)/float64(b.N), "applies/chat")
+				b.ReportMetric(float64(batches.Load()-n0)/c, "batches/commit")
+				b.ReportMetric(float64(commitNs.Load()-t0)/c/1e6, "commit-ms")
+			}()
 			load(b, b.N, 200, func(c *http.Client, i int) int {
 				req, _ := http.NewRequest("POST", e.url+"/agent/"+ids[i%clients]+"/chat", bytes.NewReader(bodies[i%clients]))
 				req.Header.Set("Authorization", "Bearer "+e.key)

@@ -43,7 +43,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if len(idem) > 255 {
 		return Errorf(http.StatusBadRequest, "Idempotency-Key is too long: at most 255 characters")
 	}
-	v, err := ask(r.Context(), s, to, &agent.Chat{
+	m := &agent.Chat{
 		AccountID:      acc,
 		ConversationID: req.ConversationID,
 		Message:        req.Message,
@@ -51,11 +51,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		ProviderKey:    r.Header.Get(HeaderProviderKey),
 		IdempotencyKey: idem,
 		RequestID:      uuid.NewString(),
-	})
+	}
+	// The turn writes the request's audit record in the commit that
+	// stores its answer: one commit per chat, not two (issue 38). A chat
+	// that fails, or an agent of an earlier version (a cluster mid
+	// upgrade), leaves it to the audit middleware as before.
+	m.Audit, _ = chatAudit(r)
+	v, err := ask(r.Context(), s, to, m)
 	if err != nil {
 		return chatError(err)
 	}
-	auditChat(r, v) // the tools it ran and the payments they made
+	if v.Audited {
+		auditWritten(r)
+		v.Audited = false // not the spec's: ChatResponse has no such field
+	} else {
+		auditChat(r, v) // the tools it ran and the payments they made
+	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,14 +68,33 @@ type envOptions struct {
 	webhookAllowPrivate bool
 	// agentNow is the agent actors' clock (nil: time.Now).
 	agentNow func() time.Time
+	// applies, when set, counts the store's Apply calls (commits).
+	applies *atomic.Int64
+	// observe is the store's commit hook (BoltOptions.Observe).
+	observe func(batches int, commit time.Duration)
+}
+
+// countedStore counts Apply calls.
+type countedStore struct {
+	persistence.Store
+	n *atomic.Int64
+}
+
+func (s *countedStore) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, error) {
+	s.n.Add(1)
+	return s.Store.Apply(ctx, ops...)
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{})
+	bolt, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{Observe: opts.observe})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var st persistence.Store = bolt
+	if opts.applies != nil {
+		st = &countedStore{Store: bolt, n: opts.applies}
 	}
 	var signer chains.Signer
 	if opts.keys == nil {

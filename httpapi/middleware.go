@@ -200,7 +200,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		key = strings.TrimSpace(key)
-		acc, k, err := apikey.Lookup(r.Context(), s.store, key)
+		acc, k, err := s.keys.Lookup(r.Context(), s.store, key)
 		switch {
 		case errors.Is(err, apikey.ErrMalformed):
 			writeError(w, http.StatusUnauthorized, "malformed API key: expected veil_live_ followed by 43 base64url characters")

@@ -20,6 +20,7 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/httpapi/console"
 	"github.com/veilhq/veil/persistence"
 )
@@ -80,6 +81,7 @@ type TEE interface {
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
 	store     persistence.Store
+	keys      *apikey.Cache // the bearer keys (authenticate), checked against the store's epoch per request
 	agents    Agents
 	tee       TEE
 	log       *slog.Logger
@@ -108,6 +110,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		store:     cfg.Store,
+		keys:      apikey.NewCache(),
 		agents:    cfg.Agents,
 		tee:       cfg.TEE,
 		log:       cfg.Logger,

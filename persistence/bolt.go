@@ -94,7 +94,7 @@ type Bolt struct {
 	opts BoltOptions
 
 	// c admits calls until Close and group-commits Apply's batches.
-	c *groupcommit.Queue[[]Op]
+	c *groupcommit.Queue[batch]
 
 	hooks testHooks
 }
@@ -156,7 +156,7 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 		return nil, err
 	}
 	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
-	s.c = groupcommit.Start(groupcommit.Config[[]Op]{
+	s.c = groupcommit.Start(groupcommit.Config[batch]{
 		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup,
 		Commit: s.commitGroup, Enqueued: hooks.enqueued,
 	})

@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -21,7 +22,56 @@ import (
 // left and is applied only when all its expectations hold.
 
 // request is one Apply call waiting for the committer.
-type request = groupcommit.Request[[]Op]
+type request = groupcommit.Request[batch]
+
+// batch is one Apply's ops, with what bbolt stores for each prepared in
+// the caller's goroutine: the committer is the one serial stage of every
+// write, so it only checks expectations, fills in versions and puts
+// (issue 38: encoding outside the committer).
+type batch struct {
+	ops []Op
+	// keys and recs are each op's key as bytes and, for a Put, its
+	// stored form (encodeRecord) with the version left to the committer.
+	keys, recs [][]byte
+	// overlay: some op of the batch reads what an earlier one wrote (a
+	// key repeated, a DeletePrefix), so planning must track the batch's
+	// own effects (needsOverlay).
+	overlay bool
+}
+
+func newBatch(ops []Op) batch {
+	b := batch{ops: ops, keys: make([][]byte, len(ops)), recs: make([][]byte, len(ops)), overlay: needsOverlay(ops)}
+	for i, op := range ops {
+		b.keys[i] = []byte(op.Key)
+		if op.Kind == OpPut {
+			b.recs[i] = encodeRecord(0, op.Value)
+		}
+	}
+	return b
+}
+
+// overlaySmall is the batch length up to which needsOverlay compares every
+// pair of ops; a longer batch is planned with the overlay.
+const overlaySmall = 32
+
+// needsOverlay reports whether an op of ops may see an earlier op's effect:
+// a DeletePrefix, or a table and key repeated.
+func needsOverlay(ops []Op) bool {
+	if len(ops) > overlaySmall {
+		return true
+	}
+	for i, op := range ops {
+		if op.Kind == OpDeletePrefix {
+			return true
+		}
+		for _, prev := range ops[:i] {
+			if prev.Table == op.Table && prev.Key == op.Key {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Apply implements Store. A batch whose ctx ends while it is still queued is
 // withdrawn and Apply returns ctx.Err(); once the committer has taken it,
@@ -31,7 +81,7 @@ func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
 	if err := ValidateBatch(ops); err != nil {
 		return nil, err
 	}
-	return s.c.Apply(ctx, groupcommit.NewRequest(ops, 0))
+	return s.c.Apply(ctx, groupcommit.NewRequest(newBatch(ops), 0))
 }
 
 // commitGroup runs every request of group in one transaction and answers
@@ -44,20 +94,17 @@ func (s *Bolt) commitGroup(group []*request) {
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range group {
-			steps, err := plan(tx, r.Batch)
+			versions, err := plan(tx, r.Batch)
 			if err != nil {
 				r.Err = err
 				continue
 			}
-			if err := write(tx, r.Batch, steps); err != nil {
+			if err := write(tx, r.Batch, versions); err != nil {
 				// The batch may be half written: only a rollback of the
 				// whole transaction restores atomicity.
 				return err
 			}
-			r.Versions = make([]uint64, len(steps))
-			for i, st := range steps {
-				r.Versions[i] = st.version
-			}
+			r.Versions = versions
 		}
 		return Hit(s.opts.Failpoint, FailBeforeCommit)
 	})
@@ -74,13 +121,11 @@ func (s *Bolt) commitGroup(group []*request) {
 	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
 }
 
-// step is what plan decided for one op.
-type step struct {
-	version uint64 // the version a put writes; 0 otherwise
-}
-
 // overlay is the state a batch sees while it is planned: the transaction
 // plus the effects of the batch's earlier ops. A version of 0 means absent.
+// A batch that never reads its own effects (batch.overlay false: most of
+// them, a chat turn's included) tracks none, so planning it allocates
+// nothing in the committer.
 type overlay struct {
 	tx      *bolt.Tx
 	keys    map[string]map[string]uint64 // table -> key -> version
@@ -129,13 +174,18 @@ func (o *overlay) deletePrefix(table, prefix string) {
 	o.deleted[table] = append(o.deleted[table], prefix)
 }
 
-// plan checks every expectation of ops, in order, against tx as modified by
-// the ops before it, without writing anything. bbolt has no savepoints, so
-// deciding before writing is what keeps a failed batch from touching the
-// transaction its group shares.
-func plan(tx *bolt.Tx, ops []Op) ([]step, error) {
-	steps := make([]step, len(ops))
-	o := overlay{tx: tx, keys: map[string]map[string]uint64{}, deleted: map[string][]string{}}
+// plan checks every expectation of the batch, in order, against tx as
+// modified by the ops before it, without writing anything, and answers the
+// version each op leaves (a Put's new version; 0 otherwise). bbolt has no
+// savepoints, so deciding before writing is what keeps a failed batch from
+// touching the transaction its group shares.
+func plan(tx *bolt.Tx, b batch) ([]uint64, error) {
+	ops := b.ops
+	versions := make([]uint64, len(ops))
+	o := overlay{tx: tx}
+	if b.overlay {
+		o.keys, o.deleted = map[string]map[string]uint64{}, map[string][]string{}
+	}
 	for i, op := range ops {
 		if op.Kind == OpDeletePrefix {
 			o.deletePrefix(op.Table, op.Key)
@@ -148,33 +198,34 @@ func plan(tx *bolt.Tx, ops []Op) ([]step, error) {
 		if !op.Expect.Holds(cur) {
 			return nil, &ConflictError{Table: op.Table, Key: op.Key, Expected: op.Expect, Actual: cur}
 		}
-		switch op.Kind {
-		case OpPut:
-			steps[i].version = cur + 1
-			o.set(op.Table, op.Key, cur+1)
-		case OpDelete:
-			o.set(op.Table, op.Key, 0)
+		if op.Kind == OpPut {
+			versions[i] = cur + 1
+		}
+		if b.overlay {
+			o.set(op.Table, op.Key, versions[i])
 		}
 	}
-	return steps, nil
+	return versions, nil
 }
 
 // write applies a planned batch. An error here leaves the batch half done,
 // so the caller must roll the transaction back.
-func write(tx *bolt.Tx, ops []Op, steps []step) error {
-	for i, op := range ops {
+func write(tx *bolt.Tx, bt batch, versions []uint64) error {
+	for i, op := range bt.ops {
 		switch op.Kind {
 		case OpPut:
 			b, err := tx.CreateBucketIfNotExists([]byte(op.Table))
 			if err != nil {
 				return fmt.Errorf("create table %s: %w", op.Table, err)
 			}
-			if err := b.Put([]byte(op.Key), encodeRecord(steps[i].version, op.Value)); err != nil {
+			rec := bt.recs[i]
+			binary.BigEndian.PutUint64(rec, versions[i])
+			if err := b.Put(bt.keys[i], rec); err != nil {
 				return fmt.Errorf("put %s/%q: %w", op.Table, op.Key, err)
 			}
 		case OpDelete:
 			if b := tx.Bucket([]byte(op.Table)); b != nil {
-				if err := b.Delete([]byte(op.Key)); err != nil {
+				if err := b.Delete(bt.keys[i]); err != nil {
 					return fmt.Errorf("delete %s/%q: %w", op.Table, op.Key, err)
 				}
 			}

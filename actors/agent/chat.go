@@ -17,8 +17,10 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 // Chat limits (DESIGN.md).
@@ -52,6 +54,14 @@ type Chat struct {
 	// runs derive the same payment keys and pay once; a client's own retry is a new request
 	// and a new intent, as before.
 	RequestID string
+	// Audit, when set, is the HTTP request's audit record (runtime/audit),
+	// complete but for what the chat did. The turn notes on it the tools
+	// run and the payments they reported (NoteChatAudit) and writes it in
+	// the commit that stores the answer: one commit per chat instead of
+	// two (issue 38), and the record is durable exactly when the answer
+	// is. The reply's Audited says it was written; a chat that fails
+	// writes none and leaves the record to the caller.
+	Audit *audit.Record `json:",omitempty"`
 }
 
 // ToolCall is the spec's ToolCall.
@@ -71,6 +81,33 @@ type ChatReply struct {
 	Response       string     `json:"response"`
 	ToolCalls      []ToolCall `json:"toolCalls,omitempty"`
 	ConversationID string     `json:"conversationId"`
+	// Audited reports that the turn wrote the request's audit record
+	// (Chat.Audit). It is for the HTTP layer, which clears it before it
+	// answers: the spec's ChatResponse has no such field.
+	Audited bool `json:"audited,omitempty"`
+}
+
+// NoteChatAudit notes on rec what a chat did: the tools it ran and the
+// payments (payment ids, transaction hashes, invoices, approvals) they
+// reported. It changes nothing when no tool ran.
+func NoteChatAudit(rec *audit.Record, calls []ToolCall) {
+	if len(calls) == 0 {
+		return
+	}
+	var ran, ids []string
+	seen := map[string]bool{}
+	for _, tc := range calls {
+		ran = append(ran, tc.Name+" ("+tc.Status+")")
+		c := client.ToolCall{Name: tc.Name, Status: tc.Status, Detail: tc.Detail}
+		for _, f := range []string{"paymentId", "txHash", "invoiceId", "approvalId"} {
+			if v := c.Field(f); v != "" && !seen[v] && len(ids) < 20 {
+				seen[v] = true
+				ids = append(ids, cutText(v, 100))
+			}
+		}
+	}
+	rec.Detail = cutText("tools: "+strings.Join(ran, ", "), 300)
+	rec.PaymentIDs = ids
 }
 
 // Models builds the model of one request.
@@ -142,7 +179,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	// The user's message is durable before any tool runs; a chat that runs
 	// none stores it with the answer, in one commit (issue 21). A model
 	// failure still leaves it stored, as an error returned below does.
-	w := &chatWriter{a: a, conv: conv, version: convVersion, pending: []Message{{Role: "user", Text: c.Message}}}
+	w := &chatWriter{a: a, conv: conv, version: convVersion, pending: []Message{{Role: "user", Text: c.Message}}, audit: c.Audit}
 
 	env := a.toolEnv(ctx, conv.ID)
 	env.UserText = c.Message
@@ -218,10 +255,11 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	if strings.TrimSpace(answer) == "" {
 		answer = "Done."
 	}
-	if err := w.flush(ctx, Message{Role: "agent", Text: answer}); err != nil {
+	audited, err := w.finish(ctx, calls, answer)
+	if err != nil {
 		return nil, err
 	}
-	return &ChatReply{Response: answer, ToolCalls: calls, ConversationID: conv.ID}, nil
+	return &ChatReply{Response: answer, ToolCalls: calls, ConversationID: conv.ID, Audited: audited}, nil
 }
 
 // chatWriter appends one chat's messages to its conversation, holding the
@@ -235,15 +273,41 @@ type chatWriter struct {
 	key     string // the request key, fixed at the first flush
 	// state is the conversation's state, written with every flush.
 	state *convState
+	// audit is the request's audit record (Chat.Audit), written by finish
+	// with the answer; nil when the caller writes its own.
+	audit *audit.Record
+}
+
+// finish stores the answer, and with it the request's audit record noted
+// with calls when there is one; audited reports that there was.
+func (w *chatWriter) finish(ctx context.Context, calls []ToolCall, answer string) (audited bool, err error) {
+	var extra []persistence.Op
+	if w.audit != nil {
+		rec := *w.audit
+		NoteChatAudit(&rec, calls)
+		_, op, err := audit.Prepare(rec)
+		if err != nil {
+			return false, fmt.Errorf("agent %s: audit record: %w", w.a.id, err)
+		}
+		extra = append(extra, op)
+	}
+	if err := w.flushWith(ctx, extra, Message{Role: "agent", Text: answer}); err != nil {
+		return false, err
+	}
+	return w.audit != nil, nil
 }
 
 // flush stores the held messages and msgs in one commit.
 func (w *chatWriter) flush(ctx context.Context, msgs ...Message) error {
+	return w.flushWith(ctx, nil, msgs...)
+}
+
+// flushWith is flush with more operations in the same commit.
+func (w *chatWriter) flushWith(ctx context.Context, extra []persistence.Op, msgs ...Message) error {
 	all := append(w.pending, msgs...)
 	if len(all) == 0 {
 		return nil
 	}
-	var extra []persistence.Op
 	if w.state != nil {
 		op, err := w.state.op(w.a, w.conv.ID)
 		if err != nil {
@@ -382,4 +446,13 @@ func toolDefinitions(ts []tools.Tool) []llms.Tool {
 		out[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
 	}
 	return out
+}
+
+// cutText cuts s to n bytes with an ellipsis, as the HTTP layer cuts the
+// audit records it writes itself (httpapi's truncate).
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

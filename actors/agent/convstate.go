@@ -271,10 +271,11 @@ func (a *Actor) answerPending(ctx context.Context, c *Chat, w *chatWriter, env t
 	case intent.No:
 		st.Pending = nil
 		answer := fmt.Sprintf("OK, I won't %s: nothing was sent.", p.What)
-		if err := w.flush(ctx, Message{Role: "agent", Text: answer}); err != nil {
+		audited, err := w.finish(ctx, nil, answer)
+		if err != nil {
 			return nil, true, err
 		}
-		return &ChatReply{Response: answer, ConversationID: w.conv.ID}, true, nil
+		return &ChatReply{Response: answer, ConversationID: w.conv.ID, Audited: audited}, true, nil
 	case intent.Yes:
 	default:
 		return nil, false, nil
@@ -308,10 +309,11 @@ func (a *Actor) answerPending(ctx context.Context, c *Chat, w *chatWriter, env t
 	if strings.TrimSpace(answer) == "" {
 		answer = fmt.Sprintf("Done: %s (%s).", p.What, res.Status)
 	}
-	if err := w.flush(ctx, Message{Role: "agent", Text: answer}); err != nil {
+	audited, err := w.finish(ctx, []ToolCall{res}, answer)
+	if err != nil {
 		return nil, true, err
 	}
-	return &ChatReply{Response: answer, ToolCalls: []ToolCall{res}, ConversationID: w.conv.ID}, true, nil
+	return &ChatReply{Response: answer, ToolCalls: []ToolCall{res}, ConversationID: w.conv.ID, Audited: audited}, true, nil
 }
 
 func movesValue(offered []tools.Tool, name string) bool {

@@ -191,12 +191,23 @@ func Create(ctx context.Context, st persistence.Store, acc Account, test bool, n
 var clock = time.Now
 
 // Lookup returns the account a key belongs to and the key's record; a
-// revoked or expired key answers ErrRevoked or ErrExpired with both.
+// revoked or expired key answers ErrRevoked or ErrExpired with both. It
+// reads the store every time; the server uses a Cache (cache.go), which
+// keeps the same answers.
 func Lookup(ctx context.Context, st persistence.Store, key string) (Account, Key, error) {
 	if err := Validate(key); err != nil {
 		return Account{}, Key{}, err
 	}
-	rec, err := st.Get(ctx, TableKeys, Hash(key))
+	acc, k, err := read(ctx, st, Hash(key))
+	if err != nil {
+		return Account{}, Key{}, err
+	}
+	return check(acc, k)
+}
+
+// read reads the key stored under hash and its account.
+func read(ctx context.Context, st persistence.Store, hash string) (Account, Key, error) {
+	rec, err := st.Get(ctx, TableKeys, hash)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return Account{}, Key{}, ErrUnknown
 	}
@@ -212,9 +223,14 @@ func Lookup(ctx context.Context, st persistence.Store, key string) (Account, Key
 		return Account{}, Key{}, err
 	}
 	k.Scope = EffectiveScope(acc, k)
-	// Checked on every request against the store, never a cache: a key
-	// revoked on one cluster member is refused by all from the next
-	// request on (they share the PostgreSQL store).
+	return acc, k, nil
+}
+
+// check refuses a revoked or expired key. Revocation is read from the
+// store (or a Cache whose epoch says nothing changed) on every request,
+// so a key revoked on one cluster member is refused by all from the next
+// request on (they share the PostgreSQL store).
+func check(acc Account, k Key) (Account, Key, error) {
 	switch {
 	case k.RevokedAt != nil:
 		return acc, k, ErrRevoked
@@ -285,7 +301,7 @@ func SetRateLimit(ctx context.Context, st persistence.Store, accountID string, l
 		if err != nil {
 			return Account{}, err
 		}
-		_, err = st.Apply(ctx, persistence.Put(TableAccounts, accountID, raw, persistence.AtVersion(version)))
+		_, err = st.Apply(ctx, persistence.Put(TableAccounts, accountID, raw, persistence.AtVersion(version)), bumpEpoch())
 		if errors.Is(err, persistence.ErrConflict) {
 			continue
 		}

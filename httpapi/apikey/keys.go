@@ -240,7 +240,7 @@ func Revoke(ctx context.Context, st persistence.Store, accountID, id string, now
 		if err != nil {
 			return Key{}, err
 		}
-		_, err = st.Apply(ctx, persistence.Put(TableKeys, rec.Key, raw, persistence.AtVersion(rec.Version)))
+		_, err = st.Apply(ctx, persistence.Put(TableKeys, rec.Key, raw, persistence.AtVersion(rec.Version)), bumpEpoch())
 		if errors.Is(err, persistence.ErrConflict) {
 			continue
 		}
@@ -285,7 +285,7 @@ func Rotate(ctx context.Context, st persistence.Store, accountID, id string, now
 		if err != nil {
 			return "", Key{}, Key{}, err
 		}
-		_, err = st.Apply(ctx, put, persistence.Put(TableKeys, rec.Key, raw, persistence.AtVersion(rec.Version)))
+		_, err = st.Apply(ctx, put, persistence.Put(TableKeys, rec.Key, raw, persistence.AtVersion(rec.Version)), bumpEpoch())
 		if errors.Is(err, persistence.ErrConflict) {
 			continue
 		}

@@ -92,26 +92,47 @@ func newID(t time.Time) (string, error) {
 // Append writes rec as a new record (its ID and, when zero, its Time are
 // set here) and returns it once it is durable.
 func Append(ctx context.Context, st persistence.Store, rec Record) (Record, error) {
+	rec, op, err := Prepare(rec)
+	if err != nil {
+		return Record{}, err
+	}
+	if _, err := st.Apply(ctx, op); err != nil {
+		return Record{}, fmt.Errorf("audit: append: %w", err)
+	}
+	return rec, nil
+}
+
+// Prepare gives rec its ID when it has none (and its Time, when zero) and
+// returns the
+// store operation that appends it, for a writer that puts the record in
+// a commit of its own making: a chat turn writes its request's record in
+// the same commit as its answer (issue 38), so a chat costs one commit,
+// not two, and the record is durable exactly when the answer is. An ID
+// kept from an earlier Prepare names the same record: the operation is
+// Absent, so of two writers of one request's record only the first
+// writes it. Append is Prepare and an Apply of that operation alone.
+func Prepare(rec Record) (Record, persistence.Op, error) {
 	if rec.AccountID == "" || strings.Contains(rec.AccountID, "/") {
-		return Record{}, fmt.Errorf("%w: record needs an account id", ErrInvalid)
+		return Record{}, persistence.Op{}, fmt.Errorf("%w: record needs an account id", ErrInvalid)
 	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}
 	rec.Time = rec.Time.UTC()
-	id, err := newID(rec.Time)
-	if err != nil {
-		return Record{}, err
+	if rec.ID == "" {
+		id, err := newID(rec.Time)
+		if err != nil {
+			return Record{}, persistence.Op{}, err
+		}
+		rec.ID = id
+	} else if len(rec.ID) < stampLen || strings.Contains(rec.ID, "/") {
+		return Record{}, persistence.Op{}, fmt.Errorf("%w: record id %q is not one Prepare made", ErrInvalid, rec.ID)
 	}
-	rec.ID = id
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return Record{}, err
+		return Record{}, persistence.Op{}, err
 	}
-	if _, err := st.Apply(ctx, persistence.Put(Table, rec.AccountID+"/"+id, raw, persistence.Absent())); err != nil {
-		return Record{}, fmt.Errorf("audit: append: %w", err)
-	}
-	return rec, nil
+	return rec, persistence.Put(Table, rec.AccountID+"/"+rec.ID, raw, persistence.Absent()), nil
 }
 
 // Filter selects records of one account. Zero fields select everything.
