@@ -15,8 +15,8 @@ import (
 // not exist answer the route's not-found error, and nothing runs (the
 // actor here has no store: a handler that ran would panic).
 func TestProtocolAuthorizesEveryMessage(t *testing.T) {
-	owned := &Actor{id: "a1", rec: &Record{ID: "a1", AccountID: "acc"}}
-	absent := &Actor{id: "a2"}
+	owned := &Actor{deps: &Deps{}, id: "a1", rec: &Record{ID: "a1", AccountID: "acc"}}
+	absent := &Actor{deps: &Deps{}, id: "a2"}
 	for _, rt := range protocol() {
 		typ := reflect.TypeOf(rt.msg)
 		if rt.creates {

@@ -95,7 +95,7 @@ func (s *Snapshots) read(ctx context.Context, id string, msg any) (v any, ok boo
 	case *GetStatus:
 		// status reads only the record, the store and the chains, all
 		// safe from any goroutine: a view of the actor serves it.
-		view := &Actor{deps: *snap.deps, id: id, rec: snap.rec}
+		view := &Actor{deps: snap.deps, id: id, rec: snap.rec}
 		st, err := view.status(ctx, m.Chain)
 		if err != nil {
 			return nil, true, err
@@ -114,7 +114,7 @@ func (a *Actor) publish() {
 	if s == nil || a.rec == nil {
 		return
 	}
-	snap := &snapshot{rec: a.rec, deps: &a.deps, due: a.resumeAt}
+	snap := &snapshot{rec: a.rec, deps: a.deps, due: a.resumeAt}
 	for _, st := range a.rec.Registration {
 		if st == SetupPending {
 			snap.pendingSetup = true

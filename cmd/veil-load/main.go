@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ func main() {
 	flag.StringVar(&o.url, "url", envOr("VEIL_URL", "http://127.0.0.1:8080"), "veild base URL (VEIL_URL); comma-separated URLs of cluster members spread the requests over them round-robin")
 	flag.StringVar(&o.key, "key", os.Getenv("VEIL_API_KEY"), "API key (VEIL_API_KEY)")
 	flag.IntVar(&o.agents, "agents", 1000, "distinct agents the load spreads over")
-	flag.IntVar(&o.create, "create", -1, "agents to create first (default: -agents); 0 reuses the account's existing agents")
+	flag.IntVar(&o.create, "create", -1, "agents to create first (default: -agents); 0 reuses the account's existing agents (store mode: the -data file's, up to -agents)")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long the mixed load runs (0: only create)")
 	flag.Float64Var(&o.chatRatio, "chat", 0.2, "fraction of requests that are chats (the rest are GET /agent/:id)")
@@ -61,9 +62,15 @@ func main() {
 	flag.StringVar(&so.data, "data", "./load-data", "store mode: data directory (a fresh one measures creation)")
 	active := flag.String("active", "10000,100000", "store mode: active-agent counts to measure memory at")
 	flag.IntVar(&so.samples, "samples", 10000, "store mode: activation latency samples")
+	flag.StringVar(&so.heapProfiles, "heapprofile", "", "store mode: write heap profiles (inuse_space by site) before and after each -active count into this directory; compare with go tool pprof -diff_base")
 	flag.Parse()
 	if *mode == "store" {
-		so.n, so.concurrency, so.active = o.agents, o.concurrency, parseInts(*active)
+		so.n, so.concurrency, so.active, so.reuse = o.agents, o.concurrency, parseInts(*active), o.create == 0
+		if so.heapProfiles != "" {
+			// Fine sampling, set before the agents exist, so that the
+			// per-actor sites (a few hundred bytes each) are resolved.
+			goruntime.MemProfileRate = 4096
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
 		if err := runStore(ctx, so, os.Stdout); err != nil {

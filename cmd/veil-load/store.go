@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,13 @@ type storeOptions struct {
 	concurrency int
 	active      []int
 	samples     int
+	// reuse takes the agents already in the data file (up to n) instead
+	// of creating n.
+	reuse bool
+	// heapProfiles, when set, is where a heap profile is written before
+	// and after each activation count (issue 38 item 4: the per-actor
+	// cost by allocation site, not a heap delta).
+	heapProfiles string
 }
 
 func parseInts(s string) []int {
@@ -69,11 +77,19 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	defer system.Shutdown()
-	host := host.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{}}),
+	// Snapshots on, as veild runs a single node: each active agent's
+	// published snapshot is part of what it costs.
+	host := host.NewHost(system, agent.Loader(agent.Deps{Store: st, Log: quiet, Keys: agent.EnclaveKeys(prov), Chains: agent.NoChains{}, Snapshots: agent.NewSnapshots()}),
 		host.HostConfig{PassivateAfter: time.Hour, Shards: 64}, quiet, nil)
 	defer host.Stop(context.Background())
 
-	ids, err := storeCreate(ctx, host, o, w)
+	var ids []string
+	if o.reuse {
+		ids, err = storedAgents(ctx, st, o.n)
+		fmt.Fprintf(w, "reusing %d agents of %s\n", len(ids), path)
+	} else {
+		ids, err = storeCreate(ctx, host, o, w)
+	}
 	if err != nil {
 		return err
 	}
@@ -113,11 +129,17 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 		passivateAll(host)
 		before := heap()
 		rssBefore := rss()
+		if err := writeHeapProfile(o.heapProfiles, fmt.Sprintf("heap-%d-before.pb.gz", k)); err != nil {
+			return err
+		}
 		if err := activate(ctx, host, ids[:k], o.concurrency); err != nil {
 			return err
 		}
 		after := heap()
 		rssAfter := rss()
+		if err := writeHeapProfile(o.heapProfiles, fmt.Sprintf("heap-%d-after.pb.gz", k)); err != nil {
+			return err
+		}
 		per := (after - before) / uint64(k)
 		fmt.Fprintf(w, "%d active agents: heap +%.1f MiB = %d bytes per active agent actor (%d beyond its record); RSS +%.1f MiB\n",
 			host.Active(), float64(after-before)/(1<<20), per, int64(per)-int64(recBytes), float64(rssAfter-rssBefore)/(1<<20))
@@ -227,4 +249,49 @@ func recordBytes(ctx context.Context, st persistence.Store, ids []string) (uint6
 	after := heap()
 	goruntime.KeepAlive(keep)
 	return (after - before) / uint64(n), nil
+}
+
+// storedAgents lists up to n agent ids of the data file.
+func storedAgents(ctx context.Context, st persistence.Store, n int) ([]string, error) {
+	var ids []string
+	q := persistence.Query{Limit: 10000}
+	for len(ids) < n {
+		recs, err := st.List(ctx, agent.TableAgents, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if len(ids) < n {
+				ids = append(ids, r.Key)
+			}
+		}
+		if len(recs) < q.Limit {
+			break
+		}
+		q.After = recs[len(recs)-1].Key
+	}
+	return ids, nil
+}
+
+// writeHeapProfile writes the heap profile as of a fresh GC into
+// dir/name (nothing when dir is ""). Compare two with
+//
+//	go tool pprof -sample_index=inuse_space -diff_base before.pb.gz -top after.pb.gz
+func writeHeapProfile(dir, name string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	goruntime.GC() // the profile is as of the last completed GC
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -18,7 +18,12 @@ import (
 type directory struct {
 	host    *Host
 	entries map[string]*entry
-	byPID   map[string]string // child PID id → agent id
+	// props spawn every agent actor of the directory. One Props per spawn
+	// (with a closure naming the id) was ~250 bytes of every active agent,
+	// kept by its actor context (issue 38 item 4); the actor learns its id
+	// from its first request instead.
+	props *actor.Props
+	byPID map[string]string // child PID id → agent id
 	// lru orders the active (not stopping) entries, most recently used at
 	// the front, for the MaxActive cap and memory shedding.
 	lru list.List
@@ -131,10 +136,10 @@ func (d *directory) activate(c actor.Context, id string) *entry {
 		d.byPID = make(map[string]string)
 	}
 	h := d.host
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return &agentActor{host: h, id: id}
-	})
-	pid := c.SpawnPrefix(props, "a")
+	if d.props == nil {
+		d.props = actor.PropsFromProducer(func() actor.Actor { return &agentActor{host: h} })
+	}
+	pid := c.SpawnPrefix(d.props, "a")
 	e := &entry{id: id, pid: pid}
 	e.elem = d.lru.PushFront(e)
 	d.entries[id] = e
@@ -143,12 +148,13 @@ func (d *directory) activate(c actor.Context, id string) *entry {
 	return e
 }
 
-// agentActor is the actor shell around one Agent: it loads the agent when
-// it starts (and again after a restart), answers every request, and turns a
-// panic into an answer before letting the supervisor restart it.
+// agentActor is the actor shell around one Agent: it loads the agent on
+// its first request (every activation starts with one; a restarted
+// incarnation on the next), answers every request, and turns a panic into
+// an answer before letting the supervisor restart it.
 type agentActor struct {
 	host      *Host
-	id        string
+	id        string // "" until the first request
 	agent     Agent
 	loadErr   error
 	askedStop bool
@@ -157,15 +163,11 @@ type agentActor struct {
 func (a *agentActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.LoadTimeout)
-		a.agent, a.loadErr = a.host.load(ctx, a.id)
-		cancel()
-		if a.loadErr == nil {
-			a.host.observer.Activated(a.id, time.Since(start))
-		}
 		c.SetReceiveTimeout(a.host.cfg.PassivateAfter)
 	case *request:
+		if a.id == "" {
+			a.load(m.id)
+		}
 		if a.loadErr != nil {
 			c.Respond(&reply{err: a.loadErr})
 			// A failed activation holds nothing worth keeping.
@@ -175,10 +177,24 @@ func (a *agentActor) Receive(c actor.Context) {
 		a.handle(c, m)
 	case *actor.ReceiveTimeout:
 		a.askStop(c)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restart (after a panic) withdraws what this incarnation
+		// published too: the next one loads afresh on its next request.
 		if p, ok := a.agent.(Passivator); ok {
 			p.Passivate()
 		}
+	}
+}
+
+// load activates the agent id from the store.
+func (a *agentActor) load(id string) {
+	a.id = id
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.LoadTimeout)
+	a.agent, a.loadErr = a.host.load(ctx, id)
+	cancel()
+	if a.loadErr == nil {
+		a.host.observer.Activated(id, time.Since(start))
 	}
 }
 

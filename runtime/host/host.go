@@ -52,7 +52,8 @@ type Agent interface {
 }
 
 // Passivator is implemented by agents that want a last word before their
-// actor stops (flush timers, drop caches). It must not block for long.
+// actor stops or restarts after a panic (flush timers, drop caches). It
+// must not block for long.
 type Passivator interface {
 	Passivate()
 }
