@@ -97,6 +97,8 @@ type Bolt struct {
 	c *groupcommit.Queue[batch]
 
 	hooks testHooks
+
+	watches watches // records whose version is kept in memory (bolt_watch.go)
 }
 
 // testHooks lets the package's own tests observe and steer the committer

@@ -117,6 +117,8 @@ func (s *Bolt) commitGroup(group []*request) {
 		for _, r := range group {
 			r.Versions, r.Err = nil, err
 		}
+	} else {
+		s.noteWatched(group)
 	}
 	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
 }

@@ -51,3 +51,45 @@ func TestNeedsOverlay(t *testing.T) {
 		t.Fatalf("read back %q v%d %v", rec.Value, rec.Version, err)
 	}
 }
+
+// A watch answers, at every moment, the version a Get would: absent is 0,
+// every Apply that has returned is seen, a deleted record is 0 again.
+func TestWatchSeesEveryReturnedApply(t *testing.T) {
+	st, err := OpenBolt(filepath.Join(t.TempDir(), "veil.db"), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if _, err := st.Apply(ctx, Put("w", "before", []byte("x"), Absent())); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.Watch(ctx, "w", "before")
+	if err != nil || before() != 1 {
+		t.Fatalf("a record written before its watch: %v", err)
+	}
+	v, err := st.Watch(ctx, "w", "k")
+	if err != nil || v() != 0 {
+		t.Fatalf("absent: %v", err)
+	}
+	for want := uint64(1); want <= 5; want++ {
+		if _, err := st.Apply(ctx, Put("w", "other", []byte("x"), Any()), Put("w", "k", []byte("x"), Any())); err != nil {
+			t.Fatal(err)
+		}
+		if got := v(); got != want {
+			t.Fatalf("after put %d: watch says %d", want, got)
+		}
+	}
+	if _, err := st.Apply(ctx, Put("w", "k", []byte("x"), AtVersion(1))); err == nil || v() != 5 {
+		t.Fatalf("a conflicting batch changed the watch: %v, %d", err, v())
+	}
+	if _, err := st.Apply(ctx, DeletePrefix("w", "k")); err != nil || v() != 0 {
+		t.Fatalf("after delete prefix: %v, %d", err, v())
+	}
+	if _, err := st.Apply(ctx, Put("w", "k", []byte("x"), Absent())); err != nil || v() != 1 {
+		t.Fatalf("re-created: %v, %d", err, v())
+	}
+	if _, err := st.Apply(ctx, Delete("w", "before", Any())); err != nil || before() != 0 {
+		t.Fatalf("after delete: %v, %d", err, before())
+	}
+}

@@ -118,6 +118,32 @@ func TestChatWritesItsAuditRecordWithTheAnswer(t *testing.T) {
 			t.Errorf("%q: record %+v, want status 200, ok, detail %q", tc.msg, got, tc.detail)
 		}
 	}
+	// A request the system runs twice (the same request, the same record
+	// id): both runs answer, and the request has one record.
+	twice, _, err := audit.Prepare(audit.Record{AccountID: moneytest.Account, RequestID: "twice", Action: "agent.chat", Status: 200, Outcome: audit.OutcomeOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := 1; run <= 2; run++ {
+		rec := twice
+		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, Message: "hello", RequestID: "twice", Audit: &rec})
+		if err != nil || !v.(*agent.ChatReply).Audited {
+			t.Fatalf("run %d of one request: %v", run, err)
+		}
+	}
+	recs, _, err := audit.List(ctx, env.Store, moneytest.Account, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		if r.RequestID == "twice" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("a request run twice has %d records, want 1", n)
+	}
 	// Without a record the reply says nothing was written.
 	v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, Message: "hello", RequestID: "plain"})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/veilhq/veil/persistence"
@@ -51,6 +52,16 @@ type Cache struct {
 	mu    sync.RWMutex
 	epoch uint64 // the epoch version the entries were read at
 	m     map[string]cached
+
+	// watch answers the epoch from memory on a store that supports it
+	// (persistence.Watcher: bbolt, one process's file), so that a
+	// lookup reads nothing.
+	watch atomic.Pointer[epochWatch]
+}
+
+type epochWatch struct {
+	st      persistence.Store
+	version func() uint64
 }
 
 type cached struct {
@@ -70,7 +81,7 @@ func (c *Cache) Lookup(ctx context.Context, st persistence.Store, key string) (A
 	if err := Validate(key); err != nil {
 		return Account{}, Key{}, err
 	}
-	epoch, err := readEpoch(ctx, st)
+	epoch, err := c.readEpoch(ctx, st)
 	if err != nil {
 		return Account{}, Key{}, err
 	}
@@ -99,9 +110,24 @@ func (c *Cache) Lookup(ctx context.Context, st persistence.Store, key string) (A
 	return check(acc, k)
 }
 
-// readEpoch is the epoch's version (0 before any change). It is read
-// before the key, so an entry is never newer than the epoch it is filed
-// under.
+// readEpoch is the epoch's version (0 before any change), from the
+// store's watch when it has one. It is read before the key, so an entry
+// is never newer than the epoch it is filed under.
+func (c *Cache) readEpoch(ctx context.Context, st persistence.Store) (uint64, error) {
+	if w, ok := st.(persistence.Watcher); ok {
+		if cur := c.watch.Load(); cur != nil && cur.st == st {
+			return cur.version(), nil
+		}
+		fn, err := w.Watch(ctx, TableEpoch, epochKey)
+		if err != nil {
+			return 0, fmt.Errorf("apikey: watch epoch: %w", err)
+		}
+		c.watch.Store(&epochWatch{st: st, version: fn})
+		return fn(), nil
+	}
+	return readEpoch(ctx, st)
+}
+
 func readEpoch(ctx context.Context, st persistence.Store) (uint64, error) {
 	rec, err := st.Get(ctx, TableEpoch, epochKey)
 	switch {

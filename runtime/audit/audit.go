@@ -110,7 +110,9 @@ func Append(ctx context.Context, st persistence.Store, rec Record) (Record, erro
 // not two, and the record is durable exactly when the answer is. An ID
 // kept from an earlier Prepare names the same record: the operation is
 // Absent, so of two writers of one request's record only the first
-// writes it. Append is Prepare and an Apply of that operation alone.
+// writes it (a chat turn that the system runs twice makes its own op
+// replace the record instead: actors/agent). Append is Prepare and an
+// Apply of that operation alone.
 func Prepare(rec Record) (Record, persistence.Op, error) {
 	if rec.AccountID == "" || strings.Contains(rec.AccountID, "/") {
 		return Record{}, persistence.Op{}, fmt.Errorf("%w: record needs an account id", ErrInvalid)
