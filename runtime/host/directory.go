@@ -137,7 +137,12 @@ func (d *directory) activate(c actor.Context, id string) *entry {
 	}
 	h := d.host
 	if d.props == nil {
-		d.props = actor.PropsFromProducer(func() actor.Actor { return &agentActor{host: h} })
+		// The lock-free mailbox is a linked queue that starts with one
+		// node; the default one starts with a 10-slot ring, ~220 bytes of
+		// every active agent, though an agent's mailbox is almost always
+		// empty (issue 38 item 4).
+		d.props = actor.PropsFromProducer(func() actor.Actor { return &agentActor{host: h} },
+			actor.WithMailbox(actor.UnboundedLockfree()))
 	}
 	pid := c.SpawnPrefix(d.props, "a")
 	e := &entry{id: id, pid: pid}
