@@ -77,6 +77,12 @@ type SignRequest struct {
 	Network string
 	// Spend is set for a transaction that moves value.
 	Spend *Spend
+	// Fee is set when the same transaction also pays its relayer's fee
+	// from the signing key (a Solana withdrawal whose fee payer is the
+	// relayer): a second spend of the same agent and chain, with its own
+	// idempotency key (RelayerFeeKey) and the relayer as recipient, checked
+	// by the policy and counted like Spend. Only with Spend.
+	Fee *Spend
 	// NoValue is set for a transaction that moves no value.
 	NoValue bool
 	// Authorization is set when Payload is not a transaction's hash but the
@@ -116,6 +122,8 @@ func (r SignRequest) CheckKind() error {
 	switch {
 	case r.Spend == nil && !r.NoValue, r.Spend != nil && r.NoValue:
 		return ErrUnlabelled
+	case r.Fee != nil && r.Spend == nil:
+		return fmt.Errorf("%w: a relayer fee is signed only with the spend it is taken from", ErrUnlabelled)
 	case r.Authorization != nil && r.Spend == nil:
 		return fmt.Errorf("%w: a transfer authorization moves value and is signed only with a spend", ErrUnlabelled)
 	case r.Spend != nil:
@@ -127,6 +135,14 @@ func (r SignRequest) CheckKind() error {
 		}
 		if r.Spend.Chain != r.Key.Chain {
 			return fmt.Errorf("%w: a spend on %s cannot be signed with a key on %s", ErrUnlabelled, r.Spend.Chain, r.Key.Chain)
+		}
+		if f := r.Fee; f != nil {
+			if err := f.Check(); err != nil {
+				return fmt.Errorf("%w: relayer fee: %v", ErrUnlabelled, err)
+			}
+			if f.AgentID != r.Key.AgentID || f.Chain != r.Key.Chain || f.All || f.Key == r.Spend.Key {
+				return fmt.Errorf("%w: a relayer fee is a named amount of the signing key's own agent and chain, under its own idempotency key", ErrUnlabelled)
+			}
 		}
 	}
 	return nil

@@ -243,6 +243,17 @@ func CheckAgentID(id string) error {
 	return nil
 }
 
+// CheckKeyOwner validates the owner of a key a provider derives for
+// DeriveKeys and Sign: an agent id (CheckAgentID) or chains.RelayerID.
+// Export, ScanKeys and Attest take agent ids only: the relayer's key is
+// never exported, and it has no stealth keys.
+func CheckKeyOwner(id string) error {
+	if id == chains.RelayerID {
+		return nil
+	}
+	return CheckAgentID(id)
+}
+
 // CheckChain validates a single chain identifier.
 func CheckChain(c chains.ID) error {
 	_, err := chains.Parse(string(c))
@@ -311,7 +322,13 @@ const (
 // KeyPath is the derivation path of one key (docs/enclave.md):
 // "veil/agent/<agentID>/<chain>/<epoch>/<role>", epoch in decimal. The
 // caller has checked agentID (CheckAgentID) and chain.
+//
+// The relayer (chains.RelayerID) has its own path,
+// "veil/relayer/<chain>/<epoch>/account": its key is never an agent's.
 func KeyPath(agentID string, chain chains.ID, epoch uint32, role string) string {
+	if agentID == chains.RelayerID {
+		return "veil/relayer/" + string(chain) + "/" + strconv.FormatUint(uint64(epoch), 10) + "/" + role
+	}
 	return "veil/agent/" + agentID + "/" + string(chain) + "/" + strconv.FormatUint(uint64(epoch), 10) + "/" + role
 }
 

@@ -75,5 +75,12 @@ func (p policyProvider) Sign(ctx context.Context, req chains.SignRequest) ([]byt
 			return nil, err
 		}
 	}
+	// The relayer's fee the same transaction pays: the owner's policy
+	// sees it as a payment of its own (asset, amount, the relayer).
+	if req.Fee != nil {
+		if err := p.auth.Authorize(ctx, *req.Fee); err != nil {
+			return nil, err
+		}
+	}
 	return p.Provider.Sign(ctx, req)
 }

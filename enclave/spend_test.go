@@ -200,6 +200,18 @@ func TestSignFailsClosed(t *testing.T) {
 		{"solana no-value: but an SPL transfer", chains.NoValueRequest(solKey, tokenMsg, nil, ""), false, false},
 		{"solana no-value: garbage", chains.NoValueRequest(solKey, []byte{9, 9, 9}, nil, ""), false, false},
 		{"solana spend", chains.SpendRequest(solKey, lamportsMsg, spendOf(alice, chains.Solana, 1)), true, false},
+
+		{"relayer fee with its spend", withFee(chains.SpendRequest(solKey, tokenMsg, spendOf(alice, chains.Solana, 5)), feeOf(alice, chains.Solana, 1)), true, false},
+		{"relayer fee over the policy", withFee(chains.SpendRequest(solKey, tokenMsg, spendOf(alice, chains.Solana, 5)), feeOf(alice, chains.Solana, 5000)), false, true},
+		{"relayer fee without a spend", chains.SignRequest{Key: solKey, Payload: tokenMsg, Fee: ptr(feeOf(alice, chains.Solana, 1))}, false, false},
+		{"relayer fee of another agent", withFee(chains.SpendRequest(solKey, tokenMsg, spendOf(alice, chains.Solana, 5)), feeOf(bob, chains.Solana, 1)), false, false},
+		{"relayer fee on another chain", withFee(chains.SpendRequest(solKey, tokenMsg, spendOf(alice, chains.Solana, 5)), feeOf(alice, chains.Base, 1)), false, false},
+		{"relayer fee under the spend's key", withFee(chains.SpendRequest(solKey, tokenMsg, spendOf(alice, chains.Solana, 5)), func() chains.Spend {
+			f := feeOf(alice, chains.Solana, 1)
+			f.Key = spendOf(alice, chains.Solana, 5).Key
+			return f
+		}()), false, false},
+		{"relayer fee of zero", withFee(chains.SpendRequest(solKey, tokenMsg, spendOf(alice, chains.Solana, 5)), feeOf(alice, chains.Solana, 0)), false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,7 +237,11 @@ func TestSignFailsClosed(t *testing.T) {
 			if tc.req.NoValue && len(rec.asked) != before {
 				t.Fatalf("a no-value request was counted as a spend")
 			}
-			if tc.req.Spend != nil && tc.ok && len(rec.asked) != before+1 {
+			want := before + 1
+			if tc.req.Fee != nil {
+				want++ // the fee is a spend the policy sees too
+			}
+			if tc.req.Spend != nil && tc.ok && len(rec.asked) != want {
 				t.Fatalf("a spend was signed without the policy")
 			}
 			if tc.ok && tc.req.Key.Chain == chains.Solana && !ed25519.Verify(solPub.AccountPublicKey, tc.req.Payload, sig) {
@@ -239,3 +255,16 @@ func TestSignFailsClosed(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func withFee(r chains.SignRequest, fee chains.Spend) chains.SignRequest {
+	r.Fee = &fee
+	return r
+}
+
+// feeOf is the relayer fee spendOf's payment pays (its own key).
+func feeOf(agent string, chain chains.ID, amount int64) chains.Spend {
+	f := spendOf(agent, chain, amount)
+	f.Key = chains.RelayerFeeKey(f.Key)
+	f.Recipient = "relayer"
+	return f
+}

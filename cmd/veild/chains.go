@@ -14,6 +14,7 @@ import (
 	chainactor "github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/chains/relayer"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/httpapi/console"
@@ -57,7 +58,7 @@ func (s *chainSet) close() {
 // startChains connects every chain: to the network its VEIL_RPC_<CHAIN>
 // names, else to the one --chains-config names (devnets another process
 // runs, docs/cluster.md), else to an embedded devnet started here.
-func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
+func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, relayers *relayer.Set, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
 	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}, explorers: map[chains.ID]console.Explorer{}, settled: &chains.SettlementRelay{}}
 	ok := false
 	defer func() {
@@ -190,6 +191,7 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 			set.refs[id] = ref
 			return nil
 		}
+		dial = relayed(relayers, id, !set.real[id], log, dial)
 		conn, err := dial(ctx)
 		if err != nil && (cfg.RequireAllChains || !errors.Is(err, chains.ErrUnavailable) || ctx.Err() != nil) {
 			return err

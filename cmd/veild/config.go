@@ -71,6 +71,13 @@ type config struct {
 	// RequireAllChains: a chain whose node does not answer at start stops
 	// the start (else it starts degraded; docs/operations.md).
 	RequireAllChains bool
+
+	// Relayers (docs/operations.md, "Relayers"; relayerConfig).
+	Relayer           string
+	RelayerMinBalance string
+	RelayerMaxSpend   string
+	RelayerFee        string
+	RelayerMinRunway  int
 }
 
 func envName(flagName string) string {
@@ -117,6 +124,11 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterHealthAdvertise, "cluster-health-advertise-addr", "", "with --cluster-provider automanaged: this member's entry in --cluster-seeds, when the others reach its health endpoint elsewhere than --cluster-health-addr")
 	fs.IntVar(&c.ClusterSize, "cluster-size", 0, "with --cluster: how many members the cluster has; one that sees fewer than a majority serves no agent (default: the number of --cluster-seeds; required with k8s)")
 	fs.StringVar(&c.ChainsConfig, "chains-config", "", "JSON file of chain connector settings written by `veild devnet` (shared devnets for a cluster); default: start embedded devnets")
+	fs.StringVar(&c.Relayer, "relayer", "none", "chains whose relayer pays what one-time addresses need (EVM gas and x402 settlements, the Solana fee, the Stellar sponsor), so that no agent's main account funds them: comma-separated chains, all, or none (docs/operations.md, Relayers)")
+	fs.StringVar(&c.RelayerMinBalance, "relayer-min-balance", "", "chain=amount pairs of the native asset under which /readyz warns about a relayer (default 0.01 on EVM chains, 0.05 SOL, 10 XLM)")
+	fs.StringVar(&c.RelayerMaxSpend, "relayer-max-spend", "", "chain=amount pairs: the most one relayer signature may pay, in the native asset (default 0.01 on EVM chains, 0.01 SOL, 5 XLM)")
+	fs.StringVar(&c.RelayerFee, "relayer-fee", "", "chain:asset=amount pairs: the fee a relayer takes from a token withdrawal it pays for, out of the amount moved (default USDC 0.05 on EVM chains, 0.01 on Solana and Stellar; 0: none)")
+	fs.IntVar(&c.RelayerMinRunway, "relayer-min-runway", 0, "relays (at the recent mean cost) under which /readyz warns about a relayer; 0: the default, 20")
 	fs.BoolVar(&c.RequireAllChains, "require-all-chains", false, "refuse to start when a chain's node does not answer (default: that chain starts degraded, answers 503 and connects as soon as its node answers)")
 }
 

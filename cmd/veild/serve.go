@@ -20,6 +20,7 @@ import (
 	"github.com/veilhq/veil/actors/scanner"
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains/relayer"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/dstack"
 	"github.com/veilhq/veil/enclave/software"
@@ -102,8 +103,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// broadcast) go through a store that checks it in the same transaction,
 	// so a stale owner's payment is refused there. Elsewhere a no-op.
 	money := persistence.Fencing(store)
-	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, policy.NewStore(money, nil).WithApprovals()))
-	chainSet, err := startChains(ctx, cfg, system, money, enclaves, mets, log)
+	// The relayers' keys derive in the enclave; their own spends pass their
+	// own policy (relayer.Set.Authorizer), every other spend the owner's.
+	rcfg, err := relayerConfig(cfg)
+	if err != nil {
+		return err
+	}
+	relayers, err := relayer.New(ctx, prov, rcfg)
+	if err != nil {
+		return err
+	}
+	mets.Registry().MustRegister(relayers.Collector())
+	enclaves := enclaveactor.NewGroup(system, enclave.WithPolicy(prov, relayers.Authorizer(policy.NewStore(money, nil).WithApprovals())))
+	chainSet, err := startChains(ctx, cfg, system, money, enclaves, relayers, mets, log)
 	if err != nil {
 		return err
 	}
@@ -170,6 +182,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		apiAgents = deps.Snapshots.Reads(agents)
 	}
 	readyz := readiness(cfg, store, chainSet, func(ctx context.Context) error { _, err := enclaves.Info(ctx); return err }, member, time.Now)
+	readyz.Add(relayers.Checks()...)
 	api := httpapi.New(httpapi.Config{Store: store, Agents: apiAgents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
 		Limits: httpapi.Limits{BodyTimeout: cfg.BodyTimeout, WriteTimeout: cfg.WriteTimeout, ChatWriteTimeout: cfg.ChatWriteTimeout, IdleTimeout: cfg.IdleTimeout},
 		Feed:   feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, MaxStreamsPerKey: cfg.MaxStreamsPerKey, Ready: readyz, Explorers: chainSet.explorers})

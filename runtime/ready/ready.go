@@ -28,6 +28,24 @@ type Check interface {
 	Check(ctx context.Context) error
 }
 
+// Warning marks err as a condition to report without failing readiness: a
+// check that returns Warning(err) shows ok with the warning in its result
+// and in the report's warnings, and the report stays ready. It is for a
+// component whose trouble should reach operators but must not take the
+// whole server out of a load balancer (a relayer running low: the chains
+// and every other payment still serve).
+func Warning(err error) error {
+	if err == nil {
+		return nil
+	}
+	return warning{err}
+}
+
+type warning struct{ err error }
+
+func (w warning) Error() string { return w.err.Error() }
+func (w warning) Unwrap() error { return w.err }
+
 // Func makes a Check of a function.
 func Func(name string, fn func(ctx context.Context) error) Check { return funcCheck{name, fn} }
 
@@ -64,6 +82,8 @@ type Result struct {
 	Name  string `json:"name"`
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// Warning is set when the check passed with a warning (Warning).
+	Warning string `json:"warning,omitempty"`
 	// Millis is how long the check took.
 	Millis int64 `json:"ms"`
 }
@@ -76,6 +96,9 @@ type Report struct {
 	Checks []Result `json:"checks"`
 	// Failing names the failed checks (empty when ready).
 	Failing []string `json:"failing"`
+	// Warnings names the checks that passed with a warning; they do not
+	// make the report not ready.
+	Warnings []string `json:"warnings"`
 }
 
 // Run runs every check concurrently, each bounded by the timeout, and
@@ -99,8 +122,11 @@ func (c *Checker) Run(ctx context.Context) Report {
 	}
 	wg.Wait()
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Name < results[j].Name })
-	r := Report{Ready: true, Status: "ready", Checks: results, Failing: []string{}}
+	r := Report{Ready: true, Status: "ready", Checks: results, Failing: []string{}, Warnings: []string{}}
 	for _, res := range results {
+		if res.Warning != "" {
+			r.Warnings = append(r.Warnings, res.Name)
+		}
 		if !res.OK {
 			r.Ready, r.Status = false, "not ready"
 			r.Failing = append(r.Failing, res.Name)
@@ -134,6 +160,11 @@ func run(ctx context.Context, ch Check, timeout time.Duration) Result {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 		err = fmt.Errorf("no answer within %s", timeout)
 	}
+	var w warning
+	if errors.As(err, &w) {
+		res.OK, res.Warning = true, err.Error()
+		return res
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -143,7 +174,8 @@ func run(ctx context.Context, ch Check, timeout time.Duration) Result {
 }
 
 // ServeHTTP answers 200 with the report when every check passes, else 503
-// with it: {"ready", "status", "checks": [{name, ok, error, ms}], "failing"}.
+// with it: {"ready", "status", "checks": [{name, ok, error, warning, ms}],
+// "failing", "warnings"}.
 func (c *Checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep := c.Run(r.Context())
 	code := http.StatusOK

@@ -22,6 +22,7 @@ func TestChecker(t *testing.T) {
 		code    int
 		failing []string
 		errs    map[string]string
+		warns   map[string]string
 	}{
 		{name: "none", code: 200, failing: []string{}},
 		{name: "all pass", checks: []ready.Check{
@@ -32,6 +33,16 @@ func TestChecker(t *testing.T) {
 			ready.Func("store", func(context.Context) error { return nil }),
 			ready.Func("chain/base", func(context.Context) error { return errors.New("node at http://x: connection refused") }),
 		}, code: 503, failing: []string{"chain/base"}, errs: map[string]string{"chain/base": "node at http://x: connection refused"}},
+		{name: "a warning stays ready", checks: []ready.Check{
+			ready.Func("chain/base", func(context.Context) error { return nil }),
+			ready.Func("relayer/base", func(context.Context) error {
+				return ready.Warning(errors.New("relayer 0xabc holds 0.001 ETH"))
+			}),
+		}, code: 200, failing: []string{}, warns: map[string]string{"relayer/base": "relayer 0xabc holds 0.001 ETH"}},
+		{name: "a warning beside a failure", checks: []ready.Check{
+			ready.Func("chain/solana", func(context.Context) error { return errors.New("down") }),
+			ready.Func("relayer/base", func(context.Context) error { return ready.Warning(errors.New("low")) }),
+		}, code: 503, failing: []string{"chain/solana"}, warns: map[string]string{"relayer/base": "low"}},
 		{name: "timeout and ctx-ignoring and panic", checks: []ready.Check{
 			ready.Func("slow", block),
 			ready.Func("deaf", func(context.Context) error { <-ignore; return nil }),
@@ -63,7 +74,13 @@ func TestChecker(t *testing.T) {
 					t.Fatalf("failing %v, want %v", rep.Failing, tc.failing)
 				}
 			}
+			if len(rep.Warnings) != len(tc.warns) {
+				t.Fatalf("warnings %v, want %v", rep.Warnings, tc.warns)
+			}
 			for _, r := range rep.Checks {
+				if r.Warning != tc.warns[r.Name] {
+					t.Fatalf("%s: warning %q, want %q", r.Name, r.Warning, tc.warns[r.Name])
+				}
 				if want, ok := tc.errs[r.Name]; ok && r.Error != want {
 					t.Fatalf("%s: error %q, want %q", r.Name, r.Error, want)
 				}

@@ -79,6 +79,9 @@ func Secp256k1Scalar(kdf KDF, path string) ([32]byte, error) {
 func Derive(kdf KDF, agentID string, chain chains.ID, epoch uint32) (*Set, error) {
 	s := &Set{chain: chain, epoch: epoch}
 	path := func(role string) string { return enclave.KeyPath(agentID, chain, epoch, role) }
+	if agentID == chains.RelayerID {
+		return deriveRelayer(kdf, s, path(enclave.RoleAccount))
+	}
 	var err error
 	if chain.Family() == chains.FamilyEVM {
 		var spend, view [32]byte
@@ -150,6 +153,36 @@ func Derive(kdf KDF, agentID string, chain chains.ID, epoch uint32) (*Set, error
 		ViewingPublicKey:  clone(s.ed.Meta.View[:]),
 		MetaAddress:       s.ed.Meta.String(),
 	}
+	return s, nil
+}
+
+// deriveRelayer fills s with a relayer's account key only: a relayer
+// receives no stealth payments, so it has no spending or viewing key (and
+// its public keys no meta-address).
+func deriveRelayer(kdf KDF, s *Set, path string) (*Set, error) {
+	var accPub []byte
+	if s.chain.Family() == chains.FamilyEVM {
+		var err error
+		if s.account, err = Secp256k1Scalar(kdf, path); err != nil {
+			return nil, err
+		}
+		pub, err := secpstealth.PublicKey(s.account)
+		if err != nil {
+			s.Zero()
+			return nil, fmt.Errorf("enclave: derive relayer key: %w", err)
+		}
+		accPub = pub[:]
+	} else {
+		var err error
+		if s.account, err = kdf(path); err != nil {
+			return nil, err
+		}
+		priv := ed25519.NewKeyFromSeed(s.account[:])
+		accPub = clone(priv[32:])
+		clear(priv)
+	}
+	addr, _ := enclave.AccountAddress(s.chain, accPub)
+	s.pub = enclave.PublicKeys{Chain: s.chain, Epoch: s.epoch, Address: addr, AccountPublicKey: clone(accPub)}
 	return s, nil
 }
 

@@ -46,11 +46,17 @@ func NewLocked(mu *sync.RWMutex, kdf KDF) Locked { return Locked{mu: mu, kdf: kd
 // withSet derives agentID's keys on chain at epoch and hands them to use,
 // under the read lock; the keys are zeroed when use returns.
 func withSet[T any](ctx context.Context, l Locked, agentID string, chain chains.ID, epoch uint32, use func(*Set) (T, error)) (T, error) {
+	return withOwner(ctx, l, agentID, enclave.CheckAgentID, chain, epoch, use)
+}
+
+// withOwner is withSet with the key owner checked by check: the relayer
+// (chains.RelayerID) is accepted only by DeriveKeys and Sign.
+func withOwner[T any](ctx context.Context, l Locked, agentID string, check func(string) error, chain chains.ID, epoch uint32, use func(*Set) (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	if err := enclave.CheckAgentID(agentID); err != nil {
+	if err := check(agentID); err != nil {
 		return zero, err
 	}
 	if err := enclave.CheckChain(chain); err != nil {
@@ -68,7 +74,7 @@ func withSet[T any](ctx context.Context, l Locked, agentID string, chain chains.
 
 // DeriveKeys is enclave.Provider's DeriveKeys.
 func (l Locked) DeriveKeys(ctx context.Context, agentID string, chain chains.ID, epoch uint32) (enclave.PublicKeys, error) {
-	return withSet(ctx, l, agentID, chain, epoch, func(s *Set) (enclave.PublicKeys, error) { return s.Public(), nil })
+	return withOwner(ctx, l, agentID, enclave.CheckKeyOwner, chain, epoch, func(s *Set) (enclave.PublicKeys, error) { return s.Public(), nil })
 }
 
 // ScanKeys is enclave.Provider's ScanKeys.
@@ -82,6 +88,9 @@ func (l Locked) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error
 	if err := enclave.CheckRequest(req); err != nil {
 		return nil, err
 	}
+	if req.Key.IsRelayer() && len(req.Key.EphemeralPub) > 0 {
+		return nil, fmt.Errorf("%w: the relayer has no one-time keys", enclave.ErrInvalidInput)
+	}
 	// A sponsored activation passes CheckRequest only for the one-time
 	// account it activates: signed with any other key it would be that
 	// key's consent to sponsor, so the signature must verify as P's.
@@ -91,7 +100,7 @@ func (l Locked) Sign(ctx context.Context, req chains.SignRequest) ([]byte, error
 			activated = p
 		}
 	}
-	return withSet(ctx, l, req.Key.AgentID, req.Key.Chain, req.Key.Epoch, func(s *Set) ([]byte, error) {
+	return withOwner(ctx, l, req.Key.AgentID, enclave.CheckKeyOwner, req.Key.Chain, req.Key.Epoch, func(s *Set) ([]byte, error) {
 		sig, err := s.Sign(req.Payload, req.Key.EphemeralPub)
 		if err == nil && activated != nil && !ed25519.Verify(activated, req.Payload, sig) {
 			return nil, fmt.Errorf("%w: the activation is of another account than this one-time key's", enclave.ErrUnauthorized)
