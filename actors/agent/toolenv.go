@@ -162,7 +162,10 @@ func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (ch
 	}
 	// Gas a one-time address lacks (an invoice paid in tokens holds no ETH)
 	// is paid from the agent's own account, under its own spend, which the
-	// enclave checks against the policy like any payment.
+	// enclave checks against the policy like any payment — unless the
+	// chain has a relayer (--relayer): then the connector ignores this
+	// payer and the relayer pays, so the agent's account never funds its
+	// one-time addresses (docs/operations.md, "Relayers").
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id]}
 	rec := tools.OutgoingPayment{Kind: tools.KindWithdraw, Source: toolSource(o.convID), Chain: id, Asset: assetOr(id, req.Asset), Amount: req.Amount, All: req.All,
 		Recipient: tools.PaymentRecipient{Address: req.To}, From: req.From, IdempotencyKey: req.IdempotencyKey}

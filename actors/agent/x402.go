@@ -151,7 +151,9 @@ func (a *Actor) payX402(ctx context.Context, m *X402Pay) (*X402Answer, error) {
 		return invalidAnswer(x402.ReasonSettlement, err.Error()), nil
 	}
 	if errors.Is(err, chains.ErrInsufficientFunds) {
-		return nil, fmt.Errorf("%w: the payee's account %s cannot pay the settlement's gas; nothing was moved (%v)", chains.ErrInsufficientFunds, a.rec.Addresses[string(rec.Chain)], err)
+		// The submitter is the payee's account, or the chain's relayer
+		// when one is enabled (the connector picks it): err names it.
+		return nil, fmt.Errorf("%w: the settlement's submitter cannot pay its gas; nothing was moved (%v)", chains.ErrInsufficientFunds, err)
 	}
 	if err != nil {
 		return nil, err

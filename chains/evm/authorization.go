@@ -131,7 +131,10 @@ func (c *Connector) AuthorizationUsed(ctx context.Context, auth chains.TransferA
 }
 
 // SettleAuthorization submits transferWithAuthorization from submitter
-// (see chains.TransferAuthorizer). The transaction moves no value of the
+// (see chains.TransferAuthorizer), or from the relayer when one is set
+// (UseRelayer): the submitter pays the gas and is the transaction's
+// sender, so the agent's main account would be linked to the invoice's
+// one-time address. The transaction moves no value of the
 // submitter's: it is signed as a no-value request, which the enclave
 // decodes (enclave/txcheck). The gas estimate runs the call first, so an
 // authorization the token would refuse (expired, used nonce, bad
@@ -140,6 +143,7 @@ func (c *Connector) SettleAuthorization(ctx context.Context, submitter chains.Ke
 	if _, err := c.authToken(auth); err != nil {
 		return chains.TxResult{}, err
 	}
+	submitter, submitterAddress, relayed := c.settleSubmitter(submitter, submitterAddress)
 	sender, err := parseAddress(submitterAddress)
 	if err != nil {
 		return chains.TxResult{}, err
@@ -182,6 +186,9 @@ func (c *Connector) SettleAuthorization(ctx context.Context, submitter chains.Ke
 	}
 	if !hasTransfer(rc, token, common.HexToAddress(auth.From), common.HexToAddress(auth.To), auth.Value) {
 		return chains.TxResult{}, c.refused("the settlement %s logged no transfer of %s from %s to %s", r.TxHash, auth.Value, auth.From, auth.To)
+	}
+	if relayed && !done {
+		c.relayerPaid(rc, nil)
 	}
 	return r, nil
 }

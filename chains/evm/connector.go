@@ -64,6 +64,10 @@ type Connector struct {
 
 	reqs parse.Chain[common.Address, secp256k1.MetaAddress, asset]
 
+	// relayer pays one-time addresses' gas and submits x402 settlements
+	// when set (UseRelayer); nil: the agent's main account does.
+	relayer *chains.Relayer
+
 	sender *bindings.StealthSender
 	names  *bindings.VeilNames
 	token  *bindings.TestToken

@@ -24,7 +24,8 @@ const dustGas = 20_000
 
 // WithdrawWithGas is Withdraw, with the gas a token withdrawal needs and
 // the one-time address lacks sent to it first from payer (the agent's main
-// account): exactly gas·P less what the address holds, in a transfer
+// account), or from the relayer when one is set (UseRelayer: payer is then
+// ignored, so the agent's account never funds its one-time addresses): exactly gas·P less what the address holds, in a transfer
 // recorded under the key "gas/<idempotencyKey>" and signed under its own
 // spend (asset: the native one, recipient: the one-time address), which
 // the enclave checks against the agent's policy. The call waits for that
@@ -88,6 +89,10 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 		}
 		need := new(big.Int).Add(short, new(big.Int).Mul(big.NewInt(21000), feeCap))
 		if pbal.Cmp(need) < 0 {
+			if payer.Key.IsRelayer() {
+				return nil, fmt.Errorf("%w: the %s relayer %s holds %s %s; paying the gas of the withdrawal from %s takes %s with its own fee: the operator must fund the relayer (docs/operations.md, Relayers); nothing was moved",
+					chains.ErrInsufficientFunds, c.cfg.Chain, payerAddr.Hex(), chains.FormatAmount(pbal, NativeDecimals), nativeSym, src.Hex(), chains.FormatAmount(need, NativeDecimals))
+			}
 			return nil, fmt.Errorf("%w: the agent's account %s holds %s %s; paying the gas of the withdrawal from %s takes %s with its own fee: fund the account",
 				chains.ErrInsufficientFunds, payerAddr.Hex(), chains.FormatAmount(pbal, NativeDecimals), nativeSym, src.Hex(), chains.FormatAmount(need, NativeDecimals))
 		}
@@ -101,7 +106,11 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 		if r, err = c.submit(ctx, gasKey, spec); err != nil {
 			return nil, fmt.Errorf("evm: %s: paying the gas of the withdrawal from %s: %w", c.cfg.Chain, src.Hex(), err)
 		}
-		c.opts.Log.Info("gas for a one-time address paid by the agent's account", "from", payerAddr.Hex(), "to", src.Hex(), "wei", short, "tx", r.TxHash, "key", key)
+		who := "the agent's account"
+		if payer.Key.IsRelayer() {
+			who = "the relayer"
+		}
+		c.opts.Log.Info("gas for a one-time address paid by "+who, "from", payerAddr.Hex(), "to", src.Hex(), "wei", short, "tx", r.TxHash, "key", key)
 	}
 	rc, err := c.WaitMined(ctx, r.TxHash)
 	if err != nil {
@@ -113,6 +122,9 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 		return nil, fmt.Errorf("evm: %s: the gas transfer %s to %s reverted", c.cfg.Chain, r.TxHash, src.Hex())
 	}
 	if !funded {
+		if payer.Key.IsRelayer() {
+			c.relayerPaid(rc, new(big.Int).Sub(fee, native))
+		}
 		return price, nil
 	}
 	// Funded by an earlier attempt (at its price): use what is there.

@@ -248,6 +248,16 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 		if amt.Sign() == 0 || bal.Cmp(amt) < 0 {
 			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.decimals), a.symbol)
 		}
+		// With a relayer, it pays the gas and takes its fee out of the
+		// amount moved, in a transfer of its own before the withdrawal
+		// (an account cannot make two transfers in one transaction).
+		var feeSpec *txSpec
+		var relayed bool
+		if payer, relayed = c.relayerPayer(from, payer); relayed {
+			if feeSpec, amt, err = c.withdrawFee(ctx, from, src, a, amt, all, key); err != nil {
+				return chains.TxResult{}, err
+			}
+		}
 		spec.to = a.token
 		spec.data = c.token.PackTransfer(dst, amt)
 		gas, price, err := c.tokenGas(ctx, src, a.token, spec.data)
@@ -255,13 +265,26 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 			return chains.TxResult{}, err
 		}
 		spec.gas = gas
-		if spec.price, err = c.fundGas(ctx, payer, src, gas, price, native, key); err != nil {
+		need := gas
+		if feeSpec != nil {
+			if feeSpec.gas, _, err = c.tokenGas(ctx, src, a.token, feeSpec.data); err != nil {
+				return chains.TxResult{}, err
+			}
+			need += feeSpec.gas
+		}
+		if spec.price, err = c.fundGas(ctx, payer, src, need, price, native, key); err != nil {
 			return chains.TxResult{}, err
+		}
+		if feeSpec != nil {
+			feeSpec.price = spec.price
+			if _, err := c.submit(ctx, feeSpec.spend.Key, *feeSpec); err != nil {
+				return chains.TxResult{}, fmt.Errorf("evm: %s: the relayer's fee for the withdrawal from %s: %w", c.cfg.Chain, src.Hex(), err)
+			}
 		}
 		// What the address holds beyond this transfer's gas (a payment's
 		// stipend) follows the tokens when everything is withdrawn.
 		if all {
-			left := new(big.Int).Sub(native, new(big.Int).Mul(new(big.Int).SetUint64(gas+21000), spec.price))
+			left := new(big.Int).Sub(native, new(big.Int).Mul(new(big.Int).SetUint64(need+21000), spec.price))
 			if left.Sign() > 0 {
 				rest = &txSpec{op: "withdraw", fingerprint: intents.Fingerprint("rest", src.Hex(), dst.Hex()), from: src, ref: from, to: dst,
 					value: left, gas: 21000, price: spec.price,

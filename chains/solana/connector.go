@@ -67,6 +67,10 @@ type Connector struct {
 
 	registry *names.Index
 	reqs     parse.Chain[solanago.PublicKey, edstealth.MetaAddress, asset]
+
+	// relayer is the fee payer of one-time addresses' token withdrawals
+	// when set (UseRelayer, relayer.go).
+	relayer *chains.Relayer
 }
 
 var _ chains.Connector = (*Connector)(nil)

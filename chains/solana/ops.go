@@ -154,6 +154,9 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		amtStr = strconv.FormatUint(amt, 10)
 	}
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
+	if c.relayed(from, a) {
+		return c.withdrawRelayed(ctx, from, src, dst, a, amt, all, key)
+	}
 	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
 		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},
 		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,

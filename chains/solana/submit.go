@@ -125,7 +125,7 @@ func (c *Connector) resume(ctx context.Context, key string, it *intent, ver uint
 }
 
 // buildAttempt takes a recent blockhash, builds the transaction with the
-// source as fee payer, has the Signer sign the message and checks it.
+// source as fee payer (or the relayer, for an intent with a relayer spend), has the Signer sign the message and checks it.
 func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.PublicKey, build builder) (attempt, error) {
 	if c.opts.Signer == nil {
 		return attempt{}, errors.New("solana: no Signer configured")
@@ -138,35 +138,66 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, src solanago.P
 	if err != nil {
 		return attempt{}, c.Unavailable("getLatestBlockhash", err)
 	}
-	tx, err := solanago.NewTransaction(ixs, bh.Value.Blockhash, solanago.TransactionPayer(src))
+	// The fee payer is the source, or the relayer (it.Relayer set): then
+	// it signs first, under its own spend, and the source second.
+	payer, signers := src, 1
+	if it.Relayer != nil {
+		if c.relayer == nil {
+			return attempt{}, fmt.Errorf("%w: this withdrawal's fee payer is the relayer, which is not enabled on this server any more (--relayer)", chains.ErrUnavailable)
+		}
+		if payer, err = parseAddress(c.relayer.Address); err != nil {
+			return attempt{}, err
+		}
+		signers = 2
+	}
+	tx, err := solanago.NewTransaction(ixs, bh.Value.Blockhash, solanago.TransactionPayer(payer))
 	if err != nil {
 		return attempt{}, fmt.Errorf("solana: build transaction: %w", err)
 	}
-	if int(tx.Message.Header.NumRequiredSignatures) != 1 {
-		return attempt{}, fmt.Errorf("solana: transaction needs %d signers, the connector signs for one", tx.Message.Header.NumRequiredSignatures)
+	if int(tx.Message.Header.NumRequiredSignatures) != signers {
+		return attempt{}, fmt.Errorf("solana: transaction needs %d signers, the connector signs for %d", tx.Message.Header.NumRequiredSignatures, signers)
 	}
 	msg, err := tx.Message.MarshalBinary()
 	if err != nil {
 		return attempt{}, err
 	}
+	if it.Relayer != nil {
+		sig, err := c.sign(ctx, chains.SpendRequest(c.relayer.Key, msg, *it.Relayer), payer, msg)
+		if err != nil {
+			return attempt{}, err
+		}
+		tx.Signatures = append(tx.Signatures, sig)
+	}
 	req := chains.NoValueRequest(it.KeyRef, msg, nil, "")
 	if it.Spend != nil {
 		req = chains.SpendRequest(it.KeyRef, msg, *it.Spend)
+		req.Fee = it.Fee
 	}
-	sig, err := c.opts.Signer.Sign(ctx, req)
+	sig, err := c.sign(ctx, req, src, msg)
 	if err != nil {
-		return attempt{}, fmt.Errorf("solana: sign: %w", err)
+		return attempt{}, err
 	}
-	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(ed25519.PublicKey(src[:]), msg, sig) {
-		return attempt{}, fmt.Errorf("solana: key %s/%s/%d does not sign for %s", it.KeyRef.AgentID, it.KeyRef.Chain, it.KeyRef.Epoch, src)
-	}
-	tx.Signatures = []solanago.Signature{solanago.SignatureFromBytes(sig)}
+	tx.Signatures = append(tx.Signatures, sig)
 	raw, err := tx.MarshalBinary()
 	if err != nil {
 		return attempt{}, err
 	}
 	return attempt{Signature: tx.Signatures[0].String(), Raw: raw, Blockhash: bh.Value.Blockhash.String(),
 		LastValid: bh.Value.LastValidBlockHeight, At: c.opts.Now().UTC()}, nil
+}
+
+// sign has the Signer sign msg as req says and checks that the signature
+// is signer's.
+func (c *Connector) sign(ctx context.Context, req chains.SignRequest, signer solanago.PublicKey, msg []byte) (solanago.Signature, error) {
+	sig, err := c.opts.Signer.Sign(ctx, req)
+	if err != nil {
+		return solanago.Signature{}, fmt.Errorf("solana: sign: %w", err)
+	}
+	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(ed25519.PublicKey(signer[:]), msg, sig) {
+		k := req.Key
+		return solanago.Signature{}, fmt.Errorf("solana: key %s/%s/%d does not sign for %s", k.AgentID, k.Chain, k.Epoch, signer)
+	}
+	return solanago.SignatureFromBytes(sig), nil
 }
 
 // confirm polls the signature's status until it lands (its error, if it

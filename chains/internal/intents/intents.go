@@ -49,6 +49,12 @@ type Intent[A any] struct {
 	// after the chain refused a stale one) is signed under it again. Nil
 	// for a registration, which moves no value (the enclave checks).
 	Spend *chains.Spend `json:"spend,omitempty"`
+	// Fee is the relayer's fee the same transaction pays from the source
+	// (chains.SignRequest.Fee), signed with Spend; nil without a relayer.
+	Fee *chains.Spend `json:"fee,omitempty"`
+	// Relayer is the relayer's own spend when it pays the transaction's
+	// fee (a Solana fee payer): it signs first, under it.
+	Relayer *chains.Spend `json:"relayer,omitempty"`
 }
 
 // Load reads the intent at key: (nil, 0, nil) when there is none.

@@ -1,0 +1,428 @@
+//go:build !nodevnet
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"math/big"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	solanago "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
+
+	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet"
+	"github.com/veilhq/veil/chains/devnet/solanadev"
+	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/chains/relayer"
+	"github.com/veilhq/veil/chains/solana"
+	"github.com/veilhq/veil/chains/stealth/edstealth"
+	"github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/enclave"
+	"github.com/veilhq/veil/enclave/software"
+)
+
+// oneTime is a one-time address of an agent and who may touch it on
+// chain: its payers, the relayer and its withdrawals' destinations.
+type oneTime struct {
+	agent, address string
+	ref            chains.KeyRef
+	allowed        map[string]bool
+}
+
+// graph is the value graph read back from a devnet: for every address,
+// the addresses it shared a value-moving transaction with (sender,
+// recipient of value, token transfer ends, fee payer, accounts created
+// or closed for it).
+type graph map[string]map[string]bool
+
+func (g graph) link(parties []string) {
+	for _, a := range parties {
+		for _, b := range parties {
+			if a == b {
+				continue
+			}
+			if g[a] == nil {
+				g[a] = map[string]bool{}
+			}
+			g[a][b] = true
+		}
+	}
+}
+
+// check asserts the rule of docs/stealth.md ("Privacy") for every
+// one-time address: no edge to its agent's main account, and no
+// counterparty but its payers, the relayer and its destinations.
+func (g graph) check(t *testing.T, chain chains.ID, mains map[string]string, otas []*oneTime) {
+	t.Helper()
+	for _, o := range otas {
+		peers := g[o.address]
+		if len(peers) == 0 {
+			t.Errorf("%s: one-time address %s has no transaction in the graph (the scenario did not run?)", chain, o.address)
+		}
+		var got []string
+		for p := range peers {
+			got = append(got, p)
+			if p == mains[o.agent] {
+				t.Errorf("%s: one-time address %s of %s is linked on chain to its agent's main account %s", chain, o.address, o.agent, p)
+			} else if !o.allowed[p] {
+				t.Errorf("%s: one-time address %s of %s has a counterparty %s that is neither a payer, the relayer nor a destination", chain, o.address, o.agent, p)
+			}
+		}
+		sort.Strings(got)
+		t.Logf("%s: %s (%s) ↔ %v", chain, o.address, o.agent, got)
+	}
+}
+
+// TestUnlinkableGraph (issue 35 item 5): a scenario on the EVM and Solana
+// devnets with relayers — invoices paid by a wallet and by an agent, x402
+// both ways, withdrawals of tokens and of the native asset — then the graph
+// of every transaction, read back from the devnets' blocks, has no edge
+// between a one-time address and its agent's main account; its only
+// counterparties are its payers, the relayer and its destinations. A
+// control withdrawal through a connector without a relayer shows the link
+// the graph would catch.
+func TestUnlinkableGraph(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	d, err := devnet.StartEVM(ctx, devnet.EVMOptions{Chains: []chains.ID{chains.Base}, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	sdev, err := solanadev.Start(ctx, solanadev.Options{Dir: t.TempDir(), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sdev.Close() })
+	store := openTestBolt(t)
+	var root [32]byte
+	_, _ = rand.Read(root[:])
+	prov, err := software.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relayers, err := relayer.New(ctx, prov, relayer.Config{Chains: []chains.ID{chains.Base, chains.Solana}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := enclave.WithPolicy(prov, relayers.Authorizer(policy.NewStore(store, time.Now)))
+	cfg, _ := d.Config(chains.Base)
+	econn, err := evm.New(ctx, cfg, evm.Options{Store: store, Signer: signer, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer econn.Close()
+	sconn, err := solana.New(ctx, sdev.Config(), solana.Options{Store: store, Signer: signer, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	econn.UseRelayer(relayers.Relayer(chains.Base))
+	sconn.UseRelayer(relayers.Relayer(chains.Solana))
+	erel, srel := relayers.Relayer(chains.Base).Address, relayers.Relayer(chains.Solana).Address
+	if _, err := d.Net(chains.Base).Fund(ctx, common.HexToAddress(erel)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sconn.Fund(ctx, srel); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two agents and a wallet, each with a funded main account per chain.
+	keys := map[chains.ID]map[string]enclave.PublicKeys{chains.Base: {}, chains.Solana: {}}
+	mains := map[chains.ID]map[string]string{chains.Base: {}, chains.Solana: {}}
+	for _, id := range []string{"agent-a", "agent-b", "wallet"} {
+		for _, chain := range []chains.ID{chains.Base, chains.Solana} {
+			k, err := prov.DeriveKeys(ctx, id, chain, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[chain][id], mains[chain][id] = k, k.Address
+		}
+		if _, err := d.Net(chains.Base).Fund(ctx, common.HexToAddress(mains[chains.Base][id])); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sconn.Fund(ctx, mains[chains.Solana][id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	main := func(chain chains.ID, id string) chains.KeyRef { return chains.KeyRef{AgentID: id, Chain: chain} }
+	dest := map[chains.ID]map[string]string{
+		chains.Base:   {"agent-a": common.HexToAddress("0xa1").Hex(), "agent-b": common.HexToAddress("0xb1").Hex()},
+		chains.Solana: {"agent-a": solanago.NewWallet().PublicKey().String(), "agent-b": solanago.NewWallet().PublicKey().String()},
+	}
+	newOTA := func(chain chains.ID, agent string, payers ...string) *oneTime {
+		t.Helper()
+		o := &oneTime{agent: agent, allowed: map[string]bool{dest[chain][agent]: true}}
+		if chain == chains.Base {
+			o.allowed[erel] = true
+			meta, err := secp256k1.ParseMetaAddress(keys[chain][agent].MetaAddress)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ann, err := secp256k1.Generate(meta, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.address = common.Address(ann.StealthAddress).Hex()
+			o.ref = chains.KeyRef{AgentID: agent, Chain: chain, EphemeralPub: ann.EphemeralPub[:]}
+		} else {
+			o.allowed[srel] = true
+			meta, err := edstealth.ParseMetaAddress(keys[chain][agent].MetaAddress)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ann, err := edstealth.Generate(meta, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.address = solanago.PublicKeyFromBytes(ann.OneTimePub[:]).String()
+			o.ref = chains.KeyRef{AgentID: agent, Chain: chain, EphemeralPub: ann.EphemeralPub[:]}
+		}
+		for _, p := range payers {
+			o.allowed[mains[chain][p]] = true
+		}
+		return o
+	}
+	usdc := func(s string) chains.Amount { return amt(s) }
+	pay := func(conn chains.Connector, chain chains.ID, from string, to *oneTime, asset, amount, key string) {
+		t.Helper()
+		r, err := conn.Withdraw(ctx, main(chain, from), chains.WithdrawRequest{From: mains[chain][from], To: to.address, Asset: asset, Amount: usdc(amount), IdempotencyKey: key})
+		if err != nil {
+			t.Fatalf("%s pays %s %s: %v", from, amount, asset, err)
+		}
+		if chain == chains.Base {
+			if rc, err := econn.WaitMined(ctx, r.TxHash); err != nil || rc.Status != 1 {
+				t.Fatalf("payment %v %v", rc, err)
+			}
+		}
+	}
+
+	// EVM: A's invoices paid by the wallet and by agent B (plain
+	// transfers to the invoice address, as a wallet or pay_invoice does),
+	// x402 both ways (settled by the relayer), then every withdrawal.
+	eByWallet := newOTA(chains.Base, "agent-a", "wallet")
+	eByAgent := newOTA(chains.Base, "agent-a", "agent-b")
+	eX402In := newOTA(chains.Base, "agent-a", "agent-b")
+	eX402Out := newOTA(chains.Base, "agent-b", "agent-a")
+	pay(econn, chains.Base, "wallet", eByWallet, "USDC", "3", "e-wallet")
+	pay(econn, chains.Base, "agent-b", eByAgent, "USDC", "2", "e-agent")
+	x402(ctx, t, econn, main(chains.Base, "agent-b"), mains[chains.Base]["agent-b"], main(chains.Base, "agent-a"), mains[chains.Base]["agent-a"], eX402In.address, "x-in")
+	x402(ctx, t, econn, main(chains.Base, "agent-a"), mains[chains.Base]["agent-a"], main(chains.Base, "agent-b"), mains[chains.Base]["agent-b"], eX402Out.address, "x-out")
+	for i, w := range []struct {
+		o   *oneTime
+		all bool
+	}{{eByWallet, true}, {eByAgent, false}, {eX402In, true}, {eX402Out, true}} {
+		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Base][w.o.agent], Asset: "USDC", All: w.all, IdempotencyKey: "e-w" + string(rune('0'+i))}
+		if !w.all {
+			req.Amount = usdc("1.5")
+		}
+		// The agent's tools name its main account as the gas payer; the
+		// relayer pays instead.
+		r, err := econn.WithdrawWithGas(ctx, w.o.ref, req, chains.GasPayer{Key: main(chains.Base, w.o.agent), Address: mains[chains.Base][w.o.agent]})
+		if err != nil {
+			t.Fatalf("withdraw from %s: %v", w.o.address, err)
+		}
+		if rc, err := econn.WaitMined(ctx, r.TxHash); err != nil || rc.Status != 1 {
+			t.Fatalf("withdrawal %v %v", rc, err)
+		}
+	}
+	// The fee rule: the relayer's 0.05 USDC came out of each withdrawal.
+	if b, err := econn.Balance(ctx, dest[chains.Base]["agent-a"]); err != nil || b.Tokens["USDC"] != "5.35" {
+		t.Fatalf("A's destination holds %+v (%v), want 3 + 1.5 + 1 less three 0.05 fees = 5.35 USDC", b, err)
+	}
+
+	// Solana: a USDC-only invoice address (paid by the wallet) withdraws
+	// with the relayer as fee payer; agent B pays USDC and SOL.
+	sByWallet := newOTA(chains.Solana, "agent-a", "wallet")
+	sByAgent := newOTA(chains.Solana, "agent-a", "agent-b")
+	sSOL := newOTA(chains.Solana, "agent-a", "agent-b")
+	pay(sconn, chains.Solana, "wallet", sByWallet, "USDC", "2", "s-wallet")
+	pay(sconn, chains.Solana, "agent-b", sByAgent, "USDC", "4", "s-agent")
+	pay(sconn, chains.Solana, "agent-b", sSOL, "SOL", "0.5", "s-sol")
+	if b, _ := sconn.Balance(ctx, sByWallet.address); b.Native != "0" {
+		t.Fatalf("the wallet-paid invoice address holds %s SOL, want none (USDC only)", b.Native)
+	}
+	for i, w := range []struct {
+		o      *oneTime
+		asset  string
+		amount string
+	}{{sByWallet, "USDC", ""}, {sByAgent, "USDC", "1"}, {sSOL, "SOL", ""}} {
+		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Solana][w.o.agent], Asset: w.asset, All: w.amount == "", IdempotencyKey: "s-w" + string(rune('0'+i))}
+		if w.amount != "" {
+			req.Amount = usdc(w.amount)
+		}
+		if _, err := sconn.Withdraw(ctx, w.o.ref, req); err != nil {
+			t.Fatalf("withdraw %s from %s: %v", w.asset, w.o.address, err)
+		}
+	}
+	if b, err := sconn.Balance(ctx, dest[chains.Solana]["agent-a"]); err != nil || b.Tokens["USDC"] != "2.98" {
+		t.Fatalf("A's Solana destination holds %+v (%v), want 2 + 1 less two 0.01 fees = 2.98 USDC", b, err)
+	}
+
+	// A control: the same withdrawal through a connector without a
+	// relayer is funded by the agent's main account, and the graph sees it.
+	ctrl := newOTA(chains.Base, "agent-a", "wallet")
+	pay(econn, chains.Base, "wallet", ctrl, "USDC", "1", "e-ctrl")
+	plain, err := evm.New(ctx, cfg, evm.Options{Store: openTestBolt(t), Signer: signer, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	r, err := plain.WithdrawWithGas(ctx, ctrl.ref, chains.WithdrawRequest{From: ctrl.address, To: dest[chains.Base]["agent-a"], Asset: "USDC", All: true, IdempotencyKey: "ctrl"},
+		chains.GasPayer{Key: main(chains.Base, "agent-a"), Address: mains[chains.Base]["agent-a"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.WaitMined(ctx, r.TxHash); err != nil {
+		t.Fatal(err)
+	}
+
+	eg := evmGraph(ctx, t, cfg.RPCURL)
+	eg.check(t, chains.Base, mains[chains.Base], []*oneTime{eByWallet, eByAgent, eX402In, eX402Out})
+	if !eg[ctrl.address][mains[chains.Base]["agent-a"]] {
+		t.Errorf("control: the graph does not show the main account funding %s without a relayer: it could not catch a link", ctrl.address)
+	}
+	sg := solanaGraph(ctx, t, sdev.URL(), []string{mains[chains.Solana]["agent-a"], mains[chains.Solana]["agent-b"], mains[chains.Solana]["wallet"], srel,
+		dest[chains.Solana]["agent-a"], dest[chains.Solana]["agent-b"], sByWallet.address, sByAgent.address, sSOL.address})
+	sg.check(t, chains.Solana, mains[chains.Solana], []*oneTime{sByWallet, sByAgent, sSOL})
+}
+
+// x402 has payer sign an EIP-3009 authorization of 1 USDC to the invoice
+// address `to` and the payee settle it (the connector has its relayer
+// submit it).
+func x402(ctx context.Context, t *testing.T, c *evm.Connector, payer chains.KeyRef, payerAddr string, payee chains.KeyRef, payeeAddr, to, key string) {
+	t.Helper()
+	auth, err := c.AuthorizationDomain(ctx, "USDC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.From, auth.To, auth.Value = payerAddr, to, big.NewInt(1_000_000)
+	auth.ValidAfter, auth.ValidBefore = big.NewInt(0), big.NewInt(time.Now().Add(time.Hour).Unix())
+	_, _ = rand.Read(auth.Nonce[:])
+	sig, err := c.SignAuthorization(ctx, payer, auth, "x402-pay/"+key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SettleAuthorization(ctx, payee, payeeAddr, auth, sig, key); err != nil {
+		t.Fatalf("settle %s: %v", key, err)
+	}
+}
+
+var transferTopic = crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
+
+// evmGraph reads every block of the devnet: a transaction's parties are
+// its sender, its recipient when it moves ETH, and both ends of every
+// token Transfer it logs.
+func evmGraph(ctx context.Context, t *testing.T, url string) graph {
+	t.Helper()
+	cl, err := ethclient.DialContext(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	head, err := cl.BlockNumber(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainID, err := cl.ChainID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := types.LatestSignerForChainID(chainID)
+	g := graph{}
+	for n := uint64(0); n <= head; n++ {
+		b, err := cl.BlockByNumber(ctx, new(big.Int).SetUint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tx := range b.Transactions() {
+			from, err := types.Sender(signer, tx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parties := []string{from.Hex()}
+			if tx.To() != nil && tx.Value().Sign() > 0 {
+				parties = append(parties, tx.To().Hex())
+			}
+			rc, err := cl.TransactionReceipt(ctx, tx.Hash())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.Status != types.ReceiptStatusSuccessful {
+				continue
+			}
+			for _, l := range rc.Logs {
+				if len(l.Topics) == 3 && l.Topics[0] == transferTopic {
+					parties = append(parties, common.BytesToAddress(l.Topics[1][:]).Hex(), common.BytesToAddress(l.Topics[2][:]).Hex())
+				}
+			}
+			g.link(parties)
+		}
+	}
+	return g
+}
+
+// solanaGraph reads every transaction that touches one of the known
+// accounts (or its USDC account) from the devnet: a transaction's parties
+// are the known owners among its accounts (signers, fee payer, token
+// accounts created, moved from or to, closed).
+func solanaGraph(ctx context.Context, t *testing.T, url string, known []string) graph {
+	t.Helper()
+	cl := rpc.New(url)
+	owner := map[solanago.PublicKey]string{}
+	for _, k := range known {
+		pk := solanago.MustPublicKeyFromBase58(k)
+		owner[pk] = k
+		a, _, err := solanago.FindAssociatedTokenAddress(pk, solanadev.USDCMint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner[a] = k
+	}
+	seen := map[solanago.Signature]bool{}
+	g := graph{}
+	for acct := range owner {
+		sigs, err := cl.GetSignaturesForAddress(ctx, acct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sigs {
+			if seen[s.Signature] || s.Err != nil {
+				continue
+			}
+			seen[s.Signature] = true
+			v := uint64(0)
+			tx, err := cl.GetTransaction(ctx, s.Signature, &rpc.GetTransactionOpts{Encoding: solanago.EncodingBase64, Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := tx.Transaction.GetTransaction()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parties []string
+			has := map[string]bool{}
+			for _, k := range parsed.Message.AccountKeys {
+				if o, ok := owner[k]; ok && !has[o] {
+					has[o] = true
+					parties = append(parties, o)
+				}
+			}
+			g.link(parties)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no Solana transaction read")
+	}
+	return g
+}
