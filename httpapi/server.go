@@ -47,8 +47,9 @@ type Config struct {
 	// Feed wakes notification streams when this process stores a
 	// notification; nil: streams only poll.
 	Feed *agent.Feed
-	// StreamPoll is how often a notification stream reads the store for
-	// what other cluster members stored; 0 means 2s.
+	// StreamPoll is how often a notification stream reads the store
+	// without a wake-up of the Feed (a lost one); 0 means
+	// DefaultStreamPoll.
 	StreamPoll time.Duration
 	// MaxStreamsPerKey caps the streams one API key holds open at once
 	// (429 above it); 0 means DefaultMaxStreamsPerKey, negative no cap.
@@ -125,7 +126,7 @@ func New(cfg Config) *Server {
 		closing:             make(chan struct{}),
 	}
 	if s.streamPoll <= 0 {
-		s.streamPoll = defaultStreamPoll
+		s.streamPoll = DefaultStreamPoll
 	}
 	if s.log == nil {
 		s.log = slog.Default()

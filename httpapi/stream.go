@@ -14,20 +14,29 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 )
 
+// DefaultStreamPoll is how often a notification stream reads the store
+// without being woken (docs/api.md). The stream is woken when a
+// notification of its agent is stored, in this process or (relayed over
+// the cluster, docs/cluster.md) on another member; the poll only catches a
+// wake-up that was lost (a member leaving or cut off as it relayed it).
+// It was 2 s while the poll was how a cluster member's streams saw the
+// others' notifications.
+const DefaultStreamPoll = 10 * time.Second
+
 // Defaults of the notification stream (docs/api.md).
 const (
-	defaultStreamPoll = 2 * time.Second
-	streamHeartbeat   = 15 * time.Second
-	streamWriteWait   = 30 * time.Second
-	streamPage        = 100
+	streamHeartbeat = 15 * time.Second
+	streamWriteWait = 30 * time.Second
+	streamPage      = 100
 )
 
 // notificationStream is GET /agent/:id/notifications/stream: Server-Sent
 // Events, one "notification" event per notification and one
 // "payment.confirmed" / "payment.failed" event per payment event stored
-// after the stream began (or after Last-Event-ID / ?after=, to resume). The store is
-// read when this process stores a notification for the agent (the Feed)
-// and every StreamPoll, which picks up what other cluster members stored.
+// after the stream began (or after Last-Event-ID / ?after=, to resume). The
+// store is read when the Feed wakes the stream (a notification of the agent
+// was stored by this process, or by another cluster member, which relays
+// the wake-up) and every StreamPoll, in case a wake-up was lost.
 func (s *Server) notificationStream(w http.ResponseWriter, r *http.Request) error {
 	id, rec, err := s.ownAgent(r)
 	if err != nil {

@@ -75,8 +75,10 @@ func staleActivation(err error) bool {
 // through the returned member wherever they live. The member holds a store
 // lease ("cluster/member/<address>") while it serves: one that cannot renew
 // it (cut off from the database, or paused past its TTL) is fenced.
-// rejoin is called when the member must restart to rejoin.
-func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, host *host.Host, store persistence.Store, rejoin context.CancelCauseFunc, mets *prom.Metrics, log *slog.Logger) (*cluster.Member, error) {
+// rejoin is called when the member must restart to rejoin. The feed's
+// wake-ups cross members: a notification stored here wakes the streams of
+// the agent on every member, and the others' wake this process's streams.
+func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, host *host.Host, store persistence.Store, feed *agent.Feed, rejoin context.CancelCauseFunc, mets *prom.Metrics, log *slog.Logger) (*cluster.Member, error) {
 	codec := msg.NewCodec()
 	agent.RegisterWire(codec)
 	var seeds []string
@@ -101,10 +103,12 @@ func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, hos
 		Codec:           msg.NewWire(codec),
 		Log:             log.With(slog.String("component", "cluster")),
 		Observe:         mets.ClusterRequest,
+		OnNotify:        feed.Wake,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
+	feed.SetRelay(m.Notify)
 	m.SetLease(false)
 	// Exclusive: the name is this member's address, and the newest
 	// process at an address is the member (a restarted one does not wait

@@ -281,9 +281,18 @@ func TestClusterOfThreeMembers(t *testing.T) {
 	c.stopAll()
 }
 
-// rewindSchedule makes every active schedule due now, as if its interval
-// had passed, in the cluster's shared store.
+// rewindSchedule makes the one active schedule due now, as if its
+// interval had passed, in the cluster's shared store.
 func rewindSchedule(t *testing.T, dsn string) {
+	t.Helper()
+	if n := rewindClusterSchedules(t, dsn); n != 1 {
+		t.Fatalf("rewound %d schedules, want 1", n)
+	}
+}
+
+// rewindClusterSchedules makes every active schedule due now and says how many
+// it rewound.
+func rewindClusterSchedules(t *testing.T, dsn string) int {
 	t.Helper()
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, dsn, postgres.Options{})
@@ -318,7 +327,5 @@ func rewindSchedule(t *testing.T, dsn string) {
 		}
 		n++
 	}
-	if n != 1 {
-		t.Fatalf("rewound %d schedules, want 1", n)
-	}
+	return n
 }

@@ -68,6 +68,9 @@ type testCluster struct {
 	n      int
 	hp     [][]*faultproxy.Proxy
 	rp     []*faultproxy.Proxy
+	// extra are more flags for every member's veild serve (set before
+	// startAll).
+	extra []string
 
 	mu       sync.Mutex
 	members  []*member
@@ -161,6 +164,7 @@ func (c *testCluster) start(i int) (*member, error) {
 		"--cluster", "--cluster-seeds", strings.Join(seeds, ","), "--cluster-size", fmt.Sprint(c.n),
 		"--cluster-addr", memberIP(i) + ":0", "--cluster-advertise-addr", c.rp[i].Addr(),
 		"--cluster-health-addr", memberIP(i) + ":0", "--cluster-health-advertise-addr", c.hp[i][i].Addr()}
+	args = append(args, c.extra...)
 	cmd := exec.Command(veildBin, args...)
 	cmd.Env = append(os.Environ(), "VEIL_DATA="+filepath.Join(c.dir, fmt.Sprintf("m%d", i)))
 	m := &member{i: i, cmd: cmd, stdout: &lockedBuffer{}, logs: &lockedBuffer{}, exited: make(chan struct{})}

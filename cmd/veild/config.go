@@ -35,6 +35,9 @@ type config struct {
 	RateBurst       int
 	// MaxStreamsPerKey caps one API key's open streams (httpapi).
 	MaxStreamsPerKey int
+	// StreamPoll is the notification streams' fallback read of the store
+	// (httpapi.Config.StreamPoll).
+	StreamPoll time.Duration
 
 	// Slow and idle HTTP clients (httpapi.Limits; docs/api.md, "Limits").
 	BodyTimeout      time.Duration
@@ -103,6 +106,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RatePerSecond, "rate-limit", 50, "requests per second per API key (token bucket refill) for accounts without their own limit; 0 turns limits off")
 	fs.IntVar(&c.RateBurst, "rate-burst", 100, "requests an API key may make at once (token bucket size)")
 	fs.IntVar(&c.MaxStreamsPerKey, "max-streams-per-key", httpapi.DefaultMaxStreamsPerKey, "streams (the notification stream) one API key may hold open at once; more are a 429 with Retry-After; -1: no cap")
+	fs.DurationVar(&c.StreamPoll, "stream-poll", httpapi.DefaultStreamPoll, "how often a notification stream reads the store in case a wake-up was lost (a cluster member's wake-ups reach the others' streams at once)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", httpapi.DefaultLimits.BodyTimeout, "a request body must arrive within this after its headers (else 408 and the connection closes)")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", httpapi.DefaultLimits.WriteTimeout, "an ordinary reply must be written within this")
 	fs.DurationVar(&c.ChatWriteTimeout, "chat-write-timeout", httpapi.DefaultLimits.ChatWriteTimeout, "the reply of POST /agent/:id/chat (a hosted model) must be written within this")

@@ -71,6 +71,8 @@ type node struct {
 	member *cluster.Member
 	hold   chan struct{}
 	held   chan string
+	// notified receives the agent ids of the other members' Notify.
+	notified chan string
 }
 
 // slot is where the others reach member i, whatever process plays it:
@@ -135,7 +137,7 @@ func startNode(t *testing.T, name string, s slot, seeds []string) *node {
 // advertise is its own entry in seeds. rejoin is Config.Rejoin.
 func startMember(t *testing.T, name, ip string, remote *faultproxy.Proxy, healths []*faultproxy.Proxy, advertise string, seeds []string, rejoin func(string)) *node {
 	t.Helper()
-	n := &node{name: name, hold: make(chan struct{}), held: make(chan string, 16)}
+	n := &node{name: name, hold: make(chan struct{}), held: make(chan string, 16), notified: make(chan string, 64)}
 	log := quiet().With(slog.String("node", name)) // CLUSTER_TEST_LOG: whose line it is
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	n.host = host.NewHost(n.system, func(ctx context.Context, id string) (host.Agent, error) {
@@ -148,6 +150,12 @@ func startMember(t *testing.T, name, ip string, remote *faultproxy.Proxy, health
 		Seeds: seeds, HealthAddr: ip + ":0", HealthAdvertise: advertise,
 		RefreshEvery: 200 * time.Millisecond, Host: n.host, Codec: codec(), Log: log,
 		Rejoin: rejoin,
+		OnNotify: func(id string) {
+			select {
+			case n.notified <- id:
+			default:
+			}
+		},
 		OnListen: func(r, health string) {
 			remote.SetTarget(r)
 			for _, h := range healths {

@@ -120,6 +120,11 @@ type Config struct {
 	// Observe, when set, is called after every request with whether it
 	// crossed to another member, for metrics.
 	Observe func(remote bool, d time.Duration, err error)
+	// OnNotify, when set, is called with an agent's id when another
+	// member tells this one (its Notify) that the agent stored a
+	// notification: veild wakes this process's notification streams of
+	// the agent (agent.Feed's Wake). It must not block.
+	OnNotify func(agentID string)
 	// OnListen, when set, is called once the remoting and health
 	// listeners are bound, before this member talks to any other: what
 	// forwards Advertise and HealthAdvertise to them (a proxy in tests)
@@ -259,6 +264,9 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 	})
 	if _, err := system.Root.SpawnNamed(actor.PropsFromFunc(m.receive), routerName); err != nil {
 		return nil, fmt.Errorf("cluster: spawn the request router: %w", err)
+	}
+	if _, err := system.Root.SpawnNamed(actor.PropsFromFunc(m.receiveNotify), notifyName); err != nil {
+		return nil, fmt.Errorf("cluster: spawn the notification relay: %w", err)
 	}
 	// StartMember panics where it could return errors (a port in use).
 	func() {
