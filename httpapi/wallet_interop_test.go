@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 	solanago "github.com/gagliardetto/solana-go"
+	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/scanner"
@@ -24,6 +27,7 @@ import (
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/internal/npmtest"
+	"github.com/veilhq/veil/persistence"
 )
 
 // walletPay runs testdata/wallets/pay.mjs: a wallet made only of
@@ -91,9 +95,11 @@ func (e *moneyEnv) settledOnce(t *testing.T, s *scanner.Scanner, payeeID, id, tx
 // eth-url-parser and viem (ETH and USDC), Solana Pay with @solana/pay and
 // @solana/kit (SOL and USDC; the script also runs findReference and
 // validateTransfer on the payment), SEP-7 with the Stellar wallet SDK and
-// the Stellar SDK (XLM; a USDC invoice is refused at create_invoice) — and
-// the payee's scanner settles it by itself, once, with one invoice_paid and
-// one payment_received per invoice.
+// the Stellar SDK (0.5 XLM and USDC by a plain payment, the server's
+// sponsor having activated each invoice's account; withdrawing everything
+// gives the sponsor its reserves back) — and the payee's scanner settles it
+// by itself, once, with one invoice_paid and one payment_received per
+// invoice.
 func TestWalletInterop(t *testing.T) {
 	dir := npmtest.Install(t, filepath.Join("testdata", "wallets"))
 	ctx := context.Background()
@@ -137,20 +143,103 @@ func TestWalletInterop(t *testing.T) {
 	})
 
 	t.Run("stellar", func(t *testing.T) {
-		e, conn := newLedgerServer(t, chains.Stellar, 52, ledgerDevnet(t, chains.Stellar))
+		var seed [32]byte
+		seed[0] = 35
+		sp := stellar.KeySponsor(seed)
+		connect := ledgerDevnet(t, chains.Stellar)
+		e, conn := newLedgerServer(t, chains.Stellar, 52, func(st persistence.Store, signer chains.Signer) (fundedConnector, error) {
+			c, err := connect(st, signer)
+			if err != nil {
+				return nil, err
+			}
+			// The server's sponsor (the relayer): invoice addresses are
+			// activated before they are shown.
+			if _, err := c.Fund(ctx, sp.Address()); err != nil {
+				return nil, err
+			}
+			c.(*stellar.Connector).SetSponsor(sp)
+			return c, nil
+		})
 		payee := e.create(t, newEdOwner(t, "stellar"), "payee", "stellar")
 		s := e.startScanner(t)
+		sc := conn.(*stellar.Connector)
+		cfg := sc.Config()
 		w := keypair.MustRandom()
 		if _, err := conn.Fund(ctx, w.Address()); err != nil {
 			t.Fatal(err)
 		}
-		cfg := conn.(*stellar.Connector).Config()
-		inv := e.createInvoice(t, payee.ID, "create an invoice for 2 XLM for the design")
-		got := walletPay(t, dir, e.paymentURI(t, inv.ID), cfg.HorizonURL, w.Seed(), "PASSPHRASE="+cfg.NetworkPassphrase)
-		if got["operation"] != "createAccount" {
-			t.Fatalf("stellar SDK: %v", got)
+		trustAndClaim(t, sc, w)
+		sponsorBefore := xlmOf(t, sc, sp.Address())
+		// A plain-payment wallet: 0.5 XLM (below the 1 XLM a payment that
+		// creates the account needs) and USDC, which needs a trustline.
+		for i, msg := range []string{"create an invoice for 0.5 XLM for the design", "create an invoice for 5 USDC on stellar for the logo"} {
+			inv := e.createInvoice(t, payee.ID, msg)
+			got := walletPay(t, dir, e.paymentURI(t, inv.ID), cfg.HorizonURL, w.Seed(), "PASSPHRASE="+cfg.NetworkPassphrase)
+			if got["operation"] != "payment" {
+				t.Fatalf("stellar SDK: %v", got)
+			}
+			e.settledOnce(t, s, payee.ID, inv.ID, got["txHash"].(string), i+1)
 		}
-		e.settledOnce(t, s, payee.ID, inv.ID, got["txHash"].(string), 1)
-		e.steps(t, payee.ID, []step{{"create an invoice for 5 USDC on stellar for the logo", "create_invoice", "error", "no USDC trustline"}})
+		// Withdrawing everything closes both one-time accounts (the
+		// sponsor pays the fees) and gives the sponsor its reserves back.
+		e.steps(t, payee.ID, []step{{"withdraw everything to " + w.Address(), "withdraw_all", "success", ""}})
+		acc, err := sc.Client().AccountDetail(horizonclient.AccountRequest{AccountID: sp.Address()})
+		if err != nil || acc.NumSponsoring != 0 {
+			t.Fatalf("the sponsor still sponsors %d entries after the withdrawals: %v", acc.NumSponsoring, err)
+		}
+		// Fees only: activations of 3 and 4 operations, withdrawals of 1
+		// (merge) and 3 (payment, trustline removed, merge).
+		if spent := new(big.Int).Sub(sponsorBefore, xlmOf(t, sc, sp.Address())); spent.Int64() != 1100 {
+			t.Fatalf("the sponsor spent %s stroops, want 1100 (fees only)", spent)
+		}
 	})
+}
+
+// xlmOf is addr's XLM in stroops.
+func xlmOf(t *testing.T, c *stellar.Connector, addr string) *big.Int {
+	t.Helper()
+	b, err := c.Balance(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := chains.ParseAmount(b.Native, stellar.Decimals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// trustAndClaim gives the wallet w a USDC trustline and claims the USDC
+// friendbot left it as a claimable balance.
+func trustAndClaim(t *testing.T, c *stellar.Connector, w *keypair.Full) {
+	t.Helper()
+	hc := c.Client()
+	cbs, err := hc.ClaimableBalances(horizonclient.ClaimableBalanceRequest{Claimant: w.Address()})
+	if err != nil || len(cbs.Embedded.Records) == 0 {
+		t.Fatalf("friendbot's USDC: %v", err)
+	}
+	acc, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: w.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Config().Assets[0]
+	ops := []txnbuild.Operation{&txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: txnbuild.CreditAsset{Code: a.Code, Issuer: a.Issuer}}, Limit: "1000000"}}
+	for _, cb := range cbs.Embedded.Records {
+		ops = append(ops, &txnbuild.ClaimClaimableBalance{BalanceID: cb.BalanceID})
+	}
+	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{SourceAccount: &acc, IncrementSequenceNum: true, BaseFee: 100,
+		Operations: ops, Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(60)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tx, err = tx.Sign(c.Config().NetworkPassphrase, w); err != nil {
+		t.Fatal(err)
+	}
+	env, err := tx.Base64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.SubmitTransactionXDR(env); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -61,10 +61,12 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 	invoices := state.NewInvoices(st, a.id, now, a.rec.Name, a.deps.PublicURL, state.StealthAddresses(meta, rand.Reader))
 	n := &notifier{a: a}
 	dir := &namingDirectory{Directory: Directory{Store: st}}
+	ops := &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID, names: dir}
+	invoices.WithPrep(ops.prepareDestination)
 	return tools.Env{
 		Agent:     ag,
 		Now:       now,
-		Chains:    &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID, names: dir},
+		Chains:    ops,
 		Directory: dir,
 		Invoices:  invoices,
 		Schedules: originSchedules{Schedules: a.schedules(), st: st, agentID: a.id, convID: convID},
@@ -124,6 +126,33 @@ func (o *chainOps) conn(id chains.ID) (*chainactor.Ref, error) { return o.a.deps
 
 func (o *chainOps) key(id chains.ID) chains.KeyRef {
 	return chains.KeyRef{AgentID: o.agent.ID, Chain: id, Epoch: keyEpoch}
+}
+
+// PreparesDestinations: this node's connector for chain id activates an
+// invoice's one-time address before the invoice is shown
+// (chains.DestinationPreparer; Stellar with a sponsor).
+func (o *chainOps) PreparesDestinations(id chains.ID) bool {
+	c, err := o.conn(id)
+	return err == nil && c.PreparesDestinations()
+}
+
+// prepareDestination is the invoices' state.DestinationPrep: on a chain
+// that prepares destinations, the new invoice's one-time address is
+// activated (signed by its one-time key, the sponsor paying) before the
+// invoice is stored; elsewhere nothing is done (create_invoice has refused
+// what a fresh address cannot receive).
+func (o *chainOps) prepareDestination(ctx context.Context, id chains.ID, asset, address string, eph []byte) error {
+	if !o.PreparesDestinations(id) {
+		return nil
+	}
+	c, err := o.conn(id)
+	if err != nil {
+		return err
+	}
+	key := o.key(id)
+	key.EphemeralPub = eph
+	_, err = c.PrepareDestination(ctx, key, address, asset, "activate/"+o.agent.ID+"/"+address)
+	return err
 }
 
 func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, error) {

@@ -493,6 +493,27 @@ func (r *Ref) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chain
 	return as[chains.TxResult](v, err)
 }
 
+// PreparesDestinations says whether the connector prepares invoice
+// destinations (chains.DestinationPreparer, a sponsor configured).
+func (r *Ref) PreparesDestinations() bool {
+	dp, ok := r.conn().(chains.DestinationPreparer)
+	return ok && dp.PreparesDestinations()
+}
+
+// PrepareDestination runs in the sponsor's lane (every activation is a
+// transaction of the one sponsor account): chains.DestinationPreparer's
+// PrepareDestination, or chains.ErrUnavailable on a chain without it.
+func (r *Ref) PrepareDestination(ctx context.Context, key chains.KeyRef, address, asset, idempotencyKey string) (chains.TxResult, error) {
+	dp, ok := r.conn().(chains.DestinationPreparer)
+	if !ok {
+		return chains.TxResult{}, fmt.Errorf("%w: %s prepares no destinations", chains.ErrUnavailable, r.id)
+	}
+	v, err := r.do(ctx, "prepare_destination", "sponsor", func(ctx context.Context) (any, error) {
+		return dp.PrepareDestination(ctx, key, address, asset, idempotencyKey)
+	})
+	return as[chains.TxResult](v, err)
+}
+
 // RegisterName runs in the lane of ownerAddress.
 func (r *Ref) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
 	v, err := r.do(ctx, "register_name", laneOf(ownerAddress), func(ctx context.Context) (any, error) {

@@ -32,6 +32,12 @@ const (
 // its private key. StealthAddresses builds one from meta-addresses.
 type AddressGenerator func(ctx context.Context, chain chains.ID) (address string, ephemeralPub []byte, err error)
 
+// DestinationPrep prepares an invoice's fresh one-time address on chain
+// before the invoice is stored and shown (chains.DestinationPreparer: on
+// Stellar the sponsor activates the account so a plain payment reaches
+// it). An error stores nothing.
+type DestinationPrep func(ctx context.Context, chain chains.ID, asset, address string, ephemeralPub []byte) error
+
 // InvoiceRecord is an invoice as stored: the spec's Invoice plus the agent
 // it belongs to and the ephemeral key of its one-time address.
 type InvoiceRecord struct {
@@ -87,6 +93,14 @@ type Invoices struct {
 	agentName string
 	publicURL string
 	gen       AddressGenerator
+	prep      DestinationPrep
+}
+
+// WithPrep makes prep run on every new invoice's address before it is
+// stored (nil: none).
+func (s *Invoices) WithPrep(prep DestinationPrep) *Invoices {
+	s.prep = prep
+	return s
 }
 
 var _ tools.Invoices = (*Invoices)(nil)
@@ -157,6 +171,11 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	}
 	if addr == "" || strings.Contains(addr, "/") {
 		return tools.Invoice{}, fmt.Errorf("%w: generator returned address %q", ErrInvalid, addr)
+	}
+	if s.prep != nil {
+		if err := s.prep(ctx, c, asset.Symbol, addr, eph); err != nil {
+			return tools.Invoice{}, fmt.Errorf("preparing the invoice's one-time address on %s: %w", c, err)
+		}
 	}
 	id, err := randomID()
 	if err != nil {

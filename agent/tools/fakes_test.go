@@ -88,6 +88,9 @@ func addrs(t testing.TB, who string, cs ...chains.ID) map[chains.ID]string {
 type fakeChains struct {
 	mu          sync.Mutex
 	unavailable map[chains.ID]bool
+	// prepares: chains whose invoice addresses are activated before the
+	// invoice is shown (DestinationPreparer; Stellar with a sponsor).
+	prepares map[chains.ID]bool
 	// funds per chain and asset (whole units); SendStealth fails with
 	// ErrInsufficientFunds beyond them.
 	funds    map[chains.ID]map[string]*big.Rat
@@ -512,4 +515,10 @@ func (f *fixture) run(t testing.TB, tool, userText, args string) (any, error) {
 	env := *f.env
 	env.UserText = userText
 	return tl.Call(context.Background(), &env, []byte(args))
+}
+
+func (f *fakeChains) PreparesDestinations(c chains.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.prepares[c]
 }

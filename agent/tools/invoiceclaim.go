@@ -30,26 +30,35 @@ var (
 // unreachable says why amount of asset cannot reach a fresh one-time
 // address on chain c, naming the minimum ("" when it can): the one rule
 // for create_invoice (which refuses to make such an invoice) and
-// pay_invoice (which refuses to pay one another server made).
+// pay_invoice (which refuses to pay one another server made). prepared
+// says the address is activated before the invoice is shown
+// (chains.DestinationPreparer: on Stellar the server's sponsor creates the
+// account and its trustline, docs/chains-stellar.md).
 //
-//   - Stellar, a token (USDC): the one-time account does not exist and has
-//     no trustline, so no payment can reach it (op_no_destination).
-//   - Stellar, XLM below 1 XLM: the payment must create the account, which
-//     takes the minimum balance (2 base reserves of 0.5 XLM; below it,
-//     createAccount fails op_low_reserve).
+//   - Stellar, not prepared, a token (USDC): the one-time account does not
+//     exist and has no trustline, so no payment can reach it
+//     (op_no_destination); the operator enables the sponsor.
+//   - Stellar, not prepared, XLM below 1 XLM: the payment must create the
+//     account, which takes the minimum balance (2 base reserves of 0.5 XLM;
+//     below it, createAccount fails op_low_reserve).
+//   - Stellar, prepared: the account exists and trusts the asset; any
+//     amount of one unit or more is a plain payment.
 //   - Solana, SOL below 0.00089088: a new system account must be
 //     rent-exempt (890 880 lamports; below, InsufficientFundsForRent). An
 //     SPL token has no minimum beyond its smallest unit: the payer creates
 //     the address's token account and pays its rent.
 //   - EVM: none beyond the asset's smallest unit.
-func unreachable(c chains.ID, asset Asset, amount *big.Rat) string {
+func unreachable(c chains.ID, asset Asset, amount *big.Rat, prepared bool) string {
 	switch c.Family() {
 	case chains.FamilyStellar:
+		if prepared {
+			return ""
+		}
 		if asset.Symbol != "XLM" {
-			return fmt.Sprintf("a %s invoice on stellar cannot be paid: its one-time account does not exist and has no %s trustline, so no wallet's payment can reach it (op_no_destination). Invoice in XLM (at least 1 XLM) on stellar, or in %s on another chain", asset.Symbol, asset.Symbol, asset.Symbol)
+			return fmt.Sprintf("a %s invoice on stellar cannot be paid without a sponsor: its one-time account does not exist and has no %s trustline, so no wallet's payment can reach it (op_no_destination). The operator enables %s invoices on stellar by configuring the server's Stellar sponsor (%s, docs/chains-stellar.md); until then invoice in XLM (at least 1 XLM) on stellar, or in %s on another chain", asset.Symbol, asset.Symbol, asset.Symbol, SponsorSetting, asset.Symbol)
 		}
 		if amount.Cmp(stellarAccountMinimum) < 0 {
-			return "a payment to the invoice's new one-time address on stellar must create the account, which takes at least 1 XLM (the minimum balance: 2 base reserves of 0.5 XLM)"
+			return fmt.Sprintf("a payment to the invoice's new one-time address on stellar must create the account, which takes at least 1 XLM (the minimum balance: 2 base reserves of 0.5 XLM); with the server's Stellar sponsor configured (%s) any amount can be invoiced", SponsorSetting)
 		}
 	case chains.FamilySolana:
 		if asset.Symbol == "SOL" && amount.Cmp(solanaRentMinimum) < 0 {
@@ -59,27 +68,47 @@ func unreachable(c chains.ID, asset Asset, amount *big.Rat) string {
 	return ""
 }
 
+// SponsorSetting names how an operator configures the Stellar sponsor
+// (the server-wide relayer), for refusals.
+var SponsorSetting = "the Stellar relayer/sponsor account"
+
+// DestinationPreparer is optionally implemented by ChainOps: chains on
+// which an invoice's one-time address is activated before the invoice is
+// shown (chains.DestinationPreparer).
+type DestinationPreparer interface {
+	PreparesDestinations(chain chains.ID) bool
+}
+
+func preparesDestinations(env *Env, c chains.ID) bool {
+	p, ok := env.Chains.(DestinationPreparer)
+	return ok && p.PreparesDestinations(c)
+}
+
 // checkInvoiceMinimum refuses an invoice create_invoice would make that no
 // payer could pay (unreachable), with the reason and the minimum.
-func checkInvoiceMinimum(c chains.ID, asset Asset, amount chains.Amount) error {
+func checkInvoiceMinimum(env *Env, c chains.ID, asset Asset, amount chains.Amount) error {
 	v, ok := new(big.Rat).SetString(amount.String())
 	if !ok {
 		return argErr("amount %q", amount.String())
 	}
-	if why := unreachable(c, asset, v); why != "" {
+	if why := unreachable(c, asset, v, preparesDestinations(env, c)); why != "" {
 		return argErr("no invoice was created for %s %s on %s: %s", amount.String(), asset.Symbol, c, why)
 	}
 	return nil
 }
 
 // reachable refuses, before anything is sent, what cannot reach the
-// invoice's fresh address (unreachable).
+// invoice's fresh address (unreachable). On Stellar the payee's server may
+// have activated the address (its sponsor): the rule is then the
+// account's state on chain, which the connector checks before it signs
+// (a missing trustline, less than 1 XLM to an account that does not
+// exist: refused, nothing signed), so only Solana's rule applies here.
 func reachable(inv PayableInvoice, asset Asset) error {
 	amount, ok := new(big.Rat).SetString(inv.Amount)
 	if !ok {
 		return fmt.Errorf("%w: invoice %s: amount %q", ErrInvoiceNotPayable, inv.ID, clip(inv.Amount, 40))
 	}
-	if why := unreachable(inv.Chain, asset, amount); why != "" {
+	if why := unreachable(inv.Chain, asset, amount, inv.Chain.Family() == chains.FamilyStellar); why != "" {
 		return fmt.Errorf("%w: invoice %s asks for %s %s on %s, and %s; nothing was paid. Pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Amount, asset.Symbol, inv.Chain, why)
 	}
 	return nil

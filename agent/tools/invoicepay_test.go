@@ -400,9 +400,11 @@ func TestReachable(t *testing.T) {
 		asset, amount string
 		refused       string
 	}{
+		// Stellar: the payee's sponsor may have activated the address; the
+		// connector checks the account before it signs.
 		{chains.Stellar, "XLM", "1", ""},
-		{chains.Stellar, "XLM", "0.9999999", "at least 1 XLM"},
-		{chains.Stellar, "USDC", "50", "no USDC trustline"},
+		{chains.Stellar, "XLM", "0.9999999", ""},
+		{chains.Stellar, "USDC", "50", ""},
 		{chains.Solana, "SOL", "0.00089088", ""},
 		{chains.Solana, "SOL", "0.00089087", "must hold"},
 		{chains.Solana, "USDC", "0.01", ""},
@@ -426,17 +428,24 @@ func TestReachable(t *testing.T) {
 func TestCreateInvoiceMinimums(t *testing.T) {
 	for _, c := range []struct {
 		args, refused string
+		sponsor       bool
 	}{
-		{`{"amount":"1","memo":"x","asset":"XLM"}`, ""},
-		{`{"amount":"0.9999999","memo":"x","asset":"XLM"}`, "takes at least 1 XLM"},
-		{`{"amount":"0.5","memo":"x","asset":"XLM"}`, "no invoice was created for 0.5 XLM on stellar"},
-		{`{"amount":"50","memo":"x","asset":"USDC","chain":"stellar"}`, "no USDC trustline"},
-		{`{"amount":"0.00089088","memo":"x","asset":"SOL"}`, ""},
-		{`{"amount":"0.0001","memo":"x","asset":"SOL"}`, "at least 0.00089088 SOL"},
-		{`{"amount":"0.000001","memo":"x","asset":"USDC","chain":"solana"}`, ""},
-		{`{"amount":"0.000000000000000001","memo":"x","asset":"ETH"}`, ""},
+		{`{"amount":"1","memo":"x","asset":"XLM"}`, "", false},
+		{`{"amount":"0.9999999","memo":"x","asset":"XLM"}`, "takes at least 1 XLM", false},
+		{`{"amount":"0.5","memo":"x","asset":"XLM"}`, "no invoice was created for 0.5 XLM on stellar", false},
+		{`{"amount":"50","memo":"x","asset":"USDC","chain":"stellar"}`, "no USDC trustline", false},
+		{`{"amount":"50","memo":"x","asset":"USDC","chain":"stellar"}`, "configuring the server's Stellar sponsor", false},
+		// With a sponsor the address is activated before it is shown.
+		{`{"amount":"50","memo":"x","asset":"USDC","chain":"stellar"}`, "", true},
+		{`{"amount":"0.0000001","memo":"x","asset":"USDC","chain":"stellar"}`, "", true},
+		{`{"amount":"0.0000001","memo":"x","asset":"XLM"}`, "", true},
+		{`{"amount":"0.00089088","memo":"x","asset":"SOL"}`, "", false},
+		{`{"amount":"0.0001","memo":"x","asset":"SOL"}`, "at least 0.00089088 SOL", false},
+		{`{"amount":"0.000001","memo":"x","asset":"USDC","chain":"solana"}`, "", false},
+		{`{"amount":"0.000000000000000001","memo":"x","asset":"ETH"}`, "", false},
 	} {
 		f := newFixture(t)
+		f.chain.prepares = map[chains.ID]bool{chains.Stellar: c.sponsor}
 		res, err := f.run(t, "create_invoice", "", c.args)
 		if c.refused == "" {
 			if err != nil || res == nil || len(f.inv.all) != 1 {

@@ -61,7 +61,7 @@ func createInvoice() Tool {
 		if memo == "" {
 			return nil, argErr("memo is empty: say what the invoice is for")
 		}
-		if err := checkInvoiceMinimum(sp.chain, sp.asset, sp.amount); err != nil {
+		if err := checkInvoiceMinimum(env, sp.chain, sp.asset, sp.amount); err != nil {
 			return nil, err
 		}
 		// The key, not the id, carries idempotency: invoice ids are

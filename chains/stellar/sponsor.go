@@ -169,3 +169,5 @@ func withSource(ops []txnbuild.Operation, src string) []txnbuild.Operation {
 	}
 	return ops
 }
+
+var _ chains.DestinationPreparer = (*Connector)(nil)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -224,6 +225,9 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 		if err != nil {
 			return nil, fmt.Errorf("connect stellar: %w", err)
 		}
+		if !set.real[chains.Stellar] {
+			devnetSponsor(ctx, c, log)
+		}
 		return c, nil
 	}, func(c chains.Connector) console.Explorer { return console.NewStellar(c.(*stellar.Connector)) }); err != nil {
 		return nil, err
@@ -294,4 +298,27 @@ func devnetAddr(base, offset int) string {
 		return "127.0.0.1:0"
 	}
 	return fmt.Sprintf("127.0.0.1:%d", base+offset)
+}
+
+// devnetSponsorSeed is the Stellar devnet's sponsor key: a well-known key,
+// like the devnet's root, used only on a devnet.
+var devnetSponsorSeed = sha256.Sum256([]byte("veil devnet stellar sponsor"))
+
+// devnetSponsor makes a devnet's Stellar connector activate invoice
+// addresses (docs/chains-stellar.md, "Invoice destinations") with a
+// well-known sponsor account that friendbot funds once. On a real network
+// the sponsor is the server's relayer; without one, create_invoice refuses
+// what a fresh account cannot receive.
+func devnetSponsor(ctx context.Context, c *stellar.Connector, log *slog.Logger) {
+	sp := stellar.KeySponsor(devnetSponsorSeed)
+	if b, err := c.Balance(ctx, sp.Address()); err == nil && b.Native == "0" {
+		if _, err := c.Fund(ctx, sp.Address()); err != nil {
+			log.Warn("stellar devnet sponsor not funded; Stellar invoices are refused as without a sponsor", slog.String("sponsor", sp.Address()), slog.Any("err", err))
+			return
+		}
+	} else if err != nil {
+		log.Warn("stellar devnet sponsor not read; Stellar invoices are refused as without a sponsor", slog.Any("err", err))
+		return
+	}
+	c.SetSponsor(sp)
 }
