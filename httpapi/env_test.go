@@ -85,6 +85,12 @@ func (s *countedStore) Apply(ctx context.Context, ops ...persistence.Op) ([]uint
 	return s.Store.Apply(ctx, ops...)
 }
 
+// Watch forwards bbolt's watches, so that the API's key checks run as
+// they do in veild (apikey.Cache reads no epoch on bbolt).
+func (s *countedStore) Watch(ctx context.Context, table, key string) (func() uint64, error) {
+	return s.Store.(persistence.Watcher).Watch(ctx, table, key)
+}
+
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	dir := t.TempDir()
