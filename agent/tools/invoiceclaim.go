@@ -70,7 +70,7 @@ func unreachable(c chains.ID, asset Asset, amount *big.Rat, prepared bool) strin
 
 // SponsorSetting names how an operator configures the Stellar sponsor
 // (the server-wide relayer), for refusals.
-var SponsorSetting = "the Stellar relayer/sponsor account"
+var SponsorSetting = "veild --relayer stellar, docs/operations.md \"Relayers\""
 
 // DestinationPreparer is optionally implemented by ChainOps: chains on
 // which an invoice's one-time address is activated before the invoice is

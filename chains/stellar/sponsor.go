@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"math/big"
 
 	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
@@ -25,8 +26,23 @@ type Sponsor interface {
 	// Address is the sponsor's account (G…).
 	Address() string
 	// SignTransaction signs hash, the network hash of the transaction
-	// envelope (unsigned XDR) whose source the sponsor is.
-	SignTransaction(ctx context.Context, hash, envelope []byte, passphrase string) ([]byte, error)
+	// envelope (unsigned XDR) whose source the sponsor is; cost is what
+	// it costs the sponsor (a relayer signs it as its own spend).
+	SignTransaction(ctx context.Context, hash, envelope []byte, passphrase string, cost SponsorCost) ([]byte, error)
+}
+
+// SponsorCost is what one sponsored transaction costs the sponsor: the
+// fee, plus the reserves an activation locks (they come back when the
+// account is merged).
+type SponsorCost struct {
+	// Key is the transaction's idempotency key.
+	Key string
+	// Account is the one-time account sponsored or paid for.
+	Account string
+	// Stroops is the fee plus the reserves locked, in stroops.
+	Stroops int64
+	// Fee is the fee alone, in stroops.
+	Fee int64
 }
 
 type sponsorBox struct{ s Sponsor }
@@ -70,7 +86,7 @@ func KeySponsor(seed [32]byte) Sponsor {
 
 func (k keySponsor) Address() string { return k.addr }
 
-func (k keySponsor) SignTransaction(_ context.Context, hash, _ []byte, _ string) ([]byte, error) {
+func (k keySponsor) SignTransaction(_ context.Context, hash, _ []byte, _ string, _ SponsorCost) ([]byte, error) {
 	if len(hash) != 32 {
 		return nil, errors.New("stellar sponsor: a transaction hash is 32 bytes")
 	}
@@ -131,7 +147,7 @@ func (c *Connector) PrepareDestination(ctx context.Context, key chains.KeyRef, a
 		return chains.TxResult{}, fmt.Errorf("%w: %s already exists without a %s trustline", chains.ErrInvalidAddress, p, a.code)
 	}
 	it := &intent{Op: "activation", Fingerprint: fp, Source: sp.Address(), KeyRef: key,
-		Params: map[string]string{"account": p, "asset": a.key()}}
+		Params: map[string]string{"account": p, "asset": a.key(), "key": k}}
 	return c.run(ctx, k, it, build)
 }
 
@@ -171,3 +187,38 @@ func withSource(ops []txnbuild.Operation, src string) []txnbuild.Operation {
 }
 
 var _ chains.DestinationPreparer = (*Connector)(nil)
+
+// UseRelayer makes the server's Stellar relayer (chains.RelayerUser,
+// docs/operations.md "Relayers") the sponsor: its key is in the enclave,
+// and each transaction it signs is a spend of the relayer's own (native
+// XLM: the fee and the reserves an activation locks, recipient the
+// one-time account), checked by the relayer's policy.
+func (c *Connector) UseRelayer(r *chains.Relayer) {
+	if r == nil {
+		return
+	}
+	c.SetSponsor(relayerSponsor{c: c, r: r})
+}
+
+var _ chains.RelayerUser = (*Connector)(nil)
+
+type relayerSponsor struct {
+	c *Connector
+	r *chains.Relayer
+}
+
+func (s relayerSponsor) Address() string { return s.r.Address }
+
+func (s relayerSponsor) SignTransaction(ctx context.Context, hash, _ []byte, _ string, cost SponsorCost) ([]byte, error) {
+	if s.c.opts.Signer == nil {
+		return nil, errors.New("stellar: no Signer configured")
+	}
+	sig, err := s.c.opts.Signer.Sign(ctx, chains.SpendRequest(s.r.Key, hash, chains.Spend{
+		Key: "sponsor/" + cost.Key, AgentID: s.r.Key.AgentID, Chain: s.r.Chain, Asset: "XLM",
+		Amount: chains.NewAmount(big.NewInt(cost.Stroops), Decimals), Recipient: cost.Account,
+	}))
+	if err == nil {
+		s.r.Paid(big.NewInt(cost.Fee))
+	}
+	return sig, err
+}

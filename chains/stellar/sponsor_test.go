@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -211,4 +212,46 @@ func resultCodes(err error) []string {
 		return nil
 	}
 	return append([]string{rc.TransactionCode}, rc.OperationCodes...)
+}
+
+// TestRelayerSponsor: the server's relayer (its key in the enclave,
+// chains.RelayerUser) is the sponsor: it activates a USDC invoice's
+// account, a wallet's plain payment reaches it, and the withdrawal it pays
+// the fee of gives its reserves back; what it signed were its own spends.
+func TestRelayerSponsor(t *testing.T) {
+	bg := context.Background()
+	e := newEnv(t)
+	alice := e.agent("alice", false)
+	cfg := e.conn.Config()
+	hc := e.conn.Client()
+	usdc := txnbuild.CreditAsset{Code: "USDC", Issuer: cfg.Assets[0].Issuer}
+	pub, err := e.enc.DeriveKeys(bg, chains.RelayerID, chains.Stellar, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paid int64
+	e.conn.UseRelayer(&chains.Relayer{Chain: chains.Stellar, Key: chains.RelayerKey(chains.Stellar), Address: pub.Address,
+		Spent: func(v *big.Int) { paid += v.Int64() }})
+	if _, err := e.conn.Fund(bg, pub.Address); err != nil {
+		t.Fatal(err)
+	}
+	wallet := keypair.MustRandom()
+	if _, err := e.conn.Fund(bg, wallet.Address()); err != nil {
+		t.Fatal(err)
+	}
+	claimFriendbotUSDC(t, e, wallet, usdc)
+	before := bal(t, e.conn, pub.Address).Native
+	p, ref := oneTime(t, alice)
+	if _, err := e.conn.PrepareDestination(bg, ref, p, "USDC", "act-r"); err != nil {
+		t.Fatalf("activation by the relayer: %v", err)
+	}
+	if err := walletPay(t, hc, cfg.NetworkPassphrase, wallet, p, "3", usdc); err != nil {
+		t.Fatalf("plain payment: %v", err)
+	}
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: p, To: wallet.Address(), Asset: "USDC", All: true, IdempotencyKey: "w-r"}); err != nil {
+		t.Fatalf("withdraw: %v", err)
+	}
+	if got := sub(before, bal(t, e.conn, pub.Address).Native); got != "0.00007" || paid != 700 {
+		t.Fatalf("the relayer spent %s XLM (reported %d stroops), want fees only (0.00007)", got, paid)
+	}
 }

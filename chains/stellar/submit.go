@@ -175,7 +175,18 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 		return attempt{}, fmt.Errorf("stellar: key %s/%s/%d: %w", it.KeyRef.AgentID, it.KeyRef.Chain, it.KeyRef.Epoch, err)
 	}
 	if sponsored {
-		ssig, err := c.sponsor().SignTransaction(ctx, hash[:], unsigned, c.cfg.NetworkPassphrase)
+		cost := SponsorCost{Key: it.Params["key"], Account: keyAccount, Fee: BaseFee * int64(len(ops))}
+		if it.Spend != nil {
+			cost.Key = it.Spend.Key
+		}
+		cost.Stroops = cost.Fee
+		if it.Op == "activation" {
+			cost.Stroops += 2 * BaseReserve
+			if it.Params["asset"] != "native" {
+				cost.Stroops += BaseReserve
+			}
+		}
+		ssig, err := c.sponsor().SignTransaction(ctx, hash[:], unsigned, c.cfg.NetworkPassphrase, cost)
 		if err != nil {
 			return attempt{}, fmt.Errorf("stellar: sponsor sign: %w", err)
 		}
