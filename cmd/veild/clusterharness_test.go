@@ -77,6 +77,9 @@ type testCluster struct {
 	dead     []bool // killed by the test: not restarted, not routed to
 	stopping bool
 	rejoins  int // restarts after exit 75
+	// bins[i], when set, is the veild binary member i runs (the rolling
+	// upgrade test mixes releases); veildBin otherwise.
+	bins []string
 }
 
 func memberIP(i int) string { return fmt.Sprintf("127.0.0.%d", 11+i) }
@@ -165,7 +168,13 @@ func (c *testCluster) start(i int) (*member, error) {
 		"--cluster-addr", memberIP(i) + ":0", "--cluster-advertise-addr", c.rp[i].Addr(),
 		"--cluster-health-addr", memberIP(i) + ":0", "--cluster-health-advertise-addr", c.hp[i][i].Addr()}
 	args = append(args, c.extra...)
-	cmd := exec.Command(veildBin, args...)
+	bin := veildBin
+	c.mu.Lock()
+	if i < len(c.bins) && c.bins[i] != "" {
+		bin = c.bins[i]
+	}
+	c.mu.Unlock()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "VEIL_DATA="+filepath.Join(c.dir, fmt.Sprintf("m%d", i)))
 	m := &member{i: i, cmd: cmd, stdout: &lockedBuffer{}, logs: &lockedBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout = m.stdout
@@ -237,7 +246,13 @@ func (c *testCluster) start(i int) (*member, error) {
 	case <-ready:
 		// The bootstrap key and "Serving the API" reach stdout before the
 		// serving log line, but through another pipe: wait for them.
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(m.stdout.String(), "Serving the API on") && time.Now().Before(deadline); {
+		printed := func() bool { return strings.Contains(m.stdout.String(), "Serving the API on") }
+		if bin != veildBin {
+			// An earlier release (the upgrade test) prints only the
+			// key, and only the first member of a fresh store does.
+			printed = func() bool { return i != 0 || keyRE.MatchString(m.stdout.String()) }
+		}
+		for deadline := time.Now().Add(30 * time.Second); !printed() && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond) // polling a condition, not timing it
 		}
 	case <-m.exited:
