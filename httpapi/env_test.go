@@ -28,6 +28,7 @@ import (
 	"github.com/veilhq/veil/enclave/software"
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
+	"github.com/veilhq/veil/internal/faultproxy"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/host"
@@ -44,6 +45,8 @@ type env struct {
 	api   *httpapi.Server
 	rpc   string // the ethereum devnet's JSON-RPC URL, with evm
 	snaps *agent.Snapshots
+	// proxy stands between the connector and the devnet, with evmFaults.
+	proxy *faultproxy.HTTP
 }
 
 type envOptions struct {
@@ -53,6 +56,10 @@ type envOptions struct {
 	models llm.Config
 	// evm runs an ethereum devnet with its chain actor.
 	evm bool
+	// evmFaults (with evm) puts a faultproxy.HTTP between the connector
+	// and the devnet, and relays the connector's settlements to the
+	// agents as veild does (cmd/veild settleReceiver).
+	evmFaults bool
 	// failpoint is the agent actors' failpoint hook.
 	failpoint func(string) error
 	// rates is the per-key rate limit (zero: off in tests, so that load
@@ -121,8 +128,10 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	var chainSet agent.ChainSet = agent.NoChains{}
 	rpc := ""
+	var proxy *faultproxy.HTTP
+	settled := &chains.SettlementRelay{}
 	if opts.evm {
-		chainSet, rpc = startEVM(t, system, st, signer, quiet)
+		chainSet, rpc, proxy = startEVM(t, system, st, signer, quiet, opts.evmFaults, settled.Deliver)
 	}
 	feed := agent.NewFeed()
 	snaps := agent.NewSnapshots()
@@ -136,6 +145,15 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
+	settled.Set(func(ctx context.Context, x chains.Settlement) error {
+		if x.AgentID == "" {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := host.Request(ctx, x.AgentID, &agent.PaymentSettled{Settlement: x})
+		return err
+	})
 	api := httpapi.New(httpapi.Config{Store: st, Agents: snaps.Reads(wire(host)), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, MaxStreamsPerKey: opts.maxStreams, Now: opts.now,
 		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate, Limits: opts.limits})
 	srv := httptest.NewServer(api)
@@ -149,7 +167,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		system.Shutdown()
 		_ = st.Close()
 	})
-	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: rpc, snaps: snaps}
+	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: rpc, snaps: snaps, proxy: proxy}
 }
 
 // newKey issues a key for another account.
@@ -247,7 +265,10 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // startEVM runs an in-memory ethereum devnet and its chain actor: the chat
 // tools reach a real chain over JSON-RPC.
-func startEVM(t testing.TB, system *actor.ActorSystem, st persistence.Store, signer chains.Signer, log *slog.Logger) (agent.ChainSet, string) {
+// With faults, the connector reaches the devnet through a faultproxy (the
+// third answer) and reports its settlements to onSettled.
+func startEVM(t testing.TB, system *actor.ActorSystem, st persistence.Store, signer chains.Signer, log *slog.Logger,
+	faults bool, onSettled chains.SettlementFunc) (agent.ChainSet, string, *faultproxy.HTTP) {
 	t.Helper()
 	ctx := context.Background()
 	d, err := devnet.StartEVM(ctx, devnet.EVMOptions{Chains: []chains.ID{chains.Ethereum}, Log: log})
@@ -256,7 +277,18 @@ func startEVM(t testing.TB, system *actor.ActorSystem, st persistence.Store, sig
 	}
 	t.Cleanup(func() { _ = d.Close() })
 	cfg, _ := d.Config(chains.Ethereum)
-	conn, err := evm.New(ctx, cfg, evm.Options{Store: st, Signer: signer, Log: log})
+	rpc := cfg.RPCURL
+	var proxy *faultproxy.HTTP
+	o := evm.Options{Store: st, Signer: signer, Log: log}
+	if faults {
+		if proxy, err = faultproxy.NewHTTP(cfg.RPCURL); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(proxy.Close)
+		cfg.RPCURL = proxy.URL()
+		o.OnSettled = onSettled
+	}
+	conn, err := evm.New(ctx, cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +297,7 @@ func startEVM(t testing.TB, system *actor.ActorSystem, st persistence.Store, sig
 		t.Fatal(err)
 	}
 	t.Cleanup(ref.Stop)
-	return agent.ChainMap{chains.Ethereum: ref}, cfg.RPCURL
+	return agent.ChainMap{chains.Ethereum: ref}, rpc, proxy
 }
 
 // waitMined waits until the devnet has mined txHash: a payment the chat
