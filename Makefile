@@ -11,7 +11,7 @@ NORACE_PKGS := github.com/veilhq/veil/runtime/cluster
 # proxy (and caches it), so every machine lints with the same checks.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build release test test-deps test-race test-norace test-ts lint fmt bench clean console-shots
+.PHONY: run build release test test-deps test-race test-norace test-ts lint fmt bench bench-heal clean console-shots
 
 run: build
 	$(BIN)/veild serve
@@ -99,6 +99,13 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./persistence/postgres/ ./actors/chain/ ./chains/stellar/ ./chains/solana/ ./actors/reminder/
 	$(GO) test -run '^$$' -bench Scanner -benchtime 2x -count 1 -timeout 30m ./actors/scanner/
 	$(GO) test -run '^$$' -bench 'Agent|Chat' -benchtime 3000x -count 1 ./httpapi/
+
+# bench-heal measures the cluster's heal after pauses and partitions
+# (docs/cluster.md, "Healing: the bound and its parts"): HEAL_RUNS rounds of
+# a 3 s SIGSTOP, a 10 s SIGSTOP and a 10 s partition; p50/p99/max per fault.
+HEAL_RUNS ?= 20
+bench-heal:
+	VEIL_HEAL_RUNS=$(HEAL_RUNS) $(GO) test -count=1 -timeout 120m -v -run '^TestHealTimes$$' ./cmd/veild
 
 clean:
 	rm -rf $(BIN) $(DIST)

@@ -46,6 +46,13 @@ func checkCluster(cfg config) error {
 // again; docs/cluster.md.
 const exitRejoin = 75
 
+// rejoinGrace bounds the drain of a member that restarts to rejoin
+// (--shutdown-grace, if shorter, bounds it too): a step of the heal's
+// bound (docs/cluster.md). Its clients' requests in flight then end as
+// when a member dies: a retriable failure, and the forwarded request
+// finishes on its owner (chat's Idempotency-Key gets its answer there).
+const rejoinGrace = 3 * time.Second
+
 // errRejoin is the cause of a shutdown to rejoin the cluster.
 var errRejoin = errors.New("left the cluster to rejoin it with a fresh identity: start veild again (a supervisor does)")
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -184,11 +183,13 @@ func (l *clusterLoad) finish() {
 // without an Idempotency-Key never twice, and no request ran after its caller
 // had been told it failed.
 //
-// By default it runs one 3 s SIGSTOP and one partition (about 2 minutes on
-// a loaded 2-core machine); VEIL_PARTITION_TEST=1 runs the long version of
-// the issue: SIGSTOP for 3 s and for 10 s, and a 10 s partition.
-// Nothing here asserts a duration: every wait is for a condition, with a
-// deadline generous enough for a loaded machine; the times are figures.
+// It runs the faults of issues 25 and 37: SIGSTOP for 3 s and, of another
+// member, for 10 s, and a 10 s partition (about 2-3 minutes on a loaded
+// 2-core machine). Nothing here asserts a duration to the second: every
+// wait is for a condition, with a deadline (healDeadline) many times the
+// documented bound of a heal, so only a heal that does not come, or comes
+// an order of magnitude late, fails it; the times are figures, with where
+// they went (healPhases).
 func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a devnet and three veild members for minutes")
@@ -198,12 +199,8 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 		payer  int // the fault stops the member that owns this payer
 		length time.Duration
 	}
-	pauses := []pauseFault{{"SIGSTOP 3s", 0, 3 * time.Second}}
-	cutFor := 5 * time.Second
-	if os.Getenv("VEIL_PARTITION_TEST") != "" {
-		pauses = append(pauses, pauseFault{"SIGSTOP 10s", 1, 10 * time.Second})
-		cutFor = 10 * time.Second
-	}
+	pauses := []pauseFault{{"SIGSTOP 3s", 0, 3 * time.Second}, {"SIGSTOP 10s", 1, 10 * time.Second}}
+	cutFor := 10 * time.Second
 	c := newTestCluster(t, 3)
 	c.startAll()
 	var payees []payee
@@ -243,11 +240,12 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 		// not an assertion on timing.
 		time.Sleep(f.length)
 		c.signal(member, syscall.SIGCONT)
-		heal, err := c.waitHealed(all, 180*time.Second)
+		resumed := time.Now()
+		heal, err := c.waitHealed(all, healDeadline)
 		if err != nil {
 			t.Fatalf("%s of member %d: %v", f.name, member, err)
 		}
-		figures = append(figures, figure{fault: f.name, heal: heal})
+		figures = append(figures, figure{fault: f.name, heal: heal, note: formatPhases(c.healPhases(resumed, resumed.Add(heal)), heal)})
 		t.Logf("%s of member %d: healed %v after SIGCONT", f.name, member, heal)
 		load.waitAcks(before + 6) // the load goes on after the fault
 	}
@@ -283,13 +281,14 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	}
 	cut := time.Since(cutAt)
 	c.heal()
-	heal, err := c.waitHealed(all, 180*time.Second)
+	healedCut := time.Now()
+	heal, err := c.waitHealed(all, healDeadline)
 	if err != nil {
 		t.Fatalf("partition of member 0: %v", err)
 	}
 	name := fmt.Sprintf("partition {0} | {1,2}, %v", cut.Round(time.Second))
 	figures = append(figures, figure{fault: name, heal: heal,
-		note: fmt.Sprintf("minority answered %d requests, refused %d (503), %d timed out", answered, refused, failed)})
+		note: fmt.Sprintf("minority answered %d requests, refused %d (503), %d timed out; %s", answered, refused, failed, formatPhases(c.healPhases(healedCut, healedCut.Add(heal)), heal))})
 	t.Logf("%s: healed %v after the cut healed; the minority side answered %d status requests (before it noticed), refused %d with 503, %d other; first refusal %s", name, heal, answered, refused, failed, firstRefusal)
 	load.waitAcks(before + 6)
 	load.finish()

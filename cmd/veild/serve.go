@@ -232,14 +232,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// Drain: new requests get 503, in-flight ones finish, then the actors
 	// stop, and only then (deferred) does the store close.
-	log.Info("shutting down: draining in-flight requests", slog.Duration("grace", cfg.ShutdownGrace))
+	grace := cfg.ShutdownGrace
+	if errors.Is(context.Cause(ctx), errRejoin) {
+		// A member restarting to rejoin is fenced: it runs no agent, and
+		// what it drains are requests it forwarded to the others, which
+		// finish there whatever happens here. Its restart is a step of
+		// the cluster's heal, bounded (docs/cluster.md).
+		grace = min(grace, rejoinGrace)
+	}
+	log.Info("shutting down: draining in-flight requests", slog.Duration("grace", grace))
 	api.BeginShutdown()
 	if member != nil {
 		// Out of the topology first: the others stop routing here while
 		// the requests already here finish.
 		member.Leave()
 	}
-	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(graceCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("http shutdown incomplete", slog.Any("err", err))
