@@ -278,6 +278,10 @@ type Invoice struct {
 	PayTo       string    `json:"payTo,omitempty"`
 	// ExpiresAt is when the invoice stops accepting payment (nil: never).
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// CancelledAt is when its agent cancelled it (cancel_invoice); a
+	// cancelled invoice expired at that moment (ExpiresAt) and can no
+	// longer be paid.
+	CancelledAt *time.Time `json:"cancelledAt,omitempty"`
 }
 
 // Notification types named by the spec and DESIGN.md.

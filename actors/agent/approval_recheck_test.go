@@ -19,9 +19,34 @@ import (
 )
 
 // An approved invoice payment looks at the invoice again when it runs: an
-// invoice paid meanwhile ends the approval failed with the reason, and
-// nothing is paid (issue 32 item 5).
+// invoice paid meanwhile (issue 32 item 5), or cancelled by its issuer
+// with cancel_invoice (issue 33), ends the approval failed with the
+// reason, and nothing is paid.
 func TestApprovedInvoicePaymentRechecksTheInvoice(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		meanwhile  func(t *testing.T, env *moneytest.Env, bob *agent.Record, invoiceID string)
+	}{
+		{"paid", "already paid", func(t *testing.T, env *moneytest.Env, bob *agent.Record, invoiceID string) {
+			if _, _, err := state.NewInvoices(env.Store, bob.ID, env.Clock.Now, "bob", "http://veil.test", nil).MarkPaid(context.Background(), invoiceID, "0xpaid"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"cancelled", "expired", func(t *testing.T, env *moneytest.Env, bob *agent.Record, invoiceID string) {
+			v, err := env.Host.Request(context.Background(), bob.ID, &agent.CallTool{AccountID: moneytest.Account, Tool: "cancel_invoice", Arguments: `{"invoice_id":"` + invoiceID + `"}`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc := v.(*agent.ToolCall); tc.Status != "success" || !strings.Contains(tc.Detail, "cancelledAt") {
+				t.Fatalf("cancel_invoice: %+v", tc)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { approvedInvoiceRecheck(t, tc.want, tc.meanwhile) })
+	}
+}
+
+func approvedInvoiceRecheck(t *testing.T, want string, meanwhile func(t *testing.T, env *moneytest.Env, bob *agent.Record, invoiceID string)) {
 	ctx := context.Background()
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
 	key, err := crypto.GenerateKey()
@@ -70,10 +95,8 @@ func TestApprovedInvoicePaymentRechecksTheInvoice(t *testing.T) {
 	if len(held) != 1 {
 		t.Fatalf("held: %+v", held)
 	}
-	// Meanwhile the invoice is paid another way.
-	if _, _, err := state.NewInvoices(env.Store, bob.ID, env.Clock.Now, "bob", "http://veil.test", nil).MarkPaid(ctx, inv.ID, "0xpaid"); err != nil {
-		t.Fatal(err)
-	}
+	// Meanwhile the invoice is paid another way, or cancelled.
+	meanwhile(t, env, bob, inv.ID)
 	am := walletsig.ApprovalMessage(held[0].ID, alice.ID, wallet, false, env.Clock.Now())
 	v, err = env.Host.Request(ctx, alice.ID, &agent.DecideApproval{AccountID: moneytest.Account, ApprovalID: held[0].ID, Decision: "approve",
 		Message: am, Signature: walletsig.SignEVM(key, am)})
@@ -81,7 +104,7 @@ func TestApprovedInvoicePaymentRechecksTheInvoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := v.(*agent.ApprovalDecision)
-	if d.TxHash != "" || !strings.Contains(d.Error, "already paid") {
+	if d.TxHash != "" || !strings.Contains(d.Error, want) {
 		t.Fatalf("decision %+v: want failed with the reason, nothing paid", d)
 	}
 	page, err := state.NewOutgoing(env.Store, alice.ID, nil).List(ctx, state.PaymentFilter{})

@@ -1,7 +1,7 @@
 package tools
 
-// All returns the 19 tools: DESIGN.md's 17 in its order, then pay_invoice
-// and fetch_paid.
+// All returns the 21 tools: DESIGN.md's 17 in its order, then pay_invoice,
+// fetch_paid, payment_history and cancel_invoice.
 // Each call builds fresh values; callers may keep and share the slice.
 func All() []Tool {
 	return []Tool{
@@ -25,6 +25,10 @@ func All() []Tool {
 		// Added after DESIGN.md's 17 (issue 19).
 		payInvoice(),
 		fetchPaid(),
+		// Added for questions about what was paid, and to withdraw an
+		// invoice (issue 33).
+		paymentHistory(),
+		cancelInvoice(),
 	}
 }
 

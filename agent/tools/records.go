@@ -89,22 +89,51 @@ type InvoiceList struct {
 	Count   int `json:"count"`
 	Pending int `json:"pending"`
 	Paid    int `json:"paid"`
+	// Status echoes the call's status filter ("" for none): Invoices then
+	// holds only those; the counts are of every invoice.
+	Status string `json:"status,omitempty"`
 	// Invoices are the newest ones, at most 20.
 	Invoices []Invoice `json:"invoices"`
+}
+
+// invoiceStatuses are check_invoices's filters: open (unpaid and can
+// still be paid), paid, expired (unpaid, past its expiry, or cancelled),
+// cancelled.
+var invoiceStatuses = []string{"open", "paid", "expired", "cancelled"}
+
+var checkInvoicesSpec = spec{
+	{name: "status", enum: invoiceStatuses, desc: "Only invoices that are open (unpaid and can still be paid), paid, expired (unpaid and past their expiry, cancelled ones included) or cancelled. Omit for all."},
+}
+
+// invoiceIn says whether inv is in the check_invoices status filter.
+func invoiceIn(inv Invoice, status string, now time.Time) bool {
+	switch status {
+	case "open":
+		return inv.Status == "pending" && !inv.Expired(now)
+	case "paid":
+		return inv.Status == "paid"
+	case "expired":
+		return inv.Status != "paid" && inv.Expired(now)
+	case "cancelled":
+		return inv.CancelledAt != nil
+	}
+	return true
 }
 
 func checkInvoices() Tool {
 	return withArgs(Tool{
 		Name:        "check_invoices",
-		Description: "List this agent's invoices (newest first, at most 20) with how many are pending and paid.",
+		Description: "List this agent's invoices (newest first, at most 20) with how many are pending and paid; status narrows the list (e.g. open: \"which invoices are unpaid?\").",
 		needs:       []service{invoiceStore},
-	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
+	}, checkInvoicesSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
 		all, err := env.Invoices.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing invoices: %w", err)
 		}
 		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
-		res := &InvoiceList{Count: len(all), Invoices: []Invoice{}}
+		res := &InvoiceList{Count: len(all), Status: a.str("status"), Invoices: []Invoice{}}
+		now := env.now()
+		kept := all[:0:0]
 		for _, inv := range all {
 			switch inv.Status {
 			case "paid":
@@ -112,7 +141,11 @@ func checkInvoices() Tool {
 			case "pending":
 				res.Pending++
 			}
+			if invoiceIn(inv, res.Status, now) {
+				kept = append(kept, inv)
+			}
 		}
+		all = kept
 		if len(all) > maxListed {
 			all = all[:maxListed]
 		}

@@ -1,4 +1,4 @@
-// Package tools holds the agent's 18 tools as plain functions over small
+// Package tools holds the agent's tools (docs/tools.md) as plain functions over small
 // interfaces: no actor code, no HTTP. The agent actor's chat loop offers
 // them to the model (Name, Description, Parameters) and runs the calls the
 // model makes with Run.

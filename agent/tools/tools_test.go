@@ -16,12 +16,13 @@ var designOrder = []string{
 	"send_payment", "pay_agent", "scan_payments", "get_balance", "create_invoice", "check_invoices",
 	"resolve_name", "register_name", "get_agent_info", "withdraw", "withdraw_all", "privacy_check",
 	"fund_wallet", "schedule_payment", "list_schedules", "manage_schedule", "save_memory", "pay_invoice", "fetch_paid",
+	"payment_history", "cancel_invoice",
 }
 
 func TestAllToolsAndSchemas(t *testing.T) {
 	all := All()
-	if len(all) != 19 {
-		t.Fatalf("%d tools, want 19", len(all))
+	if len(all) != 21 {
+		t.Fatalf("%d tools, want 21", len(all))
 	}
 	payment := map[string]bool{"send_payment": true, "pay_agent": true, "withdraw": true, "withdraw_all": true, "pay_invoice": true, "fetch_paid": true}
 	for i, tl := range all {
