@@ -82,6 +82,10 @@ func describe(r result) string {
 			s += " Share this payment link with the payer: " + link
 		}
 		return s
+	case "payment_history":
+		return describeHistory(r, d)
+	case "cancel_invoice":
+		return describeCancelledInvoice(d)
 	case "check_invoices":
 		items := list(r.detail, "invoices")
 		if len(items) == 0 {
@@ -219,6 +223,7 @@ func describeError(r result) string {
 		"fund_wallet": "fund your wallet", "schedule_payment": "set up the scheduled payment",
 		"list_schedules": "list your schedules", "manage_schedule": argStr(r, "action") + " " + scheduleRef(r),
 		"save_memory": "save that memory", "pay_invoice": "pay invoice " + argStr(r, "invoice"),
+		"payment_history": "read your payment records", "cancel_invoice": "cancel that invoice",
 	}[r.name]
 	if what == "" {
 		what = "run " + orDefault(r.name, "that tool")

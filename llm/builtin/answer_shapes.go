@@ -301,7 +301,11 @@ func invoiceLine(v any) string {
 	if memo := str(m, "memo"); memo != "" {
 		s += " for “" + memo + "”"
 	}
-	s += ": " + orDefault(str(m, "status"), "pending")
+	status := orDefault(str(m, "status"), "pending")
+	if str(m, "cancelledAt") != "" && status != "paid" {
+		return s + ": cancelled"
+	}
+	s += ": " + status
 	if strings.EqualFold(str(m, "status"), "paid") {
 		if tx := str(m, "txHash"); tx != "" {
 			s += " (tx " + tx + ")"

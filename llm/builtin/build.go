@@ -91,6 +91,10 @@ func build(kind string, c clause, inherit map[string]any, now time.Time) []actio
 		return []action{buildPayInvoice(c)}
 	case "fetchpaid":
 		return []action{buildFetchPaid(c)}
+	case "history":
+		return []action{buildHistory(c, now)}
+	case "cancelinvoice":
+		return []action{buildCancelInvoice(c)}
 	}
 	return []action{ask("unknown", unknownText)}
 }

@@ -20,6 +20,10 @@ func detect(c clause) string {
 		return "thanks"
 	case fetchPaidish(c):
 		return "fetchpaid"
+	case cancelInvoiceish(c):
+		// "cancel the invoice for 5 usdc", "cancel invoice 3f2a9c1e"
+		// (history.go): never a new invoice, never a payment.
+		return "cancelinvoice"
 	case payInvoiceish(c):
 		return "payinvoice"
 	case manageVerb(c) != "" && (scheduleNoun(c) || scheduleID(c) != "" || c.has("paying", "subscription") ||
@@ -38,6 +42,10 @@ func detect(c clause) string {
 		return "schedule"
 	case scheduleNoun(c):
 		return "list_schedules"
+	case historyish(c):
+		// What the agent paid (history.go): "did the payment to bob go
+		// through?", "what did I pay last week?".
+		return "history"
 	case c.has("withdraw", "withdrawal", "withdrawing", "sweep", "cashout", "offramp", "off-ramp") || c.seq("cash", "out") >= 0 ||
 		c.seq("cash", "me", "out") >= 0 || c.seq("take", "out") >= 0 || c.seq("pull", "out") >= 0 || cashOutToAddress(c):
 		return "withdraw"

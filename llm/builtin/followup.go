@@ -102,15 +102,22 @@ func followUp(user string, acts []action, st *convState, now time.Time) ([]actio
 	}
 	if st.Last != nil {
 		last := st.Last
+		if a, ok := historyFollowUp(msg, acts, st); ok {
+			return []action{a}, true
+		}
 		switch {
-		case reUndo.MatchString(msg):
+		case reUndo.MatchString(strings.ReplaceAll(msg, ",", "")) || last.Tool == "create_invoice" && asksWhichInvoice(acts):
 			switch last.Tool {
 			case "schedule_payment":
 				if last.ID != "" {
 					return []action{call("manage", "manage_schedule", map[string]any{"schedule_id": last.ID, "action": "cancel"})}, true
 				}
 			case "create_invoice":
-				return []action{ask("undo", "I can't cancel an invoice from chat: it stays open until it's paid or it expires. Nobody has been charged; simply don't share its payment link.")}, true
+				// The invoice just created: cancel_invoice refuses it if it
+				// was paid meanwhile.
+				if last.ID != "" {
+					return []action{call("cancelinvoice", "cancel_invoice", map[string]any{"invoice_id": last.ID})}, true
+				}
 			case "send_payment", "pay_agent", "pay_invoice", "withdraw", "withdraw_all", "fetch_paid":
 				return []action{ask("undo", "That payment has already gone out, and payments on chain can't be undone. If it went to the wrong place, ask the recipient to send it back.")}, true
 			}
@@ -191,6 +198,39 @@ func changePending(msg string, st *convState) (action, bool) {
 }
 
 func onlySmallTalkOrAsk(acts []action) bool { return !hasCall(acts) }
+
+// asksWhichInvoice: the message asked to cancel an invoice without
+// naming one ("cancel that invoice", "void the invoice I just made").
+func asksWhichInvoice(acts []action) bool {
+	return len(acts) > 0 && !hasCall(acts) && acts[len(acts)-1].kind == "cancelinvoice"
+}
+
+// reHistoryMore is a follow-up to a history answer: "what about carol?",
+// "and on base?", "how about to dave".
+var reHistoryMore = regexp.MustCompile(`^(?:and|what about|how about|and what about|now|same for|and for)(?: to| for| on| in| with)? ([a-z0-9][a-z0-9_.-]*)(?: too| then| please)?$`)
+
+// historyFollowUp asks payment_history again with another recipient or
+// chain, keeping the rest of the last question.
+func historyFollowUp(msg string, acts []action, st *convState) (action, bool) {
+	if st.Last == nil || st.Last.Tool != "payment_history" || hasCall(acts) {
+		return action{}, false
+	}
+	m := reHistoryMore.FindStringSubmatch(msg)
+	if m == nil {
+		return action{}, false
+	}
+	args := copyArgs(st.Last.Args)
+	if ch, ok := chainNames[m[1]]; ok {
+		args["chain"] = ch
+		return call("history", "payment_history", args), true
+	}
+	if who, ok := recipientOf(tok{raw: m[1], low: m[1]}); ok {
+		args["recipient"] = who
+		delete(args, "status")
+		return call("history", "payment_history", args), true
+	}
+	return action{}, false
+}
 
 func copyArgs(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m)+1)

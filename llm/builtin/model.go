@@ -1,5 +1,5 @@
 // Package builtin is Veil's offline model: a deterministic llms.Model that
-// turns plain-English requests into calls of the agent's 18 tools and
+// turns plain-English requests into calls of the agent's tools and
 // writes the answer from the tools' results. It is the hosted default when
 // no model endpoint is configured, so every path through the chat loop
 // runs offline, and its answers are meant to read well.
@@ -43,13 +43,13 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// ToolNames are the 19 tools the planner knows: DESIGN.md's 17, then
-// pay_invoice and fetch_paid.
+// ToolNames are the 21 tools the planner knows: DESIGN.md's 17, then
+// pay_invoice, fetch_paid, payment_history and cancel_invoice.
 var ToolNames = []string{
 	"send_payment", "pay_agent", "scan_payments", "get_balance", "create_invoice",
 	"check_invoices", "resolve_name", "register_name", "get_agent_info", "withdraw",
 	"withdraw_all", "privacy_check", "fund_wallet", "schedule_payment", "list_schedules",
-	"manage_schedule", "save_memory", "pay_invoice", "fetch_paid",
+	"manage_schedule", "save_memory", "pay_invoice", "fetch_paid", "payment_history", "cancel_invoice",
 }
 
 // Model is the builtin planner. It is safe for concurrent use.
@@ -225,6 +225,7 @@ var toolVerb = map[string]string{
 	"withdraw": "withdraw funds", "withdraw_all": "withdraw funds", "privacy_check": "run a privacy check",
 	"fund_wallet": "fund your wallet", "schedule_payment": "schedule payments", "list_schedules": "list schedules",
 	"manage_schedule": "change schedules", "save_memory": "remember things",
+	"payment_history": "look up your payments", "cancel_invoice": "cancel invoices",
 }
 
 // callBase derives tool call ids from the user's message and its position.

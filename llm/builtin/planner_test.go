@@ -131,6 +131,8 @@ var planCases = []struct {
 	{in: "create an invoice for 50 ZEN", calls: []wantCall{c("create_invoice", `{"amount":"50","asset":"ZEN","memo":"Payment request"}`)}},
 	{in: "show my invoices", calls: []wantCall{c("check_invoices", `{}`)}},
 	{in: "has my invoice been paid?", calls: []wantCall{c("check_invoices", `{}`)}},
+	{in: "did my payment to bob go through", calls: []wantCall{c("payment_history", `{"recipient":"bob"}`)}},
+	{in: "cancel the invoice for 25 usdc", calls: []wantCall{c("cancel_invoice", `{"amount":"25","asset":"USDC"}`)}},
 	// names and identity
 	{in: "who is bob.veil", calls: []wantCall{c("resolve_name", `{"name":"bob.veil"}`)}},
 	{in: "look up carol", calls: []wantCall{c("resolve_name", `{"name":"carol"}`)}},
@@ -264,8 +266,8 @@ func TestPlannerCoversEveryTool(t *testing.T) {
 			t.Errorf("no planner case calls %s", n)
 		}
 	}
-	if len(ToolNames) != 19 {
-		t.Errorf("%d tool names, want 19", len(ToolNames))
+	if len(ToolNames) != 21 {
+		t.Errorf("%d tool names, want 21", len(ToolNames))
 	}
 }
 
