@@ -131,6 +131,33 @@ func (c *Client) Deny(ctx context.Context, id, approvalID string, s Signer, opts
 type PolicyPreview struct {
 	Hash    string `json:"hash"`
 	Message string `json:"message"`
+	// InvoiceRule says how invoices meet the allowlist: by their issuer,
+	// not their one-time address.
+	InvoiceRule string `json:"invoiceRule,omitempty"`
+	// InvoiceCheck answers PreviewPolicyForInvoice.
+	InvoiceCheck *InvoiceCheck `json:"invoiceCheck,omitempty"`
+}
+
+// InvoiceCheck is the preview's answer for one invoice of the server:
+// the issuer it was checked by and whether a payment of it would pass.
+type InvoiceCheck struct {
+	InvoiceID string `json:"invoiceId"`
+	Issuer    string `json:"issuer"`
+	Chain     string `json:"chain"`
+	PayTo     string `json:"payTo"`
+	Asset     string `json:"asset"`
+	Amount    string `json:"amount"`
+	CheckedBy string `json:"checkedBy"`
+	Allowed   bool   `json:"allowed"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// PreviewPolicyForInvoice is PreviewPolicy that also checks a payment of
+// invoice (an id or payment link of the server) against policy, as the
+// server would: by the invoice's issuer, not its one-time address.
+func (c *Client) PreviewPolicyForInvoice(ctx context.Context, id string, policy any, invoice string, opts ...CallOption) (*PolicyPreview, error) {
+	r := apply(&call{method: http.MethodPost, path: "/agent/" + esc(id) + "/policy/preview", body: jsonBody(map[string]any{"policy": policy, "invoice": invoice}), hasBody: true, retryable: true}, opts)
+	return answer[PolicyPreview](ctx, c, r)
 }
 
 // PreviewPolicy calls POST /agent/:id/policy/preview: the hash of policy

@@ -97,6 +97,8 @@ func apiError(err error) error {
 		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, agent.ErrPaymentNotFound):
 		return &Error{Status: http.StatusNotFound, Message: "payment not found", Err: err}
+	case errors.Is(err, agent.ErrInvoiceNotFound):
+		return &Error{Status: http.StatusNotFound, Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), agent.ErrInvoiceNotFound.Error()+": "), "policy: unknown invoice: "), Err: err}
 	case errors.Is(err, agent.ErrBadFilter): // lists.go checks first: rare
 		return &Error{Status: http.StatusBadRequest, Message: strings.TrimPrefix(err.Error(), agent.ErrBadFilter.Error()+": "), Err: err}
 	case errors.Is(err, agent.ErrReplayed):

@@ -24,6 +24,10 @@ func (s *Server) ownerRoutes(r chi.Router) {
 // PreviewPolicyRequest is the body of POST /agent/:id/policy/preview.
 type PreviewPolicyRequest struct {
 	Policy *policy.Policy `json:"policy"`
+	// Invoice (optional): an invoice id or payment link of this server;
+	// the preview then says whether a payment of it would pass, checked by
+	// its issuer (issue 34 item 3).
+	Invoice string `json:"invoice,omitempty"`
 }
 
 // needPolicy is the rule of both policy bodies: the policy is required
@@ -46,5 +50,8 @@ func (s *Server) previewPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := needPolicy(req.Policy, `{"policy": {...}}`); err != nil {
 		return err
 	}
-	return private(w, http.StatusOK)(ask(r.Context(), s, to, &agent.PreviewPolicy{AccountID: acc, Policy: *req.Policy}))
+	if len(req.Invoice) > 300 {
+		return Errorf(http.StatusBadRequest, "invoice is %d characters; give an invoice id or payment link (at most 300)", len(req.Invoice))
+	}
+	return private(w, http.StatusOK)(ask(r.Context(), s, to, &agent.PreviewPolicy{AccountID: acc, Policy: *req.Policy, Invoice: req.Invoice}))
 }

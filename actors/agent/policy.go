@@ -28,12 +28,21 @@ type PreviewPolicy struct {
 	answers[*PolicyPreview]
 	AccountID string
 	Policy    policy.Policy
+	// Invoice, when set, is an invoice id or payment link of this server:
+	// the preview says whether a payment of it would pass the policy, and
+	// by which issuer it was checked.
+	Invoice string
 }
 
 // PolicyPreview is the answer of POST /agent/:id/policy/preview.
 type PolicyPreview struct {
 	Hash    string `json:"hash"`
 	Message string `json:"message"`
+	// InvoiceRule says how invoices meet the allowlist: by their issuer,
+	// not their one-time address (policy.InvoiceRule; issue 34 item 3).
+	InvoiceRule string `json:"invoiceRule"`
+	// InvoiceCheck answers the request's invoice.
+	InvoiceCheck *policy.InvoiceCheck `json:"invoiceCheck,omitempty"`
 }
 
 // GetPolicy answers *PolicyView.
@@ -103,11 +112,22 @@ func (a *Actor) getPolicy(ctx context.Context) (*PolicyView, error) {
 	return &PolicyView{Policy: &p, Hash: hash}, nil
 }
 
-func (a *Actor) previewPolicy(m *PreviewPolicy) (*PolicyPreview, error) {
+func (a *Actor) previewPolicy(ctx context.Context, m *PreviewPolicy) (*PolicyPreview, error) {
 	m.Policy.Resolved = nil // filled in by the server, never signed
 	hash, err := policy.Hash(m.Policy)
 	if err != nil {
 		return nil, err
 	}
-	return &PolicyPreview{Hash: hash, Message: walletsig.PolicyMessage(hash, a.id, a.rec.OwnerWallet, a.deps.now())}, nil
+	pre := &PolicyPreview{Hash: hash, Message: walletsig.PolicyMessage(hash, a.id, a.rec.OwnerWallet, a.deps.now()), InvoiceRule: policy.InvoiceRule}
+	if m.Invoice != "" {
+		c, err := policy.PreviewInvoice(ctx, a.deps.Store, m.Policy, m.Invoice)
+		if errors.Is(err, policy.ErrUnknownInvoice) {
+			return nil, fmt.Errorf("%w: %w", ErrInvoiceNotFound, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		pre.InvoiceCheck = c
+	}
+	return pre, nil
 }

@@ -131,7 +131,7 @@ func protocol() []route {
 		on((*Actor).callTool),
 		on((*Actor).setPolicy),
 		on(func(a *Actor, ctx context.Context, _ *GetPolicy) (*PolicyView, error) { return a.getPolicy(ctx) }),
-		on(func(a *Actor, _ context.Context, m *PreviewPolicy) (*PolicyPreview, error) { return a.previewPolicy(m) }),
+		on((*Actor).previewPolicy),
 		// Invoices, received payments, schedules (messages_money.go).
 		on((*Actor).deliverPayments),
 		on((*Actor).getInvoice).missing(ErrInvoiceNotFound),

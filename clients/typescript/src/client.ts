@@ -389,8 +389,11 @@ export class Veil {
   }
 
   /** POST /agent/:id/policy/preview: the policy's hash and the message to sign now. It changes nothing: retried. */
-  previewPolicy(id: string, policy: SpendingPolicy, opts?: CallOptions): Promise<PolicyPreview> {
-    return this.#do({ method: "POST", path: `/agent/${enc(id)}/policy/preview`, body: { policy }, retryable: true, opts });
+  previewPolicy(id: string, policy: SpendingPolicy, opts?: CallOptions & { invoice?: string }): Promise<PolicyPreview> {
+    // invoice: an invoice id or payment link of this server; the answer's invoiceCheck says whether
+    // a payment of it would pass, checked by the invoice's issuer (not its one-time address).
+    const body = opts?.invoice ? { policy, invoice: opts.invoice } : { policy };
+    return this.#do({ method: "POST", path: `/agent/${enc(id)}/policy/preview`, body, retryable: true, opts });
   }
 
   /** PUT /agent/:id/policy with a signed message. Not retried. */
