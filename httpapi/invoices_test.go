@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 // TestInvoiceLifecycle: an invoice made in chat, read with GET, and
@@ -211,5 +212,13 @@ func TestPublicClaimSettlesOnce(t *testing.T) {
 	in := e.notes(t, a.ID)
 	if countType(in, agent.NoteInvoicePaid) != 1 || countType(in, agent.NotePaymentReceived) != 1 {
 		t.Fatalf("notifications %+v", in.Notifications)
+	}
+	// The audit trail: one record of the claim that settled it (none of
+	// the refused ones or the repeat) and one of the payment received.
+	if n := len(e.moneyRecords(t, audit.ActionInvoiceClaim, a.ID, inv.ID, paid)); n != 1 {
+		t.Fatalf("%d invoice.claim audit records, want 1", n)
+	}
+	if n := len(e.moneyRecords(t, audit.ActionPaymentReceived, a.ID, paid, inv.ID)); n != 1 {
+		t.Fatalf("%d payment.received audit records, want 1", n)
 	}
 }

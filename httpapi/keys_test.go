@@ -212,7 +212,7 @@ func TestScopes(t *testing.T) {
 func TestEveryMutatingRouteIsAudited(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	public := map[string]string{
-		"POST /pay/{invoiceId}/paid": "the payer's notice on the public pay page: no account's key; the payment it reports is recorded by the scanner",
+		"POST /pay/{invoiceId}/paid": "the payer's notice on the public pay page: no account's key; the claim that settles an invoice is audited by its agent (invoice.claim, TestPublicClaimSettlesOnce)",
 	}
 	const uuid = "00000000-0000-4000-8000-000000000000"
 	n := 0

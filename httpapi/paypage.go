@@ -15,6 +15,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/httpapi/console"
 )
 
 // The pay page: paymentLink = <public URL>/pay/<invoiceId>. It is served
@@ -84,6 +85,11 @@ type payPageData struct {
 	// web+stellar:) with #ZgotmplZ. It is built by chains/payuri from
 	// stored, validated fields only.
 	WalletURI template.URL
+	// Network is the network the invoice's chain runs on here (its name
+	// shows beside the chain); Test marks it as test money with the
+	// devnet banner (docs/console.md, "Devnet marker").
+	Network console.Network
+	Test    bool
 }
 
 // wantsJSON: the payment link asked for its JSON form (a payer's agent,
@@ -122,7 +128,11 @@ func (s *Server) payPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := payTmpl.Execute(&buf, payPageData{PayView: v, ChainName: chainName(string(v.Chain)), Paid: v.Status == state.InvoicePaid, WalletURI: template.URL(v.PaymentURI)}); err != nil {
+	d := payPageData{PayView: v, ChainName: chainName(string(v.Chain)), Paid: v.Status == state.InvoicePaid, WalletURI: template.URL(v.PaymentURI)}
+	if n, ok := s.console.NetworkOf(v.Chain); ok {
+		d.Network, d.Test = n, n.Test
+	}
+	if err := payTmpl.Execute(&buf, d); err != nil {
 		return err
 	}
 	securityHeaders(w)

@@ -13,6 +13,7 @@ import (
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/reminder"
 	"github.com/veilhq/veil/actors/scanner"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 type scheduleJSON struct {
@@ -143,6 +144,15 @@ func TestScheduleCrashAfterBroadcastOnDevnet(t *testing.T) {
 	}
 	if n := countType(e.notes(t, a.ID), agent.NoteScheduleExecuted); n != 1 {
 		t.Fatalf("%d schedule_executed", n)
+	}
+	// The audit trail: one record of the slot's run (the crashed attempt
+	// recorded nothing), and one of bob's payment found by the scanner.
+	runs := e.moneyRecords(t, audit.ActionScheduleRun, a.ID)
+	if len(runs) != 1 || runs[0].Outcome != audit.OutcomeOK || len(runs[0].PaymentIDs) != 2 {
+		t.Fatalf("schedule.run audit records %+v, want one ok with the schedule and its tx", runs)
+	}
+	if got := e.moneyRecords(t, audit.ActionPaymentReceived, b.ID, runs[0].PaymentIDs[1]); len(got) != 1 || got[0].Source != audit.SourceChain {
+		t.Fatalf("bob's payment.received audit records %+v, want 1", got)
 	}
 }
 

@@ -66,6 +66,10 @@ type Config struct {
 	// Explorers are the devnet chains the console's explorer reads
 	// (httpapi/console); nil: the explorer knows no chain.
 	Explorers map[chains.ID]console.Explorer
+	// Networks are the networks the chains run on (console.EVMNetwork…),
+	// for the devnet banner of the console and the pay page; nil: the
+	// chains with an explorer are embedded devnets, the others unmarked.
+	Networks map[chains.ID]console.Network
 }
 
 // Agents delivers a message to an agent actor and returns its answer:
@@ -147,7 +151,7 @@ func New(cfg Config) *Server {
 		s.streams.max = DefaultMaxStreamsPerKey
 	}
 	s.bounds = cfg.Limits.withDefaults()
-	s.console = console.New(console.Options{Explorers: cfg.Explorers, Logger: s.log})
+	s.console = console.New(console.Options{Explorers: cfg.Explorers, Networks: cfg.Networks, Logger: s.log})
 	s.router = s.routes()
 	return s
 }

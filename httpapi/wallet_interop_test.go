@@ -32,7 +32,8 @@ import (
 
 // walletPay runs testdata/wallets/pay.mjs: a wallet made only of
 // independent libraries (viem, @solana/pay + @solana/kit, the Stellar
-// SDKs) pays uri from key on the node at rpc. It answers the script's
+// SDKs) pays uri from key on the node at rpc; on Stellar it takes the
+// network from the URI's network_passphrase. It answers the script's
 // JSON (txHash and what it checked).
 func walletPay(t *testing.T, dir, uri, rpc, key string, env ...string) map[string]any {
 	t.Helper()
@@ -175,8 +176,8 @@ func TestWalletInterop(t *testing.T) {
 		for i, msg := range []string{"create an invoice for 0.5 XLM for the design", "create an invoice for 5 USDC on stellar for the logo"} {
 			inv := e.createInvoice(t, payee.ID, msg)
 			got := walletPay(t, dir, e.paymentURI(t, inv.ID), cfg.HorizonURL, w.Seed(), "PASSPHRASE="+cfg.NetworkPassphrase)
-			if got["operation"] != "payment" {
-				t.Fatalf("stellar SDK: %v", got)
+			if got["operation"] != "payment" || got["networkPassphrase"] != cfg.NetworkPassphrase {
+				t.Fatalf("stellar SDK: %v (want the URI's network_passphrase %q)", got, cfg.NetworkPassphrase)
 			}
 			e.settledOnce(t, s, payee.ID, inv.ID, got["txHash"].(string), i+1)
 		}

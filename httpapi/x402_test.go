@@ -15,6 +15,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/eip3009"
 	"github.com/veilhq/veil/chains/evm/x402"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 // x402Sign is what an x402 client does with req: an EIP-3009 authorization
@@ -171,6 +172,10 @@ func TestInvoiceX402(t *testing.T) {
 	}
 	if n := countType(e.notes(t, a.ID), "invoice_paid"); n != 1 {
 		t.Fatalf("%d invoice_paid notifications, want 1", n)
+	}
+	// One audit record of the settlement (not of the retry or the refusal).
+	if n := len(e.moneyRecords(t, audit.ActionInvoiceX402, a.ID, inv.ID, settled.Transaction)); n != 1 {
+		t.Fatalf("%d invoice.x402 audit records, want 1", n)
 	}
 
 	// A used nonce on another invoice: refused before the chain is asked.

@@ -13,6 +13,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/payuri"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 func (a *Actor) invoiceRecord(ctx context.Context, id string) (state.InvoiceRecord, error) {
@@ -196,6 +197,9 @@ func paymentURI(v *PayView, rec state.InvoiceRecord, conn chains.Connector) erro
 	if rec.Chain.Family() == chains.FamilySolana {
 		req.Label, req.Message, req.Reference = v.Payee, rec.Memo, rec.Reference
 	}
+	if n, ok := conn.(payuri.Networked); ok {
+		req.NetworkPassphrase = n.PaymentNetwork()
+	}
 	uri, err := payuri.For(rec.Chain.Family(), req)
 	if err != nil {
 		return err
@@ -239,6 +243,9 @@ func (a *Actor) claimInvoicePaid(ctx context.Context, m *ClaimInvoicePaid) (*Pay
 	if err := a.verifyInvoiceTx(ctx, rec, txHash); err != nil {
 		return nil, err
 	}
+	a.appendMoneyAudit(ctx, audit.ActionInvoiceClaim, audit.SourcePayPage, audit.OutcomeOK,
+		fmt.Sprintf("invoice %s (%s %s) settled by transaction %s, named by a payer on the public pay page and verified on %s", rec.ID, rec.Amount, rec.Asset, txHash, rec.Chain),
+		rec.ID, txHash)
 	return a.publicInvoice(ctx, &PublicInvoice{InvoiceID: rec.ID})
 }
 

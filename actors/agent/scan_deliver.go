@@ -12,6 +12,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 // TableNotified remembers the events that raised a notification, so that
@@ -96,6 +97,16 @@ func (a *Actor) deliverIncoming(ctx context.Context, c chains.ID, in Incoming, n
 		Chain: c, StealthAddress: in.StealthAddress, EphemeralPubKey: eph,
 		Asset: in.Asset, Amount: in.Amount, Balance: in.Amount, TxHash: in.TxHash,
 	})
+	if err == nil {
+		// A payment recorded for the first time: its audit record.
+		detail := fmt.Sprintf("received %s %s at %s on %s (tx %s)", in.Amount, in.Asset, in.StealthAddress, c, in.TxHash)
+		ids := []string{in.TxHash}
+		if isInvoice {
+			detail += ", the address of invoice " + inv.ID
+			ids = append(ids, inv.ID)
+		}
+		a.appendMoneyAudit(ctx, audit.ActionPaymentReceived, audit.SourceChain, audit.OutcomeOK, detail, ids...)
+	}
 	switch {
 	case errors.Is(err, state.ErrAlreadyKnown):
 	case errors.Is(err, state.ErrInvalid):

@@ -14,6 +14,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 // TableScheduleRuns holds the state of each schedule slot that was tried:
@@ -233,7 +234,17 @@ func (a *Actor) storeRun(ctx context.Context, scheduleID, key string, version ui
 		_, err = a.deps.Store.Apply(ctx, op)
 		return err
 	}
-	return a.outcome(ctx, n, a.scheduleOrigin(ctx, scheduleID), n.Body, op)
+	ops := []persistence.Op{op}
+	// A slot that paid or failed for good: its audit record, in the
+	// same batch as the outcome.
+	outcome := audit.OutcomeOK
+	if n.Type == NoteScheduleFailed {
+		outcome = audit.OutcomeFailed
+	}
+	if aop, ok := a.moneyAudit(ctx, audit.ActionScheduleRun, audit.SourceSchedule, outcome, n.Body, scheduleID, run.TxHash); ok {
+		ops = append(ops, aop)
+	}
+	return a.outcome(ctx, n, a.scheduleOrigin(ctx, scheduleID), n.Body, ops...)
 }
 
 func (a *Actor) advanceSlot(ctx context.Context, sc tools.Schedule, slot time.Time, run ScheduleRun) (*RunReport, error) {

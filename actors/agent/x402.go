@@ -17,6 +17,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm/x402"
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/runtime/audit"
 )
 
 // TableX402 holds the x402 settlement of each invoice paid that way:
@@ -160,7 +161,12 @@ func (a *Actor) payX402(ctx context.Context, m *X402Pay) (*X402Answer, error) {
 	}
 	settlement := x402.SettleResponse{Success: true, Payer: common.HexToAddress(auth.From).Hex(), Transaction: res.TxHash, Network: req.Network, Amount: req.Amount}
 	if raw, err := json.Marshal(x402Settled{From: settlement.Payer, Nonce: hexutil.Encode(auth.Nonce[:]), Settlement: settlement}); err == nil {
-		if _, err := a.deps.Store.Apply(ctx, persistence.Put(TableX402, a.id+"/"+rec.ID, raw, persistence.Absent())); err != nil && !errors.Is(err, persistence.ErrConflict) {
+		ops := []persistence.Op{persistence.Put(TableX402, a.id+"/"+rec.ID, raw, persistence.Absent())}
+		if op, ok := a.moneyAudit(ctx, audit.ActionInvoiceX402, audit.SourceX402, audit.OutcomeOK,
+			fmt.Sprintf("x402 payment of %s %s from %s to invoice %s settled on %s (tx %s)", rec.Amount, rec.Asset, settlement.Payer, rec.ID, rec.Chain, res.TxHash), rec.ID, res.TxHash); ok {
+			ops = append(ops, op)
+		}
+		if _, err := a.deps.Store.Apply(ctx, ops...); err != nil && !errors.Is(err, persistence.ErrConflict) {
 			return nil, err
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/stellar/go-stellar-sdk/network"
+
 	"github.com/veilhq/veil/chains"
 )
 
@@ -39,6 +41,14 @@ type Request struct {
 	ChainID uint64
 	// Reference is Solana Pay's reference key (base58 public key), optional.
 	Reference string
+	// NetworkPassphrase is the Stellar network's passphrase: SEP-7's
+	// network_passphrase, which the URI carries for every network but the
+	// public one (SEP-7: "only need to set if this transaction is for a
+	// network other than the public network"), so a wallet on the public
+	// network does not pay a testnet or devnet invoice there. EIP-681 has
+	// the chain id for this (ChainID); Solana Pay has no field for the
+	// cluster (the pay page names it instead, docs/invoices.md).
+	NetworkPassphrase string
 	// Label and Message are shown by Solana Pay wallets; Memo goes on chain
 	// (Solana Pay's memo, SEP-7's memo as MEMO_TEXT). All optional.
 	Label, Message, Memo string
@@ -133,8 +143,9 @@ func SolanaPay(r Request) (string, error) {
 }
 
 // SEP7 is a SEP-7 pay request:
-// web+stellar:pay?destination=<payTo>&amount=<decimal>&asset_code=…&asset_issuer=…&memo=…&memo_type=MEMO_TEXT
-// The native asset (XLM) carries no asset_code or asset_issuer.
+// web+stellar:pay?destination=<payTo>&amount=<decimal>&asset_code=…&asset_issuer=…&memo=…&memo_type=MEMO_TEXT&network_passphrase=…
+// The native asset (XLM) carries no asset_code or asset_issuer; the
+// public network carries no network_passphrase (it is SEP-7's default).
 func SEP7(r Request) (string, error) {
 	amt, err := r.decimal("destination")
 	if err != nil {
@@ -151,6 +162,9 @@ func SEP7(r Request) (string, error) {
 		// A Stellar text memo holds at most 28 bytes.
 		m := clipBytes(r.Memo, 28)
 		q = append(q, "memo="+escape(m), "memo_type=MEMO_TEXT")
+	}
+	if r.NetworkPassphrase != "" && r.NetworkPassphrase != network.PublicNetworkPassphrase {
+		q = append(q, "network_passphrase="+escape(r.NetworkPassphrase))
 	}
 	return "web+stellar:pay?" + strings.Join(q, "&"), nil
 }
@@ -185,4 +199,10 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // native asset. ok is false for an asset the connector does not carry.
 type Target interface {
 	PaymentTarget(asset string) (chainID uint64, token string, ok bool)
+}
+
+// Networked is implemented by connectors whose payment requests name
+// their network beyond a chain id: Stellar's network passphrase.
+type Networked interface {
+	PaymentNetwork() string
 }

@@ -42,6 +42,17 @@ func TestFor(t *testing.T) {
 			"web+stellar:pay?destination=" + xlmTo + "&amount=0.0000001&asset_code=USDC&asset_issuer=" + xlmIssuer + "&memo=inv%201&memo_type=MEMO_TEXT"},
 		{"stellar memo clipped to 28 bytes", chains.FamilyStellar, Request{PayTo: xlmTo, Amount: "1", Decimals: 7, Memo: "ééééééééééééééé"},
 			"web+stellar:pay?destination=" + xlmTo + "&amount=1&memo=" + "%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9" + "&memo_type=MEMO_TEXT"},
+		// SEP-7's network_passphrase: named off the public network, left
+		// out on it (the default a wallet assumes).
+		{"stellar testnet names its network", chains.FamilyStellar, Request{PayTo: xlmTo, Amount: "2", Decimals: 7, NetworkPassphrase: "Test SDF Network ; September 2015"},
+			"web+stellar:pay?destination=" + xlmTo + "&amount=2&network_passphrase=Test%20SDF%20Network%20%3B%20September%202015"},
+		{"stellar devnet names its network after the memo", chains.FamilyStellar, Request{PayTo: xlmTo, Amount: "2", Decimals: 7, Memo: "m", NetworkPassphrase: "Standalone Network ; February 2017"},
+			"web+stellar:pay?destination=" + xlmTo + "&amount=2&memo=m&memo_type=MEMO_TEXT&network_passphrase=Standalone%20Network%20%3B%20February%202017"},
+		{"stellar public network carries none", chains.FamilyStellar, Request{PayTo: xlmTo, Amount: "2", Decimals: 7, NetworkPassphrase: "Public Global Stellar Network ; September 2015"},
+			"web+stellar:pay?destination=" + xlmTo + "&amount=2"},
+		// EIP-681 carries the chain id: a devnet's and a mainnet's differ.
+		{"evm devnet chain id", chains.FamilyEVM, Request{PayTo: evmTo, Amount: "1", Decimals: 18, ChainID: 11155111},
+			"ethereum:" + evmTo + "@11155111?value=1000000000000000000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -131,6 +131,10 @@ func (c *Connector) call(ctx context.Context, f func() (any, error)) (any, error
 // Config returns the configuration (defaults applied).
 func (c *Connector) Config() Config { return c.cfg }
 
+// PaymentNetwork implements payuri.Networked: the network passphrase
+// that SEP-7 pay requests carry off the public network.
+func (c *Connector) PaymentNetwork() string { return c.cfg.NetworkPassphrase }
+
 // Client exposes the Horizon client (read-only uses: tests, tools).
 func (c *Connector) Client() *horizonclient.Client { return c.hc }
 

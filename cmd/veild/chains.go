@@ -32,6 +32,9 @@ type chainSet struct {
 	// explorers read the devnet chains for the console's explorer pages
 	// (the chains on a real network link to the network's explorer).
 	explorers map[chains.ID]console.Explorer
+	// networks say which network each chain runs on, for the devnet
+	// banner of the console and the pay page.
+	networks map[chains.ID]console.Network
 	// settled relays every connector's settlements (chains.SettlementFunc)
 	// to the receiver serve sets once the agents run; until then they wait
 	// in the store.
@@ -60,7 +63,7 @@ func (s *chainSet) close() {
 // names, else to the one --chains-config names (devnets another process
 // runs, docs/cluster.md), else to an embedded devnet started here.
 func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, store persistence.Store, signer chains.Signer, relayers *relayer.Set, obs chainactor.Observer, log *slog.Logger) (*chainSet, error) {
-	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}, explorers: map[chains.ID]console.Explorer{}, settled: &chains.SettlementRelay{}}
+	set := &chainSet{refs: agent.ChainMap{}, real: map[chains.ID]bool{}, explorers: map[chains.ID]console.Explorer{}, networks: map[chains.ID]console.Network{}, settled: &chains.SettlementRelay{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -175,6 +178,14 @@ func startChains(ctx context.Context, cfg config, system *actor.ActorSystem, sto
 	if !solanaReal {
 		lcfg.ExplorerTx = devnetExplorer(cfg.PublicURL, chains.Solana)
 	}
+	// The network each chain runs on: a chain not on a real network
+	// (VEIL_RPC_<CHAIN>) is a devnet, embedded here or shared through
+	// --chains-config.
+	for id, c := range configs {
+		set.networks[id] = console.EVMNetwork(id, c.ChainID, !set.real[id])
+	}
+	set.networks[chains.Stellar] = console.StellarNetwork(scfg.NetworkPassphrase, !stellarReal)
+	set.networks[chains.Solana] = console.SolanaNetwork(lcfg.RPCURL, !solanaReal)
 
 	opts := chainactor.Options{Log: log, Observer: obs, Store: store}
 	// start runs a chain's actor over the connector dial makes, and gives

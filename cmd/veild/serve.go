@@ -185,7 +185,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	readyz.Add(relayers.Checks()...)
 	api := httpapi.New(httpapi.Config{Store: store, Agents: apiAgents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
 		Limits: httpapi.Limits{BodyTimeout: cfg.BodyTimeout, WriteTimeout: cfg.WriteTimeout, ChatWriteTimeout: cfg.ChatWriteTimeout, IdleTimeout: cfg.IdleTimeout},
-		Feed:   feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, MaxStreamsPerKey: cfg.MaxStreamsPerKey, StreamPoll: cfg.StreamPoll, Ready: readyz, Explorers: chainSet.explorers})
+		Feed:   feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, MaxStreamsPerKey: cfg.MaxStreamsPerKey, StreamPoll: cfg.StreamPoll, Ready: readyz, Explorers: chainSet.explorers, Networks: chainSet.networks})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {

@@ -39,12 +39,17 @@ type Options struct {
 	// Explorers are the devnet chains the explorer reads; a chain on a
 	// real network has none (its links go to the network's explorer).
 	Explorers map[chains.ID]Explorer
-	Logger    *slog.Logger
+	// Networks are the networks the chains run on, for the devnet banner
+	// of every console page and of the pay page. A chain missing here
+	// that has an explorer is an embedded devnet.
+	Networks map[chains.ID]Network
+	Logger   *slog.Logger
 }
 
 // Console serves the pages, their assets and the explorer's reads.
 type Console struct {
 	explorers map[chains.ID]Explorer
+	networks  map[chains.ID]Network
 	log       *slog.Logger
 	assets    fs.FS
 	index     []byte
@@ -64,6 +69,14 @@ func New(opts Options) *Console {
 	c := &Console{explorers: opts.Explorers, log: opts.Logger, assets: sub, index: index, reads: make(chan struct{}, MaxExplorerReads)}
 	if c.log == nil {
 		c.log = slog.Default()
+	}
+	c.networks = map[chains.ID]Network{}
+	for id := range c.explorers {
+		c.networks[id] = Network{Chain: id, Name: NetEmbedded, Test: true}
+	}
+	for id, n := range opts.Networks {
+		n.Chain = id
+		c.networks[id] = n
 	}
 	return c
 }
@@ -90,6 +103,7 @@ func (c *Console) Routes(r chi.Router) {
 		page(w, r)
 	})
 	r.Get("/console/assets/*", c.asset)
+	r.Get("/console/api/network", c.network)
 	r.Get("/console/api/explorer", c.chainsList)
 	r.Get("/console/api/explorer/tx/{hash}", c.tx)
 	r.Get("/console/api/explorer/address/{address}", c.address)

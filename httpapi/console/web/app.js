@@ -156,4 +156,24 @@ export function signedIn(next) {
   navigate(next && next.startsWith("/console") && !next.startsWith("/console/signin") ? next : "/console/agents", true);
 }
 
+// devnetBanner marks every page when a chain here runs on test money (an
+// embedded devnet, a public test network, a local node), naming them;
+// GET /console/api/network is public, so it shows before sign-in too.
+async function devnetBanner() {
+  const el = document.getElementById("devnet");
+  try {
+    const r = await fetch("/console/api/network", { cache: "no-store" });
+    if (!r.ok) return;
+    const test = ((await r.json()).networks || []).filter((n) => n.test);
+    if (test.length === 0) return;
+    const label = (n) => n.chain + " (" + n.network + (n.chainId ? ", chain id " + n.chainId : "") + ")";
+    fill(el, h("strong", {}, "DEVNET — test money"), " on " + test.map(label).join(", ") + ". Balances and payments here have no value.");
+    el.dataset.chains = test.map((n) => n.chain).join(" ");
+    el.hidden = false;
+  } catch { /* no banner: the page works without it */ } finally {
+    el.dataset.checked = "true";
+  }
+}
+
+devnetBanner();
 route();

@@ -60,14 +60,52 @@ export function short(s) {
   return s.length > 20 ? s.slice(0, 10) + "…" + s.slice(-6) : s;
 }
 
-// amount rounds a decimal string to at most 6 decimals for display
-// (the exact value stays in the title).
+// amount shows a decimal string cut (never rounded up) to 6 decimals,
+// with "…" when the cut dropped digits; an amount the cut would show as 0
+// (0.0000001 ETH) is shown exactly. The exact value stays in the title.
 export function amount(v, sym) {
   const s = String(v ?? "");
   const [i, f = ""] = s.split(".");
-  const frac = f.slice(0, 6).replace(/0+$/, "");
-  const out = frac ? i + "." + frac : i;
-  return h("span", { title: s + (sym ? " " + sym : "") }, sym ? out + " " + sym : out);
+  const all = f.replace(/0+$/, "");
+  let frac = all.slice(0, 6).replace(/0+$/, "");
+  let cut = all.length > 6 && frac !== "";
+  if (frac === "" && all !== "" && /^[-+]?0*$/.test(i)) { frac = all; cut = false; } // tiny: exact, never "0"
+  else if (frac === "" && all !== "") cut = true;
+  const out = (frac ? i + "." + frac : i) + (cut ? "…" : "");
+  return h("span", { class: "amount", title: s + (sym ? " " + sym : ""), "data-exact": s }, sym ? out + " " + sym : out);
+}
+
+// URL finds http(s) URLs in text; what ends a sentence after one
+// (".", ",", ")" …) is not part of it.
+const URL_RE = /https?:\/\/[^\s<>"'`]+/gi;
+const TRAIL = /[.,;:!?)\]}'"]+$/;
+
+// linkify is text with its http and https URLs as links: every piece is
+// a text node, and an href is only ever a URL the browser parsed with the
+// http: or https: protocol (never javascript:, data: or anything else).
+// A link into this console stays in it; others open a new tab with
+// rel="noopener noreferrer".
+export function linkify(text) {
+  const s = String(text ?? "");
+  const out = [];
+  let last = 0;
+  for (const m of s.matchAll(URL_RE)) {
+    let u = m[0];
+    const t = TRAIL.exec(u);
+    if (t) u = u.slice(0, u.length - t[0].length);
+    let parsed = null;
+    try { parsed = new URL(u); } catch { parsed = null; }
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) continue;
+    if (m.index > last) out.push(s.slice(last, m.index));
+    if (parsed.origin === location.origin && parsed.pathname.startsWith("/console/")) {
+      out.push(link(parsed.pathname + parsed.search, u));
+    } else {
+      out.push(h("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer", class: "ext" }, u));
+    }
+    last = m.index + u.length;
+  }
+  if (last < s.length) out.push(s.slice(last));
+  return out;
 }
 
 export function card(title, ...children) {

@@ -18,7 +18,7 @@
 //                               destination does not exist, else payment.
 //
 // RPC is the node's URL (Horizon's for Stellar); PASSPHRASE the Stellar
-// network passphrase.
+// node's network passphrase, which the URI's network_passphrase must name.
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
@@ -116,11 +116,18 @@ async function payStellar() {
   } else {
     throw new Error(`destination ${p.destination} does not exist and cannot receive ${p.assetCode}`);
   }
-  const tx = new sdk.TransactionBuilder(source, { fee: sdk.BASE_FEE, networkPassphrase: process.env.PASSPHRASE })
+  // The network comes from the URI (SEP-7's network_passphrase, the
+  // public network when absent), as a wallet takes it; PASSPHRASE is the
+  // node's, which it must match.
+  const networkPassphrase = p.networkPassphrase;
+  if (process.env.PASSPHRASE && networkPassphrase !== process.env.PASSPHRASE) {
+    throw new Error(`the URI names network ${JSON.stringify(networkPassphrase)}, the node runs ${JSON.stringify(process.env.PASSPHRASE)}`);
+  }
+  const tx = new sdk.TransactionBuilder(source, { fee: sdk.BASE_FEE, networkPassphrase })
     .addOperation(op).setTimeout(60).build();
   tx.sign(kp);
   const res = await server.submitTransaction(tx);
-  return { txHash: res.hash, operation: exists ? "payment" : "createAccount" };
+  return { txHash: res.hash, operation: exists ? "payment" : "createAccount", networkPassphrase };
 }
 
 let out;

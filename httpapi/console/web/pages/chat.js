@@ -1,7 +1,7 @@
 // Conversations: read them, and chat with the agent. Tool calls show as
 // cards (name, status and the result's fields, transaction links to the
 // explorer).
-import { h, fill, link, card, errorBox, pill, when, short } from "../dom.js";
+import { h, fill, link, card, errorBox, pill, when, short, linkify } from "../dom.js";
 import { get, post, paths } from "../api.js";
 
 const enc = encodeURIComponent;
@@ -72,7 +72,7 @@ function message(m) {
     try { t = JSON.parse(m.text); } catch { t = { name: "tool", status: "", detail: m.text }; }
     return toolCard(t);
   }
-  return h("div", { class: "msg " + m.role, title: m.createdAt }, m.text);
+  return h("div", { class: "msg " + m.role, title: m.createdAt }, linkify(m.text));
 }
 
 // A same-origin link (the devnet explorer) stays in the console.
@@ -91,10 +91,10 @@ export function toolCard(t) {
     for (const [k, v] of Object.entries(d)) {
       if (k === "txLink" || v === null || v === "" || typeof v === "object") continue;
       if (k === "txHash" && d.txLink) rows.push([k, txAnchor(String(d.txLink), short(v))]);
-      else rows.push([k, String(v)]);
+      else rows.push([k, linkify(String(v))]);
     }
   } else if (d) {
-    rows.push(["detail", String(d)]);
+    rows.push(["detail", linkify(String(d))]);
   }
   return h("div", { class: "tool " + (t.status === "error" ? "error" : ""), "data-tool": t.name },
     h("h3", {}, t.name, " ", pill(t.status)),

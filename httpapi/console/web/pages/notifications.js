@@ -1,6 +1,6 @@
 // Notifications: the agent's inbox, and new ones live from its stream
 // (GET /agent/:id/notifications/stream, which app.js reads).
-import { h, fill, link, card, errorBox, when } from "../dom.js";
+import { h, fill, link, card, errorBox, when, linkify } from "../dom.js";
 import { get, post, paths } from "../api.js";
 import { clearUnread } from "../app.js";
 
@@ -29,5 +29,5 @@ export async function render({ main, agent, signal }) {
 
 function item(n) {
   return h("li", { class: n.read ? "" : "unread", "data-type": n.type, "data-id": n.id },
-    h("div", { class: "title" }, n.title), h("div", { class: "small" }, n.body), h("div", { class: "small muted" }, n.type, " · ", when(n.createdAt)));
+    h("div", { class: "title" }, linkify(n.title)), h("div", { class: "small body" }, linkify(n.body)), h("div", { class: "small muted" }, n.type, " · ", when(n.createdAt)));
 }
