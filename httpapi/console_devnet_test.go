@@ -158,7 +158,7 @@ func TestConsoleDevnetAmountsLinksInChromium(t *testing.T) {
 
 	// The pay page of the tiny invoice: the banner, and the network by the chain.
 	do("pay page", chromedp.Navigate(inv.PaymentLink), chromedp.WaitVisible(chromedp.ID("address")))
-	if got := poll("pay page banner", `(function () { var b = document.getElementById("devnet"); return b && b.getBoundingClientRect().height > 0 ? b.innerText + "|" + document.getElementById("chain").innerText : null; })()`); !strings.Contains(got, "DEVNET — test money") ||
+	if got := poll("pay page banner", `(function () { var b = document.getElementById("devnet"); return b && b.getBoundingClientRect().height > 0 ? b.innerText + "|" + document.getElementById("chain").innerText + " " + document.getElementById("network").innerText : null; })()`); !strings.Contains(got, "DEVNET — test money") ||
 		!strings.Contains(got, "embedded devnet (chain id 11155111)") || !strings.HasSuffix(got, "|Ethereum (embedded devnet)") {
 		t.Fatalf("pay page banner: %q", got)
 	}
