@@ -140,7 +140,8 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 		},
 	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
 	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: prov,
-		Explorers: map[chains.ID]console.Explorer{chains.Ethereum: console.NewEVM(conn)}})
+		Explorers: map[chains.ID]console.Explorer{chains.Ethereum: console.NewEVM(conn)},
+		Networks:  map[chains.ID]console.Network{chains.Ethereum: console.EVMNetwork(chains.Ethereum, cfg.ChainID, true)}})
 	handler = api
 	key, err := apikey.Bootstrap(ctx, st, time.Now())
 	if err != nil {
