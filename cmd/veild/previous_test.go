@@ -68,7 +68,8 @@ func buildPrevious() (bin, skip string, err error) {
 		}
 		return out, err
 	}
-	if _, err := git("rev-parse", "--show-toplevel"); err != nil {
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
 		return "", fmt.Sprintf("not in a git clone (%v)", err), nil
 	}
 	if _, err := git("cat-file", "-e", commit+"^{commit}"); err != nil {
@@ -88,7 +89,9 @@ func buildPrevious() (bin, skip string, err error) {
 		return "", "", err
 	}
 	rev := strings.TrimSpace(string(full))
-	archive, err := git("archive", "--format=tar", rev)
+	// From the top: run in a subdirectory (the test's cmd/veild), git
+	// archive would pack only that directory.
+	archive, err := git("-C", strings.TrimSpace(string(top)), "archive", "--format=tar", rev)
 	if err != nil {
 		return "", "", err
 	}
