@@ -117,8 +117,14 @@ func TestCancelInvoiceInChat(t *testing.T) {
 	if g.status != 200 || !strings.Contains(string(g.body), `"cancelledAt"`) || !strings.Contains(string(g.body), `"status":"pending"`) {
 		t.Fatalf("invoice after cancel = %d %s", g.status, g.body)
 	}
-	if p := e.do("POST", "/invoice/"+inv.ID+"/paid", e.key, map[string]string{"txHash": "0x" + strings.Repeat("ab", 32)}); p.status != 409 {
+	// Refused as cancelled, not as expired: the payer learns why.
+	if p := e.do("POST", "/invoice/"+inv.ID+"/paid", e.key, map[string]string{"txHash": "0x" + strings.Repeat("ab", 32)}); p.status != 409 ||
+		!strings.Contains(string(p.body), "was cancelled by its payee") {
 		t.Fatalf("paid after cancel = %d %s", p.status, p.body)
+	}
+	if p := e.do("POST", "/pay/"+inv.ID+"/paid", "", map[string]string{"txHash": "0x" + strings.Repeat("ab", 32)}); p.status != 409 ||
+		!strings.Contains(string(p.body), "was cancelled by its payee") {
+		t.Fatalf("pay page's I paid after cancel = %d %s", p.status, p.body)
 	}
 	// A paid invoice: refused in words, nothing changes.
 	paid := e.createInvoice(t, a.ID, "create an invoice for 0.04 ETH for hosting")

@@ -32,7 +32,7 @@ func TestApprovedInvoicePaymentRechecksTheInvoice(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"cancelled", "expired", func(t *testing.T, env *moneytest.Env, bob *agent.Record, invoiceID string) {
+		{"cancelled", "was cancelled by its payee", func(t *testing.T, env *moneytest.Env, bob *agent.Record, invoiceID string) {
 			v, err := env.Host.Request(context.Background(), bob.ID, &agent.CallTool{AccountID: moneytest.Account, Tool: "cancel_invoice", Arguments: `{"invoice_id":"` + invoiceID + `"}`})
 			if err != nil {
 				t.Fatal(err)

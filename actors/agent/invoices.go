@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/big"
 	"strings"
-	"time"
 
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
@@ -52,7 +51,7 @@ func (a *Actor) confirmInvoicePaid(ctx context.Context, m *ConfirmInvoicePaid) (
 		return a.getInvoice(ctx, &GetInvoice{InvoiceID: rec.ID})
 	}
 	if rec.Expired(a.deps.now()) {
-		return nil, fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid, ask the payee for a new invoice", ErrInvoiceExpired, rec.ID, rec.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: invoice %s %s; it can no longer be paid, ask the payee for a new invoice", ErrInvoiceExpired, rec.ID, rec.Closed())
 	}
 	txHash := strings.TrimSpace(m.TxHash)
 	if txHash != "" {
@@ -213,7 +212,7 @@ func paymentURI(v *PayView, rec state.InvoiceRecord, conn chains.Connector) erro
 func PayViewOf(rec state.InvoiceRecord) *PayView {
 	return &PayView{
 		PayableInvoice: tools.PayableInvoice{ID: rec.ID, Payee: rec.AgentName + chains.NameSuffix, Amount: rec.Amount, Asset: rec.Asset, Memo: rec.Memo,
-			Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, ExpiresAt: rec.ExpiresAt},
+			Chain: rec.Chain, PayTo: rec.PayTo, Status: rec.Status, ExpiresAt: rec.ExpiresAt, CancelledAt: rec.CancelledAt},
 		TxHash: rec.TxHash, CreatedAt: rec.CreatedAt, PaidAt: rec.PaidAt,
 	}
 }
@@ -238,7 +237,7 @@ func (a *Actor) claimInvoicePaid(ctx context.Context, m *ClaimInvoicePaid) (*Pay
 		return a.publicInvoice(ctx, &PublicInvoice{InvoiceID: rec.ID})
 	}
 	if rec.Expired(a.deps.now()) {
-		return nil, fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid, ask the payee for a new invoice", ErrInvoiceExpired, rec.ID, rec.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: invoice %s %s; it can no longer be paid, ask the payee for a new invoice", ErrInvoiceExpired, rec.ID, rec.Closed())
 	}
 	if err := a.verifyInvoiceTx(ctx, rec, txHash); err != nil {
 		return nil, err

@@ -109,7 +109,7 @@ func (a *Actor) payX402(ctx context.Context, m *X402Pay) (*X402Answer, error) {
 		return a.x402AlreadyPaid(ctx, rec, view, m.Payment != "" && decodeErr == nil, p)
 	}
 	if rec.Expired(a.deps.now()) {
-		return nil, fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid", ErrInvoiceExpired, rec.ID, rec.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))
+		return nil, fmt.Errorf("%w: invoice %s %s; it can no longer be paid", ErrInvoiceExpired, rec.ID, rec.Closed())
 	}
 	invalidAnswer := func(reason, msg string) *X402Answer {
 		r := *required

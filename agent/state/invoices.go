@@ -341,7 +341,7 @@ func (s *Invoices) MarkPaid(ctx context.Context, id, txHash string) (inv tools.I
 		}
 		now := s.now().UTC()
 		if rec.Expired(now) {
-			return fmt.Errorf("%w: invoice %s expired at %s; it can no longer be paid, ask the payee for a new invoice", ErrExpired, id, rec.ExpiresAt.UTC().Format(time.RFC3339))
+			return fmt.Errorf("%w: invoice %s %s; it can no longer be paid, ask the payee for a new invoice", ErrExpired, id, rec.Closed())
 		}
 		h := txHash
 		rec.Status, rec.TxHash, rec.PaidAt = InvoicePaid, &h, &now

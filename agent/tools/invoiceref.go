@@ -47,6 +47,10 @@ type PayableInvoice struct {
 	Status    string     `json:"status"`
 	ExpiresAt *time.Time `json:"expiresAt"`
 	Expired   bool       `json:"expired"`
+	// CancelledAt is when the payee cancelled it (cancel_invoice; its
+	// ExpiresAt is then the same time), so a refusal says cancelled, not
+	// expired.
+	CancelledAt *time.Time `json:"cancelledAt,omitempty"`
 	// Token is the asset's contract, mint or issuer ("" for the native
 	// asset) and ChainID the EVM chain id, as the payee's server says.
 	Token   string `json:"token,omitempty"`
@@ -228,11 +232,7 @@ func payable(env *Env, inv PayableInvoice) error {
 	case inv.Status == "paid":
 		return fmt.Errorf("%w: invoice %s is already paid; nothing was paid again", ErrInvoiceNotPayable, inv.ID)
 	case inv.Expired || inv.ExpiresAt != nil && !env.now().Before(*inv.ExpiresAt):
-		at := ""
-		if inv.ExpiresAt != nil {
-			at = " at " + inv.ExpiresAt.UTC().Format(time.RFC3339)
-		}
-		return fmt.Errorf("%w: invoice %s expired%s; it can no longer be paid, ask the payee for a new invoice. Nothing was paid", ErrInvoiceNotPayable, inv.ID, at)
+		return fmt.Errorf("%w: invoice %s %s; it can no longer be paid, ask the payee for a new invoice. Nothing was paid", ErrInvoiceNotPayable, inv.ID, closedWords(inv.CancelledAt, inv.ExpiresAt))
 	case inv.Status != "pending":
 		return fmt.Errorf("%w: invoice %s is %q, not pending; nothing was paid", ErrInvoiceNotPayable, inv.ID, clip(inv.Status, 24))
 	case inv.AgentID != "" && inv.AgentID == env.Agent.ID:

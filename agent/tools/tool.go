@@ -244,6 +244,23 @@ func (inv Invoice) Expired(now time.Time) bool {
 	return inv.ExpiresAt != nil && !now.Before(*inv.ExpiresAt)
 }
 
+// Closed says, for a refusal, why an unpaid invoice past its ExpiresAt can
+// no longer be paid: cancelled by its payee (cancel_invoice sets both
+// times) or expired.
+func (inv Invoice) Closed() string { return closedWords(inv.CancelledAt, inv.ExpiresAt) }
+
+// closedWords is the one wording of why an invoice stopped accepting
+// payment, for Invoice and PayableInvoice.
+func closedWords(cancelledAt, expiresAt *time.Time) string {
+	switch {
+	case cancelledAt != nil:
+		return "was cancelled by its payee at " + cancelledAt.UTC().Format(time.RFC3339)
+	case expiresAt != nil:
+		return "expired at " + expiresAt.UTC().Format(time.RFC3339)
+	}
+	return "expired"
+}
+
 // Invoices creates and lists the agent's invoices.
 type Invoices interface {
 	// Create stores a pending invoice for inv's Chain, Amount, Asset and
