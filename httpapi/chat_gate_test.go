@@ -52,14 +52,21 @@ func TestChatMoneyGateStopsHostedModels(t *testing.T) {
 		}
 	}
 	// The builtin planner (the default provider) reads them the same way:
-	// it calls nothing and says so.
+	// it moves nothing and says so. A past-tense report ("I sent bob …
+	// yesterday") may be checked against the payment records
+	// (payment_history, read only), which is an answer, not a payment.
 	for _, msg := range refused {
 		r, out := e.chat(t, alice.ID, e.key, map[string]string{"message": msg})
-		if r.status != 200 || len(out.ToolCalls) != 0 {
+		if r.status != 200 {
 			t.Fatalf("builtin %q = %d %s", msg, r.status, r.body)
 		}
+		for _, tc := range out.ToolCalls {
+			if tc.Name != "payment_history" {
+				t.Fatalf("builtin %q ran %s: %s", msg, tc.Name, r.body)
+			}
+		}
 		low := strings.ToLower(out.Response)
-		if !strings.Contains(low, "nothing") && !strings.Contains(low, "haven't sent") {
+		if !strings.Contains(low, "nothing") && !strings.Contains(low, "haven't sent") && !strings.Contains(low, "found no payments") {
 			t.Errorf("builtin %q: answer %q does not say nothing was sent", msg, out.Response)
 		}
 	}

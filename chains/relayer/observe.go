@@ -2,32 +2,11 @@ package relayer
 
 import (
 	"context"
-	"errors"
 	"math/big"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/veilhq/veil/runtime/ready"
 )
-
-// Checks are the readiness checks "relayer/<chain>", one per relayer: a
-// relayer below its minimum balance or runway, or whose balance cannot be
-// read, is reported as a warning (ready.Warning), so /readyz names it and
-// stays 200: every chain and every other payment still serve.
-func (s *Set) Checks() []ready.Check {
-	var out []ready.Check
-	for _, id := range s.Chains() {
-		a := s.accounts[id]
-		out = append(out, ready.Func("relayer/"+string(id), func(ctx context.Context) error {
-			if why := a.low(a.status(ctx), s.cfg.MinRunway); why != "" {
-				return ready.Warning(errors.New(why))
-			}
-			return nil
-		}))
-	}
-	return out
-}
 
 // scrapeTimeout bounds the balance reads of one scrape.
 const scrapeTimeout = 3 * time.Second

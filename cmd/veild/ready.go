@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/relayer"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/cluster"
 	"github.com/veilhq/veil/runtime/ready"
@@ -114,4 +115,21 @@ type pinger interface {
 // (chains/evm Connector.Development).
 type devNode interface {
 	Development(ctx context.Context) bool
+}
+
+// relayerChecks are the readiness checks "relayer/<chain>", one per
+// relayer: a relayer that needs funding (relayer.Set.Low) is a warning, so
+// /readyz names it and stays 200, and every chain and every other payment
+// still serve.
+func relayerChecks(set *relayer.Set) []ready.Check {
+	var out []ready.Check
+	for _, id := range set.Chains() {
+		out = append(out, ready.Func("relayer/"+string(id), func(ctx context.Context) error {
+			if why := set.Low(ctx, id); why != "" {
+				return ready.Warning(errors.New(why))
+			}
+			return nil
+		}))
+	}
+	return out
 }

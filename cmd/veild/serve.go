@@ -182,7 +182,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		apiAgents = deps.Snapshots.Reads(agents)
 	}
 	readyz := readiness(cfg, store, chainSet, func(ctx context.Context) error { _, err := enclaves.Info(ctx); return err }, member, time.Now)
-	readyz.Add(relayers.Checks()...)
+	readyz.Add(relayerChecks(relayers)...)
 	api := httpapi.New(httpapi.Config{Store: store, Agents: apiAgents, Logger: log, TEE: enclaves, OnRequest: mets.Request, RateLimit: rateLimit(cfg),
 		Limits: httpapi.Limits{BodyTimeout: cfg.BodyTimeout, WriteTimeout: cfg.WriteTimeout, ChatWriteTimeout: cfg.ChatWriteTimeout, IdleTimeout: cfg.IdleTimeout},
 		Feed:   feed, WebhookAllowPrivate: cfg.WebhookAllowPrivate, MaxStreamsPerKey: cfg.MaxStreamsPerKey, StreamPoll: cfg.StreamPoll, Ready: readyz, Explorers: chainSet.explorers, Networks: chainSet.networks})
