@@ -11,7 +11,7 @@ NORACE_PKGS := github.com/veilhq/veil/runtime/cluster
 # proxy (and caches it), so every machine lints with the same checks.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build release test test-deps test-race test-norace test-ts lint fmt bench bench-heal clean console-shots
+.PHONY: run build release test test-deps test-race test-norace test-upgrade test-ts lint fmt bench bench-heal clean console-shots
 
 run: build
 	$(BIN)/veild serve
@@ -63,6 +63,13 @@ test-race:
 test-norace:
 	@if [ -n "$(NORACE_PKGS)" ]; then $(GO) test -count=1 -timeout 20m $(NORACE_PKGS); fi
 	$(GO) test -count=1 -run 'NoAlloc' ./chains/stealth/...
+	$(MAKE) test-upgrade
+
+# test-upgrade: the rolling upgrade test (cmd/veild upgrade_test.go) on its
+# own and without -race, so its members are not starved by the other
+# packages' tests; the -race run skips it.
+test-upgrade:
+	$(GO) test -count=1 -timeout 20m -run '^TestRollingUpgradeUnderLoad$$' ./cmd/veild
 
 # The TypeScript client (clients/typescript, docs/typescript.md): its
 # node:test suites build veild and run against it. npm is required

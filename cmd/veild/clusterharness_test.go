@@ -454,7 +454,10 @@ func (c *testCluster) healed(client *http.Client, agents []string, st *healState
 	for _, m := range live {
 		for _, id := range agents {
 			pair := fmt.Sprintf("%d/%s", m.i, id)
-			if st.answered[pair] {
+			mu.Lock() // the goroutines below write st.answered
+			done := st.answered[pair]
+			mu.Unlock()
+			if done {
 				continue
 			}
 			wg.Add(1)

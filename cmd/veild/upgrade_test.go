@@ -31,6 +31,14 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the previous release and runs a three-member cluster through four swaps")
 	}
+	if raceEnabled {
+		// make test runs it on its own, without -race (Makefile,
+		// test-upgrade): in the -race run it shares 2 cores with every
+		// other package's tests, and a member starved for over 2 s fences
+		// itself and rejoins (docs/cluster.md), which the clients see as
+		// connection errors; this test measures the swaps, not starvation.
+		t.Skip("runs without -race in make test (test-upgrade)")
+	}
 	oldBin := previousVeild(t)
 	c := newTestCluster(t, 3)
 	c.bins = []string{oldBin, oldBin, oldBin}
