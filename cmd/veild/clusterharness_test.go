@@ -625,3 +625,31 @@ func (c *testCluster) stopAll() {
 		}
 	}
 }
+
+// startLoadedCluster starts three members with nPayees payees and nPayers
+// payers (named <prefix>-payee-N, <prefix>-payer-N, spread over the
+// members) under payment load of workers clients; on failure it logs each
+// live member's last lines. all is every agent's id.
+func startLoadedCluster(t *testing.T, prefix string, nPayees, nPayers, workers int) (c *testCluster, payees []payee, payers, all []string, ld *clusterLoad) {
+	t.Helper()
+	c = newTestCluster(t, 3)
+	c.startAll()
+	for i := range nPayees {
+		name := fmt.Sprintf("%s-payee-%d", prefix, i)
+		payees = append(payees, payee{id: c.createAgent(i%3, name), name: name})
+		all = append(all, payees[i].id)
+	}
+	for i := range nPayers {
+		payers = append(payers, c.createAgent(i%3, fmt.Sprintf("%s-payer-%d", prefix, i)))
+	}
+	all = append(all, payers...)
+	ld = startLoad(c, payers, payees, workers)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range c.live() {
+				t.Logf("--- member %d:\n%s", m.i, tail(m.logs.String(), 60))
+			}
+		}
+	})
+	return c, payees, payers, all, ld
+}

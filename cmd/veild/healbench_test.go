@@ -26,28 +26,7 @@ func TestHealTimes(t *testing.T) {
 	if runs <= 0 {
 		t.Skip("a measurement of many minutes: set VEIL_HEAL_RUNS=N (make bench-heal)")
 	}
-	c := newTestCluster(t, 3)
-	c.startAll()
-	var payees []payee
-	var all []string
-	for i := range 2 {
-		name := fmt.Sprintf("h-payee-%d", i)
-		payees = append(payees, payee{id: c.createAgent(i%3, name), name: name})
-		all = append(all, payees[i].id)
-	}
-	var payers []string
-	for i := range 4 {
-		payers = append(payers, c.createAgent(i%3, fmt.Sprintf("h-payer-%d", i)))
-	}
-	all = append(all, payers...)
-	load := startLoad(c, payers, payees, 2)
-	defer func() {
-		if t.Failed() {
-			for _, m := range c.live() {
-				t.Logf("--- member %d:\n%s", m.i, tail(m.logs.String(), 60))
-			}
-		}
-	}()
+	c, _, _, all, load := startLoadedCluster(t, "h", 2, 4, 2)
 	load.waitAcks(4)
 
 	type sample struct {

@@ -201,29 +201,7 @@ func TestClusterHealsAfterPausesAndPartitions(t *testing.T) {
 	}
 	pauses := []pauseFault{{"SIGSTOP 3s", 0, 3 * time.Second}, {"SIGSTOP 10s", 1, 10 * time.Second}}
 	cutFor := 10 * time.Second
-	c := newTestCluster(t, 3)
-	c.startAll()
-	var payees []payee
-	var all []string
-	for i := range 4 {
-		name := fmt.Sprintf("p-payee-%d", i)
-		payees = append(payees, payee{id: c.createAgent(i%3, name), name: name})
-		all = append(all, payees[i].id)
-	}
-	var payers []string
-	for i := range 6 {
-		payers = append(payers, c.createAgent(i%3, fmt.Sprintf("p-payer-%d", i)))
-	}
-	all = append(all, payers...)
-
-	load := startLoad(c, payers, payees, 3)
-	defer func() {
-		if t.Failed() {
-			for _, m := range c.live() {
-				t.Logf("--- member %d:\n%s", m.i, tail(m.logs.String(), 60))
-			}
-		}
-	}()
+	c, payees, payers, all, load := startLoadedCluster(t, "p", 4, 6, 3)
 	load.waitAcks(6)
 
 	type figure struct {
