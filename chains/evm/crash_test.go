@@ -15,6 +15,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/chains/internal/settletest"
 )
 
 // The failpoint test kills a process that is paying, at each dangerous step,
@@ -112,8 +113,8 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 		// Restart: a new connector on the same store; maintenance
 		// rebroadcasts what was persisted; the caller retries its key.
 		store := openStore(t, dir)
-		var settled settlements
-		c := connect(t, cfg, store, signer, func(o *evm.Options) { o.OnSettled = settled.on })
+		var settled settletest.Recorder
+		c := connect(t, cfg, store, signer, func(o *evm.Options) { o.OnSettled = settled.On })
 		if _, err := c.MaintainOnce(ctx, true); err != nil {
 			t.Fatalf("%s: maintenance after restart: %v", p, err)
 		}
@@ -136,7 +137,7 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		// Its settlement is reported once.
-		if got := settled.of(key); len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != r.TxHash {
+		if got := settled.Of(key); len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != r.TxHash {
 			t.Fatalf("%s: settlements %+v; want one confirmed of %s", p, got, r.TxHash)
 		}
 		// A second retry answers the same transaction.

@@ -5,40 +5,15 @@ package evm_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/chains/internal/settletest"
 	"github.com/veilhq/veil/internal/faultproxy"
 )
-
-// settlements records what a connector reports to OnSettled.
-type settlements struct {
-	mu  sync.Mutex
-	got []chains.Settlement
-}
-
-func (s *settlements) on(_ context.Context, x chains.Settlement) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, x)
-	return nil
-}
-
-func (s *settlements) of(key string) []chains.Settlement {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []chains.Settlement
-	for _, x := range s.got {
-		if x.IdempotencyKey == key {
-			out = append(out, x)
-		}
-	}
-	return out
-}
 
 // faults are the node faults every connector's payment is tested under
 // (issue 32 item 7), with faultproxy.HTTP between connector and node.
@@ -81,8 +56,8 @@ func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) 
 	cfg := b.cfg
 	cfg.RPCURL = proxy.URL()
 	cfg.StuckAfter = time.Hour // no fee bump: the same bytes go again
-	var settled settlements
-	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.OnSettled = settled.on })
+	var settled settletest.Recorder
+	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.OnSettled = settled.On })
 	req := chains.SendRequest{Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key}
 	pay := func() (chains.TxResult, error) {
 		return c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), req)
@@ -105,13 +80,13 @@ func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) 
 	if !errors.As(a.err, &ou) || errors.Is(a.err, chains.ErrUnavailable) || ou.TxHash == "" || ou.TxHash != a.r.TxHash || ou.IdempotencyKey != key {
 		t.Fatalf("payment = %+v, %v; want ErrOutcomeUnknown with the recorded hash", a.r, a.err)
 	}
-	if got := settled.of(key); len(got) != 0 {
+	if got := settled.Of(key); len(got) != 0 {
 		t.Fatalf("settled before anything was mined: %+v", got)
 	}
 
 	// The next pass sends it again (the node may never have had it), then
 	// one records its receipt and reports it.
-	for i := 0; len(settled.of(key)) == 0; i++ {
+	for i := 0; len(settled.Of(key)) == 0; i++ {
 		if i == 200 {
 			t.Fatalf("never settled")
 		}
@@ -127,7 +102,7 @@ func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) 
 			t.Fatal(err)
 		}
 	}
-	got := settled.of(key)
+	got := settled.Of(key)
 	if len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != ou.TxHash || got[0].Confirmations < 1 || got[0].AgentID != alice.ID {
 		t.Fatalf("settlements %+v; want one confirmed of %s", got, ou.TxHash)
 	}
@@ -139,7 +114,7 @@ func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) 
 	if n, err := c.Client().NonceAt(ctx, alice.Address, nil); err != nil || n != 1 {
 		t.Fatalf("alice sent %d transactions (%v); want exactly one", n, err)
 	}
-	if len(settled.of(key)) != 1 {
-		t.Fatalf("the retry settled again: %+v", settled.of(key))
+	if len(settled.Of(key)) != 1 {
+		t.Fatalf("the retry settled again: %+v", settled.Of(key))
 	}
 }

@@ -3,42 +3,16 @@
 package stellar_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/internal/settletest"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/internal/faultproxy"
 )
-
-// settlements records what a connector reports to OnSettled.
-type settlements struct {
-	mu  sync.Mutex
-	got []chains.Settlement
-}
-
-func (s *settlements) on(_ context.Context, x chains.Settlement) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, x)
-	return nil
-}
-
-func (s *settlements) of(key string) []chains.Settlement {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []chains.Settlement
-	for _, x := range s.got {
-		if x.IdempotencyKey == key {
-			out = append(out, x)
-		}
-	}
-	return out
-}
 
 // TestPaymentFaults: with faultproxy.HTTP between the connector and
 // Horizon, the submission of a payment meets a fault (issue 32 item 7).
@@ -74,8 +48,8 @@ func TestPaymentFaults(t *testing.T) {
 			defer proxy.Close()
 			cfg := e.dev.Config()
 			cfg.HorizonURL = proxy.URL()
-			var settled settlements
-			c, err := stellar.New(bg, cfg, stellar.Options{Store: e.store, Signer: e.enc, OnSettled: settled.on})
+			var settled settletest.Recorder
+			c, err := stellar.New(bg, cfg, stellar.Options{Store: e.store, Signer: e.enc, OnSettled: settled.On})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +84,7 @@ func TestPaymentFaults(t *testing.T) {
 			if !errors.As(a.err, &ou) || errors.Is(a.err, chains.ErrUnavailable) || ou.TxHash == "" || ou.TxHash != a.r.TxHash || ou.IdempotencyKey != key {
 				t.Fatalf("payment = %+v, %v; want ErrOutcomeUnknown with the recorded hash", a.r, a.err)
 			}
-			if got := settled.of(key); len(got) != 0 {
+			if got := settled.Of(key); len(got) != 0 {
 				t.Fatalf("settled before the outcome was known: %+v", got)
 			}
 			// The periodic pass settles it, once.
@@ -119,7 +93,7 @@ func TestPaymentFaults(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := settled.of(key)
+			got := settled.Of(key)
 			if len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != ou.TxHash || got[0].AgentID != alice.id {
 				t.Fatalf("settlements %+v; want one confirmed of %s", got, ou.TxHash)
 			}
@@ -129,8 +103,8 @@ func TestPaymentFaults(t *testing.T) {
 			if mine, _ := e.find(bob, ""); len(mine) != 1 {
 				t.Fatalf("%d payments to bob on chain; want exactly one", len(mine))
 			}
-			if len(settled.of(key)) != 1 {
-				t.Fatalf("the retry settled again: %+v", settled.of(key))
+			if len(settled.Of(key)) != 1 {
+				t.Fatalf("the retry settled again: %+v", settled.Of(key))
 			}
 		})
 	}
