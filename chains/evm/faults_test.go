@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 	"github.com/veilhq/veil/chains/internal/settletest"
@@ -110,6 +114,107 @@ func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) 
 	// The retry answers the same transaction; exactly one left alice.
 	if r, err := pay(); err != nil || r.TxHash != ou.TxHash {
 		t.Fatalf("retry = %+v, %v; want %s", r, err, ou.TxHash)
+	}
+	if n, err := c.Client().NonceAt(ctx, alice.Address, nil); err != nil || n != 1 {
+		t.Fatalf("alice sent %d transactions (%v); want exactly one", n, err)
+	}
+	if len(settled.Of(key)) != 1 {
+		t.Fatalf("the retry settled again: %+v", settled.Of(key))
+	}
+}
+
+// TestPaymentNodeRestart: the node took a payment's transaction and
+// restarts before mining it. The devnet keeps its chain on disk and its
+// pool in memory (as geth --dev and Hardhat do), so the restarted node has
+// forgotten the transaction. The next maintenance pass sees the node no
+// longer holds it and sends the recorded signed bytes again (same nonce,
+// same hash, no fee bump); it is mined once and settles once, confirmed,
+// under the hash the caller was given; a retry under the key answers that
+// transaction: exactly one transfer on chain.
+func TestPaymentNodeRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	start := func() *devnet.EVM {
+		d, err := devnet.StartEVM(ctx, devnet.EVMOptions{Dir: dir, Chains: []chains.ID{chains.Ethereum}, Log: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}
+	d := start()
+	cfg, _ := d.Config(chains.Ethereum)
+	proxy, err := faultproxy.NewHTTP(cfg.RPCURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	cfg.RPCURL = proxy.URL()
+	cfg.StuckAfter = time.Hour // no fee bump: only the same bytes may go again
+	alice, bob := evmtest.NewAgent("node-restart-alice"), evmtest.NewAgent("node-restart-bob")
+	var settled settletest.Recorder
+	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.OnSettled = settled.On })
+	mustMined(t, c, mustFund(t, c, alice.Address).TxHash)
+
+	const key = "node-restart"
+	pay := func() (chains.TxResult, error) {
+		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
+	}
+	d.Net(chains.Ethereum).SetMining(false)
+	r, err := pay()
+	if err != nil {
+		t.Fatalf("payment: %v; want it broadcast", err)
+	}
+	if _, _, err := c.Client().TransactionByHash(ctx, common.HexToHash(r.TxHash)); err != nil {
+		t.Fatalf("the node does not hold the payment before its restart: %v", err)
+	}
+
+	// The node restarts on the same chain, at a new address, its pool empty.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = start()
+	restarted, _ := d.Config(chains.Ethereum)
+	if err := proxy.SetTarget(restarted.RPCURL); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Client().TransactionByHash(ctx, common.HexToHash(r.TxHash)); !errors.Is(err, ethereum.NotFound) {
+		t.Fatalf("the restarted node still knows the payment (%v): the fault did not happen", err)
+	}
+
+	var total evm.MaintainReport
+	for i := 0; len(settled.Of(key)) == 0; i++ {
+		if i == 200 {
+			t.Fatalf("never settled (passes so far: %+v)", total)
+		}
+		rep, err := c.MaintainOnce(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total.Rebroadcast += rep.Rebroadcast
+		total.Bumped += rep.Bumped
+		if i == 0 {
+			if rep.Rebroadcast != 1 {
+				t.Fatalf("first pass after the restart: %+v; want the recorded transaction sent again", rep)
+			}
+			mustMined(t, c, r.TxHash)
+		}
+	}
+	for range 2 {
+		if _, err := c.MaintainOnce(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total.Bumped != 0 {
+		t.Fatalf("maintenance bumped the fee (%+v): the caller's hash would no longer be the payment's", total)
+	}
+	got := settled.Of(key)
+	if len(got) != 1 || got[0].Status != chains.SettlementConfirmed || got[0].TxHash != r.TxHash || got[0].AgentID != alice.ID {
+		t.Fatalf("settlements %+v; want one confirmed of %s", got, r.TxHash)
+	}
+	if again, err := pay(); err != nil || again.TxHash != r.TxHash {
+		t.Fatalf("retry = %+v, %v; want %s", again, err, r.TxHash)
 	}
 	if n, err := c.Client().NonceAt(ctx, alice.Address, nil); err != nil || n != 1 {
 		t.Fatalf("alice sent %d transactions (%v); want exactly one", n, err)

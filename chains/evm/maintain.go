@@ -131,6 +131,15 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 			batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{a.Hash}, Result: &receipts[len(refs)-1]})
 		}
 	}
+	// And whether the node still holds each last attempt: a node that
+	// restarted (an in-memory pool: geth --dev, Hardhat, Anvil, a devnet)
+	// has forgotten every transaction it had not mined.
+	held := make([]*json.RawMessage, len(items))
+	heldAt := len(batch)
+	for i, x := range items {
+		last := x.it.Attempts[len(x.it.Attempts)-1]
+		batch = append(batch, rpc.BatchElem{Method: "eth_getTransactionByHash", Args: []any{last.Hash}, Result: &held[i]})
+	}
 	if err := c.rpc.BatchCallContext(ctx, batch); err != nil {
 		return c.Unavailable("maintenance", err)
 	}
@@ -152,6 +161,12 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 		case receipts[k] != nil:
 			found[r.item] = receipts[k]
 		}
+	}
+	// gone: the node answered that it does not know the last attempt
+	// (null, not an error: an error says nothing).
+	gone := make([]bool, len(items))
+	for i := range items {
+		gone[i] = batch[heldAt+i].Error == nil && (held[i] == nil || string(*held[i]) == "null")
 	}
 	var errs []error
 	for i := range items {
@@ -191,7 +206,7 @@ func (c *Connector) maintainAddress(ctx context.Context, pend []persistence.Reco
 					break
 				}
 			}
-			err = c.advance(ctx, x.ikey, ver, &x.it, restart, rep)
+			err = c.advance(ctx, x.ikey, ver, &x.it, restart, gone[i], rep)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -287,8 +302,10 @@ func (c *Connector) settlement(ikey string, it *intent, hash common.Hash, status
 }
 
 // advance moves an unconfirmed transaction along: rebroadcast after a
-// restart, fill a void nonce, or bump a stuck one.
-func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it *intent, restart bool, rep *MaintainReport) error {
+// restart of ours, after a broadcast whose outcome was unknown, or when
+// the node no longer holds it (gone: the node restarted and lost its
+// pool); fill a void nonce, or bump a stuck one.
+func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it *intent, restart, gone bool, rep *MaintainReport) error {
 	last := it.Attempts[len(it.Attempts)-1]
 	fill := it.State == stateVoid && !c.isFiller(it, last)
 	// A transaction is stuck when it has been unconfirmed for StuckAfter
@@ -306,13 +323,20 @@ func (c *Connector) advance(ctx context.Context, ikey string, version uint64, it
 		// crash, which is no sign that its fee is too low. Bumping here
 		// replaced, after every restart of a busy node, the transaction
 		// whose hash the caller had already been given. So does the pass
-		// after a broadcast whose answer was lost.
-		if restart || unsure {
+		// after a broadcast whose answer was lost, and a pass that finds
+		// the node no longer holds it (the node restarted: the same
+		// signed bytes, same nonce, same hash, so the caller's hash stays
+		// the payment's). A gone transaction does not restart the
+		// StuckAfter wait: a pool that keeps evicting it for its fee
+		// still gets the bump.
+		if restart || unsure || gone {
 			c.unsure.Forget(ikey)
 			if err := c.sendRaw(ctx, last.Raw); classify(err) == sentRejected || classify(err) == sentUnknown {
 				c.opts.Log.Warn("rebroadcast", "tx", last.Hash.Hex(), "err", err)
 			}
-			c.resent.Set(ikey, c.opts.Now())
+			if restart || unsure {
+				c.resent.Set(ikey, c.opts.Now())
+			}
 			rep.Rebroadcast++
 		}
 		return nil
