@@ -24,6 +24,11 @@ type enclaveKeys struct{ e Enclave }
 // Keys are derived at epoch 0; rotation (a later epoch) is not offered yet.
 const keyEpoch = 0
 
+// KeyEpoch is the epoch of every agent key, for callers outside the
+// actor that sign with one (the scanner's reclaim of an invoice's
+// prepared destination).
+const KeyEpoch = keyEpoch
+
 func (k enclaveKeys) Derive(ctx context.Context, agentID string, chain chains.ID) (ChainKeys, error) {
 	pk, err := k.e.DeriveKeys(ctx, agentID, chain, keyEpoch)
 	if err != nil {

@@ -62,7 +62,9 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 	n := &notifier{a: a}
 	dir := &namingDirectory{Directory: Directory{Store: st}}
 	ops := &chainOps{a: a, agent: ag, payments: payments, invoices: invoices, notifier: n, convID: convID, names: dir}
-	invoices.WithPrep(ops.prepareDestination)
+	// Where the chain activates the address, the destination is recorded
+	// first (reused by a retry, reclaimed by the scanner's maintenance).
+	invoices.WithPrep(ops.prepareDestination).WithPrepares(ops.PreparesDestinations)
 	return tools.Env{
 		Agent:     ag,
 		Now:       now,

@@ -514,6 +514,20 @@ func (r *Ref) PrepareDestination(ctx context.Context, key chains.KeyRef, address
 	return as[chains.TxResult](v, err)
 }
 
+// ReclaimDestination runs in the sponsor's lane, like the activation:
+// chains.DestinationReclaimer's ReclaimDestination, or
+// chains.ErrUnavailable on a chain without it.
+func (r *Ref) ReclaimDestination(ctx context.Context, key chains.KeyRef, address, idempotencyKey string) (chains.TxResult, error) {
+	dr, ok := r.conn().(chains.DestinationReclaimer)
+	if !ok {
+		return chains.TxResult{}, fmt.Errorf("%w: %s reclaims no destinations", chains.ErrUnavailable, r.id)
+	}
+	v, err := r.do(ctx, "reclaim_destination", "sponsor", func(ctx context.Context) (any, error) {
+		return dr.ReclaimDestination(ctx, key, address, idempotencyKey)
+	})
+	return as[chains.TxResult](v, err)
+}
+
 // RegisterName runs in the lane of ownerAddress.
 func (r *Ref) RegisterName(ctx context.Context, owner chains.KeyRef, ownerAddress, name, metaAddress string) (chains.TxResult, error) {
 	v, err := r.do(ctx, "register_name", laneOf(ownerAddress), func(ctx context.Context) (any, error) {

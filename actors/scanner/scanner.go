@@ -172,6 +172,8 @@ type Report struct {
 	InvoiceHits   int // transfers to invoice addresses
 	New           int // payments the agents had not seen
 	InvoicesPaid  int
+	// Reclaimed: prepared invoice destinations closed (reclaim.go).
+	Reclaimed int
 }
 
 // Start runs a pass every Interval, on Kick and when the topology changes
@@ -353,6 +355,9 @@ func (s *Scanner) ScanOnce(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 		if err := s.scanReferences(ctx, &rep); err != nil {
+			return rep, err
+		}
+		if err := s.reclaimDestinations(ctx, &rep); err != nil {
 			return rep, err
 		}
 	}

@@ -94,6 +94,8 @@ type Invoices struct {
 	publicURL string
 	gen       AddressGenerator
 	prep      DestinationPrep
+	// prepares: the chains whose prep activates the address (WithPrepares).
+	prepares func(chains.ID) bool
 }
 
 // WithPrep makes prep run on every new invoice's address before it is
@@ -165,9 +167,19 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	if s.gen == nil {
 		return tools.Invoice{}, fmt.Errorf("%w: no stealth address generator", ErrInvalid)
 	}
-	addr, eph, err := s.gen(ctx, c)
+	var (
+		addr string
+		eph  []byte
+		dest *Destination // recorded before the address is activated
+		dv   uint64
+	)
+	if s.prep != nil && s.prepares != nil && s.prepares(c) {
+		addr, eph, dest, dv, err = s.destination(ctx, c, asset.Symbol, key)
+	} else if addr, eph, err = s.gen(ctx, c); err != nil {
+		err = fmt.Errorf("one-time address for the invoice on %s: %w", c, err)
+	}
 	if err != nil {
-		return tools.Invoice{}, fmt.Errorf("one-time address for the invoice on %s: %w", c, err)
+		return tools.Invoice{}, err
 	}
 	if addr == "" || strings.Contains(addr, "/") {
 		return tools.Invoice{}, fmt.Errorf("%w: generator returned address %q", ErrInvalid, addr)
@@ -206,6 +218,13 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 	ops = append(ops, persistence.Put(TableInvoices, s.key(id), mustJSON(rec), persistence.Absent()))
 	if key != "" {
 		ops = append(ops, persistence.Put(TableInvoiceKeys, s.key(key), []byte(id), persistence.Absent()))
+	}
+	if dest != nil {
+		// The activated address is the invoice's from now on; a reclaim
+		// already started (Reclaiming) makes this batch conflict.
+		d := *dest
+		d.InvoiceID = id
+		ops = append(ops, persistence.Put(TableInvoiceDestinations, d.key(), mustJSON(d), persistence.AtVersion(dv)))
 	}
 	_, err = s.store.Apply(ctx, ops...)
 	var ce *persistence.ConflictError
