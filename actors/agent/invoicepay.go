@@ -79,8 +79,15 @@ func (l invoiceLookup) PayLink(id string) string {
 // PayAddress pays an invoice's one-time address from the agent's account:
 // the owner's approval rules first (a held payment is not sent), then the
 // connector signs a transfer from the account's own key (no one-time key)
-// as an explicit spend, which the enclave checks against the policy.
-func (o *chainOps) PayAddress(ctx context.Context, req chains.SendRequest, label string) (chains.TxResult, error) {
+// as an explicit spend, which the enclave checks against the policy. pr
+// is the payment as pay_invoice parsed it; its recipient's name labels the
+// payee for the approval and the record.
+func (o *chainOps) PayAddress(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
+	req, err := pr.SendRequest()
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	label := pr.Recipient().Name
 	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: req.Chain, Asset: req.Asset, Amount: req.Amount.String(),
 		Recipient: label, PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
@@ -91,8 +98,7 @@ func (o *chainOps) PayAddress(ctx context.Context, req chains.SendRequest, label
 	}
 	// The account's own key (no ephemeral key) spends from the account's
 	// address: a plain transfer in the account's lane.
-	rec := tools.OutgoingPayment{Kind: tools.KindPayInvoice, Source: toolSource(o.convID), Chain: req.Chain, Asset: assetOr(req.Chain, req.Asset), Amount: req.Amount,
-		Recipient: tools.PaymentRecipient{Name: label, Address: req.To}, IdempotencyKey: req.IdempotencyKey}
+	rec := pr.Record(toolSource(o.convID))
 	return o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) {
 		return c.Withdraw(ctx, o.key(req.Chain), chains.WithdrawRequest{Chain: req.Chain, From: o.agent.Addresses[req.Chain], To: req.To,
 			Asset: req.Asset, Amount: req.Amount, IdempotencyKey: req.IdempotencyKey})

@@ -165,16 +165,24 @@ func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, e
 	return c.Balance(ctx, o.agent.Addresses[id])
 }
 
-func (o *chainOps) SendStealth(ctx context.Context, req chains.SendRequest) (chains.TxResult, error) {
+// SendStealth pays pr, the payment as its tool parsed it (docs/tools.md,
+// "Parse once"): the approval rules, the record and the signing request
+// all take it as it is; an unparsed request is refused before anything.
+func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
+	req, err := pr.SendRequest()
+	if err != nil {
+		return chains.TxResult{}, err
+	}
+	payee := o.names.name(req.To)
 	// The owner's approval rules first, before the chain is even reached:
 	// a payment they hold is not sent (the tool reports it held, and the
 	// chain is needed only when it runs); the enclave checks them again,
 	// with the spending policy, before it signs.
 	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: req.Chain, Asset: req.Asset, Amount: req.Amount.String(),
-		Recipient: o.names.name(req.To), PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
+		Recipient: payee, PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	return o.a.sendStealth(ctx, req, o.names.name(req.To), toolSource(o.convID))
+	return o.a.sendStealth(ctx, req, payee, toolSource(o.convID))
 }
 
 func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {

@@ -115,7 +115,7 @@ func (noChains) SignAuthorization(_ context.Context, _ chains.ID, a chains.Trans
 func (noChains) Balance(context.Context, chains.ID) (chains.Balance, error) {
 	return chains.Balance{}, errNoChain
 }
-func (noChains) SendStealth(context.Context, chains.SendRequest) (chains.TxResult, error) {
+func (noChains) SendStealth(context.Context, tools.PaymentRequest) (chains.TxResult, error) {
 	return chains.TxResult{}, errNoChain
 }
 func (noChains) Withdraw(context.Context, chains.WithdrawRequest) (chains.TxResult, error) {

@@ -59,11 +59,6 @@ func assetList(chain chains.ID) string {
 	return strings.Join(s, ", ")
 }
 
-func carries(chain chains.ID, symbol string) bool {
-	_, err := LookupAsset(chain, symbol)
-	return err == nil
-}
-
 // ParseAmount validates a decimal amount of asset and returns it
 // normalised ("0.50" → "0.5"). Errors match chains.ErrInvalidAmount.
 func ParseAmount(amount string, a Asset) (string, error) {
@@ -122,14 +117,14 @@ func deployed(ag *Agent, c chains.ID) bool {
 	return false
 }
 
-// agentChain resolves an optional chain argument against the agent's
-// deployed chains; "" means the agent's default (first) chain.
-func agentChain(env *Env, arg string) (chains.ID, error) {
+// chainArg reads an optional chain argument once: "" (none given) or
+// a chain the agent is deployed on.
+func chainArg(env *Env, arg string) (chains.ID, error) {
 	if len(env.Agent.Chains) == 0 {
 		return "", fmt.Errorf("%w: the agent is not deployed on any chain", ErrNotConfigured)
 	}
 	if arg == "" {
-		return env.Agent.Chains[0], nil
+		return "", nil
 	}
 	c, err := chains.Parse(arg)
 	if err != nil {
@@ -141,20 +136,33 @@ func agentChain(env *Env, arg string) (chains.ID, error) {
 	return c, nil
 }
 
+// agentChain resolves an optional chain argument against the agent's
+// deployed chains; "" means the agent's default (first) chain.
+func agentChain(env *Env, arg string) (chains.ID, error) {
+	c, err := chainArg(env, arg)
+	if err != nil || c != "" {
+		return c, err
+	}
+	return env.Agent.Chains[0], nil
+}
+
 // agentChains is the chain argument as a list: one chain, or every
 // deployed chain when arg is "".
 func agentChains(env *Env, arg string) ([]chains.ID, error) {
-	if arg == "" {
-		if len(env.Agent.Chains) == 0 {
-			return nil, fmt.Errorf("%w: the agent is not deployed on any chain", ErrNotConfigured)
-		}
-		return env.Agent.Chains, nil
-	}
-	c, err := agentChain(env, arg)
+	c, err := chainArg(env, arg)
 	if err != nil {
 		return nil, err
 	}
-	return []chains.ID{c}, nil
+	return scope(env, c), nil
+}
+
+// scope is the chains a parsed chain argument c names: c, or every
+// deployed chain when it is "".
+func scope(env *Env, c chains.ID) []chains.ID {
+	if c == "" {
+		return env.Agent.Chains
+	}
+	return []chains.ID{c}
 }
 
 // spend is what a payment, an invoice or a schedule moves: its chain, its
@@ -165,10 +173,21 @@ type spend struct {
 	amount chains.Amount
 }
 
-// readSpend reads the chain, asset and amount arguments of a: the chain
-// and asset by pickChain's rules (rc as there), the amount in that asset.
+// readSpend reads the chain, asset and amount arguments of a (readSpendOn
+// with the chain argument read by chainArg).
 func readSpend(env *Env, a *args, rc *recipient) (spend, error) {
-	c, asset, err := pickChain(env, a.str("chain"), a.str("asset"), rc)
+	c, err := chainArg(env, a.str("chain"))
+	if err != nil {
+		return spend{}, err
+	}
+	return readSpendOn(env, c, a, rc)
+}
+
+// readSpendOn reads the asset and amount arguments of a on the chain
+// argument c, already read ("" when none was given): the chain and asset
+// by pickChain's rules (rc as there), the amount in that asset, each once.
+func readSpendOn(env *Env, c chains.ID, a *args, rc *recipient) (spend, error) {
+	c, asset, err := pickChain(env, c, a.str("asset"), rc)
 	if err != nil {
 		return spend{}, err
 	}
@@ -180,15 +199,16 @@ func readSpend(env *Env, a *args, rc *recipient) (spend, error) {
 }
 
 // pickChain chooses the chain and asset of a payment (or invoice) from the
-// optional chain and asset arguments; rc, when non-nil, limits the chains
-// to those the recipient can be paid on. The rules (docs/tools.md):
+// chain argument (read by chainArg: "" or a deployed chain) and the
+// optional asset argument; rc, when non-nil, limits the chains to those
+// the recipient can be paid on. The rules (docs/tools.md):
 //
 //  1. an explicit chain must be one the agent (and the recipient) is on;
 //  2. else an asset picks the first usable chain, in the agent's order,
 //     that carries it (the default chain first);
 //  3. else the recipient's meta-address prefix st:xlm / st:sol names the
 //     chain; else the agent's default chain, which the recipient must be on.
-func pickChain(env *Env, chainArg, assetArg string, rc *recipient) (chains.ID, Asset, error) {
+func pickChain(env *Env, chainArg chains.ID, assetArg string, rc *recipient) (chains.ID, Asset, error) {
 	ag := &env.Agent
 	if len(ag.Chains) == 0 {
 		return "", Asset{}, fmt.Errorf("%w: the agent is not deployed on any chain", ErrNotConfigured)
@@ -210,25 +230,18 @@ func pickChain(env *Env, chainArg, assetArg string, rc *recipient) (chains.ID, A
 		return c, a, nil
 	}
 	if chainArg != "" {
-		c, err := chains.Parse(chainArg)
-		if err != nil {
-			return "", Asset{}, argErr("%v", err)
+		if rc != nil && !rc.canPay(chainArg) {
+			return "", Asset{}, rc.notOn(chainArg, usable)
 		}
-		if !deployed(ag, c) {
-			return "", Asset{}, fmt.Errorf("%w: this agent is not deployed on %s; it is on %s", ErrInvalidArgs, c, chainList(ag.Chains))
-		}
-		if rc != nil && !rc.canPay(c) {
-			return "", Asset{}, rc.notOn(c, usable)
-		}
-		return withAsset(c)
+		return withAsset(chainArg)
 	}
 	if rc != nil && len(usable) == 0 {
 		return "", Asset{}, rc.noShared(ag.Chains)
 	}
 	if assetArg != "" {
 		for _, c := range usable {
-			if carries(c, assetArg) {
-				return withAsset(c)
+			if a, err := LookupAsset(c, assetArg); err == nil {
+				return c, a, nil
 			}
 		}
 		var offers []string

@@ -43,7 +43,7 @@ func TestUnknownOutcomeIsPending(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := notSent(ctx, env, c.err, "0.5", "ETH", chains.Base, "bob.veil", "k", "paying 0.5 ETH to bob.veil")
+			v, err := notSent(ctx, env, c.err, sendRequestFor(t, chains.Base, "ETH", "0.5", "bob.veil", "st:eth:0xbob", "k"), "paying 0.5 ETH to bob.veil")
 			if !c.pending {
 				if v != nil || err == nil || !strings.Contains(err.Error(), "nothing was done") {
 					t.Fatalf("notSent = %v, %v", v, err)

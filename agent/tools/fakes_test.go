@@ -101,6 +101,8 @@ type fakeChains struct {
 	keys     map[string]string // key → parameters
 	results  map[string]chains.TxResult
 	sends    []call // payments that moved money
+	// requests are the payment requests SendStealth and PayAddress got.
+	requests []PaymentRequest
 	calls    []call // every call
 	n        int
 	// hold, when set, holds every invoice payment for approval for this reason.
@@ -207,8 +209,21 @@ func (f *fakeChains) Balance(ctx context.Context, c chains.ID) (chains.Balance, 
 	return b, nil
 }
 
-func (f *fakeChains) SendStealth(ctx context.Context, r chains.SendRequest) (chains.TxResult, error) {
+func (f *fakeChains) SendStealth(ctx context.Context, req PaymentRequest) (chains.TxResult, error) {
+	r, err := f.request(req)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	return f.pay(call{Op: "send", Chain: string(r.Chain), To: r.To, Amount: r.Amount.String(), Asset: r.Asset, Key: r.IdempotencyKey}, true)
+}
+
+// request keeps req, as the spend reached the chain, and answers its
+// SendRequest as the agent actor does (an unparsed request is refused).
+func (f *fakeChains) request(req PaymentRequest) (chains.SendRequest, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	return req.SendRequest()
 }
 
 func (f *fakeChains) Withdraw(ctx context.Context, r chains.WithdrawRequest) (chains.TxResult, error) {

@@ -40,19 +40,19 @@ func (e *HeldError) Error() string {
 	return fmt.Sprintf("payment held for the owner's approval (approval %s): %s", e.ApprovalID, strings.Join(e.Reasons, "; "))
 }
 
-// notSent answers a payment of amount asset on c to recipient (under
-// key) that the chain did not answer with a transaction (err): held for
-// the owner's approval, the tool succeeds with a *PaymentHeld (nothing
-// was paid yet); on its way with its outcome unknown, with a
-// *PendingPayment (never "nothing was done"); else it failed, explained
-// (chainErr) as what.
-func notSent(ctx context.Context, env *Env, err error, amount, asset string, c chains.ID, recipient, key, what string) (any, error) {
+// notSent answers a payment (req) that the chain did not answer with a
+// transaction (err): held for the owner's approval, the tool succeeds
+// with a *PaymentHeld (nothing was paid yet); on its way with its outcome
+// unknown, with a *PendingPayment (never "nothing was done"); else it
+// failed, explained (chainErr) as what.
+func notSent(ctx context.Context, env *Env, err error, req PaymentRequest, what string) (any, error) {
+	amount, asset, c, who := req.Amount().String(), req.Asset().Symbol, req.Chain(), req.who()
 	var he *HeldError
 	if errors.As(err, &he) {
-		return held(he, amount, asset, c, recipient), nil
+		return held(he, amount, asset, c, who), nil
 	}
 	if outcomeUnknown(err) {
-		return pendingResult(ctx, env, err, amount, asset, c, recipient, key), nil
+		return pendingResult(ctx, env, err, amount, asset, c, who, req.IdempotencyKey()), nil
 	}
 	return nil, chainErr(what, c, err)
 }

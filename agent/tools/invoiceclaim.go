@@ -103,13 +103,10 @@ func checkInvoiceMinimum(env *Env, c chains.ID, asset Asset, amount chains.Amoun
 // account's state on chain, which the connector checks before it signs
 // (a missing trustline, less than 1 XLM to an account that does not
 // exist: refused, nothing signed), so only Solana's rule applies here.
-func reachable(inv PayableInvoice, asset Asset) error {
-	amount, ok := new(big.Rat).SetString(inv.Amount)
-	if !ok {
-		return fmt.Errorf("%w: invoice %s: amount %q", ErrInvoiceNotPayable, inv.ID, clip(inv.Amount, 40))
-	}
-	if why := unreachable(inv.Chain, asset, amount, inv.Chain.Family() == chains.FamilyStellar); why != "" {
-		return fmt.Errorf("%w: invoice %s asks for %s %s on %s, and %s; nothing was paid. Pay them with send_payment", ErrInvoiceNotPayable, inv.ID, inv.Amount, asset.Symbol, inv.Chain, why)
+func reachable(inv PayableInvoice, req PaymentRequest) error {
+	c := req.Chain()
+	if why := unreachable(c, req.Asset(), req.Amount().Rat(), c.Family() == chains.FamilyStellar); why != "" {
+		return fmt.Errorf("%w: invoice %s asks for %s %s on %s, and %s; nothing was paid. Pay them with send_payment", ErrInvoiceNotPayable, inv.ID, req.Amount(), req.Asset().Symbol, c, why)
 	}
 	return nil
 }

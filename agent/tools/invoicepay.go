@@ -58,7 +58,7 @@ func payInvoice() Tool {
 		if err := requireInvoiceStated(env, ref); err != nil {
 			return nil, err
 		}
-		inv, asset, err := resolveInvoice(ctx, env, ic, ref)
+		inv, terms, err := resolveInvoice(ctx, env, ic, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,10 @@ func payInvoice() Tool {
 		if !deployed(&env.Agent, inv.Chain) {
 			return nil, fmt.Errorf("%w: invoice %s is to be paid on %s, and this agent is on %s; nothing was paid", ErrInvoiceNotPayable, inv.ID, inv.Chain, chainList(env.Agent.Chains))
 		}
-		if err := checkStatedAmount(env, ref, a.str("amount"), inv, asset); err != nil {
+		// The invoice's terms, read once: everything below pays exactly
+		// this request.
+		req := invoicePayment(inv, terms, invoiceLabel(inv), invoiceKey(env, inv))
+		if err := checkStatedAmount(env, ref, a.str("amount"), inv, req); err != nil {
 			return nil, err
 		}
 		claim := ""
@@ -87,18 +90,19 @@ func payInvoice() Tool {
 		}
 		// What cannot reach the invoice's fresh address is refused
 		// before anything is sent.
-		if err := reachable(inv, asset); err != nil {
+		if err := reachable(inv, req); err != nil {
 			return nil, err
 		}
-		return payInvoiceNow(ctx, env, ic, inv, asset, claim)
+		return payInvoiceNow(ctx, env, ic, inv, req, claim)
 	})
 }
 
 // resolveInvoice finds what ref names: this server's invoice (an id, or a
 // link to this server) from the store, another server's from its link,
 // checked (checkForeign). A foreign answer whose address is one of this
-// server's invoices is that invoice, and must agree with it.
-func resolveInvoice(ctx context.Context, env *Env, ic InvoiceChains, ref invoiceRef) (PayableInvoice, Asset, error) {
+// server's invoices is that invoice, and must agree with it. It answers
+// the invoice and its terms (chain, asset, amount), read once.
+func resolveInvoice(ctx context.Context, env *Env, ic InvoiceChains, ref invoiceRef) (PayableInvoice, spend, error) {
 	local := ref.link == ""
 	id := ref.id
 	if !local {
@@ -109,36 +113,50 @@ func resolveInvoice(ctx context.Context, env *Env, ic InvoiceChains, ref invoice
 	if local {
 		inv, err := env.InvoiceLookup.ByID(ctx, id)
 		if errors.Is(err, ErrUnknownInvoice) && ref.link == "" {
-			return inv, Asset{}, fmt.Errorf("%w: there is no invoice %s on this server; for another Veil server's invoice give its payment link (https://…/pay/<id>). Nothing was paid", ErrUnknownInvoice, clip(id, 64))
+			return inv, spend{}, fmt.Errorf("%w: there is no invoice %s on this server; for another Veil server's invoice give its payment link (https://…/pay/<id>). Nothing was paid", ErrUnknownInvoice, clip(id, 64))
 		}
 		if err != nil {
-			return inv, Asset{}, err
+			return inv, spend{}, err
 		}
-		asset, err := LookupAsset(inv.Chain, inv.Asset)
-		return inv, asset, err
+		terms, err := localTerms(inv)
+		return inv, terms, err
 	}
 	inv, err := fetchInvoice(ctx, env, ref)
 	if err != nil {
-		return inv, Asset{}, err
+		return inv, spend{}, err
 	}
-	inv, asset, err := checkForeign(env, ic, ref, inv)
+	inv, terms, err := checkForeign(env, ic, ref, inv)
 	if err != nil {
-		return inv, asset, err
+		return inv, terms, err
 	}
 	mine, err := env.InvoiceLookup.ByAddress(ctx, inv.Chain, inv.PayTo)
 	switch {
 	case errors.Is(err, ErrUnknownInvoice):
-		return inv, asset, nil
+		return inv, terms, nil
 	case err != nil:
-		return inv, asset, err
+		return inv, terms, err
 	}
 	// The address is one of this server's invoices: its record decides,
 	// and the link's answer must say the same.
 	if mine.Amount != inv.Amount || mine.Asset != inv.Asset || mine.Chain != inv.Chain {
-		return inv, asset, fmt.Errorf("%w: the link says %s %s on %s to %s, but that address is invoice %s here, for %s %s on %s; nothing was paid",
+		return inv, terms, fmt.Errorf("%w: the link says %s %s on %s to %s, but that address is invoice %s here, for %s %s on %s; nothing was paid",
 			ErrInvoiceNotPayable, inv.Amount, inv.Asset, inv.Chain, inv.PayTo, mine.ID, mine.Amount, mine.Asset, mine.Chain)
 	}
-	return mine, asset, nil
+	return mine, terms, nil
+}
+
+// localTerms reads the terms of this server's invoice inv (stored when it
+// was made, so a failure here is a broken record, not the user's input).
+func localTerms(inv PayableInvoice) (spend, error) {
+	asset, err := LookupAsset(inv.Chain, inv.Asset)
+	if err != nil {
+		return spend{}, err
+	}
+	v, err := asset.Parse(inv.Amount)
+	if err != nil {
+		return spend{}, fmt.Errorf("%w: invoice %s: %w", ErrInvoiceNotPayable, inv.ID, err)
+	}
+	return spend{chain: inv.Chain, asset: asset, amount: v}, nil
 }
 
 // requireInvoiceStated is the restatement rule for invoices: the invoice's
@@ -158,12 +176,13 @@ func requireInvoiceStated(env *Env, ref invoiceRef) error {
 // checkStatedAmount refuses when the user stated an amount (in the
 // arguments, or as a number in their instruction beside the invoice's id
 // or link) that is not the invoice's: the user meant another invoice, or
-// the payee's server changed its terms.
-func checkStatedAmount(env *Env, ref invoiceRef, arg string, inv PayableInvoice, asset Asset) error {
+// the payee's server changed its terms. req is the invoice's payment.
+func checkStatedAmount(env *Env, ref invoiceRef, arg string, inv PayableInvoice, req PaymentRequest) error {
+	want := req.Amount().Rat()
 	if arg = strings.TrimSpace(arg); arg != "" {
-		v, err := ParseAmount(arg, asset)
-		if err != nil || !sameAmount(v, inv.Amount) {
-			return fmt.Errorf("%w: invoice %s asks for %s %s, not the %s you stated; nothing was paid. Check the invoice with its payee", ErrInvoiceNotPayable, inv.ID, inv.Amount, inv.Asset, clip(arg, 40))
+		v, err := req.Asset().Parse(arg)
+		if err != nil || v.Rat().Cmp(want) != 0 {
+			return fmt.Errorf("%w: invoice %s asks for %s %s, not the %s you stated; nothing was paid. Check the invoice with its payee", ErrInvoiceNotPayable, inv.ID, req.Amount(), req.Asset().Symbol, clip(arg, 40))
 		}
 	}
 	if env.Explicit {
@@ -184,12 +203,12 @@ func checkStatedAmount(env *Env, ref invoiceRef, arg string, inv PayableInvoice,
 	}
 	var said []string
 	for _, n := range nums {
-		if sameAmount(n.RatString(), inv.Amount) {
+		if n.Cmp(want) == 0 {
 			return nil
 		}
 		said = append(said, ratDecimal(n))
 	}
-	return fmt.Errorf("%w: invoice %s asks for %s %s, but the message states %s; nothing was paid. If the invoice is right, say \"pay invoice %s\" without another amount", ErrInvoiceNotPayable, inv.ID, inv.Amount, inv.Asset, strings.Join(said, ", "), inv.ID)
+	return fmt.Errorf("%w: invoice %s asks for %s %s, but the message states %s; nothing was paid. If the invoice is right, say \"pay invoice %s\" without another amount", ErrInvoiceNotPayable, inv.ID, req.Amount(), req.Asset().Symbol, strings.Join(said, ", "), inv.ID)
 }
 
 // invoiceKey is the payment's idempotency key: the payer and the
@@ -203,25 +222,26 @@ func invoiceKey(env *Env, inv PayableInvoice) string {
 	return "invoice/" + env.Agent.ID + "/" + string(inv.Chain) + "/" + to
 }
 
-// payInvoiceNow pays inv; with a claim URL (chains where the payee's Veil
-// does not scan transfers) it then names the transaction there, and a
-// failed claim leaves the payment standing (it is on chain, and paying
-// again answers the same transaction).
-func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableInvoice, asset Asset, claim string) (any, error) {
+// invoiceLabel names the payee of inv for the approval, the record and
+// the notifications: "shop (invoice 3f2a…)".
+func invoiceLabel(inv PayableInvoice) string {
+	return fmt.Sprintf("%s (invoice %s)", orDefault(inv.Payee, "the payee"), inv.ID)
+}
+
+// payInvoiceNow pays inv as req; with a claim URL (chains where the
+// payee's Veil does not scan transfers) it then names the transaction
+// there, and a failed claim leaves the payment standing (it is on chain,
+// and paying again answers the same transaction).
+func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableInvoice, req PaymentRequest, claim string) (any, error) {
 	payee := orDefault(inv.Payee, "the payee")
-	label := fmt.Sprintf("%s (invoice %s)", payee, inv.ID)
-	key := invoiceKey(env, inv)
-	value, err := asset.Parse(inv.Amount)
+	c, amount, asset, key := req.Chain(), req.Amount().String(), req.Asset().Symbol, req.IdempotencyKey()
+	tx, err := ic.PayAddress(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: invoice %s: %w", ErrInvoiceNotPayable, inv.ID, err)
+		return notSent(ctx, env, err, req, fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, amount, asset, payee))
 	}
-	tx, err := ic.PayAddress(ctx, chains.SendRequest{Chain: inv.Chain, Asset: asset.Symbol, Amount: value, To: inv.PayTo, IdempotencyKey: key}, label)
-	if err != nil {
-		return notSent(ctx, env, err, inv.Amount, asset.Symbol, inv.Chain, label, key, fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, inv.Amount, asset.Symbol, payee))
-	}
-	res := &InvoicePaymentResult{Invoice: inv.ID, Payee: inv.Payee, Memo: inv.Memo, TxHash: tx.TxHash, TxLink: txLink(env, inv.Chain, tx),
-		Amount: inv.Amount, Asset: asset.Symbol, Chain: inv.Chain, PayTo: inv.PayTo}
-	res.PaymentID, res.Status = recordStatus(ctx, env, inv.Chain, key)
+	res := &InvoicePaymentResult{Invoice: inv.ID, Payee: inv.Payee, Memo: inv.Memo, TxHash: tx.TxHash, TxLink: txLink(env, c, tx),
+		Amount: amount, Asset: asset, Chain: c, PayTo: req.Recipient().Address}
+	res.PaymentID, res.Status = recordStatus(ctx, env, c, key)
 	if claim != "" {
 		if err := claimPaid(ctx, env, claim, tx.TxHash); err != nil {
 			res.Settlement = fmt.Sprintf("paid on chain, but the payee's server was not told (%v); the invoice settles when the payee or anyone sends {\"txHash\": %q} to %s, or when this invoice is paid again", err, tx.TxHash, claim)
@@ -232,8 +252,8 @@ func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableI
 	if env.Notifier != nil {
 		// Keyed by the invoice: paying it again (a retry, another chat)
 		// returns the first payment and announces nothing more.
-		_ = env.Notifier.Notify(ctx, key, "payment_sent", fmt.Sprintf("Sent %s %s", inv.Amount, asset.Symbol),
-			fmt.Sprintf("Paid invoice %s: %s %s to %s on %s. Transaction %s", inv.ID, inv.Amount, asset.Symbol, payee, inv.Chain, txText(res.TxLink, res.TxHash)))
+		_ = env.Notifier.Notify(ctx, key, "payment_sent", fmt.Sprintf("Sent %s %s", amount, asset),
+			fmt.Sprintf("Paid invoice %s: %s %s to %s on %s. Transaction %s", inv.ID, amount, asset, payee, c, txText(res.TxLink, res.TxHash)))
 	}
 	return res, nil
 }

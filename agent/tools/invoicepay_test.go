@@ -21,7 +21,11 @@ const (
 	fakeBaseUSDC    = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 )
 
-func (f *fakeChains) PayAddress(ctx context.Context, req chains.SendRequest, label string) (chains.TxResult, error) {
+func (f *fakeChains) PayAddress(ctx context.Context, pr PaymentRequest) (chains.TxResult, error) {
+	req, err := f.request(pr)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	if f.hold != "" {
 		return chains.TxResult{}, &HeldError{ApprovalID: "ap-1", Reasons: []string{f.hold}, ExpiresAt: testNow.Add(time.Hour)}
 	}
@@ -414,7 +418,12 @@ func TestReachable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = reachable(PayableInvoice{ID: "inv", Chain: c.chain, Asset: c.asset, Amount: c.amount}, asset)
+		v, err := asset.Parse(c.amount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := PayableInvoice{ID: "inv", Chain: c.chain, Asset: c.asset, Amount: c.amount, PayTo: "to"}
+		err = reachable(inv, invoicePayment(inv, spend{chain: c.chain, asset: asset, amount: v}, "shop (invoice inv)", "k"))
 		if c.refused == "" && err != nil || c.refused != "" && (!errors.Is(err, ErrInvoiceNotPayable) || !strings.Contains(fmt.Sprint(err), c.refused)) {
 			t.Errorf("%s %s %s: %v, want refused %q", c.chain, c.amount, c.asset, err, c.refused)
 		}

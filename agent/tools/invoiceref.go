@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"mime"
 	"net/http"
 	"net/url"
@@ -77,12 +76,13 @@ type InvoiceLookup interface {
 // InvoiceChains is what paying an invoice needs from the chains besides
 // ChainOps. The agent actor's chain access implements it.
 type InvoiceChains interface {
-	// PayAddress pays req.Amount of req.Asset from the agent's account to
-	// the plain address req.To (an invoice's one-time address) as an
-	// explicit spend under the owner's policy and approvals; label names
-	// the payee for the approval and the notifications. A payment the
-	// approvals hold answers a *HeldError.
-	PayAddress(ctx context.Context, req chains.SendRequest, label string) (chains.TxResult, error)
+	// PayAddress pays req (KindPayInvoice: its amount of its asset to
+	// the plain address of its recipient, an invoice's one-time address)
+	// from the agent's account as an explicit spend under the owner's
+	// policy and approvals; the recipient's name labels the payee for the
+	// approval and the notifications. A payment the approvals hold
+	// answers a *HeldError.
+	PayAddress(ctx context.Context, req PaymentRequest) (chains.TxResult, error)
 	// PaymentTarget is this server's connector's view of asset on chain:
 	// its EVM chain id and the token's contract, mint or issuer ("" for
 	// the native asset); ok is false when the connector cannot say.
@@ -176,46 +176,47 @@ func linkHost(link string) string {
 // checkForeign checks what another server says about an invoice against
 // the link and this server's own view of the chain: every field the
 // payment depends on must be well-formed and agree, or nothing is paid.
-// It answers the invoice with its amount and payTo normalised.
-func checkForeign(env *Env, ic InvoiceChains, ref invoiceRef, inv PayableInvoice) (PayableInvoice, Asset, error) {
+// It answers the invoice with its amount and payTo normalised, and its
+// terms (chain, asset, amount) as read here, once.
+func checkForeign(env *Env, ic InvoiceChains, ref invoiceRef, inv PayableInvoice) (PayableInvoice, spend, error) {
 	host := linkHost(ref.link)
 	lie := func(format string, v ...any) error {
 		return fmt.Errorf("%w: the invoice %s from %s does not hold together: %s; nothing was paid", ErrInvoiceNotPayable, ref.id, clip(host, 80), fmt.Sprintf(format, v...))
 	}
 	if inv.ID != ref.id {
-		return inv, Asset{}, lie("the server answered for invoice %q", clip(inv.ID, 64))
+		return inv, spend{}, lie("the server answered for invoice %q", clip(inv.ID, 64))
 	}
 	c, err := chains.Parse(string(inv.Chain))
 	if err != nil {
-		return inv, Asset{}, lie("its chain %q is not one Veil knows", clip(string(inv.Chain), 24))
+		return inv, spend{}, lie("its chain %q is not one Veil knows", clip(string(inv.Chain), 24))
 	}
 	inv.Chain = c
 	asset, err := LookupAsset(c, inv.Asset)
 	if err != nil || asset.Symbol != inv.Asset {
-		return inv, Asset{}, lie("its asset %q is not one Veil carries on %s (%s)", clip(inv.Asset, 16), c, assetList(c))
+		return inv, spend{}, lie("its asset %q is not one Veil carries on %s (%s)", clip(inv.Asset, 16), c, assetList(c))
 	}
-	amount, err := ParseAmount(inv.Amount, asset)
-	if err != nil || !positive(amount) {
-		return inv, Asset{}, lie("its amount %q is not a positive amount of %s with at most %d decimals", clip(inv.Amount, 40), asset.Symbol, asset.Decimals)
+	amount, err := asset.Parse(inv.Amount)
+	if err != nil || amount.Sign() <= 0 {
+		return inv, spend{}, lie("its amount %q is not a positive amount of %s with at most %d decimals", clip(inv.Amount, 40), asset.Symbol, asset.Decimals)
 	}
-	inv.Amount = amount
+	inv.Amount = amount.String()
 	if inv.PayTo, err = ParseAddress(c, strings.TrimSpace(inv.PayTo)); err != nil {
-		return inv, Asset{}, lie("its address is not a %s address (%v)", c, err)
+		return inv, spend{}, lie("its address is not a %s address (%v)", c, err)
 	}
 	chainID, token, known := ic.PaymentTarget(c, asset.Symbol)
 	if known && c.Family() == chains.FamilyEVM && inv.ChainID != chainID {
-		return inv, Asset{}, lie("it is for chain id %d, but %s here is chain id %d (another network)", inv.ChainID, c, chainID)
+		return inv, spend{}, lie("it is for chain id %d, but %s here is chain id %d (another network)", inv.ChainID, c, chainID)
 	}
 	if known && !sameAddress(c, inv.Token, token) {
 		want := token
 		if want == "" {
 			want = "the native asset"
 		}
-		return inv, Asset{}, lie("its %s token is %q, but %s on %s here is %s (another network or a fake token)", asset.Symbol, clip(inv.Token, 64), asset.Symbol, c, want)
+		return inv, spend{}, lie("its %s token is %q, but %s on %s here is %s (another network or a fake token)", asset.Symbol, clip(inv.Token, 64), asset.Symbol, c, want)
 	}
 	inv.Payee = clip(strings.TrimSpace(inv.Payee), 64)
 	inv.Memo = clip(strings.TrimSpace(inv.Memo), MaxMemoLen)
-	return inv, asset, nil
+	return inv, spend{chain: c, asset: asset, amount: amount}, nil
 }
 
 // CheckPayable refuses (ErrInvoiceNotPayable) an invoice that is not
@@ -239,9 +240,4 @@ func payable(env *Env, inv PayableInvoice) error {
 		return fmt.Errorf("%w: invoice %s is this agent's own invoice; an agent does not pay itself. Share its payment link with the payer", ErrInvoiceNotPayable, inv.ID)
 	}
 	return nil
-}
-
-func positive(dec string) bool {
-	r, ok := new(big.Rat).SetString(dec)
-	return ok && r.Sign() > 0
 }

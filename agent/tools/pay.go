@@ -100,40 +100,30 @@ func notify(ctx context.Context, env *Env, typ, title, body string) {
 }
 
 // pay pays who the amount, asset and chain of a (send_payment's and
-// pay_agent's arguments) and answers a *PaymentResult, or a *PaymentHeld
-// when the owner's policy holds the payment for approval.
+// pay_agent's arguments, read once into a PaymentRequest by readPayment)
+// and answers a *PaymentResult, or a *PaymentHeld when the owner's policy
+// holds the payment for approval.
 func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool) (any, error) {
-	rc, sp, err := readPayment(ctx, env, who, a, onChain)
+	_, req, err := readPayment(ctx, env, tool, who, a, onChain)
 	if err != nil {
 		return nil, err
 	}
-	c, asset, amount := sp.chain, sp.asset, sp.amount.String()
-	if err := requireSpendStated(env, tool, a.str("amount"), sp.amount, asset, c, who, rc.display); err != nil {
+	if err := requireSpendStated(env, a.str("amount"), who, req); err != nil {
 		return nil, err
 	}
-	if err := checkRepeat(ctx, env, c, rc.metaFor(c), asset.Symbol, sp.amount, rc.display); err != nil {
+	if err := checkRepeat(ctx, env, req); err != nil {
 		return nil, err
 	}
-	tx, err := env.Chains.SendStealth(ctx, chains.SendRequest{Chain: c, Asset: asset.Symbol, Amount: sp.amount, To: rc.metaFor(c), IdempotencyKey: env.IdempotencyKey})
+	tx, err := env.Chains.SendStealth(ctx, req)
 	if err != nil {
-		return notSent(ctx, env, err, amount, asset.Symbol, c, rc.display, env.IdempotencyKey, fmt.Sprintf("paying %s %s to %s", amount, asset.Symbol, clip(rc.display, 40)))
+		return notSent(ctx, env, err, req, "paying "+req.String())
 	}
-	res := &PaymentResult{TxHash: tx.TxHash, TxLink: txLink(env, c, tx), Amount: amount, Asset: asset.Symbol, Chain: c, Recipient: rc.display}
-	res.PaymentID, res.Status = recordStatus(ctx, env, c, env.IdempotencyKey)
-	notify(ctx, env, "payment_sent", fmt.Sprintf("Sent %s %s", amount, asset.Symbol),
-		fmt.Sprintf("Sent %s %s to %s on %s. Transaction %s", amount, asset.Symbol, rc.display, c, txText(res.TxLink, res.TxHash)))
+	c, amount, asset := req.Chain(), req.Amount().String(), req.Asset().Symbol
+	res := &PaymentResult{TxHash: tx.TxHash, TxLink: txLink(env, c, tx), Amount: amount, Asset: asset, Chain: c, Recipient: req.who()}
+	res.PaymentID, res.Status = recordStatus(ctx, env, c, req.IdempotencyKey())
+	notify(ctx, env, "payment_sent", fmt.Sprintf("Sent %s %s", amount, asset),
+		fmt.Sprintf("Sent %s %s to %s on %s. Transaction %s", amount, asset, req.who(), c, txText(res.TxLink, res.TxHash)))
 	return res, nil
-}
-
-// readPayment reads who a payment tool pays (resolveRecipient, with
-// onChain as there) and what (readSpend, on the chains who can be paid on).
-func readPayment(ctx context.Context, env *Env, who string, a *args, onChain bool) (*recipient, spend, error) {
-	rc, err := resolveRecipient(ctx, env, who, a.str("chain"), onChain)
-	if err != nil {
-		return nil, spend{}, err
-	}
-	sp, err := readSpend(env, a, rc)
-	return rc, sp, err
 }
 
 var sendPaymentSpec = spec{pRecipient, pAmount, pAsset, pPayChain}

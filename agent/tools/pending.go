@@ -98,23 +98,24 @@ func recordStatus(ctx context.Context, env *Env, c chains.ID, key string) (strin
 // way (pending, broadcast) asks however old it is.
 const RepeatWindow = 10 * time.Minute
 
-// checkRepeat asks before a payment of amount asset on c to address
-// (shown as who) that repeats one still on its way or just confirmed
+// checkRepeat asks before a payment (req) that repeats one still on its
+// way or just confirmed
 // (docs/payments.md, "A second request"): ErrNeedsConfirmation, naming
 // the earlier payment. A retry under the same idempotency key is that
 // payment, not a repeat; a call the user confirmed (Env.Confirmed) and a
 // direct call (Env.Explicit: the caller's own instruction with its own
 // Idempotency-Key) pass.
-func checkRepeat(ctx context.Context, env *Env, c chains.ID, address, asset string, amount chains.Amount, who string) error {
+func checkRepeat(ctx context.Context, env *Env, req PaymentRequest) error {
 	if env.Confirmed || env.Explicit || env.Outgoing == nil {
 		return nil
 	}
+	c, address, asset, amount, who := req.Chain(), req.Recipient().Address, req.Asset().Symbol, req.Amount(), req.who()
 	recent, err := env.Outgoing.FindRecent(ctx, c, address, asset, amount, RepeatWindow)
 	if err != nil {
 		return fmt.Errorf("checking for the same payment on its way: %w", err)
 	}
 	for _, p := range recent {
-		if p.IdempotencyKey == env.IdempotencyKey {
+		if p.IdempotencyKey == req.IdempotencyKey() {
 			continue
 		}
 		state := "is already on its way (" + string(p.Status) + ")"

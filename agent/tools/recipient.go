@@ -45,6 +45,15 @@ func (r *recipient) metaFor(c chains.ID) string {
 	return r.meta[c]
 }
 
+// veilName is the name people read of a named recipient ("bob.veil"),
+// "" for a meta-address.
+func (r *recipient) veilName() string {
+	if r.metaAddr != "" {
+		return ""
+	}
+	return r.display
+}
+
 func (r *recipient) chains() []chains.ID {
 	var out []chains.ID
 	for _, c := range chains.Order() {
@@ -88,8 +97,9 @@ func parseMeta(s string) (chains.Family, chains.ID, error) {
 // resolveRecipient turns a recipient argument into a payee. Names go to
 // the Directory (Veil's agents); when onChain is set, a name the Directory
 // does not know is looked up in the on-chain registry of the chains in
-// scope (the explicit chain, else every chain of the agent).
-func resolveRecipient(ctx context.Context, env *Env, arg, chainArg string, onChain bool) (*recipient, error) {
+// scope (chain, the chain argument as chainArg read it, else every chain
+// of the agent).
+func resolveRecipient(ctx context.Context, env *Env, arg string, chain chains.ID, onChain bool) (*recipient, error) {
 	s := strings.TrimSpace(arg)
 	if strings.HasPrefix(strings.ToLower(s), "st:") {
 		fam, fixed, err := parseMeta(s)
@@ -135,13 +145,13 @@ func resolveRecipient(ctx context.Context, env *Env, arg, chainArg string, onCha
 	if !onChain || env.Chains == nil {
 		return nil, fmt.Errorf("%w: no Veil agent is named %s%s", ErrUnknownRecipient, name, chains.NameSuffix)
 	}
-	scope, err := agentChains(env, chainArg)
-	if err != nil {
-		return nil, err
+	in := scope(env, chain)
+	if len(in) == 0 {
+		return nil, fmt.Errorf("%w: the agent is not deployed on any chain", ErrNotConfigured)
 	}
 	rc := &recipient{display: name + chains.NameSuffix, name: name, meta: map[chains.ID]string{}}
 	var unavailable []chains.ID
-	for _, c := range scope {
+	for _, c := range in {
 		m, err := env.Chains.ResolveName(ctx, c, name)
 		switch {
 		case err == nil:
@@ -159,7 +169,7 @@ func resolveRecipient(ctx context.Context, env *Env, arg, chainArg string, onCha
 	if len(unavailable) > 0 {
 		return nil, fmt.Errorf("%w: %s%s is not a Veil agent, and the on-chain name lookup failed on %s; try again later", chains.ErrUnavailable, name, chains.NameSuffix, chainList(unavailable))
 	}
-	return nil, fmt.Errorf("%w: no Veil agent or on-chain name %s%s (looked on %s)", ErrUnknownRecipient, name, chains.NameSuffix, chainList(scope))
+	return nil, fmt.Errorf("%w: no Veil agent or on-chain name %s%s (looked on %s)", ErrUnknownRecipient, name, chains.NameSuffix, chainList(in))
 }
 
 func looksLikePlainAddress(s string) bool {

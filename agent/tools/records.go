@@ -313,7 +313,7 @@ func schedulePayment() Tool {
 		MovesValue: true,
 		needs:      []service{scheduleStore},
 	}, scheduleSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
-		rc, sp, err := readPayment(ctx, env, a.str("recipient"), a, true)
+		rc, req, err := readPayment(ctx, env, "schedule_payment", a.str("recipient"), a, true)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +347,7 @@ func schedulePayment() Tool {
 		if who == "" {
 			who = rc.metaAddr
 		}
-		s, err := env.Schedules.Create(ctx, Schedule{ID: callID(env, "schedule_payment"), Recipient: who, Amount: sp.amount.String(), Asset: sp.asset.Symbol, Chain: sp.chain, Interval: interval, EndDate: end})
+		s, err := env.Schedules.Create(ctx, Schedule{ID: callID(env, "schedule_payment"), Recipient: who, Amount: req.Amount().String(), Asset: req.Asset().Symbol, Chain: req.Chain(), Interval: interval, EndDate: end})
 		if err != nil {
 			return nil, fmt.Errorf("creating the schedule: %w", err)
 		}

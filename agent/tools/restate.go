@@ -142,8 +142,11 @@ func needsConfirmation(why, what string) error {
 // in), or an asset or recipient only an earlier message names ("send him 5
 // usdc"), makes the payment wait for their confirmation; so does an
 // amount above the owner's confirmation amount (Env.ConfirmAbove). A
-// recipient the user never named is refused.
-func requireSpendStated(env *Env, tool, amountArg string, amount chains.Amount, asset Asset, c chains.ID, who, display string) error {
+// recipient the user never named is refused. amountArg and who are the
+// call's amount and recipient arguments as the user may have written
+// them; req is what they were read into.
+func requireSpendStated(env *Env, amountArg, who string, req PaymentRequest) error {
+	tool, asset, c, amount := req.Tool(), req.Asset(), req.Chain(), req.Amount()
 	why, err := amountStated(env, tool, amountArg)
 	if err != nil {
 		return err
@@ -185,7 +188,7 @@ func requireSpendStated(env *Env, tool, amountArg string, amount chains.Amount, 
 	if len(whys) == 0 || env.Confirmed {
 		return nil
 	}
-	return needsConfirmation(strings.Join(whys, "; "), fmt.Sprintf("send %s %s to %s on %s", amount, asset.Symbol, clip(display, 60), c))
+	return needsConfirmation(strings.Join(whys, "; "), fmt.Sprintf("send %s %s to %s on %s", amount, asset.Symbol, clip(req.who(), 60), c))
 }
 
 // assetWords are the words that name an asset besides its symbol.

@@ -155,8 +155,12 @@ type Notifier interface {
 // the enclave: the implementation signs with the agent's KeyRef.
 type ChainOps interface {
 	Balance(ctx context.Context, chain chains.ID) (chains.Balance, error)
-	// SendStealth pays a meta-address from the agent's account.
-	SendStealth(ctx context.Context, req chains.SendRequest) (chains.TxResult, error)
+	// SendStealth pays req (a stealth payment to its meta-address, as
+	// the tool read it: PaymentRequest) from the agent's account, under
+	// the owner's approval rules (a payment they hold answers a
+	// *HeldError), recorded (req.Record) before it is signed as exactly
+	// req.SendRequest.
+	SendStealth(ctx context.Context, req PaymentRequest) (chains.TxResult, error)
 	// Withdraw spends a received stealth payment (req.From, its stealth
 	// address) to a plain address; req.All withdraws everything less fees.
 	Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error)

@@ -1,0 +1,123 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// Parse once (docs/tools.md, "Parse once"): a payment tool's arguments are
+// strings only until the tool boundary. There they are read and checked
+// once into a PaymentRequest (chain, asset, amount in base units, resolved
+// recipient, idempotency key, the tool that asked), and every step below —
+// the restatement and repeat checks, the owner's approval rules, the
+// payment record, the spend the enclave signs, the reply — takes that
+// value. Its fields are unexported and only this file's readers make one,
+// so no step below can be handed strings to parse again, and a request
+// nobody parsed (the zero value) is refused before anything is signed.
+
+// ErrUnparsedPayment: a PaymentRequest that no reader made (the zero
+// value) was handed on to be paid; nothing is signed.
+var ErrUnparsedPayment = errors.New("payment request was not parsed")
+
+// PaymentRequest is one payment as its tool read it.
+type PaymentRequest struct {
+	kind PaymentKind
+	// tool is the tool that asked (send_payment, pay_agent, pay_invoice).
+	tool string
+	spend
+	to  PaymentRecipient
+	key string
+}
+
+// Kind is the operation: KindSendPayment (a stealth payment to a
+// meta-address) or KindPayInvoice (a transfer to an invoice's address).
+func (r PaymentRequest) Kind() PaymentKind { return r.kind }
+
+// Tool is the tool that asked for the payment.
+func (r PaymentRequest) Tool() string { return r.tool }
+
+// Chain is the chain it is paid on.
+func (r PaymentRequest) Chain() chains.ID { return r.chain }
+
+// Asset is what it pays, as the chain carries it.
+func (r PaymentRequest) Asset() Asset { return r.asset }
+
+// Amount is how much, in the asset's base units.
+func (r PaymentRequest) Amount() chains.Amount { return r.amount }
+
+// Recipient is who is paid: the name people read ("bob.veil", "shop
+// (invoice 3f2a…)"; "" for a bare meta-address) and the address the chain
+// pays (a meta-address, or an invoice's one-time address).
+func (r PaymentRequest) Recipient() PaymentRecipient { return r.to }
+
+// IdempotencyKey is the key the payment is signed and recorded under.
+func (r PaymentRequest) IdempotencyKey() string { return r.key }
+
+// Parsed reports whether a reader made r (the zero value is not a
+// payment).
+func (r PaymentRequest) Parsed() bool {
+	return r.kind != "" && r.chain != "" && r.asset.Symbol != "" && r.to.Address != "" && r.key != ""
+}
+
+// who is how replies name the recipient: its name, else its address.
+func (r PaymentRequest) who() string {
+	if r.to.Name != "" {
+		return r.to.Name
+	}
+	return r.to.Address
+}
+
+// SendRequest is the spend the chain's connector signs (and the enclave
+// checks): exactly the parsed chain, asset, amount, recipient address and
+// key. An unparsed request answers ErrUnparsedPayment.
+func (r PaymentRequest) SendRequest() (chains.SendRequest, error) {
+	if !r.Parsed() {
+		return chains.SendRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
+	}
+	return chains.SendRequest{Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, To: r.to.Address, IdempotencyKey: r.key}, nil
+}
+
+// Record is the payment's record as src asked for it, before it is
+// signed (status and times are the store's).
+func (r PaymentRequest) Record(src PaymentSource) OutgoingPayment {
+	return OutgoingPayment{Kind: r.kind, Source: src, Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount,
+		Recipient: r.to, IdempotencyKey: r.key}
+}
+
+// String is the payment in words: "0.5 USDC to bob.veil".
+func (r PaymentRequest) String() string {
+	return fmt.Sprintf("%s %s to %s", r.amount, r.asset.Symbol, clip(r.who(), 40))
+}
+
+// readPayment reads a send_payment or pay_agent call (tool) into its
+// request: who it pays (resolveRecipient, with onChain as there), on
+// which chain and in which asset (pickChain), and how much, each argument
+// parsed once. rc is the resolved recipient, for the refusals that name
+// its chains.
+func readPayment(ctx context.Context, env *Env, tool, who string, a *args, onChain bool) (*recipient, PaymentRequest, error) {
+	c, err := chainArg(env, a.str("chain"))
+	if err != nil {
+		return nil, PaymentRequest{}, err
+	}
+	rc, err := resolveRecipient(ctx, env, who, c, onChain)
+	if err != nil {
+		return nil, PaymentRequest{}, err
+	}
+	sp, err := readSpendOn(env, c, a, rc)
+	if err != nil {
+		return rc, PaymentRequest{}, err
+	}
+	return rc, PaymentRequest{kind: KindSendPayment, tool: tool, spend: sp,
+		to: PaymentRecipient{Name: rc.veilName(), Address: rc.metaFor(sp.chain)}, key: env.IdempotencyKey}, nil
+}
+
+// invoicePayment is the request of paying inv (its terms sp, read once
+// by resolveInvoice) under key: a transfer to its one-time address, the
+// payee named by label.
+func invoicePayment(inv PayableInvoice, sp spend, label, key string) PaymentRequest {
+	return PaymentRequest{kind: KindPayInvoice, tool: "pay_invoice", spend: sp,
+		to: PaymentRecipient{Name: label, Address: inv.PayTo}, key: key}
+}

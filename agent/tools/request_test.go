@@ -1,0 +1,195 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/veilhq/veil/chains"
+)
+
+// sendRequestFor is a parsed stealth payment of amount symbol on c to
+// (name, address) under key, as readPayment would make it.
+func sendRequestFor(t testing.TB, c chains.ID, symbol, amount, name, address, key string) PaymentRequest {
+	t.Helper()
+	asset, err := LookupAsset(c, symbol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := asset.Parse(amount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return PaymentRequest{kind: KindSendPayment, tool: "send_payment", spend: spend{chain: c, asset: asset, amount: v},
+		to: PaymentRecipient{Name: name, Address: address}, key: key}
+}
+
+// TestPaymentRequestIsSealed: no package outside agent/tools can make or
+// change a PaymentRequest (every field, also of what it embeds, is
+// unexported), so what reaches the chain is what the tool parsed; and a
+// request nobody parsed (the zero value) is refused before signing.
+func TestPaymentRequestIsSealed(t *testing.T) {
+	var check func(reflect.Type, string)
+	check = func(typ reflect.Type, path string) {
+		for i := 0; i < typ.NumField(); i++ {
+			fl := typ.Field(i)
+			if fl.IsExported() {
+				t.Errorf("%s.%s is exported: a caller could build or change a payment request without parsing it", path, fl.Name)
+			}
+			if fl.Anonymous && fl.Type.Kind() == reflect.Struct {
+				check(fl.Type, path+"."+fl.Name)
+			}
+		}
+	}
+	check(reflect.TypeOf(PaymentRequest{}), "PaymentRequest")
+
+	var zero PaymentRequest
+	if zero.Parsed() {
+		t.Error("the zero request reads as parsed")
+	}
+	if _, err := zero.SendRequest(); !errors.Is(err, ErrUnparsedPayment) {
+		t.Errorf("zero request's SendRequest: %v, want ErrUnparsedPayment", err)
+	}
+	f := newFixture(t)
+	if _, err := f.chain.SendStealth(context.Background(), zero); !errors.Is(err, ErrUnparsedPayment) || len(f.chain.moneyMoves()) != 0 {
+		t.Errorf("zero request sent: %v, moves %v", err, f.chain.moneyMoves())
+	}
+}
+
+// TestPaymentParsedOnce: the request a payment tool reads at its boundary
+// is, unchanged, what reaches the spend (ChainOps.SendStealth /
+// InvoiceChains.PayAddress), and it holds the parsed chain, asset, amount
+// in base units, resolved recipient, key and tool; its record and its
+// signing request say the same.
+func TestPaymentParsedOnce(t *testing.T) {
+	f0 := newFixture(t)
+	bob := f0.dir.agents["bob"].MetaAddresses
+	carol := f0.dir.agents["carol"].MetaAddresses
+	zed := metas(t, "zed", chains.Stellar)[chains.Stellar]
+	cases := []struct {
+		name, tool, text, args string
+		who                    string // the recipient argument
+		onChain                bool
+		chain                  chains.ID
+		asset, units           string
+		to                     PaymentRecipient
+	}{
+		{"default chain and asset", "send_payment", "send 0.5 ETH to bob", `{"recipient":"bob","amount":"0.50"}`, "bob", true,
+			chains.Base, "ETH", "500000000000000000", PaymentRecipient{Name: "bob.veil", Address: bob[chains.Base]}},
+		{"asset picks the chain", "send_payment", "pay bob 10 XLM", `{"recipient":"Bob.veil","amount":"10","asset":"xlm"}`, "Bob.veil", true,
+			chains.Stellar, "XLM", "100000000", PaymentRecipient{Name: "bob.veil", Address: bob[chains.Stellar]}},
+		{"explicit chain", "send_payment", "send bob 1.25 USDC on stellar", `{"recipient":"bob","amount":"1.25","asset":"USDC","chain":"Stellar"}`, "bob", true,
+			chains.Stellar, "USDC", "12500000", PaymentRecipient{Name: "bob.veil", Address: bob[chains.Stellar]}},
+		{"meta-address", "send_payment", "send 3 XLM to " + zed, `{"recipient":"` + zed + `","amount":"3"}`, zed, true,
+			chains.Stellar, "XLM", "30000000", PaymentRecipient{Address: zed}},
+		{"on-chain name", "send_payment", "pay erin 4 XLM", `{"recipient":"erin","amount":"4","asset":"XLM"}`, "erin", true,
+			chains.Stellar, "XLM", "40000000", PaymentRecipient{Name: "erin.veil", Address: metas(t, "erin", chains.Stellar)[chains.Stellar]}},
+		{"pay_agent", "pay_agent", "pay carol 2 SOL", `{"agent_name":"carol","amount":"2","asset":"SOL"}`, "carol", false,
+			chains.Solana, "SOL", "2000000000", PaymentRecipient{Name: "carol.veil", Address: carol[chains.Solana]}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			if _, err := f.run(t, c.tool, c.text, c.args); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.chain.requests) != 1 {
+				t.Fatalf("%d requests reached the chain, want 1", len(f.chain.requests))
+			}
+			got := f.chain.requests[0]
+			if got.Kind() != KindSendPayment || got.Tool() != c.tool || got.Chain() != c.chain || got.Asset().Symbol != c.asset ||
+				got.Amount().Units().String() != c.units || got.Recipient() != c.to || got.IdempotencyKey() != "key-1" {
+				t.Errorf("request %+v", got)
+			}
+			// The boundary's own reading of the same call is the request
+			// that was sent: nothing below re-read it.
+			a, err := map[string]spec{"send_payment": sendPaymentSpec, "pay_agent": payAgentSpec}[c.tool].decode([]byte(c.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, want, err := readPayment(context.Background(), f.env, c.tool, c.who, a, c.onChain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("sent %+v, parsed %+v", got, want)
+			}
+			send, err := got.SendRequest()
+			if err != nil || send.Chain != c.chain || send.Asset != c.asset || send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != "key-1" {
+				t.Errorf("signing request %+v, %v", send, err)
+			}
+			src := PaymentSource{Type: SourceConversation, ID: "conv-1"}
+			rec := got.Record(src)
+			if rec.Kind != KindSendPayment || rec.Source != src || rec.Chain != c.chain || rec.Asset != c.asset || rec.Amount.Units().String() != c.units ||
+				rec.Recipient != c.to || rec.IdempotencyKey != "key-1" {
+				t.Errorf("record %+v", rec)
+			}
+		})
+	}
+
+	t.Run("pay_invoice", func(t *testing.T) {
+		const id = "9b1c2d3e-4f5a-4b6c-8d7e-0f1a2b3c4d5e"
+		f, l := invoiceFixture(t)
+		inv := pendingInvoice(t, id, "shop", "2.5", "USDC")
+		l.all[id] = inv
+		if _, err := f.run(t, "pay_invoice", "pay invoice "+id, `{"invoice":"`+id+`"}`); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.chain.requests) != 1 {
+			t.Fatalf("%d requests reached the chain, want 1", len(f.chain.requests))
+		}
+		got := f.chain.requests[0]
+		want := PaymentRecipient{Name: "shop.veil (invoice " + id + ")", Address: inv.PayTo}
+		if got.Kind() != KindPayInvoice || got.Tool() != "pay_invoice" || got.Chain() != chains.Base || got.Asset().Symbol != "USDC" ||
+			got.Amount().Units().String() != "2500000" || got.Recipient() != want || got.IdempotencyKey() != invoiceKey(f.env, inv) {
+			t.Errorf("request %+v", got)
+		}
+	})
+}
+
+// TestBadPaymentInputNothingSigned: a payment tool's bad argument is
+// refused once, at the boundary, with a message that names it (once), and
+// no request reaches the chain: nothing is signed or recorded.
+func TestBadPaymentInputNothingSigned(t *testing.T) {
+	const badInvoice = "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+	cases := []struct {
+		name, tool, text, args string
+		is                     error
+		says                   string
+	}{
+		{"unknown chain", "send_payment", "send 1 to bob", `{"recipient":"bob","amount":"1","chain":"bitcoin"}`, ErrInvalidArgs, `got "bitcoin"`},
+		{"chain not deployed", "send_payment", "send 1 to bob", `{"recipient":"bob","amount":"1","chain":"ethereum"}`, ErrInvalidArgs, "not deployed on ethereum"},
+		{"asset not on chain", "send_payment", "send 1 XLM to bob", `{"recipient":"bob","amount":"1","asset":"XLM","chain":"base"}`, chains.ErrUnknownAsset, `"XLM" on base`},
+		{"asset nowhere", "pay_agent", "pay bob 1 DOGE", `{"agent_name":"bob","amount":"1","asset":"DOGE"}`, chains.ErrUnknownAsset, `"DOGE"`},
+		{"exponent", "send_payment", "send 1e3 to bob", `{"recipient":"bob","amount":"1e3"}`, chains.ErrInvalidAmount, `"1e3"`},
+		{"negative", "pay_agent", "pay bob -1", `{"agent_name":"bob","amount":"-1"}`, chains.ErrInvalidAmount, `"-1"`},
+		{"zero", "send_payment", "send 0 to bob", `{"recipient":"bob","amount":"0"}`, chains.ErrInvalidAmount, "greater than zero"},
+		{"too precise", "send_payment", "send 0.0000001 USDC to bob", `{"recipient":"bob","amount":"0.0000001","asset":"USDC"}`, chains.ErrInvalidAmount, "more than 6 decimal places"},
+		{"plain address", "send_payment", "send 1", `{"recipient":"0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed","amount":"1"}`, ErrInvalidArgs, "is a plain address"},
+		{"bad meta-address", "send_payment", "send 1", `{"recipient":"st:eth:0x1234","amount":"1"}`, chains.ErrInvalidAddress, "4 hex digits, want 132"},
+		{"unknown agent", "pay_agent", "pay zoe 1", `{"agent_name":"zoe","amount":"1"}`, ErrUnknownRecipient, "zoe.veil"},
+		{"invoice amount differs", "pay_invoice", "pay invoice " + badInvoice, `{"invoice":"` + badInvoice + `","amount":"3"}`, ErrInvoiceNotPayable, "not the 3 you stated"},
+		{"invoice amount malformed", "pay_invoice", "pay invoice " + badInvoice, `{"invoice":"` + badInvoice + `","amount":"2,5"}`, ErrInvoiceNotPayable, "not the 2,5 you stated"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, l := invoiceFixture(t)
+			l.all[badInvoice] = pendingInvoice(t, badInvoice, "shop", "2.5", "USDC")
+			res, err := f.run(t, c.tool, c.text, c.args)
+			if err == nil || res != nil {
+				t.Fatalf("got %+v, %v; want refused", res, err)
+			}
+			if !errors.Is(err, c.is) {
+				t.Errorf("error %q is not %v", err, c.is)
+			}
+			if n := strings.Count(err.Error(), c.says); n != 1 {
+				t.Errorf("error %q names %q %d times, want once", err, c.says, n)
+			}
+			if len(f.chain.requests) != 0 || len(f.chain.moneyMoves()) != 0 {
+				t.Errorf("a request reached the chain: %+v", f.chain.requests)
+			}
+		})
+	}
+}
