@@ -181,21 +181,54 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	build := c.withdrawBuilder(src, dst, a, amt, all)
+	// The relayer, when it is the sponsor, takes its fee for the asset out
+	// of the amount moved (relayer.go: a payment to it in the same
+	// transaction, the agent's second spend).
+	fee := new(big.Int)
+	if feeSrc != "" {
+		if fee, err = c.relayerFee(a); err != nil {
+			return chains.TxResult{}, err
+		}
+	}
+	if fee.Sign() > 0 {
+		if !all && amt.Cmp(fee) <= 0 {
+			return chains.TxResult{}, fmt.Errorf("%w: withdrawing %s %s leaves nothing after the relayer's fee of %s %s (docs/chains-stellar.md, \"Relayer fee\"); nothing was moved",
+				chains.ErrInsufficientFunds, amountString(amt), a.code, amountString(fee), a.code)
+		}
+		if !all {
+			it.Spend.Amount = chains.NewAmount(new(big.Int).Sub(amt, fee), Decimals)
+		}
+		it.Params["fee"] = fee.String()
+		it.Fee = &chains.Spend{Key: chains.RelayerFeeKey(key), AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
+			Amount: chains.NewAmount(fee, Decimals), Recipient: feeSrc}
+	}
+	build := c.withdrawBuilder(src, dst, a, amt, all, fee, feeSrc)
 	if feeSrc != "" {
 		it.Source, it.Params["account"] = feeSrc, src
 		inner := build
 		build = func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
 			ops, memo, err := inner(ctx)
-			return withSource(ops, src), memo, err
+			if err != nil || fee.Sign() == 0 {
+				return withSource(ops, src), memo, err
+			}
+			// The relayer's own trustline, when it has none yet (source:
+			// the transaction's, the relayer), before the fee reaches it.
+			pre, err := c.relayerTrust(ctx, feeSrc, a)
+			return append(pre, withSource(ops, src)...), memo, err
 		}
 	}
 	return c.run(ctx, key, it, build)
 }
 
 // withdrawBuilder builds Withdraw's operations (source: the one-time
-// account src).
-func (c *Connector) withdrawBuilder(src, dst string, a asset, amt *big.Int, all bool) builder {
+// account src). A fee (> 0) is paid to rel out of the amount moved.
+func (c *Connector) withdrawBuilder(src, dst string, a asset, amt *big.Int, all bool, fee *big.Int, rel string) builder {
+	feeOp := func() []txnbuild.Operation {
+		if fee.Sign() == 0 {
+			return nil
+		}
+		return []txnbuild.Operation{&txnbuild.Payment{Destination: rel, Amount: amountString(fee), Asset: a.txn()}}
+	}
 	return func(ctx context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
 		acc, _, err := c.account(ctx, src)
 		if err != nil {
@@ -208,15 +241,22 @@ func (c *Connector) withdrawBuilder(src, dst string, a asset, amt *big.Int, all 
 		var ops []txnbuild.Operation
 		if a.native() {
 			if !all {
+				net := new(big.Int).Sub(amt, fee)
 				if toFound {
-					ops = append(ops, &txnbuild.Payment{Destination: dst, Amount: amountString(amt), Asset: txnbuild.NativeAsset{}})
+					ops = append(ops, &txnbuild.Payment{Destination: dst, Amount: amountString(net), Asset: txnbuild.NativeAsset{}})
 				} else {
-					if amt.Cmp(big.NewInt(2*BaseReserve)) < 0 {
+					if net.Cmp(big.NewInt(2*BaseReserve)) < 0 {
 						return nil, nil, fmt.Errorf("%w: %s does not exist, and creating it takes at least 1 XLM (the minimum balance)", chains.ErrInvalidAmount, dst)
 					}
-					ops = append(ops, &txnbuild.CreateAccount{Destination: dst, Amount: amountString(amt)})
+					ops = append(ops, &txnbuild.CreateAccount{Destination: dst, Amount: amountString(net)})
 				}
-				return ops, nil, nil
+				return append(ops, feeOp()...), nil, nil
+			}
+			if fee.Sign() > 0 {
+				if have, _ := lineBalance(acc, a); have.Cmp(fee) <= 0 {
+					return nil, nil, fmt.Errorf("%w: %s holds %s XLM, not more than the relayer's fee of %s", chains.ErrInsufficientFunds, src, amountString(have), amountString(fee))
+				}
+				ops = append(ops, feeOp()...)
 			}
 			if !toFound {
 				return nil, nil, fmt.Errorf("%w: %s does not exist; withdraw an amount to create it, or fund it first", chains.ErrInvalidAddress, dst)
@@ -252,15 +292,21 @@ func (c *Connector) withdrawBuilder(src, dst string, a asset, amt *big.Int, all 
 		if err != nil {
 			return nil, nil, err
 		}
-		move := amt
+		var move *big.Int
 		if all {
-			move = have
+			move = new(big.Int).Sub(have, fee)
+		} else {
+			move = new(big.Int).Sub(amt, fee)
 		}
-		if move.Sign() == 0 || have.Cmp(move) < 0 {
+		if move.Sign() <= 0 || have.Cmp(new(big.Int).Add(move, fee)) < 0 {
+			if fee.Sign() > 0 {
+				return nil, nil, fmt.Errorf("%w: %s holds %s %s; the withdrawal and the relayer's fee of %s take more", chains.ErrInsufficientFunds, src, amountString(have), a.code, amountString(fee))
+			}
 			return nil, nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, amountString(have), a.code)
 		}
 		ops = append(ops, claims...)
 		ops = append(ops, &txnbuild.Payment{Destination: dst, Amount: amountString(move), Asset: a.txn()})
+		ops = append(ops, feeOp()...)
 		if all {
 			ops = append(ops, &txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: a.txn().(txnbuild.CreditAsset)}, Limit: "0"},
 				&txnbuild.AccountMerge{Destination: dst})

@@ -222,3 +222,44 @@ func (s relayerSponsor) SignTransaction(ctx context.Context, hash, _ []byte, _ s
 	}
 	return sig, err
 }
+
+// relayerFee is the fee the relayer takes, in base units of a, from a
+// withdrawal it pays for (chains.Relayer.Fee, --relayer-fee; default 0.01
+// USDC on Stellar): 0 when the sponsor is not the relayer or has no fee
+// for a.
+func (c *Connector) relayerFee(a asset) (*big.Int, error) {
+	rs, ok := c.sponsor().(relayerSponsor)
+	if !ok {
+		return new(big.Int), nil
+	}
+	f := rs.r.Fee(a.code)
+	if f == "" {
+		return new(big.Int), nil
+	}
+	v, err := chains.ParseAmount(f, Decimals)
+	if err != nil {
+		return nil, fmt.Errorf("stellar: the relayer's %s fee %q: %w", a.code, f, err)
+	}
+	if v.Sign() < 0 {
+		return nil, fmt.Errorf("stellar: the relayer's %s fee %q is negative", a.code, f)
+	}
+	return v, nil
+}
+
+// relayerTrust is the relayer's changeTrust(a) (source: the transaction's,
+// the relayer) when it has no trustline for a credit asset a yet, so that
+// its fee in a can reach it; nothing for XLM or a trustline it has. Its
+// reserve (0.5 XLM) is the relayer's own, for good.
+func (c *Connector) relayerTrust(ctx context.Context, rel string, a asset) ([]txnbuild.Operation, error) {
+	if a.native() || rel == a.issuer {
+		return nil, nil
+	}
+	acc, _, err := c.account(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := lineBalance(acc, a); ok {
+		return nil, nil
+	}
+	return []txnbuild.Operation{&txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: a.txn().(txnbuild.CreditAsset)}, Limit: "922337203685.4775807"}}, nil
+}

@@ -164,6 +164,7 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 	var req chains.SignRequest
 	if it.Spend != nil {
 		req = chains.SpendRequest(it.KeyRef, hash[:], *it.Spend)
+		req.Fee = it.Fee // the relayer's fee out of the same withdrawal
 	} else {
 		req = chains.NoValueRequest(it.KeyRef, hash[:], unsigned, c.cfg.NetworkPassphrase)
 	}
@@ -183,6 +184,12 @@ func (c *Connector) buildAttempt(ctx context.Context, it *intent, build builder)
 		if it.Op == "activation" {
 			cost.Stroops += 2 * BaseReserve
 			if it.Params["asset"] != "native" {
+				cost.Stroops += BaseReserve
+			}
+		}
+		for _, op := range ops {
+			// The sponsor's own new trustline (for its fee): its reserve.
+			if ct, ok := op.(*txnbuild.ChangeTrust); ok && (ct.SourceAccount == "" || ct.SourceAccount == it.Source) && ct.Limit != "0" {
 				cost.Stroops += BaseReserve
 			}
 		}
