@@ -193,6 +193,28 @@ type Signer interface {
 type GasPayer struct {
 	Key     KeyRef
 	Address string
+	// Record, when set, wraps the gas transfer's signing request (send),
+	// so that the payer keeps its own record of it (the agent's
+	// gas_funding payment record, docs/payments.md): the connector calls
+	// it, before anything is signed, with what the transfer will be;
+	// Record runs send at most once and answers what send answered (an
+	// error without running send: nothing is signed). It is not called
+	// when the relayer pays (the operator's money, not the payer's), nor
+	// by a retry that finds the transfer already made.
+	Record func(ctx context.Context, g GasFunding, send func(context.Context) (TxResult, error)) (TxResult, error)
+}
+
+// GasFunding is a gas transfer to a one-time address ahead of its
+// withdrawal: Amount of the chain's native asset (Asset) from the payer to
+// To, sent under IdempotencyKey ("gas/<key>"); For is the withdrawal's
+// own idempotency key.
+type GasFunding struct {
+	Chain          ID
+	IdempotencyKey string
+	For            string
+	To             string
+	Asset          string
+	Amount         Amount
 }
 
 // GasFunder is implemented by connectors on which moving tokens out of a

@@ -126,8 +126,11 @@ type PaymentRecord struct {
 	All       bool             `json:"all,omitempty"`
 	Recipient PaymentRecipient `json:"recipient"`
 	// From is the one-time address a withdrawal spends.
-	From   string `json:"from,omitempty"`
-	Status string `json:"status"`
+	From string `json:"from,omitempty"`
+	// ForPayment is the id of the payment this one serves: a gas_funding
+	// record's withdrawal.
+	ForPayment string `json:"forPayment,omitempty"`
+	Status     string `json:"status"`
 	// TxHash is the latest transaction; TxHashes every one (fee bumps and
 	// rebroadcasts stay one record), oldest first.
 	TxHash        string     `json:"txHash,omitempty"`

@@ -92,7 +92,7 @@ func PaymentView(p tools.OutgoingPayment) client.PaymentRecord {
 		Source: client.PaymentSource{Type: string(p.Source.Type), ID: p.Source.ID},
 		Chain:  string(p.Chain), Asset: p.Asset, Amount: p.Amount.String(), All: p.All,
 		Recipient: client.PaymentRecipient{Name: p.Recipient.Name, Address: p.Recipient.Address},
-		From:      p.From, Status: string(p.Status), TxHash: p.TxHash, TxHashes: p.TxHashes,
+		From:      p.From, ForPayment: p.ForPayment, Status: string(p.Status), TxHash: p.TxHash, TxHashes: p.TxHashes,
 		Confirmations: p.Confirmations, Reason: p.Reason,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, BroadcastAt: p.BroadcastAt, SettledAt: p.SettledAt,
 	}

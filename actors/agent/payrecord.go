@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/veilhq/veil/agent/policy"
@@ -125,4 +126,23 @@ func toolSource(convID string) tools.PaymentSource {
 		return tools.PaymentSource{Type: tools.SourceMCP}
 	}
 	return tools.PaymentSource{Type: tools.SourceConversation, ID: convID}
+}
+
+// gasRecord is the chains.GasPayer.Record of a withdrawal under
+// withdrawKey asked for by source: the gas its one-time address is sent
+// from the agent's own account is a payment of its own (kind gas_funding,
+// under the connector's key "gas/<withdrawKey>", so that its settlement
+// finds it), linked to the withdrawal's record (ForPayment), written
+// before the transfer is signed and moved by paying like any other.
+func (a *Actor) gasRecord(source tools.PaymentSource, withdrawKey string) func(context.Context, chains.GasFunding, func(context.Context) (chains.TxResult, error)) (chains.TxResult, error) {
+	return func(ctx context.Context, g chains.GasFunding, send func(context.Context) (chains.TxResult, error)) (chains.TxResult, error) {
+		w, err := a.outgoing().ByKey(ctx, g.Chain, withdrawKey)
+		if err != nil {
+			return chains.TxResult{}, fmt.Errorf("the withdrawal's payment record: %w", err)
+		}
+		rec := tools.OutgoingPayment{Kind: tools.KindGasFunding, Source: source, Chain: g.Chain, Asset: g.Asset, Amount: g.Amount,
+			Recipient:      tools.PaymentRecipient{Name: "gas for the withdrawal from " + g.To, Address: g.To},
+			IdempotencyKey: g.IdempotencyKey, ForPayment: w.ID}
+		return a.paying(ctx, rec, send)
+	}
 }

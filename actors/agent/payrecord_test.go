@@ -181,7 +181,7 @@ func TestSettlementTellsOnce(t *testing.T) {
 			}
 		})
 	}
-	// A key with no record (a registration, the gas ahead of a withdrawal)
+	// A key with no record (a registration, a relayer's gas top-up)
 	// changes nothing and is not an error.
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
 	a := env.CreateAgent("other")

@@ -24,8 +24,9 @@ type PaymentSettled struct {
 
 // settled applies a settlement to the payment record sent under its key
 // (docs/payments.md, "Settlement"). A key with no record (a name
-// registration, a token approval, the gas ahead of a withdrawal, a payment
-// from before the records) changes nothing. The record's move and what
+// registration, a token approval, a payment from before the records)
+// changes nothing; the gas the agent's account sends ahead of a
+// withdrawal has its own record (gas_funding, gasRecord). The record's move and what
 // the user is told commit in one write guarded by the record's version, so
 // a settlement delivered twice (a crash before the connector dropped it,
 // two cluster members) tells once:

@@ -205,7 +205,7 @@ func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (ch
 	// chain has a relayer (--relayer): then the connector ignores this
 	// payer and the relayer pays, so the agent's account never funds its
 	// one-time addresses (docs/operations.md, "Relayers").
-	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id]}
+	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id], Record: o.a.gasRecord(toolSource(o.convID), req.IdempotencyKey)}
 	rec := tools.OutgoingPayment{Kind: tools.KindWithdraw, Source: toolSource(o.convID), Chain: id, Asset: assetOr(id, req.Asset), Amount: req.Amount, All: req.All,
 		Recipient: tools.PaymentRecipient{Address: req.To}, From: req.From, IdempotencyKey: req.IdempotencyKey}
 	return o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })

@@ -124,6 +124,9 @@ type OutgoingPayment struct {
 	Recipient PaymentRecipient `json:"recipient"`
 	// From is the one-time address a withdrawal spends ("" otherwise).
 	From string `json:"from,omitempty"`
+	// ForPayment is the id of the payment this one serves: a gas_funding
+	// record's withdrawal ("" otherwise).
+	ForPayment string `json:"forPayment,omitempty"`
 	// IdempotencyKey is the key the chain's connector sends it under; a
 	// retry with it resumes this record.
 	IdempotencyKey string        `json:"idempotencyKey"`

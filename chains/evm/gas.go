@@ -28,7 +28,8 @@ const dustGas = 20_000
 // ignored, so the agent's account never funds its one-time addresses): exactly gas·P less what the address holds, in a transfer
 // recorded under the key "gas/<idempotencyKey>" and signed under its own
 // spend (asset: the native one, recipient: the one-time address), which
-// the enclave checks against the agent's policy. The call waits for that
+// the enclave checks against the agent's policy; payer.Record, when set,
+// wraps its signing (the agent's gas_funding payment record). The call waits for that
 // transfer's receipt, then submits the withdrawal. A retry with the same
 // key funds nothing again. See Withdraw for the rest.
 func (c *Connector) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer chains.GasPayer) (chains.TxResult, error) {
@@ -103,7 +104,14 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 			spend: &chains.Spend{Key: gasKey, AgentID: payer.Key.AgentID, Chain: c.cfg.Chain, Asset: nativeSym,
 				Amount: chains.NewAmount(short, NativeDecimals), Recipient: src.Hex()},
 		}
-		if r, err = c.submit(ctx, gasKey, spec); err != nil {
+		send := func(ctx context.Context) (chains.TxResult, error) { return c.submit(ctx, gasKey, spec) }
+		if payer.Record != nil && !payer.Key.IsRelayer() {
+			g := chains.GasFunding{Chain: c.cfg.Chain, IdempotencyKey: gasKey, For: key, To: src.Hex(), Asset: nativeSym, Amount: chains.NewAmount(short, NativeDecimals)}
+			r, err = payer.Record(ctx, g, send)
+		} else {
+			r, err = send(ctx)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("evm: %s: paying the gas of the withdrawal from %s: %w", c.cfg.Chain, src.Hex(), err)
 		}
 		who := "the agent's account"

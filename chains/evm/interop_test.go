@@ -406,7 +406,23 @@ func interopGas(t *testing.T, b backend) {
 	if _, err := walletOf(t, c, alice.Account).Send(ctx, b.cfg.Tokens[0].Address, nil, bindings.NewTestToken().PackTransfer(inv, units(t, "42", 6))); err != nil {
 		t.Fatal(err)
 	}
-	payer := chains.GasPayer{Key: bob.Ref(id), Address: bob.Address.Hex()}
+	// The payer's record of each gas transfer (the agent's gas_funding
+	// payment): called before the transfer is signed, wrapping it.
+	type recorded struct {
+		g   chains.GasFunding
+		r   chains.TxResult
+		err error
+	}
+	var records []recorded
+	payer := chains.GasPayer{Key: bob.Ref(id), Address: bob.Address.Hex(),
+		Record: func(ctx context.Context, g chains.GasFunding, send func(context.Context) (chains.TxResult, error)) (chains.TxResult, error) {
+			if n := len(signer.spends(g.IdempotencyKey)); n != 0 {
+				t.Errorf("gas transfer %s signed %d times before its record", g.IdempotencyKey, n)
+			}
+			r, err := send(ctx)
+			records = append(records, recorded{g, r, err})
+			return r, err
+		}}
 	dest := evmtest.NewAgent(t.Name() + "-dest").Address
 
 	// Without a payer: refused, pointing at the agent's account.
@@ -425,6 +441,11 @@ func interopGas(t *testing.T, b backend) {
 	}
 	if got := wei(t, c, inv.Hex()); got.Sign() != 0 {
 		t.Fatalf("the invoice address received %s wei although the policy refused", got)
+	}
+	// The unfunded payer was refused before any transfer: no record; the
+	// refused one was recorded, and its record saw the refusal.
+	if len(records) != 1 || records[0].g.IdempotencyKey != "gas/denied" || records[0].err == nil || records[0].r.TxHash != "" {
+		t.Fatalf("gas records after the refusals: %+v", records)
 	}
 	signer.deny = nil
 
@@ -459,10 +480,23 @@ func interopGas(t *testing.T, b backend) {
 	if used := new(big.Int).Mul(new(big.Int).SetUint64(r.GasUsed), r.EffectiveGasPrice); used.Cmp(funded) > 0 {
 		t.Fatalf("the withdrawal cost %s, more than the %s sent", used, funded)
 	}
+	// The gas transfer had its own record: what it sent, from whom to
+	// whom, linked to the withdrawal's key, with its transaction.
+	if len(records) != 2 {
+		t.Fatalf("gas records %+v; want the refused one and this one", records)
+	}
+	g := records[1]
+	if g.err != nil || g.r.TxHash == "" || g.g.IdempotencyKey != "gas/with-gas" || g.g.For != "with-gas" || g.g.Chain != id ||
+		!strings.EqualFold(g.g.To, inv.Hex()) || g.g.Asset != id.NativeAsset() || g.g.Amount.Units().Cmp(funded) != 0 {
+		t.Fatalf("gas record %+v; want gas/with-gas of %s to %s", g, funded, inv.Hex())
+	}
 	// A retry returns the same withdrawal and funds nothing again.
 	again, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: "USDC", All: true, IdempotencyKey: "with-gas"}, payer)
 	if err != nil || again.TxHash != w.TxHash || len(signer.spends("gas/with-gas")) != 1 {
 		t.Fatalf("retry %+v %v, gas spends %d", again, err, len(signer.spends("gas/with-gas")))
+	}
+	if len(records) != 2 {
+		t.Fatalf("the retry recorded a gas transfer again: %+v", records)
 	}
 }
 

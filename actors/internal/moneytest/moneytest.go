@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -84,6 +85,62 @@ type Chain struct {
 	// announceSends makes SendStealth announce its payment, as the real
 	// connectors do in the same transaction (AnnounceSends).
 	announceSends bool
+	// gas: what every withdrawal's one-time address lacks (NeedGas);
+	// gasSent: the gas transfers made, by key.
+	gas     string
+	gasSent map[string]string
+}
+
+// NeedGas makes every withdrawal need amount of ETH sent to its one-time
+// address first, from the payer (WithdrawWithGas, as the EVM connector
+// does for a token withdrawal), through the payer's Record when it has
+// one; "" needs none. A retry of a withdrawal's key sends no gas again.
+func (c *Chain) NeedGas(amount string) {
+	c.mu.Lock()
+	c.gas = amount
+	c.mu.Unlock()
+}
+
+// GasSent lists the gas transfers made (key → transaction hash).
+func (c *Chain) GasSent() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.gasSent)
+}
+
+// WithdrawWithGas implements chains.GasFunder: the gas of NeedGas first,
+// under the key "gas/<key>", then Withdraw.
+func (c *Chain) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer chains.GasPayer) (chains.TxResult, error) {
+	key := "gas/" + req.IdempotencyKey
+	c.mu.Lock()
+	need, sent := c.gas, c.gasSent[key] != ""
+	c.mu.Unlock()
+	if need != "" && !sent {
+		amt, err := chains.ParseAmountOf(need, 18)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		send := func(context.Context) (chains.TxResult, error) {
+			h := sha256.Sum256([]byte(key))
+			r := chains.TxResult{TxHash: "0x" + hex.EncodeToString(h[:])}
+			c.mu.Lock()
+			if c.gasSent == nil {
+				c.gasSent = map[string]string{}
+			}
+			c.gasSent[key] = r.TxHash
+			c.mu.Unlock()
+			return r, nil
+		}
+		if payer.Record != nil {
+			_, err = payer.Record(ctx, chains.GasFunding{Chain: c.ID, IdempotencyKey: key, For: req.IdempotencyKey, To: req.From, Asset: c.ID.NativeAsset(), Amount: amt}, send)
+		} else {
+			_, err = send(ctx)
+		}
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+	}
+	return c.Withdraw(ctx, from, req)
 }
 
 // AnnounceSends makes every new SendStealth derive a real ERC-5564 one-time
