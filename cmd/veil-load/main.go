@@ -62,7 +62,7 @@ func main() {
 	flag.StringVar(&so.data, "data", "./load-data", "store mode: data directory (a fresh one measures creation)")
 	active := flag.String("active", "10000,100000", "store mode: active-agent counts to measure memory at")
 	flag.IntVar(&so.samples, "samples", 10000, "store mode: activation latency samples")
-	flag.StringVar(&so.heapProfiles, "heapprofile", "", "store mode: write heap profiles (inuse_space by site) before and after each -active count into this directory; compare with go tool pprof -diff_base")
+	flag.StringVar(&so.heapProfiles, "heapprofile", "", "store mode: write heap profiles (inuse_space by site) before and after each -active count into this directory, and print (and append to DIR/summary.txt) the heap per active agent, its record's part and the rest by site, computed from the same samples in process; the files compare with go tool pprof -diff_base")
 	flag.Parse()
 	if *mode == "store" {
 		so.n, so.concurrency, so.active, so.reuse = o.agents, o.concurrency, parseInts(*active), o.create == 0

@@ -44,7 +44,9 @@ type storeOptions struct {
 	reuse bool
 	// heapProfiles, when set, is where a heap profile is written before
 	// and after each activation count (issue 38 item 4: the per-actor
-	// cost by allocation site, not a heap delta).
+	// cost by allocation site, not a heap delta), with summary.txt: the
+	// per-agent figures and sites veil-load computes from the same
+	// samples itself (no go tool pprof needed).
 	heapProfiles string
 }
 
@@ -129,6 +131,10 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 		passivateAll(host)
 		before := heap()
 		rssBefore := rss()
+		var sitesBefore heapSites
+		if o.heapProfiles != "" {
+			sitesBefore = readHeapSites()
+		}
 		if err := writeHeapProfile(o.heapProfiles, fmt.Sprintf("heap-%d-before.pb.gz", k)); err != nil {
 			return err
 		}
@@ -143,6 +149,15 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 		per := (after - before) / uint64(k)
 		fmt.Fprintf(w, "%d active agents: heap +%.1f MiB = %d bytes per active agent actor (%d beyond its record); RSS +%.1f MiB\n",
 			host.Active(), float64(after-before)/(1<<20), per, int64(per)-int64(recBytes), float64(rssAfter-rssBefore)/(1<<20))
+		if o.heapProfiles != "" {
+			sitesAfter := readHeapSites()
+			var sum strings.Builder
+			writeHeapSummary(&sum, k, sitesBefore, sitesAfter, 25)
+			fmt.Fprint(w, sum.String())
+			if err := appendFile(filepath.Join(o.heapProfiles, "summary.txt"), sum.String()); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -271,6 +286,18 @@ func storedAgents(ctx context.Context, st persistence.Store, n int) ([]string, e
 		q.After = recs[len(recs)-1].Key
 	}
 	return ids, nil
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeHeapProfile writes the heap profile as of a fresh GC into

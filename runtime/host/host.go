@@ -68,6 +68,14 @@ type HostConfig struct {
 	// PassivateAfter is how long an agent may stay idle before its actor
 	// stops. Default 5 minutes.
 	PassivateAfter time.Duration
+	// SweepEvery is how often every directory passivates the agents idle
+	// for PassivateAfter or longer, so an idle agent stops between
+	// PassivateAfter and PassivateAfter+SweepEvery after its last message.
+	// Default PassivateAfter/8 (at least 1ms).
+	SweepEvery time.Duration
+	// Clock is the time source of the idle sweep (default the wall
+	// clock). Tests inject a fake one and call SweepIdle.
+	Clock Clock
 	// Shards is the number of directory actors that own the id → actor map.
 	// More shards spread activation work over more mailboxes. Default 16.
 	Shards int
@@ -106,7 +114,37 @@ func (c *HostConfig) defaults() {
 	c.MaxRestarts = defaults.Positive(c.MaxRestarts, 10)
 	c.RestartWindow = defaults.Positive(c.RestartWindow, 10*time.Second)
 	c.MemoryCheckEvery = defaults.Positive(c.MemoryCheckEvery, time.Second)
+	c.SweepEvery = defaults.Positive(c.SweepEvery, max(c.PassivateAfter/8, time.Millisecond))
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
 }
+
+// Clock is the time source of the idle sweep.
+type Clock interface {
+	Now() time.Time
+	NewTicker(d time.Duration) Ticker
+}
+
+// Ticker is the part of *time.Ticker the idle sweep uses.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now is time.Now.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// NewTicker is time.NewTicker.
+func (SystemClock) NewTicker(d time.Duration) Ticker { return sysTicker{time.NewTicker(d)} }
+
+type sysTicker struct{ t *time.Ticker }
+
+func (s sysTicker) C() <-chan time.Time { return s.t.C }
+func (s sysTicker) Stop()               { s.t.Stop() }
 
 func (c *HostConfig) shardCap() int {
 	if c.MaxActive <= 0 {
@@ -151,8 +189,13 @@ type Host struct {
 	active   atomic.Int64
 	stopping atomic.Bool
 	inflight sync.WaitGroup
+	// epoch is when the host started; activity times are nanoseconds
+	// since it (monotonic with the wall clock).
+	epoch time.Time
 
-	monitorStop, monitorDone chan struct{}
+	// bgStop ends the idle sweep and the memory monitor; bg waits for them.
+	bgStop chan struct{}
+	bg     sync.WaitGroup
 }
 
 // NewHost starts the directory actors on system. obs may be nil.
@@ -161,7 +204,7 @@ func NewHost(system *actor.ActorSystem, load Loader, cfg HostConfig, log *slog.L
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	h := &Host{system: system, cfg: cfg, load: load, log: log, observer: obs}
+	h := &Host{system: system, cfg: cfg, load: load, log: log, observer: obs, epoch: cfg.Clock.Now(), bgStop: make(chan struct{})}
 	// A failing agent is restarted in place (its new incarnation reloads
 	// from the store); after too many failures in the window it is stopped.
 	supervisor := actor.NewOneForOneStrategy(cfg.MaxRestarts, cfg.RestartWindow, func(any) actor.Directive {
@@ -177,12 +220,56 @@ func NewHost(system *actor.ActorSystem, load Loader, cfg HostConfig, log *slog.L
 		}
 		h.shards = append(h.shards, pid)
 	}
+	// One ticker for the whole host passivates idle agents: a receive
+	// timeout per actor (a runtime timer and protoactor's context extras,
+	// ~320 bytes of every active agent) is not needed for that (issue 38
+	// item 4).
+	h.bg.Add(1)
+	go h.sweepIdle()
 	if cfg.MemoryLimit > 0 {
-		h.monitorStop = make(chan struct{})
-		h.monitorDone = make(chan struct{})
+		h.bg.Add(1)
 		go h.monitorMemory()
 	}
 	return h
+}
+
+// now is the time since the host started, in nanoseconds.
+func (h *Host) now() int64 { return int64(h.cfg.Clock.Now().Sub(h.epoch)) }
+
+// sweepIdle asks every directory, every SweepEvery, to passivate its idle
+// agents.
+func (h *Host) sweepIdle() {
+	defer h.bg.Done()
+	t := h.cfg.Clock.NewTicker(h.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.bgStop:
+			return
+		case <-t.C():
+		}
+		for _, pid := range h.shards {
+			h.system.Root.Send(pid, sweep{})
+		}
+	}
+}
+
+// SweepIdle passivates, now, every agent idle for PassivateAfter or longer
+// (as the periodic sweep does) and reports how many it began to stop. It
+// returns once every directory has swept.
+func (h *Host) SweepIdle() int {
+	futs := make([]*actor.Future, len(h.shards))
+	for i, pid := range h.shards {
+		futs[i] = h.system.Root.RequestFuture(pid, sweep{}, h.cfg.DefaultTimeout)
+	}
+	n := 0
+	for _, f := range futs {
+		if v, err := f.Result(); err == nil {
+			k, _ := v.(int)
+			n += k
+		}
+	}
+	return n
 }
 
 // Active reports how many agent actors are activated now.
@@ -193,6 +280,9 @@ type request struct {
 	id  string
 	msg any
 	ctx context.Context
+	// e is the directory's entry of the activation the request went to
+	// (set by the directory): the actor marks it handled.
+	e *entry
 }
 
 // reply is what an agent actor answers.
@@ -274,9 +364,9 @@ func (h *Host) shardOf(id string) *actor.PID {
 // Stop refuses new requests, waits for in-flight ones (bounded by ctx), then
 // stops every agent actor and the directories.
 func (h *Host) Stop(ctx context.Context) error {
-	if !h.stopping.Swap(true) && h.monitorStop != nil {
-		close(h.monitorStop)
-		<-h.monitorDone
+	if !h.stopping.Swap(true) {
+		close(h.bgStop)
+		h.bg.Wait()
 	}
 	done := make(chan struct{})
 	go func() { h.inflight.Wait(); close(done) }()

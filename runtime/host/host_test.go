@@ -28,6 +28,7 @@ type counter struct {
 	n          int
 	version    uint64
 	activation int
+	ev         *events
 }
 
 func (c *counter) Receive(ctx context.Context, msg any) (any, error) {
@@ -50,6 +51,11 @@ func (c *counter) Receive(ctx context.Context, msg any) (any, error) {
 		return c.n, nil
 	case "activation":
 		return c.activation, nil
+	case "wait":
+		// In flight until the test releases it.
+		c.ev.entered <- c.id
+		<-c.ev.release
+		return c.n, nil
 	}
 	return nil, fmt.Errorf("unknown message %v", msg)
 }
@@ -69,11 +75,59 @@ type events struct {
 	activations map[string]int
 	passivated  chan string
 	panicked    chan string
+	// entered and release drive the "wait" message.
+	entered, release chan string
 }
 
 func newEvents() *events {
-	return &events{activations: map[string]int{}, passivated: make(chan string, 1024), panicked: make(chan string, 1024)}
+	return &events{activations: map[string]int{}, passivated: make(chan string, 1024), panicked: make(chan string, 1024),
+		entered: make(chan string, 16), release: make(chan string)}
 }
+
+// fakeClock is a host.Clock the test moves by hand; its tickers tick only
+// when the test calls tick.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	tickers []chan time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTicker(time.Duration) host.Ticker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time)
+	c.tickers = append(c.tickers, ch)
+	return fakeTicker(ch)
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// tick fires every ticker once (blocking until each is received).
+func (c *fakeClock) tick() {
+	c.mu.Lock()
+	ts, now := append([]chan time.Time(nil), c.tickers...), c.now
+	c.mu.Unlock()
+	for _, ch := range ts {
+		ch <- now
+	}
+}
+
+type fakeTicker chan time.Time
+
+func (t fakeTicker) C() <-chan time.Time { return t }
+func (t fakeTicker) Stop()               {}
 
 func (e *events) Activated(id string, _ time.Duration)  {}
 func (e *events) Passivated(id string)                  { e.passivated <- id }
@@ -108,7 +162,7 @@ func newFixture(t *testing.T, cfg host.HostConfig) *fixture {
 		ev.activations[id]++
 		n := ev.activations[id]
 		ev.mu.Unlock()
-		c := &counter{st: st, id: id, activation: n}
+		c := &counter{st: st, id: id, activation: n, ev: ev}
 		rec, err := st.Get(ctx, "counters", id)
 		if err == nil {
 			c.n, _ = strconv.Atoi(string(rec.Value))
@@ -188,10 +242,15 @@ func TestLoadErrorIsReturnedAndDropped(t *testing.T) {
 	}
 }
 
+// The host's ticker passivates an idle agent (no receive timeout per
+// actor); its next message reactivates it from its record.
 func TestPassivationAfterIdleAndReactivation(t *testing.T) {
-	f := newFixture(t, host.HostConfig{PassivateAfter: 20 * time.Millisecond})
+	clock := newFakeClock()
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Minute, Clock: clock})
 	f.mustAsk(t, "p", "inc")
 	f.mustAsk(t, "p", "dirty") // memory only: must not survive passivation
+	clock.advance(time.Minute)
+	clock.tick()
 	select {
 	case id := <-f.ev.passivated:
 		if id != "p" {
@@ -211,59 +270,122 @@ func TestPassivationAfterIdleAndReactivation(t *testing.T) {
 	}
 }
 
-func TestPanicRestartsOnlyThatAgentFromStore(t *testing.T) {
-	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour})
-	f.mustAsk(t, "bad", "inc")
-	f.mustAsk(t, "good", "inc")
-	f.mustAsk(t, "good", "dirty") // good's memory is 101; a restart would lose it
-
-	_, err := f.ask(t, "bad", "boom")
-	if !errors.Is(err, host.ErrActorPanic) {
-		t.Fatalf("boom err = %v, want ErrActorPanic", err)
+// The sweep passivates exactly the agents idle for PassivateAfter: not one
+// used since, and every message counts as use.
+func TestSweepPassivatesOnlyIdleAgents(t *testing.T) {
+	clock := newFakeClock()
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Clock: clock, Shards: 3})
+	for _, id := range []string{"old1", "old2", "fresh"} {
+		f.mustAsk(t, id, "inc")
 	}
-	select {
-	case <-f.ev.panicked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no panic event")
+	clock.advance(40 * time.Minute)
+	f.mustAsk(t, "fresh", "get") // used again: its idle time starts over
+	if n := f.host.SweepIdle(); n != 0 {
+		t.Fatalf("sweep after 40 minutes passivated %d, want 0", n)
 	}
-	// The restarted actor reloaded from the store: the +1000 is gone.
-	if got := f.mustAsk(t, "bad", "get"); got != 1 {
-		t.Fatalf("bad after restart = %v, want 1", got)
+	clock.advance(20 * time.Minute)
+	if n := f.host.SweepIdle(); n != 2 {
+		t.Fatalf("sweep after an hour passivated %d, want 2 (old1, old2)", n)
 	}
-	if got := f.ev.loads("bad"); got != 2 {
-		t.Fatalf("bad activations = %d, want 2 (restart reloads)", got)
+	got := map[string]bool{<-f.ev.passivated: true, <-f.ev.passivated: true}
+	if !got["old1"] || !got["old2"] {
+		t.Fatalf("passivated %v, want old1 and old2", got)
 	}
-	// The other agent was untouched: same activation, memory intact.
-	if got := f.mustAsk(t, "good", "get"); got != 101 {
-		t.Fatalf("good = %v, want 101", got)
+	if f.host.Active() != 1 {
+		t.Fatalf("active = %d, want 1 (fresh)", f.host.Active())
 	}
-	if got := f.mustAsk(t, "good", "activation"); got != 1 {
-		t.Fatalf("good activation = %v, want 1", got)
+	if got := f.ev.loads("fresh"); got != 1 {
+		t.Fatalf("fresh was reloaded (%d activations)", got)
+	}
+	clock.advance(40 * time.Minute)
+	if n := f.host.SweepIdle(); n != 1 {
+		t.Fatalf("sweep after fresh's hour passivated %d, want 1", n)
+	}
+	if id := <-f.ev.passivated; id != "fresh" {
+		t.Fatalf("passivated %s, want fresh", id)
+	}
+	// Each comes back from its record on its next message.
+	for _, id := range []string{"old1", "old2", "fresh"} {
+		if got := f.mustAsk(t, id, "inc"); got != 2 {
+			t.Fatalf("%s after reactivation: %v, want 2", id, got)
+		}
 	}
 }
 
-// Requests racing with passivation are all answered, in order per caller,
-// by exactly one activation at a time: no increment is lost or doubled.
-func TestRequestsDuringPassivationAreNotLost(t *testing.T) {
-	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Shards: 2})
-	const workers, per = 8, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, workers*per)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				if _, err := f.ask(t, "race", "inc"); err != nil {
-					errs <- err
-				}
-				if w == 0 && i%5 == 0 {
-					f.host.Passivate("race") // stop it mid-stream
-				}
-			}
-		}(w)
+// An agent with a message in flight for longer than PassivateAfter is not
+// passivated under it; its idle time starts when it answers.
+func TestSweepSparesAgentWithMessageInFlight(t *testing.T) {
+	clock := newFakeClock()
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Minute, Clock: clock, Shards: 1})
+	f.mustAsk(t, "busy", "inc")
+	answered := make(chan error, 1)
+	go func() {
+		_, err := f.ask(t, "busy", "wait")
+		answered <- err
+	}()
+	<-f.ev.entered
+	// A second message queued behind the one in flight.
+	queued := make(chan any, 1)
+	go func() { v, _ := f.ask(t, "busy", "inc"); queued <- v }()
+	clock.advance(time.Hour)
+	if n := f.host.SweepIdle(); n != 0 {
+		t.Fatalf("sweep passivated %d agents with a message in flight", n)
 	}
-	wg.Wait()
+	f.ev.release <- "busy"
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	if v := <-queued; v != 2 {
+		t.Fatalf("queued inc = %v, want 2", v)
+	}
+	// Just answered: not idle yet.
+	if n := f.host.SweepIdle(); n != 0 {
+		t.Fatalf("sweep passivated %d agents that just answered", n)
+	}
+	clock.advance(time.Minute)
+	if n := f.host.SweepIdle(); n != 1 {
+		t.Fatalf("sweep a minute after the answer passivated %d, want 1", n)
+	}
+	if got := f.mustAsk(t, "busy", "get"); got != 2 {
+		t.Fatalf("after reactivation get = %v, want 2", got)
+	}
+	if got := f.ev.loads("busy"); got != 2 {
+		t.Fatalf("activations = %d, want 2", got)
+	}
+}
+
+// Requests racing with idle sweeps are all answered by one activation at
+// a time: no increment is lost or doubled. After each round of requests
+// the sweep passivates the agent, and the next round's first requests meet
+// its actor while it stops; one worker sweeps in the middle of each round.
+func TestRequestsDuringSweepsAreNotLost(t *testing.T) {
+	clock := newFakeClock()
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Minute, Clock: clock, Shards: 2})
+	const rounds, workers, per = 5, 8, 10
+	errs := make(chan error, rounds*workers*per)
+	for r := 0; r < rounds; r++ {
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if _, err := f.ask(t, "race", "inc"); err != nil {
+						errs <- err
+					}
+					if w == 0 && i == per/2 {
+						clock.advance(time.Minute)
+						f.host.SweepIdle()
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		clock.advance(time.Minute)
+		if n := f.host.SweepIdle(); n != 1 {
+			t.Fatalf("round %d: the sweep after it passivated %d, want 1", r, n)
+		}
+	}
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
@@ -272,12 +394,11 @@ func TestRequestsDuringPassivationAreNotLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(rec.Value); got != strconv.Itoa(workers*per) {
-		t.Fatalf("counter = %s, want %d", got, workers*per)
+	if got := string(rec.Value); got != strconv.Itoa(rounds*workers*per) {
+		t.Fatalf("counter = %s, want %d", got, rounds*workers*per)
 	}
-	// Without a passivation in the middle this test would prove nothing.
-	if got := f.ev.loads("race"); got < 2 {
-		t.Fatalf("activations = %d: the agent never passivated mid-stream", got)
+	if got := f.ev.loads("race"); got < rounds {
+		t.Fatalf("activations = %d, want at least %d (one a round)", got, rounds)
 	}
 }
 
@@ -387,5 +508,40 @@ func TestStaleActivationIsPassivatedAndRetriable(t *testing.T) {
 	}
 	if v := f.mustAsk(t, "s", "inc"); v != 8 {
 		t.Fatalf("after reactivation: %v, want 8 (7 from the store, +1)", v)
+	}
+}
+
+// An agent actor is named after its agent: ids with a slash or that look
+// like a directory's name activate, passivate and come back.
+func TestOddIDsActivatePassivateAndReactivate(t *testing.T) {
+	clock := newFakeClock()
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Minute, Clock: clock, Shards: 2})
+	ids := []string{"a/b", "agents-0", "agents-1/x", "agents-0/"}
+	for _, id := range ids {
+		if got := f.mustAsk(t, id, "inc"); got != 1 {
+			t.Fatalf("%q: inc = %v", id, got)
+		}
+	}
+	if n := f.host.Active(); n != len(ids) {
+		t.Fatalf("active = %d, want %d", n, len(ids))
+	}
+	clock.advance(time.Minute)
+	if n := f.host.SweepIdle(); n != len(ids) {
+		t.Fatalf("sweep passivated %d, want %d", n, len(ids))
+	}
+	got := map[string]bool{}
+	for len(got) < len(ids) {
+		got[<-f.ev.passivated] = true
+	}
+	for _, id := range ids {
+		if !got[id] {
+			t.Fatalf("passivated %v, not %q", got, id)
+		}
+		if v := f.mustAsk(t, id, "inc"); v != 2 {
+			t.Fatalf("%q after reactivation: inc = %v, want 2", id, v)
+		}
+		if n := f.ev.loads(id); n != 2 {
+			t.Fatalf("%q: %d activations, want 2", id, n)
+		}
 	}
 }

@@ -11,13 +11,13 @@ const heapMetric = "/memory/classes/heap/objects:bytes"
 
 // monitorMemory sheds agents while the heap is above MemoryLimit.
 func (h *Host) monitorMemory() {
-	defer close(h.monitorDone)
+	defer h.bg.Done()
 	sample := []metrics.Sample{{Name: heapMetric}}
 	t := time.NewTicker(h.cfg.MemoryCheckEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-h.monitorStop:
+		case <-h.bgStop:
 			return
 		case <-t.C:
 		}
