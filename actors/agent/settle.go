@@ -52,6 +52,11 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	if s.Status == chains.SettlementFailed {
 		u = tools.PaymentUpdate{Status: tools.PaymentFailed, TxHash: s.TxHash, Reason: orText(s.Reason, "failed on chain")}
 	}
+	if rec.Status == u.Status {
+		// Already there (an x402 payment fetch_paid saw settled, whose
+		// authorization the connector later reports used): nothing new.
+		return nil
+	}
 	for try := 0; ; try++ {
 		cur, err := out.Get(ctx, rec.ID)
 		if err != nil {
@@ -134,12 +139,29 @@ func settleEvent(cur, next tools.OutgoingPayment) *PaymentEvent {
 	switch next.Status {
 	case tools.PaymentConfirmed:
 		return &PaymentEvent{Type: client.EventPaymentConfirmed, Title: fmt.Sprintf("Payment confirmed: %s %s", next.Amount, next.Asset),
-			Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed. Transaction %s", what, next.ID, next.TxHash), Payment: PaymentView(next)}
+			Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed.%s", what, next.ID, txSentence(next.TxHash)), Payment: PaymentView(next)}
 	case tools.PaymentFailed:
 		return &PaymentEvent{Type: client.EventPaymentFailed, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
-			Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s (transaction %s).", what, next.ID, next.Reason, next.TxHash), Payment: PaymentView(next)}
+			Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s%s.", what, next.ID, next.Reason, txAside(next.TxHash)), Payment: PaymentView(next)}
 	}
 	return nil
+}
+
+// txSentence is " Transaction <hash>" ("" without a hash: an x402
+// authorization that expired unused was never a transaction).
+func txSentence(hash string) string {
+	if hash == "" {
+		return ""
+	}
+	return " Transaction " + hash
+}
+
+// txAside is " (transaction <hash>)", or "" without a hash.
+func txAside(hash string) string {
+	if hash == "" {
+		return ""
+	}
+	return " (transaction " + hash + ")"
 }
 
 // settleWords is what the user is told when a record moves from cur to
@@ -149,11 +171,11 @@ func settleWords(cur, next tools.OutgoingPayment) (*Notify, string) {
 	switch {
 	case next.Status == tools.PaymentConfirmed && cur.Status == tools.PaymentPending:
 		return &Notify{Type: NotePaymentSent, Title: fmt.Sprintf("Payment confirmed: %s %s", next.Amount, next.Asset),
-				Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed. Transaction %s", what, next.ID, next.TxHash)},
+				Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed.%s", what, next.ID, txSentence(next.TxHash))},
 			fmt.Sprintf("The payment of %s that was on its way is confirmed (payment %s, transaction %s).", what, next.ID, next.TxHash)
 	case next.Status == tools.PaymentFailed && cur.Status != tools.PaymentFailed:
 		return &Notify{Type: NotePaymentFailed, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
-				Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s (transaction %s). The amount was not paid; it may be sent again.", what, next.ID, next.Reason, next.TxHash)},
+				Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s%s. The amount was not paid; it may be sent again.", what, next.ID, next.Reason, txAside(next.TxHash))},
 			fmt.Sprintf("The payment of %s (payment %s) did not go through: %s. Nothing moved; it may be sent again.", what, next.ID, next.Reason)
 	}
 	return nil, ""

@@ -168,8 +168,9 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 // settledX402 moves the record of the authorization signed under key to
 // confirmed with the server's transaction: an x402 server answers its
 // settlement after the transfer executed on chain (docs/x402.md). An
-// authorization the server did not settle stays pending: it may still be
-// submitted until it expires.
+// authorization the server did not settle stays pending while it may
+// still be submitted; after its validBefore the connector reports it
+// (chains/evm settleAuthorizations).
 func settledX402(ctx context.Context, env *Env, c chains.ID, key, tx string) {
 	if rec, ok := recordOf(ctx, env, c, key); ok {
 		_, _, _ = env.Outgoing.Advance(context.WithoutCancel(ctx), rec.ID, PaymentUpdate{Status: PaymentConfirmed, TxHash: tx})

@@ -110,6 +110,11 @@ func (c *Connector) SignAuthorization(ctx context.Context, from chains.KeyRef, a
 	if err := eip3009.Verify(auth, sig); err != nil {
 		return nil, fmt.Errorf("evm: key %s/%s/%d does not sign for from %s: %w", from.AgentID, from.Chain, from.Epoch, auth.From, err)
 	}
+	// Followed until its fate is known (settleAuthorizations), or not
+	// handed out.
+	if err := c.trackAuthorization(ctx, from.AgentID, idempotencyKey, auth); err != nil {
+		return nil, fmt.Errorf("evm: track authorization: %w", err)
+	}
 	return sig[:], nil
 }
 

@@ -26,6 +26,9 @@ type MaintainReport struct {
 	Bumped      int // stuck transactions resubmitted with a higher fee
 	Filled      int // void nonces given a no-op transaction
 	Dropped     int // intents whose nonce another transaction took
+	// Authorizations: signed EIP-3009 authorizations past their
+	// validBefore whose fate (used, or never to be) was reported.
+	Authorizations int
 }
 
 // maxAttempts bounds the fee bumps of one transaction.
@@ -79,6 +82,9 @@ func (c *Connector) MaintainOnce(ctx context.Context, restart bool) (MaintainRep
 			errs = append(errs, err)
 		}
 		i = j
+	}
+	if err := c.settleAuthorizations(ctx, &rep); err != nil {
+		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)
 }
