@@ -145,15 +145,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	if opts.rates == (httpapi.RateLimit{}) {
 		opts.rates = httpapi.RateLimit{PerSecond: -1}
 	}
-	settled.Set(func(ctx context.Context, x chains.Settlement) error {
-		if x.AgentID == "" {
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_, err := host.Request(ctx, x.AgentID, &agent.PaymentSettled{Settlement: x})
-		return err
-	})
+	settled.Set(settleTo(host))
 	api := httpapi.New(httpapi.Config{Store: st, Agents: snaps.Reads(wire(host)), Logger: quiet, TEE: opts.tee, RateLimit: opts.rates, MaxStreamsPerKey: opts.maxStreams, Now: opts.now,
 		Feed: feed, WebhookAllowPrivate: opts.webhookAllowPrivate, Limits: opts.limits})
 	srv := httptest.NewServer(api)
@@ -262,6 +254,20 @@ func (e *env) doHeaders(method, path, key string, body any, headers ...string) r
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// settleTo delivers a connector's settlement to the agent that signed it
+// (agent.PaymentSettled), as veild does.
+func settleTo(h *host.Host) chains.SettlementFunc {
+	return func(ctx context.Context, x chains.Settlement) error {
+		if x.AgentID == "" {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := h.Request(ctx, x.AgentID, &agent.PaymentSettled{Settlement: x})
+		return err
+	}
+}
 
 // startEVM runs an in-memory ethereum devnet and its chain actor: the chat
 // tools reach a real chain over JSON-RPC.

@@ -9,11 +9,17 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/policy"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains/evm"
+	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/faultproxy"
+	"github.com/veilhq/veil/persistence"
 )
 
 // invoiceStatus is the invoice's status as its own server's API says.
@@ -57,6 +63,129 @@ func (e *moneyEnv) noteCount(t *testing.T, agentID, typ, what string) int {
 	return n
 }
 
+// invoicePaid is pay_invoice's detail as these tests read it.
+type invoicePaid struct {
+	Invoice, TxHash, Amount, Asset, PayTo, Payee string
+	// pending: the call answered the payment pending, and this was read
+	// from its record once it confirmed.
+	pending bool
+}
+
+// payInvoice sends msg to agentID's chat, whose one tool call must pay an
+// invoice, and answers the payment. Under load the chat can answer before
+// the node did: the call then reports the payment pending (its record's
+// id; "on its way"), and payInvoice waits for that record to settle
+// (settledPayment) and reads the payment from it, instead of failing.
+func (e *env) payInvoice(t *testing.T, agentID, msg string) invoicePaid {
+	t.Helper()
+	name, status, detail := e.tool(t, agentID, msg)
+	var d struct {
+		invoicePaid
+		Status, PaymentID string
+	}
+	if err := json.Unmarshal([]byte(detail), &d); name != "pay_invoice" || status != "success" || err != nil {
+		t.Fatalf("%q: %s %s %s (%v)", msg, name, status, detail, err)
+	}
+	if d.Status != tools.StatusPending {
+		return d.invoicePaid
+	}
+	if d.PaymentID == "" {
+		t.Fatalf("%q: pending without its payment's id: %s", msg, detail)
+	}
+	rec := e.settledPayment(t, agentID, d.PaymentID)
+	// The record names the payee as pay_invoice does: "<payee> (invoice <id>)".
+	payee, id, ok := strings.Cut(strings.TrimSuffix(rec.Recipient.Name, ")"), " (invoice ")
+	if !ok || rec.Kind != string(tools.KindPayInvoice) {
+		t.Fatalf("%q: payment record %+v", msg, rec)
+	}
+	return invoicePaid{Invoice: id, TxHash: rec.TxHash, Amount: rec.Amount, Asset: rec.Asset, PayTo: rec.Recipient.Address, Payee: payee, pending: true}
+}
+
+// settledPayment polls agentID's payment record id until it is confirmed,
+// bounded by the test's context and deadline; failed or refused, or still
+// open when the time is up, fails the test.
+func (e *env) settledPayment(t *testing.T, agentID, id string) client.PaymentRecord {
+	t.Helper()
+	ctx := t.Context()
+	if end, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end.Add(-10*time.Second))
+		defer cancel()
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var rec client.PaymentRecord
+		r := e.do("GET", "/agent/"+agentID+"/payments/"+id, e.key, nil)
+		if r.status != 200 {
+			t.Fatalf("payment %s = %d %s", id, r.status, r.body)
+		}
+		r.decode(t, &rec)
+		switch rec.Status {
+		case string(tools.PaymentConfirmed):
+			return rec
+		case string(tools.PaymentFailed), string(tools.PaymentRefused):
+			t.Fatalf("payment %s ended %s: %s", id, rec.Status, rec.Reason)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("payment %s still %s when the test's time ran out (%v)", id, rec.Status, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// TestPayInvoicePendingWaitsForSettlement: payInvoice, which the
+// end-to-end test pays through, copes with a pay_invoice answered pending
+// (the node's answer lost, as under load): it waits for the payment's
+// record to confirm and reads the payment from it; the invoice is paid
+// once, and its payer told once.
+func TestPayInvoicePendingWaitsForSettlement(t *testing.T) {
+	e := newEnv(t, envOptions{evm: true, evmFaults: true})
+	payer := e.create(t, newEVMOwner(t), "pending-invoice-payer", "ethereum")
+	payee := e.create(t, newEVMOwner(t), "pending-invoice-payee", "ethereum")
+	r, out := e.chat(t, payee.ID, e.key, map[string]string{"message": "create an invoice for 0.002 ETH for the pending test"})
+	var inv invoiceJSON
+	if r.status != 200 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != "success" || json.Unmarshal([]byte(out.ToolCalls[0].Detail), &inv) != nil || inv.ID == "" {
+		t.Fatalf("create invoice = %d %s", r.status, r.body)
+	}
+
+	_, done := e.proxy.Arm(faultproxy.AnswerLost, faultproxy.BodyContains("eth_sendRawTransaction"))
+	paid := e.payInvoice(t, payer.ID, "pay invoice "+inv.ID)
+	<-done
+	if !paid.pending {
+		t.Fatalf("the lost answer did not leave the payment pending: %+v", paid)
+	}
+	if paid.Invoice != inv.ID || paid.Payee != "pending-invoice-payee.veil" || paid.Amount != "0.002" || paid.Asset != "ETH" ||
+		!strings.EqualFold(paid.PayTo, inv.PayTo) || paid.TxHash == "" {
+		t.Fatalf("pending invoice payment read as %+v", paid)
+	}
+	// One transaction to the invoice's address in the connector's ledger.
+	recs, err := e.store.List(context.Background(), evm.TableIntents, persistence.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := 0
+	for _, r := range recs {
+		var it struct{ Op, To string }
+		if json.Unmarshal(r.Value, &it) == nil && it.Op == "withdraw" && strings.EqualFold(it.To, inv.PayTo) {
+			signed++
+		}
+	}
+	if signed != 1 {
+		t.Fatalf("%d transactions to the invoice's address, want 1", signed)
+	}
+	told := 0
+	for _, x := range e.inbox(t, payer.ID).Notifications {
+		if x.Type == agent.NotePaymentSent && strings.Contains(x.Body, inv.ID) {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Fatalf("the payer got %d payment_sent for invoice %s, want 1", told, inv.ID)
+	}
+}
+
 // TestPayInvoiceEndToEnd: on the EVM devnet, with real HTTP, an agent pays
 // another agent's invoice by id and by payment link, and an invoice of
 // another Veil server (a second in-process server on the same devnet) by
@@ -66,7 +195,10 @@ func (e *moneyEnv) noteCount(t *testing.T, agentID, typ, what string) int {
 // moves nothing; an invoice over the per-payment cap is refused; with
 // approvals configured it is held, and paid once when the owner approves.
 func TestPayInvoiceEndToEnd(t *testing.T) {
-	e := newMoneyEnv(t)
+	// The payer's server relays settlements, as veild does: a payment the
+	// chat could only answer pending (under load) is waited for until it
+	// confirms (payInvoice), and its payer told then.
+	e := newMoneyEnv(t, withSettlements)
 	far := newMoneyServer(t, e.cfg, 12) // another Veil server, same devnet
 	e.startScanner(t)
 	// far's scanner runs its passes when the test says (see "before the
@@ -85,13 +217,9 @@ func TestPayInvoiceEndToEnd(t *testing.T) {
 	if inv.PayTo == "" || inv.Status != "pending" {
 		t.Fatalf("invoice %+v", inv)
 	}
-	name, status, detail := e.tool(t, a.ID, "pay invoice "+inv.ID)
-	var paid struct {
-		Invoice, TxHash, Amount, Asset, PayTo, Payee string
-	}
-	if err := json.Unmarshal([]byte(detail), &paid); name != "pay_invoice" || status != "success" || err != nil ||
-		paid.Invoice != inv.ID || paid.Amount != "0.004" || paid.Asset != "ETH" || !strings.EqualFold(paid.PayTo, inv.PayTo) || paid.Payee != "payee.veil" {
-		t.Fatalf("pay invoice by id: %s %s %s", name, status, detail)
+	paid := e.payInvoice(t, a.ID, "pay invoice "+inv.ID)
+	if paid.Invoice != inv.ID || paid.Amount != "0.004" || paid.Asset != "ETH" || !strings.EqualFold(paid.PayTo, inv.PayTo) || paid.Payee != "payee.veil" {
+		t.Fatalf("pay invoice by id: %+v", paid)
 	}
 	e.waitMined(t, paid.TxHash)
 	e.waitPaid(t, inv.ID)
@@ -112,7 +240,9 @@ func TestPayInvoiceEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(inv2.PaymentLink, e.url+"/pay/") {
 		t.Fatalf("payment link %q", inv2.PaymentLink)
 	}
-	e.steps(t, a.ID, []step{{"please pay this invoice: " + inv2.PaymentLink, "pay_invoice", "success", inv2.ID}})
+	if p := e.payInvoice(t, a.ID, "please pay this invoice: "+inv2.PaymentLink); p.Invoice != inv2.ID || p.TxHash == "" {
+		t.Fatalf("pay invoice by link: %+v", p)
+	}
 	e.waitPaid(t, inv2.ID)
 
 	// By link, on another Veil server: read as JSON, checked, paid.
@@ -122,10 +252,9 @@ func TestPayInvoiceEndToEnd(t *testing.T) {
 	}
 	txOf := func(msg string) string {
 		t.Helper()
-		name, status, detail := e.tool(t, a.ID, msg)
-		var d struct{ TxHash, Payee string }
-		if err := json.Unmarshal([]byte(detail), &d); name != "pay_invoice" || status != "success" || err != nil || d.TxHash == "" || d.Payee != "faraway.veil" {
-			t.Fatalf("%q: %s %s %s", msg, name, status, detail)
+		d := e.payInvoice(t, a.ID, msg)
+		if d.TxHash == "" || d.Payee != "faraway.veil" || d.Invoice != inv3.ID {
+			t.Fatalf("%q: %+v", msg, d)
 		}
 		return d.TxHash
 	}
@@ -231,7 +360,7 @@ func TestPayInvoiceEndToEnd(t *testing.T) {
 	// With approvals: held, then paid once when the owner approves.
 	e.setPolicy(t, o, a.ID, policy.Policy{PerTransaction: map[string]string{"ETH": "0.05"},
 		Approvals: policy.Approvals{ApprovalAbove: map[string]string{"ETH": "0.01"}}})
-	_, status, detail = e.tool(t, a.ID, "settle "+big.PaymentLink)
+	_, status, detail := e.tool(t, a.ID, "settle "+big.PaymentLink)
 	var held heldDetail
 	if err := json.Unmarshal([]byte(detail), &held); status != "success" || err != nil || held.Status != "pending_approval" || held.ApprovalID == "" {
 		t.Fatalf("over the approval threshold: %s %s", status, detail)

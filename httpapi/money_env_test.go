@@ -76,7 +76,22 @@ func (c *testClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newMoneyEnv(t *testing.T) *moneyEnv {
+// moneyOption changes what newMoneyServer starts.
+type moneyOption func(*moneyOptions)
+
+type moneyOptions struct {
+	// settlements relays the connector's settlements to the agents, as
+	// veild does (withSettlements).
+	settlements bool
+}
+
+// withSettlements has the server's connector report every payment's
+// outcome to the agents (chains.SettlementRelay, as veild's settleReceiver
+// does): a payment whose call could only answer pending is confirmed, and
+// its payer told, when the chain has it.
+func withSettlements(o *moneyOptions) { o.settlements = true }
+
+func newMoneyEnv(t *testing.T, opts ...moneyOption) *moneyEnv {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := devnet.StartEVM(context.Background(), devnet.EVMOptions{Chains: []chains.ID{chains.Ethereum}, Log: quiet})
@@ -85,15 +100,20 @@ func newMoneyEnv(t *testing.T) *moneyEnv {
 	}
 	t.Cleanup(func() { _ = d.Close() }) // last: after the server's cleanup
 	cfg, _ := d.Config(chains.Ethereum)
-	return newMoneyServer(t, cfg, 11)
+	return newMoneyServer(t, cfg, 11, opts...)
 }
 
 // newMoneyServer is one Veil server (store, enclave with its own root
 // key, agents, API) on the ethereum devnet of cfg; two of them on one
 // devnet are two independent Veil servers whose agents can pay each
 // other.
-func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
+func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte, opts ...moneyOption) *moneyEnv {
 	t.Helper()
+	var mo moneyOptions
+	for _, o := range opts {
+		o(&mo)
+	}
+	settled := &chains.SettlementRelay{}
 	ctx := context.Background()
 	var root [32]byte
 	root[0] = rootByte
@@ -115,7 +135,11 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 	// The connector signs through the owner's policy, as veild's does; its
 	// daily budgets follow the test's clock.
 	signer := enclave.WithPolicy(prov, policy.NewStore(st, clock.Now))
-	conn, err := evm.New(ctx, cfg, evm.Options{Store: st, Signer: signer, Log: quiet})
+	eo := evm.Options{Store: st, Signer: signer, Log: quiet}
+	if mo.settlements {
+		eo.OnSettled = settled.Deliver
+	}
+	conn, err := evm.New(ctx, cfg, eo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +163,9 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte) *moneyEnv {
 			return nil
 		},
 	}), host.HostConfig{PassivateAfter: time.Minute}, quiet, nil)
+	if mo.settlements {
+		settled.Set(settleTo(host))
+	}
 	api := httpapi.New(httpapi.Config{Store: st, Agents: wire(host), Logger: quiet, TEE: prov,
 		Explorers: map[chains.ID]console.Explorer{chains.Ethereum: console.NewEVM(conn)},
 		Networks:  map[chains.ID]console.Network{chains.Ethereum: console.EVMNetwork(chains.Ethereum, cfg.ChainID, true)}})
