@@ -5,9 +5,11 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"log/slog"
 	"math/big"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,16 +19,21 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	solanago "github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
+	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/relayer"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
+	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
 )
@@ -83,14 +90,17 @@ func (g graph) check(t *testing.T, chain chains.ID, mains map[string]string, ota
 	}
 }
 
-// TestUnlinkableGraph (issue 35 item 5): a scenario on the EVM and Solana
-// devnets with relayers — invoices paid by a wallet and by an agent, x402
-// both ways, withdrawals of tokens and of the native asset — then the graph
-// of every transaction, read back from the devnets' blocks, has no edge
-// between a one-time address and its agent's main account; its only
-// counterparties are its payers, the relayer and its destinations. A
-// control withdrawal through a connector without a relayer shows the link
-// the graph would catch.
+// TestUnlinkableGraph (issue 35 item 5): a scenario on the EVM, Solana and
+// Stellar devnets with relayers — invoices paid by a wallet and by an
+// agent, x402 both ways, withdrawals of tokens and of the native asset;
+// on Stellar every invoice account activated by the relayer as its sponsor
+// (CAP-33) and withdrawn with the relayer as the transaction's source —
+// then the graph of every transaction, read back from the devnets' blocks
+// (Stellar: Horizon's transactions), has no edge between a one-time
+// address and its agent's main account; its only counterparties are its
+// payers, the relayer and its destinations. Controls show the links the
+// graphs would catch: an EVM withdrawal through a connector without a
+// relayer, a Stellar invoice account paid by its own agent.
 func TestUnlinkableGraph(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -105,6 +115,11 @@ func TestUnlinkableGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sdev.Close() })
+	xdev, err := stellardev.Start(ctx, stellardev.Options{Dir: t.TempDir(), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = xdev.Close() })
 	store := openTestBolt(t)
 	var root [32]byte
 	_, _ = rand.Read(root[:])
@@ -112,7 +127,7 @@ func TestUnlinkableGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relayers, err := relayer.New(ctx, prov, relayer.Config{Chains: []chains.ID{chains.Base, chains.Solana}})
+	relayers, err := relayer.New(ctx, prov, relayer.Config{Chains: []chains.ID{chains.Base, chains.Solana, chains.Stellar}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +142,17 @@ func TestUnlinkableGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	xconn, err := stellar.New(ctx, xdev.Config(), stellar.Options{Store: store, Signer: signer, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	econn.UseRelayer(relayers.Relayer(chains.Base))
 	sconn.UseRelayer(relayers.Relayer(chains.Solana))
-	erel, srel := relayers.Relayer(chains.Base).Address, relayers.Relayer(chains.Solana).Address
+	xconn.UseRelayer(relayers.Relayer(chains.Stellar))
+	erel, srel, xrel := relayers.Relayer(chains.Base).Address, relayers.Relayer(chains.Solana).Address, relayers.Relayer(chains.Stellar).Address
+	if _, err := xconn.Fund(ctx, xrel); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.Net(chains.Base).Fund(ctx, common.HexToAddress(erel)); err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +161,10 @@ func TestUnlinkableGraph(t *testing.T) {
 	}
 
 	// Two agents and a wallet, each with a funded main account per chain.
-	keys := map[chains.ID]map[string]enclave.PublicKeys{chains.Base: {}, chains.Solana: {}}
-	mains := map[chains.ID]map[string]string{chains.Base: {}, chains.Solana: {}}
+	keys := map[chains.ID]map[string]enclave.PublicKeys{chains.Base: {}, chains.Solana: {}, chains.Stellar: {}}
+	mains := map[chains.ID]map[string]string{chains.Base: {}, chains.Solana: {}, chains.Stellar: {}}
 	for _, id := range []string{"agent-a", "agent-b", "wallet"} {
-		for _, chain := range []chains.ID{chains.Base, chains.Solana} {
+		for _, chain := range []chains.ID{chains.Base, chains.Solana, chains.Stellar} {
 			k, err := prov.DeriveKeys(ctx, id, chain, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -154,11 +177,26 @@ func TestUnlinkableGraph(t *testing.T) {
 		if _, err := sconn.Fund(ctx, mains[chains.Solana][id]); err != nil {
 			t.Fatal(err)
 		}
+		// Friendbot gives 10,000 XLM and leaves 10,000 USDC to claim
+		// (the agents' withdrawals claim it as they pay).
+		if _, err := xconn.Fund(ctx, mains[chains.Stellar][id]); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// Stellar's wallet is a key of its own (a SEP-7 wallet signs its
+	// plain payments itself), and the agents' destinations are accounts
+	// that trust USDC.
+	xwallet := keypair.MustRandom()
+	xdest := map[string]*keypair.Full{"agent-a": keypair.MustRandom(), "agent-b": keypair.MustRandom()}
+	for _, kp := range []*keypair.Full{xwallet, xdest["agent-a"], xdest["agent-b"]} {
+		stellarTrustUSDC(ctx, t, xconn, kp)
+	}
+	mains[chains.Stellar]["wallet"] = xwallet.Address()
 	main := func(chain chains.ID, id string) chains.KeyRef { return chains.KeyRef{AgentID: id, Chain: chain} }
 	dest := map[chains.ID]map[string]string{
-		chains.Base:   {"agent-a": common.HexToAddress("0xa1").Hex(), "agent-b": common.HexToAddress("0xb1").Hex()},
-		chains.Solana: {"agent-a": solanago.NewWallet().PublicKey().String(), "agent-b": solanago.NewWallet().PublicKey().String()},
+		chains.Base:    {"agent-a": common.HexToAddress("0xa1").Hex(), "agent-b": common.HexToAddress("0xb1").Hex()},
+		chains.Solana:  {"agent-a": solanago.NewWallet().PublicKey().String(), "agent-b": solanago.NewWallet().PublicKey().String()},
+		chains.Stellar: {"agent-a": xdest["agent-a"].Address(), "agent-b": xdest["agent-b"].Address()},
 	}
 	newOTA := func(chain chains.ID, agent string, payers ...string) *oneTime {
 		t.Helper()
@@ -174,6 +212,18 @@ func TestUnlinkableGraph(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.address = common.Address(ann.StealthAddress).Hex()
+			o.ref = chains.KeyRef{AgentID: agent, Chain: chain, EphemeralPub: ann.EphemeralPub[:]}
+		} else if chain == chains.Stellar {
+			o.allowed[xrel] = true
+			meta, err := edstealth.ParseMetaAddressFor(edstealth.Stellar, keys[chain][agent].MetaAddress)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ann, err := edstealth.Generate(meta, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.address = edstealth.Address(edstealth.Stellar, ann.OneTimePub)
 			o.ref = chains.KeyRef{AgentID: agent, Chain: chain, EphemeralPub: ann.EphemeralPub[:]}
 		} else {
 			o.allowed[srel] = true
@@ -269,6 +319,55 @@ func TestUnlinkableGraph(t *testing.T) {
 		t.Fatalf("A's Solana destination holds %+v (%v), want 2 + 1 less two 0.01 fees = 2.98 USDC", b, err)
 	}
 
+	// Stellar: each invoice's one-time account is activated by the relayer
+	// as sponsor (CAP-33: it exists with 0 XLM and trusts USDC, its
+	// reserves the relayer's) before it is shown; the wallet pays a USDC
+	// invoice by a plain payment, agent B a USDC and an XLM invoice; the
+	// withdrawals have the relayer as the transaction's source (fee payer)
+	// and pay its fee in USDC.
+	xByWallet := newOTA(chains.Stellar, "agent-a", "wallet")
+	xByAgent := newOTA(chains.Stellar, "agent-a", "agent-b")
+	xXLM := newOTA(chains.Stellar, "agent-a", "agent-b")
+	for i, inv := range []struct {
+		o     *oneTime
+		asset string
+	}{{xByWallet, "USDC"}, {xByAgent, "USDC"}, {xXLM, "XLM"}} {
+		if _, err := xconn.PrepareDestination(ctx, inv.o.ref, inv.o.address, inv.asset, "x-act"+string(rune('0'+i))); err != nil {
+			t.Fatalf("activate %s for %s: %v", inv.o.address, inv.asset, err)
+		}
+	}
+	xcfg := xconn.Config()
+	xusdc := txnbuild.CreditAsset{Code: "USDC", Issuer: xcfg.Assets[0].Issuer}
+	stellarPay(t, xconn.Client(), xcfg.NetworkPassphrase, xwallet, xByWallet.address, "2", xusdc)
+	pay(xconn, chains.Stellar, "agent-b", xByAgent, "USDC", "4", "x-agent")
+	pay(xconn, chains.Stellar, "agent-b", xXLM, "XLM", "5", "x-xlm")
+	if b, _ := xconn.Balance(ctx, xByWallet.address); b.Native != "0" || b.Tokens["USDC"] != "2" {
+		t.Fatalf("the wallet-paid Stellar invoice account holds %+v, want 2 USDC and no XLM (its reserves are the relayer's)", b)
+	}
+	for i, w := range []struct {
+		o      *oneTime
+		asset  string
+		amount string
+	}{{xByWallet, "USDC", ""}, {xByAgent, "USDC", "1"}, {xXLM, "XLM", ""}} {
+		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Stellar][w.o.agent], Asset: w.asset, All: w.amount == "", IdempotencyKey: "x-w" + string(rune('0'+i))}
+		if w.amount != "" {
+			req.Amount = usdc(w.amount)
+		}
+		if _, err := xconn.Withdraw(ctx, w.o.ref, req); err != nil {
+			t.Fatalf("withdraw %s from %s: %v", w.asset, w.o.address, err)
+		}
+	}
+	if b, err := xconn.Balance(ctx, dest[chains.Stellar]["agent-a"]); err != nil || b.Tokens["USDC"] != "10002.98" {
+		t.Fatalf("A's Stellar destination holds %+v (%v), want friendbot's 10,000 + 2 + 1 less two 0.01 fees = 10002.98 USDC", b, err)
+	}
+	// A Stellar control: an invoice account its own agent pays is linked,
+	// and the Stellar graph must see that.
+	xCtrl := newOTA(chains.Stellar, "agent-a")
+	if _, err := xconn.PrepareDestination(ctx, xCtrl.ref, xCtrl.address, "XLM", "x-act-ctrl"); err != nil {
+		t.Fatal(err)
+	}
+	pay(xconn, chains.Stellar, "agent-a", xCtrl, "XLM", "1", "x-ctrl")
+
 	// A control: the same withdrawal through a connector without a
 	// relayer is funded by the agent's main account, and the graph sees it.
 	ctrl := newOTA(chains.Base, "agent-a", "wallet")
@@ -295,6 +394,113 @@ func TestUnlinkableGraph(t *testing.T) {
 	sg := solanaGraph(ctx, t, sdev.URL(), []string{mains[chains.Solana]["agent-a"], mains[chains.Solana]["agent-b"], mains[chains.Solana]["wallet"], srel,
 		dest[chains.Solana]["agent-a"], dest[chains.Solana]["agent-b"], sByWallet.address, sByAgent.address, sSOL.address})
 	sg.check(t, chains.Solana, mains[chains.Solana], []*oneTime{sByWallet, sByAgent, sSOL})
+	xg := stellarGraph(t, xconn.Client(), []string{mains[chains.Stellar]["agent-a"], mains[chains.Stellar]["agent-b"], xwallet.Address(), xrel,
+		dest[chains.Stellar]["agent-a"], dest[chains.Stellar]["agent-b"], xByWallet.address, xByAgent.address, xXLM.address, xCtrl.address})
+	xg.check(t, chains.Stellar, mains[chains.Stellar], []*oneTime{xByWallet, xByAgent, xXLM})
+	if !xg[xCtrl.address][mains[chains.Stellar]["agent-a"]] {
+		t.Errorf("Stellar control: the graph does not show agent A's main account paying its own invoice account %s: it could not catch a link", xCtrl.address)
+	}
+}
+
+// stellarTrustUSDC funds kp with friendbot and has it trust the devnet's
+// USDC, claiming what friendbot left it.
+func stellarTrustUSDC(ctx context.Context, t *testing.T, c *stellar.Connector, kp *keypair.Full) {
+	t.Helper()
+	if _, err := c.Fund(ctx, kp.Address()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.Config()
+	usdc := txnbuild.CreditAsset{Code: "USDC", Issuer: cfg.Assets[0].Issuer}
+	hc := c.Client()
+	ops := []txnbuild.Operation{&txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: usdc}, Limit: "1000000"}}
+	cbs, err := hc.ClaimableBalances(horizonclient.ClaimableBalanceRequest{Claimant: kp.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cb := range cbs.Embedded.Records {
+		ops = append(ops, &txnbuild.ClaimClaimableBalance{BalanceID: cb.BalanceID})
+	}
+	stellarSubmit(t, hc, cfg.NetworkPassphrase, kp, ops...)
+}
+
+// stellarPay is a SEP-7 wallet's plain payment of amount asset to dest.
+func stellarPay(t *testing.T, hc *horizonclient.Client, passphrase string, kp *keypair.Full, dest, amount string, asset txnbuild.Asset) {
+	t.Helper()
+	stellarSubmit(t, hc, passphrase, kp, &txnbuild.Payment{Destination: dest, Amount: amount, Asset: asset})
+}
+
+func stellarSubmit(t *testing.T, hc *horizonclient.Client, passphrase string, kp *keypair.Full, ops ...txnbuild.Operation) {
+	t.Helper()
+	acc, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: kp.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{SourceAccount: &acc, IncrementSequenceNum: true, BaseFee: 100,
+		Operations: ops, Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(60)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tx, err = tx.Sign(passphrase, kp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true}); err != nil {
+		t.Fatalf("submit %T…: %v", ops[0], err)
+	}
+}
+
+// stellarGraph reads every successful transaction of the devnet (Horizon's
+// /transactions): a transaction's parties are the known accounts among its
+// source (the fee payer) and everything its operations name — their
+// sources, destinations, the account a sponsorship begins for, a merge's
+// target, a claimable balance's claimants.
+func stellarGraph(t *testing.T, hc *horizonclient.Client, known []string) graph {
+	t.Helper()
+	g := graph{}
+	read, cursor := 0, ""
+	for {
+		page, err := hc.Transactions(horizonclient.TransactionRequest{Limit: 200, Cursor: cursor, Order: horizonclient.OrderAsc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range page.Embedded.Records {
+			cursor = rec.PagingToken()
+			if !rec.Successful {
+				continue
+			}
+			read++
+			gtx, err := txnbuild.TransactionFromXDR(rec.EnvelopeXdr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx, ok := gtx.Transaction()
+			if !ok {
+				t.Fatalf("%s is not a plain transaction", rec.Hash)
+			}
+			named := []string{tx.SourceAccount().AccountID}
+			for _, op := range tx.Operations() {
+				b, err := json.Marshal(op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				named = append(named, string(b))
+			}
+			all := strings.Join(named, " ")
+			var parties []string
+			for _, k := range known {
+				if strings.Contains(all, k) {
+					parties = append(parties, k)
+				}
+			}
+			g.link(parties)
+		}
+		if len(page.Embedded.Records) < 200 {
+			break
+		}
+	}
+	if read == 0 {
+		t.Fatal("no Stellar transaction read")
+	}
+	return g
 }
 
 // x402 has payer sign an EIP-3009 authorization of 1 USDC to the invoice
