@@ -22,7 +22,7 @@ import (
 type MaintainReport struct {
 	Pending     int // transactions still unconfirmed after the pass
 	Confirmed   int // receipts recorded
-	Rebroadcast int // persisted transactions sent again (restart)
+	Rebroadcast int // persisted transactions sent again as signed (restart, unknown outcome, or gone from the node)
 	Bumped      int // stuck transactions resubmitted with a higher fee
 	Filled      int // void nonces given a no-op transaction
 	Dropped     int // intents whose nonce another transaction took
