@@ -190,3 +190,75 @@ func (c *Client) AllPayments(ctx context.Context, id string, q PaymentQuery, opt
 func (c *Client) GetPayment(ctx context.Context, id, paymentID string, opts ...CallOption) (*PaymentRecord, error) {
 	return answer[PaymentRecord](ctx, c, get("/agent/"+esc(id)+"/payments/"+esc(paymentID), opts))
 }
+
+// Received payment statuses, ReceivedQuery's Status: a payment that still
+// holds some of its money, or one withdrawn to the last unit.
+const (
+	ReceivedHeld      = "held"
+	ReceivedWithdrawn = "withdrawn"
+)
+
+// ReceivedPayment is one stealth payment the agent received (GET
+// /agent/:id/payments/received): the spec's Payment (stealthAddress,
+// balance, ephemeralPubKey) with the chain, asset, amount and
+// transactions. There is one per one-time address and chain; a second
+// transaction to the same address adds to its Amount and TxHashes.
+type ReceivedPayment struct {
+	Chain           string `json:"chain"`
+	StealthAddress  string `json:"stealthAddress"`
+	EphemeralPubKey string `json:"ephemeralPubKey"`
+	Asset           string `json:"asset"`
+	// Amount is every transaction's to this address, a decimal; Balance
+	// what is left of it after withdrawals.
+	Amount  string `json:"amount"`
+	Balance string `json:"balance"`
+	// TxHash is the first transaction; TxHashes every one, oldest first.
+	TxHash    string   `json:"txHash"`
+	TxHashes  []string `json:"txHashes"`
+	Withdrawn bool     `json:"withdrawn"`
+	// ReceivedAt is when the server first recorded it.
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// ReceivedPage is one page of GET /agent/:id/payments/received.
+type ReceivedPage struct {
+	Payments []ReceivedPayment `json:"payments"`
+	// NextCursor fetches the next page; "" on the last one.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// ReceivedQuery is ListReceived's filter and page: ListQuery's (Status is
+// ReceivedHeld, ReceivedWithdrawn or ""; Since bounds ReceivedAt), plus
+// the chain.
+type ReceivedQuery struct {
+	ListQuery
+	Chain string
+}
+
+// ListReceived calls GET /agent/:id/payments/received: one page of the
+// stealth payments the agent received, newest first.
+func (c *Client) ListReceived(ctx context.Context, id string, q ReceivedQuery, opts ...CallOption) (*ReceivedPage, error) {
+	r := get("/agent/"+esc(id)+"/payments/received", opts)
+	r.query = q.values()
+	if q.Chain != "" {
+		r.query.Set("chain", q.Chain)
+	}
+	return answer[ReceivedPage](ctx, c, r)
+}
+
+// AllReceived follows ListReceived's cursor to the end (q.Cursor is the
+// start) and returns every received payment q selects, newest first.
+func (c *Client) AllReceived(ctx context.Context, id string, q ReceivedQuery, opts ...CallOption) ([]ReceivedPayment, error) {
+	var out []ReceivedPayment
+	for {
+		p, err := c.ListReceived(ctx, id, q, opts...)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p.Payments...)
+		if p.NextCursor == "" || p.NextCursor == q.Cursor {
+			return out, nil
+		}
+		q.Cursor = p.NextCursor
+	}
+}

@@ -3,14 +3,12 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -44,34 +42,8 @@ func TestConsoleDevnetAmountsLinksInChromium(t *testing.T) {
 	}
 	inv := e.createInvoice(t, alice.ID, "create an invoice for 0.0000001 ETH for a tiny test")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
-	dump := func() string {
-		v, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
-		return v
-	}
-	poll := func(what, expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(90*time.Second)))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, dump())
-		}
-		return v
-	}
-	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-		defer cancel()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, dump())
-		}
-	}
+	b := newBrowser(t, exe)
+	poll, do := b.poll, b.do
 	banner := func(page string) {
 		t.Helper()
 		got := poll("the devnet banner on "+page, `(function () { var b = document.getElementById("devnet"); return b && !b.hidden && b.getBoundingClientRect().height > 0 ? b.innerText : null; })()`)
@@ -82,11 +54,9 @@ func TestConsoleDevnetAmountsLinksInChromium(t *testing.T) {
 
 	do("sign-in page", chromedp.Navigate(e.url+"/console/signin"), chromedp.WaitVisible(chromedp.ID("api-key")))
 	banner("the sign-in page")
-	do("sign in", chromedp.SendKeys(chromedp.ID("api-key"), e.key), chromedp.Click(chromedp.ID("signin")))
+	b.signIn(e.url, e.key)
 	poll("signed in", `document.querySelector('#agents tr[data-agent="alice"]') ? "yes" : null`)
-	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(sessionStorage.setItem("veil.agent", `+jsString(alice.ID)+`), true)`)); err != nil {
-		t.Fatal(err)
-	}
+	b.pickAgent(alice.ID)
 	for _, p := range []string{"agents", "agents/" + alice.ID, "money", "chat", "notifications", "keys", "audit", "explorer", "explorer/tx/" + sent.TxHash + "?chain=ethereum"} {
 		do("open "+p, chromedp.Navigate(e.url+"/console/"+p))
 		banner("/console/" + p)
@@ -147,13 +117,27 @@ func TestConsoleDevnetAmountsLinksInChromium(t *testing.T) {
 	}
 
 	// Bob's side: the payment received, exactly, once the scanner saw it.
-	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(sessionStorage.setItem("veil.agent", `+jsString(bob.ID)+`), true)`)); err != nil {
-		t.Fatal(err)
-	}
+	b.pickAgent(bob.ID)
 	waitFor(t, "bob's payment_received", func() bool { return e.noteCount(t, bob.ID, "payment_received", "0.0000001 ETH") > 0 })
 	do("bob's money page", chromedp.Navigate(e.url+"/console/money"))
 	if got := poll("the received row", `(function () { var r = document.querySelector('#payments tr[data-dir="in"] .pay-amount'); return r ? r.innerText : null; })()`); got != "0.0000001 ETH" {
 		t.Fatalf("received row %q", got)
+	}
+	// The chart's axis and bar show the tiny amount as the lists do
+	// (never 0, never 1e-7).
+	axis := poll("the chart's axis", `(function () { var l = document.querySelectorAll("#money-chart text.axis-label"); return l.length === 3 ? Array.from(l).map(function (x) { return x.textContent; }).join(" ") : null; })()`)
+	bar := poll("the received bar", `(function () { var r = document.querySelector("#money-chart rect.bar-in"); return r ? r.getAttribute("data-amount") + "|" + r.textContent : null; })()`)
+	if axis != "0 0.00000005 0.0000001" || !strings.HasPrefix(bar, "0.0000001|Received 0.0000001 ETH (") {
+		t.Fatalf("chart: axis %q, bar %q", axis, bar)
+	}
+	// The received list is the payment records, not the inbox: with bob's
+	// notifications deleted, the payment is still listed.
+	if r := e.do("DELETE", "/agent/"+bob.ID+"/notifications", e.key, nil); r.status != 200 {
+		t.Fatalf("delete bob's notifications = %d", r.status)
+	}
+	do("bob's money page, inbox empty", chromedp.Navigate(e.url+"/console/notifications"), chromedp.Navigate(e.url+"/console/money"))
+	if got := poll("the received row after the inbox is emptied", `(function () { var r = document.querySelector('#payments tr[data-dir="in"]'); return r ? r.getAttribute("data-received").split(":")[0] + " " + r.querySelector(".pay-amount").innerText : null; })()`); got != "ethereum 0.0000001 ETH" {
+		t.Fatalf("received row without the inbox %q", got)
 	}
 
 	// The pay page of the tiny invoice: the banner, and the network by the chain.

@@ -59,17 +59,8 @@ func TestConsoleInChromium(t *testing.T) {
 	o := newEVMOwner(t)
 	var signed atomic.Int32
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	// The browser starts with the first action; each step has its own
-	// deadline (wait, poll).
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
-
+	b := newBrowser(t, exe)
+	bctx, dump, wait, poll := b.ctx, b.dump, b.wait, b.poll
 	inject := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: fmt.Sprintf(testWallet, o.wallet())})
 		return err
@@ -82,19 +73,6 @@ func TestConsoleInChromium(t *testing.T) {
 		signed.Add(1)
 		return walletsig.SignEVM(o.evm, string(msg)), nil
 	})
-	// dump is what the page shows, for a failure's message.
-	dump := func() string {
-		v, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.getElementById("app").innerText`))
-		return v
-	}
-	wait := func(what string, sel string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-		defer cancel()
-		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("%s (%s): %v\n%s", what, sel, err, dump())
-		}
-	}
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(sel)))
@@ -103,16 +81,6 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 		return s
 	}
-	// poll evaluates a JS expression until it answers a non-null value.
-	poll := func(what, expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(90*time.Second)))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, dump())
-		}
-		return v
-	}
-
 	// Sign in: the key goes to sessionStorage, nowhere else.
 	if err := chromedp.Do(bctx, inject, signFn, chromedp.Navigate(e.url+"/console")); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 func (s *Server) listRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/agent/{id}/invoices", asks(s, http.StatusOK, listInvoices))
 	r.Method(http.MethodGet, "/agent/{id}/payments", asks(s, http.StatusOK, listPayments))
+	r.Method(http.MethodGet, "/agent/{id}/payments/received", asks(s, http.StatusOK, listReceived))
 	r.Method(http.MethodGet, "/agent/{id}/payments/{paymentId}", asks(s, http.StatusOK, func(r *http.Request, acc string) (*agent.GetPayment, error) {
 		id, err := pathID(r, "paymentId", "payment")
 		return &agent.GetPayment{AccountID: acc, PaymentID: id}, err
@@ -55,13 +56,9 @@ func listPayments(r *http.Request, acc string) (*agent.ListPayments, error) {
 	if status != "" && !status.Valid() {
 		return nil, Errorf(http.StatusBadRequest, "status %q is not one of pending, broadcast, confirmed, failed, refused", truncate(string(status), 40))
 	}
-	var chain chains.ID
-	if v := q.Get("chain"); v != "" {
-		c, err := chains.Parse(v)
-		if err != nil {
-			return nil, Errorf(http.StatusBadRequest, "chain %q is not one of %s", truncate(v, 40), chainNames())
-		}
-		chain = c
+	chain, err := readChain(q)
+	if err != nil {
+		return nil, err
 	}
 	page, err := readPage(q)
 	if err != nil {
@@ -73,6 +70,46 @@ func listPayments(r *http.Request, acc string) (*agent.ListPayments, error) {
 	return &agent.ListPayments{AccountID: acc, Filter: state.PaymentFilter{
 		Status: status, Chain: chain, Since: page.since, Cursor: page.cursor, Limit: page.limit,
 	}}, nil
+}
+
+// listReceived reads GET /agent/:id/payments/received?status=&chain=&since=&limit=&cursor=:
+// the stealth payments the agent received, newest first, paged like the
+// invoices (a position cursor).
+func listReceived(r *http.Request, acc string) (*agent.ListReceived, error) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	if err := state.CheckReceivedStatus(status); err != nil {
+		return nil, Errorf(http.StatusBadRequest, "status %q is not one of held, withdrawn (held: some of it is still at its one-time address; withdrawn: none is)", truncate(status, 40))
+	}
+	chain, err := readChain(q)
+	if err != nil {
+		return nil, err
+	}
+	page, err := readPage(q)
+	if err != nil {
+		return nil, err
+	}
+	after, err := state.ParseCursor(page.cursor)
+	if err != nil {
+		return nil, errBadCursor()
+	}
+	return &agent.ListReceived{AccountID: acc, Filter: state.ReceivedFilter{
+		Chain: chain, Status: status, Since: page.since, After: after, Limit: page.limit,
+	}}, nil
+}
+
+// readChain reads the chain filter ("" every chain); an unknown one is a
+// 400 naming the chains.
+func readChain(q url.Values) (chains.ID, error) {
+	v := q.Get("chain")
+	if v == "" {
+		return "", nil
+	}
+	c, err := chains.Parse(v)
+	if err != nil {
+		return "", Errorf(http.StatusBadRequest, "chain %q is not one of %s", truncate(v, 40), chainNames())
+	}
+	return c, nil
 }
 
 // chainNames lists the chains a filter accepts.

@@ -480,6 +480,9 @@ func TestOpenAPIResponsesValidate(t *testing.T) {
 	do("GET", "/agent/"+id+"/payments?status=pending&chain=ethereum&limit=2", e.key, nil)
 	do("GET", "/agent/"+id+"/payments?chain=mars", e.key, nil)
 	do("GET", "/agent/"+id+"/payments/"+uuid.NewString(), e.key, nil)
+	do("GET", "/agent/"+id+"/payments/received", e.key, nil)
+	do("GET", "/agent/"+id+"/payments/received?status=held&chain=ethereum&limit=2", e.key, nil)
+	do("GET", "/agent/"+id+"/payments/received?cursor=nope", e.key, nil)
 	do("POST", "/invoice/"+invoiceID+"/paid", e.key, nil)
 	do("POST", "/invoice/"+uuid.NewString()+"/paid", e.key, map[string]string{"txHash": "0x" + strings.Repeat("ab", 32)})
 

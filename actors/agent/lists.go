@@ -97,3 +97,38 @@ func PaymentView(p tools.OutgoingPayment) client.PaymentRecord {
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, BroadcastAt: p.BroadcastAt, SettledAt: p.SettledAt,
 	}
 }
+
+// ListReceived is GET /agent/:id/payments/received: one page of the
+// stealth payments the agent received (the scanner's and invoice claims'
+// records, agent/state Payments), newest first, as Filter selects.
+type ListReceived struct {
+	answers[*client.ReceivedPage]
+	AccountID string
+	Filter    state.ReceivedFilter
+}
+
+func (m *ListReceived) Account() string { return m.AccountID }
+
+func (a *Actor) listReceived(ctx context.Context, m *ListReceived) (*client.ReceivedPage, error) {
+	p, err := state.NewPayments(a.deps.Store, a.id, a.deps.now).Page(ctx, m.Filter)
+	if errors.Is(err, state.ErrInvalid) {
+		return nil, fmt.Errorf("%w: %w", ErrBadFilter, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &client.ReceivedPage{Payments: make([]client.ReceivedPayment, len(p.Payments)), NextCursor: p.NextCursor}
+	for i, r := range p.Payments {
+		out.Payments[i] = ReceivedView(r)
+	}
+	return out, nil
+}
+
+// ReceivedView is a received payment as the API shows it.
+func ReceivedView(p state.PaymentRecord) client.ReceivedPayment {
+	return client.ReceivedPayment{
+		Chain: string(p.Chain), StealthAddress: p.StealthAddress, EphemeralPubKey: p.EphemeralPubKey,
+		Asset: p.Asset, Amount: p.Amount, Balance: p.Balance, TxHash: p.TxHash, TxHashes: p.TxHashes,
+		Withdrawn: p.Withdrawn, ReceivedAt: p.ReceivedAt,
+	}
+}

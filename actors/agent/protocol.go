@@ -141,6 +141,7 @@ func protocol() []route {
 		on((*Actor).payX402).missing(ErrInvoiceNotFound), // x402.go
 		on((*Actor).listInvoices),                        // lists.go
 		on((*Actor).listPayments),                        // lists.go
+		on((*Actor).listReceived),                        // lists.go
 		on((*Actor).getPayment).missing(ErrPaymentNotFound),
 		on(func(a *Actor, ctx context.Context, _ *ListSchedules) ([]tools.Schedule, error) {
 			return a.listSchedules(ctx)

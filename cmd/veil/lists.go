@@ -21,6 +21,8 @@ type listFlags struct {
 	status, since, cursor string
 	limit                 int
 	all                   bool
+	// hint is what the paging hint repeats after AGENT (" --received").
+	hint string
 }
 
 func (f *listFlags) register(statuses string) func(*app, *pflag.FlagSet) {
@@ -124,7 +126,7 @@ func pagedList[T any](a *app, cmd string, args []string, f *listFlags, statuses 
 			return err
 		}
 		if next != "" && !f.all {
-			fmt.Fprintf(a.stderr, "More: veil %s %s --cursor %s (or --all)\n", cmd, ag.Name, next)
+			fmt.Fprintf(a.stderr, "More: veil %s %s%s --cursor %s (or --all)\n", cmd, ag.Name, f.hint, next)
 		}
 		return nil
 	})
@@ -171,28 +173,39 @@ unpaid past its expiry; paid. With --json: the API's page, {"invoices": [...], "
 func init() {
 	var f listFlags
 	var chain string
+	var received bool
 	statuses := []string{client.PaymentPending, client.PaymentBroadcast, client.PaymentConfirmed, client.PaymentFailed, client.PaymentRefused}
-	flags := f.register("pending, broadcast, confirmed, failed, refused or all")
+	receivedStatuses := []string{client.ReceivedHeld, client.ReceivedWithdrawn}
+	flags := f.register("pending, broadcast, confirmed, failed, refused or all; with --received: held, withdrawn or all")
 	register(&command{
 		path:    "payments",
-		args:    "AGENT [PAYMENT] [--status S] [--chain CHAIN] [--since WHEN] [--limit N] [--all|--cursor CURSOR]",
-		summary: "list the payments an agent made, newest first, or show one",
+		args:    "AGENT [PAYMENT] [--received] [--status S] [--chain CHAIN] [--since WHEN] [--limit N] [--all|--cursor CURSOR]",
+		summary: "list the payments an agent made (or, with --received, received), newest first, or show one",
 		detail: `Each payment has one record from the moment it is signed (docs/payments.md): pending (on its
 way, outcome not known yet: do not send it again), broadcast, confirmed, failed, or refused
 (nothing was signed). One page (50 by default); --all lists every page. With PAYMENT: that one
-record. With --json: the API's page, {"payments": [...], "nextCursor": "..."}, or the record.`,
+record. With --json: the API's page, {"payments": [...], "nextCursor": "..."}, or the record.
+
+--received lists the stealth payments the agent received instead (GET
+/agent/:id/payments/received): one per one-time address, with what is left of it (held) or
+withdrawn, found by the scanner or paid to an invoice; the notification inbox is not needed.`,
 		examples: []string{
 			"veil payments alice",
 			"veil payments alice --status pending --chain base",
 			"veil payments alice 01936f0e-…",
+			"veil payments alice --received --since 7d",
 			"veil payments alice --all --json | jq -r '.payments[] | select(.status==\"confirmed\") | .txHash'",
 		},
 		flags: func(a *app, fs *pflag.FlagSet) {
 			flags(a, fs)
 			fs.StringVar(&chain, "chain", "", "only payments on this `chain`")
+			fs.BoolVar(&received, "received", false, "the payments the agent received, not those it made")
 		},
 		run: func(a *app, args []string) error {
 			if len(args) == 2 {
+				if received {
+					return usagef("payments: --received lists; it shows no single payment (drop PAYMENT or --received)")
+				}
 				return a.withAgent("payments", args, 1, func(ctx context.Context, c *client.Client, ag *client.AgentInfo, rest []string) error {
 					p, err := c.GetPayment(ctx, ag.ID, rest[0])
 					if err != nil {
@@ -205,6 +218,27 @@ record. With --json: the API's page, {"payments": [...], "nextCursor": "..."}, o
 				if _, err := chains.Parse(chain); err != nil {
 					return usagef("--chain %q: use one of horizen, ethereum, polygon, base, stellar, solana", chain)
 				}
+			}
+			if received {
+				f.hint = " --received"
+				return pagedList(a, "payments", args, &f, receivedStatuses, "payments",
+					func(ctx context.Context, c *client.Client, id string, q client.ListQuery) ([]client.ReceivedPayment, string, error) {
+						p, err := c.ListReceived(ctx, id, client.ReceivedQuery{ListQuery: q, Chain: chain})
+						if err != nil {
+							return nil, "", err
+						}
+						return p.Payments, p.NextCursor, nil
+					},
+					func(ag *client.AgentInfo) string {
+						return fmt.Sprintf("No payments received by %s yet.", ag.FullName())
+					},
+					"RECEIVED\tAMOUNT\tLEFT\tCHAIN\tADDRESS\tTX", func(p client.ReceivedPayment) string {
+						left := p.Balance + " " + p.Asset
+						if p.Withdrawn {
+							left = "withdrawn"
+						}
+						return fmt.Sprintf("%s\t%s %s\t%s\t%s\t%s\t%s", localTime(p.ReceivedAt), p.Amount, p.Asset, left, p.Chain, p.StealthAddress, strings.Join(p.TxHashes, ", "))
+					})
 			}
 			return pagedList(a, "payments", args, &f, statuses, "payments",
 				func(ctx context.Context, c *client.Client, id string, q client.ListQuery) ([]client.PaymentRecord, string, error) {

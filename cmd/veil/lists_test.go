@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
 
@@ -117,6 +118,33 @@ func TestInvoicesAndPaymentsCommands(t *testing.T) {
 		t.Fatalf("refused %+v", l)
 	}
 	fails(t, env, 2, "payments", "biller", "--status", "sent")
+
+	// Received: the payee finds the payment once veild's scanner records it.
+	type receivedJSON struct {
+		Payments   []client.ReceivedPayment `json:"payments"`
+		NextCursor string                   `json:"nextCursor"`
+	}
+	if l := decode[receivedJSON](t, ok(t, env, "payments", "biller", "--received", "--json").stdout); l.Payments == nil || len(l.Payments) != 0 {
+		t.Fatalf("biller received %+v", l)
+	}
+	var got receivedJSON
+	for deadline := time.Now().Add(90 * time.Second); len(got.Payments) == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the payee's received list never showed the payment")
+		}
+		got = decode[receivedJSON](t, ok(t, env, "payments", "payee", "--received", "--chain", "ethereum", "--json").stdout)
+	}
+	if rp := got.Payments[0]; len(got.Payments) != 1 || rp.Amount != "0.001" || rp.Asset != "ETH" || rp.TxHash != p.TxHash || rp.Withdrawn {
+		t.Fatalf("payee received %+v (sent %s)", got, p.TxHash)
+	}
+	if r := ok(t, env, "payments", "payee", "--received", "--status", "held"); !strings.Contains(r.stdout, "0.001 ETH") || !strings.Contains(r.stdout, p.TxHash) || !strings.Contains(r.stdout, "RECEIVED") {
+		t.Fatalf("received table:\n%s", r)
+	}
+	if r := ok(t, env, "payments", "payee", "--received", "--status", "withdrawn"); !strings.Contains(r.stderr, "No payments received by payee.veil yet.") {
+		t.Fatalf("none withdrawn: %s", r)
+	}
+	fails(t, env, 2, "payments", "payee", "--received", "--status", "confirmed")
+	fails(t, env, 2, "payments", "payee", "--received", p.ID)
 	fails(t, env, 2, "payments", "biller", "--chain", "mars")
 	fails(t, env, 3, "payments", "biller", "00000000-0000-7000-8000-000000000000")
 }

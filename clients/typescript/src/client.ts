@@ -4,7 +4,7 @@ import type { Signer } from "./signers.js";
 import type {
   AgentInfo, AgentStatus, Approval, ApprovalDecision, Attestation, ChatRequest, ChatResponse, Conversation,
   CreateAgentRequest, CreateAgentResponse, CreateWebhookRequest, DecideApprovalRequest, ExportRequest, ExportResponse,
-  Health, Invoice, InvoicePage, Message, PaymentPage, PaymentRecord, Notification, NotificationList, PayView, PolicyPreview, PolicyView, Readiness, Schedule,
+  Health, Invoice, InvoicePage, Message, PaymentPage, PaymentRecord, ReceivedPage, ReceivedPayment, ReceivedStatus, Notification, NotificationList, PayView, PolicyPreview, PolicyView, Readiness, Schedule,
   SetPolicyRequest, SpendingPolicy, TEEInfo, Webhook, WebhookDelivery,
 } from "./types.js";
 
@@ -274,6 +274,24 @@ export class Veil {
     let q = { ...query };
     for (;;) {
       const page = await this.listPayments(id, q, opts);
+      yield* page.payments;
+      if (!page.nextCursor || page.nextCursor === q.cursor) return;
+      q = { ...q, cursor: page.nextCursor };
+    }
+  }
+
+  // --- payments the agent received ---
+
+  /** GET /agent/:id/payments/received: one page of the stealth payments the agent received (one per one-time address), newest first; status is "held" or "withdrawn". */
+  listReceived(id: string, query: ListQuery<ReceivedStatus> & { chain?: ReceivedPayment["chain"] } = {}, opts?: CallOptions): Promise<ReceivedPage> {
+    return this.#get(`/agent/${enc(id)}/payments/received`, opts, { ...listQuery(query), chain: query.chain });
+  }
+
+  /** Every received payment query selects, page by page (listReceived following nextCursor), newest first. */
+  async *received(id: string, query: ListQuery<ReceivedStatus> & { chain?: ReceivedPayment["chain"] } = {}, opts?: CallOptions): AsyncGenerator<ReceivedPayment> {
+    let q = { ...query };
+    for (;;) {
+      const page = await this.listReceived(id, q, opts);
       yield* page.payments;
       if (!page.nextCursor || page.nextCursor === q.cursor) return;
       q = { ...q, cursor: page.nextCursor };

@@ -23,6 +23,11 @@ export type Invoice = S["Invoice"];
 export type InvoicePage = S["InvoicePage"];
 export type PaymentRecord = S["PaymentRecord"];
 export type PaymentPage = S["PaymentPage"];
+/** A stealth payment the agent received (GET /agent/:id/payments/received): the spec's Payment with its chain, asset, amount and transactions. */
+export type ReceivedPayment = S["ReceivedPayment"];
+export type ReceivedPage = S["ReceivedPage"];
+/** The received list's status filter: held (some of it is still at its one-time address) or withdrawn. */
+export type ReceivedStatus = "held" | "withdrawn";
 export type Notification = S["Notification"];
 export type NotificationList = S["NotificationList"];
 /** A payment event (payment.confirmed / payment.failed), sent on the notification stream and webhooks alongside notifications: a Notification plus the payment record. */

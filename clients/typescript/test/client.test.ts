@@ -320,3 +320,18 @@ test("payments list: the approved payment is recorded; paged, filtered, read by 
   await assert.rejects(veil.listPayments(id, { chain: "mars" as "base" }), (e: unknown) => isVeilError(e, 400) && /chain/.test((e as Error).message));
   await assert.rejects(veil.getPayment(id, "00000000-0000-7000-8000-000000000000"), (e: unknown) => isVeilError(e, 404) && /payment not found/.test((e as Error).message));
 });
+
+test("received list: the payee finds the approved payment (the scanner's record), paged and filtered; a bad filter refused", async () => {
+  const id = agents.evmPayee.id;
+  const got = await until("the payee's received payment", async () => (await veil.listReceived(id, { chain: "ethereum" })).payments.find((p) => p.amount === "0.001"));
+  assert.equal(got.asset, "ETH");
+  assert.match(got.txHash, /^0x[0-9a-f]{64}$/);
+  assert.ok(got.stealthAddress && got.ephemeralPubKey && got.receivedAt);
+  assert.deepEqual(await veil.listReceived(id, { chain: "solana" }), { payments: [] });
+  assert.ok((await veil.listReceived(id, { status: "held" })).payments.some((p) => p.txHash === got.txHash));
+  const seen: string[] = [];
+  for await (const p of veil.received(id, { limit: 1 })) seen.push(p.stealthAddress);
+  assert.equal(seen.length, (await veil.listReceived(id)).payments.length);
+  await assert.rejects(veil.listReceived(id, { status: "confirmed" as "held" }), (e: unknown) => isVeilError(e, 400) && /status/.test((e as Error).message));
+  await assert.rejects(veil.listReceived(id, { cursor: "nope" }), (e: unknown) => isVeilError(e, 400) && /cursor/.test((e as Error).message));
+});

@@ -65,14 +65,22 @@ export function short(s) {
 // (0.0000001 ETH) is shown exactly. The exact value stays in the title.
 export function amount(v, sym) {
   const s = String(v ?? "");
+  const out = amountText(s);
+  return h("span", { class: "amount", title: s + (sym ? " " + sym : ""), "data-exact": s }, sym ? out + " " + sym : out);
+}
+
+// amountText is amount's text: a decimal string cut (never rounded up) to
+// 6 decimals with "…" when digits were cut, and an amount the cut would
+// show as 0 exactly. The lists and the chart's axis both use it.
+export function amountText(v) {
+  const s = String(v ?? "");
   const [i, f = ""] = s.split(".");
   const all = f.replace(/0+$/, "");
   let frac = all.slice(0, 6).replace(/0+$/, "");
   let cut = all.length > 6 && frac !== "";
   if (frac === "" && all !== "" && /^[-+]?0*$/.test(i)) { frac = all; cut = false; } // tiny: exact, never "0"
   else if (frac === "" && all !== "") cut = true;
-  const out = (frac ? i + "." + frac : i) + (cut ? "…" : "");
-  return h("span", { class: "amount", title: s + (sym ? " " + sym : ""), "data-exact": s }, sym ? out + " " + sym : out);
+  return (frac ? i + "." + frac : i) + (cut ? "…" : "");
 }
 
 // URL finds http(s) URLs in text; what ends a sentence after one

@@ -1,6 +1,6 @@
 // Money: payments sent (the agent's payment records, GET
-// /agent/:id/payments, each with its status) and received (its
-// payment_received notifications) over time,
+// /agent/:id/payments, each with its status) and received (its received
+// payment records, GET /agent/:id/payments/received) over time,
 // invoices with their status and pay page (GET /agent/:id/invoices, a page
 // at a time), schedules with their next runs, and the
 // payments waiting for the owner's approval, decided by signing in the
@@ -38,65 +38,52 @@ export async function render(ctx) {
   signal.addEventListener("abort", () => window.removeEventListener("veil:note", onNote));
 }
 
-// The titles the agent writes (actors/agent, agent/tools): "Sent 0.01 ETH",
-// "Scheduled payment sent: 5 USDC to bob.veil", "Received 0.01 ETH".
-const KINDS = {
-  payment_sent: "out",
-  schedule_executed: "out",
-  payment_received: "in",
-};
-const AMOUNT = /(\d+(?:\.\d+)?) ([A-Z][A-Z0-9]{1,11})\b/;
-
-// paymentsOf reads the payments out of the agent's notifications.
-export function paymentsOf(notes, origin) {
-  const out = [];
-  for (const n of notes) {
-    const dir = KINDS[n.type];
-    const m = dir && AMOUNT.exec(n.title);
-    if (!m) continue;
-    const chain = (/ on (horizen|ethereum|polygon|base|stellar|solana)\b/.exec(n.body) || [])[1] || "";
-    let href = "", hash = "";
-    const url = /(https?:\/\/\S+?)(?=[\s)]|\.?$)/.exec(n.body);
-    if (url && url[1].startsWith(origin + "/console/")) href = url[1].slice(origin.length);
-    else if (url) href = url[1];
-    const hm = /\b(0x[0-9a-fA-F]{64})\b/.exec(n.body) || /\btx ([1-9A-HJ-NP-Za-km-z]{43,88}|[0-9a-f]{64})\b/.exec(n.body);
-    if (hm) hash = hm[1];
-    if (!href && hash) href = txHref(hash, chain);
-    out.push({ id: n.id, at: new Date(n.createdAt), dir, amountText: m[1], amount: Number(m[1]), asset: m[2], title: n.title, body: n.body, chain, hash, href });
-  }
-  return out;
-}
-
 // sentOf turns the agent's payment records into the list's rows (refused
 // and failed ones moved nothing: they are listed, not charted).
 export function sentOf(records) {
   return records.map((r) => ({
-    id: r.id, at: new Date(r.createdAt), dir: "out", amountText: r.all ? "all" : r.amount, amount: r.all ? 0 : Number(r.amount), asset: r.asset,
+    id: r.id, at: new Date(r.createdAt), dir: "out", amountText: r.all ? "all" : r.amount, amount: r.all ? "0" : r.amount, asset: r.asset,
     title: "", body: "to " + ((r.recipient && (r.recipient.name || r.recipient.address)) || "") + (r.reason ? " — " + r.reason : ""),
     chain: r.chain, hash: r.txHash || "", href: r.txHash ? txHref(r.txHash, r.chain) : "", status: r.status,
     moved: r.status === "broadcast" || r.status === "confirmed" || r.status === "pending",
   }));
 }
 
+// receivedOf turns the agent's received payments (one per one-time
+// address) into the list's rows.
+export function receivedOf(payments) {
+  return payments.map((p) => ({
+    id: p.chain + ":" + p.stealthAddress, at: new Date(p.receivedAt), dir: "in", amountText: p.amount, amount: p.amount, asset: p.asset,
+    title: "", body: "at " + p.stealthAddress + " on " + p.chain + (p.withdrawn ? " — withdrawn" : p.balance !== p.amount ? " — " + p.balance + " " + p.asset + " left" : ""),
+    chain: p.chain, hash: p.txHash || "", href: p.txHash ? txHref(p.txHash, p.chain) : "", status: "received", moved: true,
+  }));
+}
+
 // recordPages is how many pages of payment records (100 each) the page
-// reads for its list and chart.
+// reads for its list and chart, sent and received each.
 const recordPages = 5;
 
-async function payments(agent, box) {
-  // Sent: the agent's payment records (GET /agent/:id/payments), each
-  // with its honest status. Received: the payment_received notifications
-  // (the API lists no received payments yet).
-  const records = [];
+async function allPages(path) {
+  const out = [];
   let cursor = "";
   for (let i = 0; i < recordPages; i++) {
-    const page = await get(paths.payments(agent.id, { limit: 100, cursor }));
-    records.push(...(page.payments || []));
+    const page = await get(path({ limit: 100, cursor }));
+    out.push(...(page.payments || []));
     cursor = page.nextCursor || "";
     if (!cursor) break;
   }
-  const inbox = await get(paths.notifications(agent.id));
-  const received = paymentsOf(inbox.notifications || [], location.origin).filter((p) => p.dir === "in").map((p) => ({ ...p, status: "received", moved: true }));
-  const list = [...sentOf(records), ...received].sort((x, y) => y.at - x.at);
+  return out;
+}
+
+async function payments(agent, box) {
+  // Sent: the agent's payment records (GET /agent/:id/payments), each
+  // with its honest status. Received: its received payment records (GET
+  // /agent/:id/payments/received), which outlive the notification inbox.
+  const [records, got] = await Promise.all([
+    allPages((q) => paths.payments(agent.id, q)),
+    allPages((q) => paths.received(agent.id, q)),
+  ]);
+  const list = [...sentOf(records), ...receivedOf(got)].sort((x, y) => y.at - x.at);
   const charted = list.filter((p) => p.moved);
   const assets = [...new Set(charted.map((p) => p.asset))];
   const counts = Object.fromEntries(assets.map((a) => [a, charted.filter((p) => p.asset === a).length]));
@@ -110,14 +97,14 @@ async function payments(agent, box) {
     assets.length > 1 ? h("label", { class: "row" }, "Asset", pick) : null,
     chartBox,
     list.length === 0 ? null : h("table", { id: "payments" }, h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, ""), h("th", {}, "Amount"), h("th", {}, "Status"), h("th", {}, "Details"), h("th", {}, "Transaction"))),
-      h("tbody", {}, list.map((p) => h("tr", { "data-dir": p.dir, "data-status": p.status, "data-payment": p.dir === "out" ? p.id : null },
+      h("tbody", {}, list.map((p) => h("tr", { "data-dir": p.dir, "data-status": p.status, "data-payment": p.dir === "out" ? p.id : null, "data-received": p.dir === "in" ? p.id : null },
         h("td", {}, when(p.at)),
         h("td", { class: p.dir }, p.dir === "in" ? "received" : "sent"),
         h("td", { class: "pay-amount" }, amount(p.amountText, p.asset)),
         h("td", {}, pill(p.status)),
         h("td", { class: "small" }, p.body.replace(/\s*(Transaction|\(tx) \S+$/, "")),
         h("td", {}, txCell(p)))))),
-    h("p", { class: "muted small" }, "Sent: the agent's payment records (pending and broadcast ones are on their way; refused ones moved nothing). Received: from the agent's notifications."));
+    h("p", { class: "muted small" }, "Sent: the agent's payment records (pending and broadcast ones are on their way; refused ones moved nothing). Received: the stealth payments the agent received, one per one-time address."));
 }
 
 function txCell(p) {
