@@ -336,6 +336,14 @@ func (a *agentActor) Receive(c actor.Context) {
 		if p, ok := a.agent.(Passivator); ok {
 			p.Passivate()
 		}
+		// Let go of the agent (its record, its state): protoactor may keep
+		// a stopped actor reachable for a while (the directory's set of
+		// children keeps removed PIDs in its array's unused tail until new
+		// children overwrite them, and a PID caches its process), and a
+		// passivated agent's memory must be free when it stops, for the
+		// memory limit's shedding and for the next activation's
+		// measurement (issue 38 item 4).
+		a.agent = nil
 	}
 }
 

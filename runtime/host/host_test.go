@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -77,11 +78,13 @@ type events struct {
 	panicked    chan string
 	// entered and release drive the "wait" message.
 	entered, release chan string
+	// freed receives the id of every agent the GC collected.
+	freed chan string
 }
 
 func newEvents() *events {
 	return &events{activations: map[string]int{}, passivated: make(chan string, 1024), panicked: make(chan string, 1024),
-		entered: make(chan string, 16), release: make(chan string)}
+		entered: make(chan string, 16), release: make(chan string), freed: make(chan string, 1024)}
 }
 
 // fakeClock is a host.Clock the test moves by hand; its tickers tick only
@@ -163,6 +166,7 @@ func newFixture(t *testing.T, cfg host.HostConfig) *fixture {
 		n := ev.activations[id]
 		ev.mu.Unlock()
 		c := &counter{st: st, id: id, activation: n, ev: ev}
+		runtime.SetFinalizer(c, func(c *counter) { ev.freed <- c.id })
 		rec, err := st.Get(ctx, "counters", id)
 		if err == nil {
 			c.n, _ = strconv.Atoi(string(rec.Value))
@@ -544,4 +548,31 @@ func TestOddIDsActivatePassivateAndReactivate(t *testing.T) {
 			t.Fatalf("%q: %d activations, want 2", id, n)
 		}
 	}
+}
+
+// A passivated agent's memory is free once its actor stopped, though
+// protoactor keeps the stopped actor reachable for a while (the
+// directory's set of children keeps a removed PID in its array's unused
+// tail, and the PID caches its process).
+func TestPassivatedAgentIsCollected(t *testing.T) {
+	f := newFixture(t, host.HostConfig{PassivateAfter: time.Hour, Shards: 1})
+	for _, id := range []string{"a", "b", "c"} {
+		f.mustAsk(t, id, "inc")
+	}
+	f.host.Passivate("c") // the last child: its slot stays in the array's tail
+	if id := <-f.ev.passivated; id != "c" {
+		t.Fatalf("passivated %s, want c", id)
+	}
+	for i := 0; i < 50; i++ {
+		runtime.GC()
+		select {
+		case id := <-f.ev.freed:
+			if id != "c" {
+				t.Fatalf("collected %s, which is active", id)
+			}
+			return
+		case <-time.After(100 * time.Millisecond): // finalizers run after the GC
+		}
+	}
+	t.Fatal("the passivated agent was not collected after 50 GCs")
 }
