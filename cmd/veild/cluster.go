@@ -121,7 +121,11 @@ func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, hos
 	// process at an address is the member (a restarted one does not wait
 	// a TTL for its killed predecessor's record; a predecessor that was
 	// only paused loses the lease at its next renewal, and is fenced).
-	leases, err := lease.New(lease.Options{Store: store, Holder: lease.NewHolderID(), Exclusive: true, Log: log.With(slog.String("component", "lease"))})
+	// OnRenew: the member's watchdog fences it at the hold's end on this
+	// process's clock, even before the lease's own goroutine has run (a
+	// process resumed after a pause past the TTL).
+	leases, err := lease.New(lease.Options{Store: store, Holder: lease.NewHolderID(), Exclusive: true, Log: log.With(slog.String("component", "lease")),
+		OnRenew: func(_ string, until time.Time) { m.SetLeaseUntil(until) }})
 	if err != nil {
 		m.Stop()
 		return nil, err

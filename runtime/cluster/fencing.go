@@ -25,15 +25,29 @@ import (
 //   - quorum: its topology has fewer than a majority of Config.Expected;
 //   - dropped: the members that answer its health polls do not list it in
 //     their topologies (they dropped it while it was paused or cut off);
-//   - paused: its own clock jumped (the process was stopped: SIGSTOP, a
-//     frozen VM, a long GC), until a whole health poll round that started
-//     after the jump has confirmed its place;
-//   - lease: it does not hold its store lease (SetLease).
+//   - lease: it does not hold its store lease (SetLease), or the hold's
+//     end on its own clock (SetLeaseUntil) has passed, whether or not the
+//     lease's goroutine has noticed yet.
 //
 // While fenced it answers every agent request with host.ErrFenced
 // (a 503 with Retry-After), refuses forwarded requests unprocessed, and has
 // passivated every agent. A member the others dropped for good (protoactor
 // blocks it by system id) calls Config.Rejoin to restart with a fresh id.
+//
+// A stall is not a fence. When the watchdog's ticks are more than
+// pauseGap apart, the process was stopped (SIGSTOP, a frozen VM, a long
+// GC) or only starved of CPU: from inside, the two look the same. Either
+// way the others may have dropped it meanwhile and failed the requests
+// they had sent it, and those may still wait in its socket buffers. So it
+// refuses every request, unprocessed (senders route them again), until a
+// health poll round that started after the stall confirms its place:
+// every other member of its topology answers, counts it and has not
+// blocked it (blocks are for good, so none of them dropped it during the
+// stall). It passivates nothing meanwhile; the lease condition is checked
+// at every tick on its own (a stall past the hold's end fences). If the round shows that it was dropped or blocked,
+// or its lease ended, it is fenced by those conditions (and rejoins):
+// the decision rests on what the others and the store say after the
+// stall, not on the stall's length (docs/cluster.md, "Stalls").
 
 // Tunables of the watchdog.
 const (
@@ -47,13 +61,36 @@ const (
 type fenceState struct {
 	reasons   map[string]string // why fenced, by condition; empty: serving
 	lastTick  time.Time         // the watchdog's last tick (wall clock with monotonic reading)
-	pausedAt  time.Time         // when a pause was noticed; zero: none pending
-	droppedAt time.Time         // since when the others leave this member out
-	counted   bool              // the others have counted this member at least once
+	pausedAt  time.Time         // when a stall was noticed; zero: none awaiting confirmation
+	stall     time.Duration     // that stall's length, for the refusals
+	lease     leaseState
+	droppedAt time.Time // since when the others leave this member out
+	counted   bool      // the others have counted this member at least once
 	rejoining bool
 }
 
 func (f *fenceState) init() { f.reasons = map[string]string{} }
+
+// leaseState is the member lease as SetLease and SetLeaseUntil report it.
+type leaseState struct {
+	used  bool // SetLease was called: this member runs under a lease
+	held  bool
+	until time.Time // the hold's end on this clock; zero: not reported
+}
+
+// why says why the lease does not cover now ("" when it does, or when the
+// member runs without a lease).
+func (l leaseState) why(now time.Time) string {
+	switch {
+	case !l.used:
+		return ""
+	case !l.held:
+		return "it does not hold its store lease"
+	case !l.until.IsZero() && !now.Before(l.until):
+		return fmt.Sprintf("its store lease ended %v ago on its own clock, without a renewal", now.Sub(l.until).Round(time.Millisecond))
+	}
+	return ""
+}
 
 // healthNode is the health endpoint's answer: protoactor's node, plus the
 // actor system ids of this member's topology, so that a member learns
@@ -68,21 +105,28 @@ type healthNode struct {
 	BlocksAsker bool `json:"veil_blocks_asker,omitempty"`
 }
 
+// now is the watchdog's clock: the wall clock with its monotonic reading,
+// or the fake one of a test (Member.clock).
+func (m *Member) now() time.Time {
+	if m.clock != nil {
+		return m.clock()
+	}
+	return time.Now()
+}
+
 // Fenced says why this member serves no agent now ("" when it serves).
 func (m *Member) Fenced() string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.fencedLocked(time.Now())
+	return m.fencedLocked(m.now())
 }
 
 func (m *Member) fencedLocked(now time.Time) string {
 	if !m.fence.lastTick.IsZero() && now.Sub(m.fence.lastTick) > pauseGap {
-		// The watchdog has not run: this process was stopped, and this
-		// request may have waited in a buffer while its sender gave up.
+		// The watchdog has not run: this process was stopped or starved,
+		// and this request may have waited in a buffer while its sender
+		// gave up.
 		return "this process was paused"
-	}
-	if len(m.fence.reasons) == 0 {
-		return ""
 	}
 	keys := make([]string, 0, len(m.fence.reasons))
 	for k := range m.fence.reasons {
@@ -92,6 +136,9 @@ func (m *Member) fencedLocked(now time.Time) string {
 	var out []string
 	for _, k := range keys {
 		out = append(out, m.fence.reasons[k])
+	}
+	if !m.fence.pausedAt.IsZero() {
+		out = append(out, fmt.Sprintf("this process stalled for %v (paused or starved of CPU); waiting for the others to confirm its place", m.fence.stall.Round(time.Millisecond)))
 	}
 	return strings.Join(out, "; ")
 }
@@ -108,17 +155,33 @@ func (m *Member) fencedErr() error {
 // fenced passivates every agent at once: another member may be about to
 // serve them.
 func (m *Member) setFence(cond, why string) {
+	m.changeFence(func(time.Time) { m.setReasonLocked(cond, why) })
+}
+
+// changeFence runs update (which may set or clear conditions) under
+// Member.mu with the current time, then logs and passivates as the change
+// requires. Conditions computed from state (the lease) are computed and
+// set in the same critical section, so two updates never apply a stale
+// reading over a newer one.
+func (m *Member) changeFence(update func(now time.Time)) {
 	m.mu.Lock()
 	was := len(m.fence.reasons) > 0
+	now := m.now()
+	update(now)
+	is := len(m.fence.reasons) > 0
+	why := m.fencedLocked(now)
+	m.mu.Unlock()
+	m.fenceChanged(was, is, why)
+}
+
+// setReasonLocked sets (why != "") or clears one condition; Member.mu is
+// held.
+func (m *Member) setReasonLocked(cond, why string) {
 	if why == "" {
 		delete(m.fence.reasons, cond)
 	} else {
 		m.fence.reasons[cond] = why
 	}
-	is := len(m.fence.reasons) > 0
-	now := m.fencedLocked(time.Now())
-	m.mu.Unlock()
-	m.fenceChanged(was, is, now)
 }
 
 // fenceChanged logs a change between serving and fenced, and passivates
@@ -137,11 +200,21 @@ func (m *Member) fenceChanged(was, is bool, reason string) {
 // the member is fenced. A member that is given no lease is not fenced by
 // this condition.
 func (m *Member) SetLease(held bool) {
-	if held {
-		m.setFence("lease", "")
-	} else {
-		m.setFence("lease", "it does not hold its store lease")
-	}
+	m.changeFence(func(now time.Time) {
+		m.fence.lease.used, m.fence.lease.held = true, held
+		m.setReasonLocked("lease", m.fence.lease.why(now))
+	})
+}
+
+// SetLeaseUntil reports the end of the member lease's hold on this
+// process's clock (lease.Options.OnRenew): the watchdog fences the member
+// once it has passed, even before the lease's own goroutine has noticed
+// (after a pause, whichever runs first), and until a renewal moves it.
+func (m *Member) SetLeaseUntil(until time.Time) {
+	m.changeFence(func(now time.Time) {
+		m.fence.lease.until = until
+		m.setReasonLocked("lease", m.fence.lease.why(now))
+	})
 }
 
 // checkQuorum fences this member when its topology is not a majority.
@@ -190,7 +263,7 @@ func (m *Member) watch() {
 			return
 		case <-t.C:
 		}
-		now := time.Now()
+		now := m.now()
 		m.tick(now)
 		if m.cl.Remote != nil && m.cl.Remote.BlockList().IsBlocked(m.system.ID) {
 			m.rejoin("the other members blocked this member's id")
@@ -206,7 +279,7 @@ func (m *Member) watch() {
 			}
 			m.mu.Unlock()
 			if confirmed {
-				m.setFence("paused", "")
+				m.servingAgain()
 			}
 		}
 	}
@@ -222,46 +295,72 @@ func (m *Member) pollEvery(period time.Duration) {
 		case <-m.done:
 			return
 		case <-t.C:
+		case <-m.kick:
+			// A stall was just noticed: confirm at once rather than at
+			// the next period.
 		}
-		m.poll(time.Now())
+		m.poll(m.now())
 	}
 }
 
 // tick records one watchdog tick at now. A gap since the last tick longer
-// than pauseGap means this process was stopped: the member is fenced
-// ("paused") in the same critical section that records the tick. Fenced
-// reads the gap until the tick is recorded and the reason after it, so a
-// request taken off the wire on resume (one that waited in a socket
-// buffer while its sender gave up) is refused whichever goroutine runs
-// first; fencing after recording the tick left a window in which such a
-// request ran.
+// than pauseGap means this process was stopped or starved: the member
+// refuses requests until a poll round confirms its place (pausedAt), set
+// in the same critical section that records the tick. Fenced reads the gap
+// until the tick is recorded and pausedAt after it, so a request taken off
+// the wire on resume (one that waited in a socket buffer while its sender
+// gave up) is refused whichever goroutine runs first; recording the tick
+// first left a window in which such a request ran. The stall alone
+// passivates nothing. The tick also ends the lease condition's cover at
+// the hold's end on this clock (SetLeaseUntil), which after a pause past
+// it may come before the lease's own goroutine runs.
 func (m *Member) tick(now time.Time) {
 	m.mu.Lock()
 	gap := now.Sub(m.fence.lastTick)
-	paused := !m.fence.lastTick.IsZero() && gap > pauseGap
+	stalled := !m.fence.lastTick.IsZero() && gap > pauseGap
 	was := len(m.fence.reasons) > 0
-	if paused {
-		m.fence.pausedAt = now
-		m.fence.reasons["paused"] = fmt.Sprintf("this process was paused for %v; waiting for the others to confirm its place", gap.Round(time.Millisecond))
+	if stalled {
+		m.fence.pausedAt, m.fence.stall = now, gap
 	}
+	m.setReasonLocked("lease", m.fence.lease.why(now))
 	m.fence.lastTick = now
+	is := len(m.fence.reasons) > 0
 	why := m.fencedLocked(now)
 	m.mu.Unlock()
-	if paused {
-		m.cfg.Log.Warn("cluster member was paused: fenced until the others confirm its place", slog.Duration("pause", gap))
-		m.fenceChanged(was, true, why)
+	if stalled {
+		m.cfg.Log.Warn("cluster member was paused or starved: refusing requests until the others confirm its place", slog.Duration("pause", gap))
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
 	}
+	m.fenceChanged(was, is, why)
+}
+
+// servingAgain logs that a stall was confirmed and, when no condition
+// fences the member, that it serves again.
+func (m *Member) servingAgain() {
+	if why := m.Fenced(); why != "" {
+		m.cfg.Log.Info("cluster member's place confirmed after a stall; still fenced", slog.String("reason", why))
+		return
+	}
+	m.cfg.Log.Info("cluster member serving again", slog.String("after", "a stall, its place confirmed by every member of its topology"))
 }
 
 // poll asks every seed whom it counts, and fences or restarts this member
 // when the others do not count it.
 func (m *Member) poll(started time.Time) {
 	answers := m.pollSeeds()
+	m.judgeRound(started, m.now(), answers)
+}
+
+// judgeRound acts on one poll round's answers: a round that started at
+// started and ended at now.
+func (m *Member) judgeRound(started, now time.Time, answers []healthNode) {
 	m.mu.RLock()
 	mine := m.ids
 	m.mu.RUnlock()
 	v := judge(m.system.ID, mine, answers, m.cfg.Name, m.cfg.Expected)
-	now := time.Now()
 	m.mu.Lock()
 	if v.why == "" {
 		m.fence.droppedAt = time.Time{}
@@ -272,15 +371,15 @@ func (m *Member) poll(started time.Time) {
 		m.fence.droppedAt = now
 	}
 	since, counted := m.fence.droppedAt, m.fence.counted
-	confirmed := v.why == "" && !m.fence.pausedAt.IsZero() && started.After(m.fence.pausedAt)
+	confirmed := v.why == "" && !m.fence.pausedAt.IsZero() && started.After(m.fence.pausedAt) &&
+		placeKept(m.system.ID, mine, answers, m.cfg.Name)
 	if confirmed {
 		m.fence.pausedAt = time.Time{}
 	}
 	m.mu.Unlock()
 	m.setFence("dropped", v.why)
 	if confirmed {
-		m.cfg.Log.Info("cluster member's place confirmed after a pause")
-		m.setFence("paused", "")
+		m.servingAgain()
 	}
 	if v.blocked {
 		// Blocked by id for good by a member the cluster counts: waiting
@@ -298,6 +397,29 @@ func (m *Member) poll(started time.Time) {
 	if v.why != "" && now.Sub(since) >= wait {
 		m.rejoin(fmt.Sprintf("%s, for %v", v.why, now.Sub(since).Round(time.Second)))
 	}
+}
+
+// placeKept reports whether one poll round's answers show that no member
+// of this member's topology (mine, the ids) dropped it: each of them
+// answered, lists it and has not blocked it. protoactor blocks a member it
+// drops by id for good, and a sender fails its requests in flight to a
+// member it drops, so a round that started after a stall and holds such
+// an answer from every member this one takes requests from (it refuses
+// senders outside its topology) proves that none of the requests waiting
+// in its buffers was given up because of the stall. A member of the
+// topology that does not answer leaves the question open: the next round
+// asks again (or the topology drops it).
+func placeKept(self string, mine map[string]bool, answers []healthNode, name string) bool {
+	for id := range mine {
+		if id == self {
+			continue
+		}
+		i := slices.IndexFunc(answers, func(a healthNode) bool { return a.ID == id && a.ClusterName == name })
+		if i < 0 || answers[i].BlocksAsker || !slices.Contains(answers[i].Members, self) {
+			return false
+		}
+	}
+	return true
 }
 
 // verdict is what one poll round says about this member's place.

@@ -55,6 +55,153 @@ func TestATickThatSeesAPauseFencesAtOnce(t *testing.T) {
 	}
 }
 
+// A stall of the watchdog (a pause, or a process starved of CPU: from
+// inside they look the same) is decided on evidence read after it, on a
+// fake clock: the member refuses requests from the tick that sees the
+// stall until a poll round that started after it shows every member of its
+// topology still counting it and none blocking it, and is fenced (and
+// passivates) only when the evidence says so: its lease ended on its own
+// clock, or was taken over, or the others dropped it. Before, any stall
+// over pauseGap fenced the member and passivated every agent; a member
+// starved mid-swap under CI's load did.
+func TestAStallIsDecidedOnEvidence(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem()
+	h := host.NewHost(system, func(context.Context, string) (host.Agent, error) {
+		return nil, errors.New("no agents here")
+	}, host.HostConfig{}, log, nil)
+	t.Cleanup(func() { _ = h.Stop(context.Background()); system.Shutdown() })
+	self := system.ID
+	node := func(id string, blocks bool, view ...string) healthNode {
+		return healthNode{NodeModel: &automanaged.NodeModel{ID: id, ClusterName: "c", Address: "127.0.0.1", Port: 1}, Members: view, BlocksAsker: blocks}
+	}
+	intact := []healthNode{node(self, false, self, "b", "c"), node("b", false, self, "b", "c"), node("c", false, self, "b", "c")}
+
+	type round struct {
+		started time.Duration // after the stall's end (negative: before it)
+		answers []healthNode
+	}
+	for _, tc := range []struct {
+		name      string
+		stall     time.Duration
+		leaseLost bool // a renewal after the stall found another holder
+		rounds    []round
+		serving   bool // serves after the rounds
+		fenced    bool // a fencing condition holds (it passivated its agents)
+		rejoins   bool
+	}{
+		{name: "starved past the gap, place and lease intact", stall: 3 * time.Second,
+			rounds: []round{{100 * time.Millisecond, intact}}, serving: true},
+		{name: "starved, a round that started before the stall", stall: 3 * time.Second,
+			rounds: []round{{-time.Second, intact}}},
+		{name: "starved, one member of its topology did not answer", stall: 3 * time.Second,
+			rounds: []round{{100 * time.Millisecond, []healthNode{intact[0], intact[2]}}}},
+		{name: "starved, one member did not answer, then did", stall: 3 * time.Second,
+			rounds: []round{{100 * time.Millisecond, []healthNode{intact[0], intact[2]}}, {time.Second, intact}}, serving: true},
+		// b counts it, c left it out (c dropped it and has not blocked
+		// it yet): the majority rule (judge) sees no drop, but c may have
+		// failed the requests it sent during the stall.
+		{name: "one member left it out", stall: 3 * time.Second,
+			rounds: []round{{100 * time.Millisecond, []healthNode{intact[0], intact[1], node("c", false, "b", "c")}}}},
+		{name: "paused past its lease's end", stall: 12 * time.Second,
+			rounds: []round{{100 * time.Millisecond, intact}}, fenced: true},
+		{name: "its lease taken over by a new process at its address", stall: 3 * time.Second, leaseLost: true,
+			rounds: []round{{100 * time.Millisecond, []healthNode{intact[0], node("b", false, "new", "b", "c"), node("c", false, "new", "b", "c")}}}, fenced: true},
+		{name: "taken over: the others dropped and blocked it", stall: 10 * time.Second,
+			rounds: []round{{100 * time.Millisecond, []healthNode{intact[0], node("b", true, "b", "c"), node("c", true, "b", "c")}}}, fenced: true, rejoins: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Unix(1_800_000_000, 0)
+			now := t0
+			m := &Member{cfg: Config{Log: log, Host: h, Name: "c", Expected: 3, DroppedFor: 3 * time.Second, JoinFor: 30 * time.Second}, system: system, clock: func() time.Time { return now }}
+			m.fence.init()
+			m.ids = map[string]bool{self: true, "b": true, "c": true}
+			// The lease was renewed at t0: it holds until t0+10s.
+			m.SetLeaseUntil(t0.Add(10 * time.Second))
+			m.SetLease(true)
+			m.tick(now)
+			if why := m.Fenced(); why != "" {
+				t.Fatalf("before the stall: fenced %q", why)
+			}
+
+			now = t0.Add(tc.stall)
+			m.tick(now)
+			if m.Fenced() == "" {
+				t.Fatal("serving at the tick that saw the stall")
+			}
+			if tc.stall < 10*time.Second && len(m.fence.reasons) > 0 {
+				t.Fatalf("a stall alone fenced the member: %v", m.fence.reasons)
+			}
+			if tc.leaseLost {
+				m.SetLease(false)
+			}
+			for _, r := range tc.rounds {
+				m.judgeRound(now.Add(r.started), now.Add(r.started+50*time.Millisecond), r.answers)
+			}
+			now = now.Add(2 * time.Second)
+			m.tick(now)
+			m.mu.RLock()
+			why, fenced, rejoins := m.fencedLocked(now), len(m.fence.reasons) > 0, m.fence.rejoining
+			m.mu.RUnlock()
+			if (why == "") != tc.serving || fenced != tc.fenced || rejoins != tc.rejoins {
+				t.Fatalf("serving %v (%q), fenced %v %v, rejoins %v; want serving %v, fenced %v, rejoins %v",
+					why == "", why, fenced, m.fence.reasons, rejoins, tc.serving, tc.fenced, tc.rejoins)
+			}
+		})
+	}
+}
+
+// After a pause past the lease's end, the member serves again only once a
+// renewal has moved the lease's end and a poll round confirmed its place.
+func TestAPausePastTheLeaseServesAgainAfterARenewal(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem()
+	h := host.NewHost(system, func(context.Context, string) (host.Agent, error) {
+		return nil, errors.New("no agents here")
+	}, host.HostConfig{}, log, nil)
+	t.Cleanup(func() { _ = h.Stop(context.Background()); system.Shutdown() })
+	self := system.ID
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	m := &Member{cfg: Config{Log: log, Host: h, Name: "c", Expected: 3}, system: system, clock: func() time.Time { return now }}
+	m.fence.init()
+	m.ids = map[string]bool{self: true, "b": true}
+	m.SetLeaseUntil(t0.Add(10 * time.Second))
+	m.SetLease(true)
+	m.tick(now)
+
+	for now.Before(t0.Add(9900 * time.Millisecond)) {
+		now = now.Add(tick)
+		m.tick(now)
+	}
+	if why := m.Fenced(); why != "" {
+		t.Fatalf("ticking on time inside the lease: fenced %q", why)
+	}
+	// The lease's own goroutine has not run yet: the watchdog fences at
+	// the lease's end on its own.
+	now = t0.Add(10 * time.Second)
+	m.tick(now)
+	if m.fence.reasons["lease"] == "" {
+		t.Fatalf("not fenced at the lease's end: %q", m.Fenced())
+	}
+	now = now.Add(5 * time.Second)
+	m.tick(now) // a stall, too
+	m.SetLease(false)
+	node := func(id string) healthNode {
+		return healthNode{NodeModel: &automanaged.NodeModel{ID: id, ClusterName: "c"}, Members: []string{self, "b"}}
+	}
+	m.judgeRound(now.Add(time.Millisecond), now.Add(2*time.Millisecond), []healthNode{node(self), node("b")})
+	if m.Fenced() == "" {
+		t.Fatal("serving without its lease")
+	}
+	// The lease's goroutine took the record again (still this process's).
+	m.SetLeaseUntil(now.Add(10 * time.Second))
+	m.SetLease(true)
+	if why := m.Fenced(); why != "" {
+		t.Fatalf("lease renewed and place confirmed: fenced %q", why)
+	}
+}
+
 // judge, on the views of three members after the faults of issue 25.
 // Each member's answer is its id, its view (the ids of its topology) and
 // whether it has blocked the asking member's id.

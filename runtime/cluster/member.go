@@ -191,7 +191,9 @@ type Member struct {
 
 	stopping atomic.Bool
 	stopOnce sync.Once
-	done     chan struct{} // closed by Stop: ends the watchdog
+	done     chan struct{}    // closed by Stop: ends the watchdog
+	kick     chan struct{}    // a poll round now (a stall was noticed)
+	clock    func() time.Time // the fencing's clock (nil: time.Now; tests set a fake one)
 }
 
 // call is one forwarded request waiting for its answer.
@@ -215,7 +217,7 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 	if err != nil {
 		return nil, fmt.Errorf("cluster address %q: bad port: %w", cfg.Addr, err)
 	}
-	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), done: make(chan struct{})}
+	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	m.fence.init()
 
 	provider, err := m.provider()

@@ -87,6 +87,13 @@ type Options struct {
 	// takes a lease (true) and after the work of a lost or released one
 	// has returned (false).
 	OnChange func(name string, held bool)
+	// OnRenew, when set, is called on Run's goroutine each time this
+	// holder takes or renews a lease, with the end of its hold on the
+	// Clock: when the successful write was sent, plus the TTL. A holder
+	// that must stop at that moment even if Run's own expiry has not run
+	// yet (its goroutine starved, or the process just resumed from a
+	// pause) compares it with its own clock (cluster fencing does).
+	OnRenew func(name string, until time.Time)
 }
 
 // Manager runs work under leases for one holder.
@@ -301,6 +308,9 @@ func (m *Manager) hold(ctx context.Context, name string, h holding, fn func(cont
 		m.opts.OnChange(name, true)
 	}
 	log.Info("lease: acquired; starting its work", slog.String("holder", m.opts.Holder))
+	if m.opts.OnRenew != nil {
+		m.opts.OnRenew(name, h.sent.Add(m.opts.TTL))
+	}
 
 	fnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -342,6 +352,9 @@ loop:
 				break loop
 			}
 			h.version, h.sent = r.version, sending
+			if m.opts.OnRenew != nil {
+				m.opts.OnRenew(name, h.sent.Add(m.opts.TTL))
+			}
 			expT.Stop()
 			expT = clock.NewTimer(h.sent.Add(m.opts.TTL).Sub(clock.Now()))
 			renewT = clock.NewTimer(m.opts.Renew)

@@ -76,6 +76,7 @@ type holder struct {
 	held    atomic.Bool
 	running atomic.Int32
 	starts  atomic.Int32
+	until   atomic.Int64 // the last hold's end OnRenew reported (unix ns)
 	cancel  context.CancelFunc
 	ret     chan error
 }
@@ -85,7 +86,8 @@ func newHolder(t *testing.T, w *world, id string, s persistence.Store) *holder {
 	h := &holder{t: t, w: w, id: id, clock: newFakeClock(epoch), store: &gatedStore{Store: s}, ret: make(chan error, 1)}
 	mgr, err := New(Options{Store: h.store, Holder: id, TTL: ttl, Clock: h.clock,
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnChange: func(name string, held bool) { h.held.Store(held) }})
+		OnChange: func(name string, held bool) { h.held.Store(held) },
+		OnRenew:  func(name string, until time.Time) { h.until.Store(until.UnixNano()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +223,17 @@ func TestLease(t *testing.T) {
 			b.step()
 			if !b.held.Load() || b.starts.Load() != 1 || w.overlaps.Load() != 0 {
 				t.Fatalf("b held %v, started %d, overlaps %d after a released", b.held.Load(), b.starts.Load(), w.overlaps.Load())
+			}
+		}},
+		{"OnRenew reports each hold's end: when its write was sent, plus the TTL", func(t *testing.T, w *world, sa, sb persistence.Store) {
+			a := newHolder(t, w, "a", sa)
+			a.start()
+			if got, want := time.Unix(0, a.until.Load()), epoch.Add(ttl); !got.Equal(want) {
+				t.Fatalf("after taking the lease: until %v, want %v", got, want)
+			}
+			a.step()
+			if got, want := time.Unix(0, a.until.Load()), epoch.Add(step+ttl); !got.Equal(want) {
+				t.Fatalf("after a renewal: until %v, want %v", got, want)
 			}
 		}},
 		{"two holders start at once: exactly one wins", func(t *testing.T, w *world, sa, sb persistence.Store) {
