@@ -209,6 +209,21 @@ func TestBankrunDifferential(t *testing.T) {
 	step("relayed USDC withdrawal of part: relayer fee payer, creates the destination's and its own token account, takes its fee", "", withdraw(rconn, inv, d3, "USDC", "1"))
 	step("relayed USDC withdrawal of everything: token account closed to the destination", "", withdraw(rconn, inv, d3, "USDC", ""))
 
+	// CreateIdempotent on an account that exists (a no-op), and a USDC
+	// withdrawal of everything to a destination without a token account
+	// (the one-time address pays its rent, closes its own, sends the rest).
+	step("Solana Pay USDC payment to an account whose token account exists (CreateIdempotent no-op)", "", walletPay(bob.keys.Address, "1.25", mint.String(), 6))
+	cursor := ""
+	if _, cursor = e.find(bob, ""); cursor == "" {
+		t.Fatal("no scan cursor")
+	}
+	step("another stealth USDC payment", "", pay("USDC", "7"))
+	more, _ := e.find(bob, cursor)
+	if len(more) != 1 || more[0].Asset != "USDC" {
+		t.Fatalf("bob's new payments: %+v", more)
+	}
+	step("USDC withdrawal of everything to a destination without a token account", "", withdraw(conn, more[0], fresh(), "USDC", ""))
+
 	// Failures.
 	step("stealth SOL payment below rent exemption", rentFail1, pay("SOL", "0.0001"))
 	step("stealth SOL payment of more than the payer holds", "Error processing Instruction 0: "+custom1, pay("SOL", "50"))
@@ -238,8 +253,8 @@ func TestBankrunDifferential(t *testing.T) {
 	step("closing a token account that still holds tokens", "Error processing Instruction 0: custom program error: 0xb",
 		send(wallet, false, token.NewCloseAccountInstruction(wata, wallet.PublicKey(), wallet.PublicKey(), nil).Build()))
 
-	if compared < 19 {
-		t.Errorf("compared %d transactions, want at least one per step (19)", compared)
+	if compared < 22 {
+		t.Errorf("compared %d transactions, want at least one per step (22)", compared)
 	}
 
 	// A control: bankrun given one lamport more on the payer than the
