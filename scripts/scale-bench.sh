@@ -26,6 +26,12 @@
 #                            chat = chat only, get = GET only
 #   MESSAGE=hello            the chat message (the builtin planner answers it)
 #   VEILD, LOAD              the binaries (built into $out/bin when unset)
+#   PROFILE=""               workload:clients (e.g. "chat:64") run again at each P on a
+#                            fresh veild --pprof, taking its CPU (5 s), block, mutex and
+#                            goroutine profiles into $out/pP-KIND-CLIENTS-pprof.*.pb.gz
+#                            (block0/mutex0: before; read with go tool pprof -top
+#                            [-diff_base …0.pb.gz]: they carry their symbols). Profiling
+#                            slows veild: those rows are marked with *.
 # Needs bash and taskset (util-linux); curl if present (else bash's /dev/tcp).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +54,7 @@ AGENTS=${AGENTS:-500}
 DURATION=${DURATION:-20s}
 WORKLOADS=${WORKLOADS:-mixed:128 chat:64 chat:128 chat:512 get:256}
 MESSAGE=${MESSAGE:-hello}
+PROFILE=${PROFILE:-}
 rm -rf "$out" && mkdir -p "$out"
 if [ -z "${VEILD:-}" ] || [ -z "${LOAD:-}" ]; then
 	command -v go >/dev/null || { echo "no Go toolchain: set VEILD and LOAD to prebuilt binaries (scripts/scale-bench.sh build DIR on a machine with Go)" >&2; exit 2; }
@@ -59,9 +66,9 @@ ncpu=$(nproc)
 pin=1
 command -v taskset >/dev/null || { echo "taskset not found: running unpinned (GOMAXPROCS still set)" >&2; pin=0; }
 
-httpget() { # httpget HOST:PORT PATH: the body
+httpget() { # httpget HOST:PORT PATH [SECONDS]: the body, within SECONDS (default 5) with curl
 	if command -v curl >/dev/null; then
-		curl -sf --max-time 5 "http://$1$2"
+		curl -sf --max-time "${3:-5}" "http://$1$2"
 	else
 		local h=${1%:*} p=${1##*:}
 		exec 3<>"/dev/tcp/$h/$p"
@@ -81,12 +88,13 @@ trap stop EXIT
 # be taken between choosing and binding it: a start that fails on its port
 # is tried again with other ports.
 start() {
-	local p=$1 data=$out/p$1 try
+	local p=$1 profiled=${2:-} data=$out/p$1${2:+-pprof} try
 	for try in 1 2 3 4 5; do
 		rm -rf "$data" && mkdir -p "$data"
 		addr=127.0.0.1:$((20000 + RANDOM % 20000)) maddr=127.0.0.1:$((40000 + RANDOM % 20000))
 		local cmd=(env GOMAXPROCS="$p" "$VEILD" serve --data "$data" --addr "$addr" --metrics-addr "$maddr"
 			--devnet-base-port 0 --rate-limit 0 --log-level warn)
+		[ -z "$profiled" ] || cmd+=(--pprof)
 		[ "$pin" = 0 ] || cmd=(taskset -c "0-$((p - 1))" "${cmd[@]}")
 		"${cmd[@]}" >"$data.out" 2>"$data.err" &
 		pid=$!
@@ -132,37 +140,56 @@ for p in $CORES; do
 		echo "skipping P=$p: this machine has $ncpu cores and veil-load needs one" | tee -a "$table" >&2
 		continue
 	fi
-	start "$p"
-	load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-create.txt" 2>&1 ||
-		{ echo "creating agents failed; see $out/p$p-create.txt" >&2; exit 1; }
-	for w in $WORKLOADS; do
-		kind=${w%%:*} clients=${w##*:}
-		case $kind in
-		mixed) ratio=0.2 line=total ;;
-		chat) ratio=1 line=chat ;;
-		get) ratio=0 line=read ;;
-		*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
-		esac
-		run=$out/p$p-$kind-$clients
-		httpget "$maddr" /metrics >"$run.m0"
-		load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
-		httpget "$maddr" /metrics >"$run.m1"
-		row=$(grep -E "^$line " "$run.txt" | tail -1)
-		[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
-		secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
-		rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
-		p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
-		p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
-		errs=$(awk '{ print $NF }' <<<"$row")
-		c0=$(metric veil_store_commit_seconds_count "$run.m0") c1=$(metric veil_store_commit_seconds_count "$run.m1")
-		s0=$(metric veil_store_commit_seconds_sum "$run.m0") s1=$(metric veil_store_commit_seconds_sum "$run.m1")
-		b0=$(metric veil_store_commit_batches_sum "$run.m0") b1=$(metric veil_store_commit_batches_sum "$run.m1")
-		read -r cps bpc cms < <(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v t="$secs" 'BEGIN {
-			n = c1 - c0; if (n <= 0) { print "0 - -"; exit }
-			printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
-		printf '| %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s |\n' \
-			"$p" "$kind" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" | tee -a "$table"
+	# The sweep on a plain veild, then the profiled workloads (PROFILE) on
+	# a fresh one with --pprof: profiling slows what it watches.
+	for pass in plain profiled; do
+		if [ $pass = plain ]; then list=$WORKLOADS prof=""; else list=$PROFILE prof=1; fi
+		[ -n "$list" ] || continue
+		start "$p" "$prof"
+		load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-create.txt" 2>&1 ||
+			{ echo "creating agents failed; see $out/p$p-create.txt" >&2; exit 1; }
+		for w in $list; do
+			kind=${w%%:*} clients=${w##*:}
+			case $kind in
+			mixed) ratio=0.2 line=total ;;
+			chat) ratio=1 line=chat ;;
+			get) ratio=0 line=read ;;
+			*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
+			esac
+			run=$out/p$p-$kind-$clients${prof:+-pprof}
+			httpget "$maddr" /metrics >"$run.m0"
+			if [ -n "$prof" ]; then
+				# The profiles are taken in the middle of the run: block and
+				# mutex are cumulative, so the run's share is after minus before.
+				(sleep 2
+					httpget "$maddr" /debug/pprof/block >"$run.block0.pb.gz" 2>/dev/null
+					httpget "$maddr" /debug/pprof/mutex >"$run.mutex0.pb.gz" 2>/dev/null
+					httpget "$maddr" "/debug/pprof/profile?seconds=5" 20 >"$run.cpu.pb.gz" 2>/dev/null
+					httpget "$maddr" /debug/pprof/block >"$run.block.pb.gz" 2>/dev/null
+					httpget "$maddr" /debug/pprof/mutex >"$run.mutex.pb.gz" 2>/dev/null
+					httpget "$maddr" /debug/pprof/goroutine >"$run.goroutine.pb.gz" 2>/dev/null) &
+				profpid=$!
+			fi
+			load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
+			[ -z "$prof" ] || wait "$profpid" # not a bare wait: veild is a child too
+			httpget "$maddr" /metrics >"$run.m1"
+			row=$(grep -E "^$line " "$run.txt" | tail -1)
+			[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
+			secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
+			rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
+			p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
+			p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
+			errs=$(awk '{ print $NF }' <<<"$row")
+			c0=$(metric veil_store_commit_seconds_count "$run.m0") c1=$(metric veil_store_commit_seconds_count "$run.m1")
+			s0=$(metric veil_store_commit_seconds_sum "$run.m0") s1=$(metric veil_store_commit_seconds_sum "$run.m1")
+			b0=$(metric veil_store_commit_batches_sum "$run.m0") b1=$(metric veil_store_commit_batches_sum "$run.m1")
+			read -r cps bpc cms < <(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v t="$secs" 'BEGIN {
+				n = c1 - c0; if (n <= 0) { print "0 - -"; exit }
+				printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
+			printf '| %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s |\n' \
+				"$p" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" | tee -a "$table"
+		done
+		stop
 	done
-	stop
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); table in $table, runs in $out" | tee -a "$table"

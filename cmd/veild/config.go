@@ -29,6 +29,7 @@ type config struct {
 	DevnetBasePort  int
 	MetricsAddr     string
 	MetricsLabelCap int
+	Pprof           bool
 	MaxActive       int
 	MemoryLimitMiB  int
 	RatePerSecond   float64
@@ -100,6 +101,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DstackSocket, "dstack-socket", "", "with --enclave dstack: the guest agent's Unix socket (default /var/run/dstack.sock)")
 	fs.IntVar(&c.DevnetBasePort, "devnet-base-port", 18545, "first loopback port of the EVM devnets (horizen, ethereum, polygon, base on consecutive ports); 0 picks free ports")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "listen address of GET /metrics (unauthenticated; keep it private), or off")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiles (/debug/pprof/) on the metrics address, with block and mutex profiling on (costs some speed: for measuring, e.g. scripts/scale-bench.sh PROFILE=1)")
 	fs.IntVar(&c.MetricsLabelCap, "metrics-label-cap", 1000, "active agents that get their own metric series; the rest aggregate as agent=\"_other\"")
 	fs.IntVar(&c.MaxActive, "max-active", 0, "cap on active agent actors (least recently used passivate first); 0: no cap")
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit-mib", 0, "Go heap size (MiB) above which least recently used agents are passivated; 0: off")

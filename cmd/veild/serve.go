@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -191,7 +193,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("listen for metrics on %s: %w (choose another --metrics-addr, or off)", cfg.MetricsAddr, err)
 		}
-		msrv := &http.Server{Handler: metricsMux(mets, readyz), ReadHeaderTimeout: 10 * time.Second}
+		msrv := &http.Server{Handler: metricsMux(mets, readyz, cfg.Pprof), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		defer msrv.Close()
 		log.Info("metrics serving", slog.String("addr", mln.Addr().String()))
@@ -359,10 +361,24 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // metricsMux is the private listener: GET /metrics (Prometheus text
 // format) and GET /readyz (for probes that should not use the API port).
-func metricsMux(m *prom.Metrics, readyz http.Handler) http.Handler {
+// metricsMux serves the private listener: metrics, readiness and, with
+// --pprof, Go's profiles. The profiles stay off the API's listener: they
+// show stacks and are unauthenticated.
+func metricsMux(m *prom.Metrics, readyz http.Handler, profiles bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /readyz", readyz)
+	if profiles {
+		// One in 10 µs of blocking and one in 10 mutex contentions: enough
+		// to find a serialized stage without slowing it beyond recognition.
+		runtime.SetBlockProfileRate(10_000)
+		runtime.SetMutexProfileFraction(10)
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
