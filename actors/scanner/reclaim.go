@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/agent/state"
@@ -31,11 +32,15 @@ func (s *Scanner) reclaimDestinations(ctx context.Context, rep *Report) error {
 	if _, ok := s.opts.Chain.Connector().(chains.DestinationReclaimer); !ok {
 		return nil
 	}
+	now := s.opts.Now()
+	if !s.reclaimedAt.IsZero() && now.Sub(s.reclaimedAt) < ReclaimEvery && now.After(s.reclaimedAt) {
+		return nil // the records are read at most every ReclaimEvery
+	}
+	s.reclaimedAt = now
 	ds, err := state.Destinations(ctx, s.opts.Store, s.chain)
 	if err != nil {
 		return fmt.Errorf("scanner: %s invoice destinations: %w", s.chain, err)
 	}
-	now := s.opts.Now()
 	for _, d := range ds {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -65,7 +70,13 @@ func (s *Scanner) reclaimDestinations(ctx context.Context, rep *Report) error {
 		key := chains.KeyRef{AgentID: d.AgentID, Chain: s.chain, Epoch: agent.KeyEpoch, EphemeralPub: eph}
 		res, err := s.opts.Chain.ReclaimDestination(ctx, key, d.Address, ReclaimKey(d.AgentID, d.Address))
 		if err != nil {
-			s.opts.Log.Warn("scanner: invoice destination not reclaimed", "chain", s.chain, "agent", d.AgentID, "address", d.Address, "invoice", d.InvoiceID, "err", err)
+			if errors.Is(err, chains.ErrNotEmpty) {
+				// The agent's money (a paid invoice not yet withdrawn, a
+				// late payment): kept, looked at again later.
+				s.opts.Log.Debug("scanner: invoice destination holds money, kept", "chain", s.chain, "address", d.Address, "invoice", d.InvoiceID)
+			} else {
+				s.opts.Log.Warn("scanner: invoice destination not reclaimed", "chain", s.chain, "agent", d.AgentID, "address", d.Address, "invoice", d.InvoiceID, "err", err)
+			}
 			if err := state.DestinationLater(ctx, s.opts.Store, d, now.Add(state.RecheckAfter), err.Error()); err != nil {
 				return err
 			}
@@ -79,3 +90,7 @@ func (s *Scanner) reclaimDestinations(ctx context.Context, rep *Report) error {
 	}
 	return nil
 }
+
+// ReclaimEvery is how often the maintenance reads the destination records
+// (each is looked at only when due, at its NextAt).
+const ReclaimEvery = time.Minute

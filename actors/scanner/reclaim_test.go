@@ -16,6 +16,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/internal/moneytest"
@@ -26,6 +27,7 @@ import (
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -106,6 +108,10 @@ func TestReclaimStellarDestinations(t *testing.T) {
 		return horizonclient.IsNotFoundError(err)
 	}
 
+	env.Configure = func(d *agent.Deps) {
+		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
+	}
+	env.Restart()
 	alice := env.CreateAgent("alice")
 	fs := &failInvoiceCommit{Store: env.Store}
 	gen := state.StealthAddresses(map[chains.ID]string{chains.Stellar: alice.MetaAddresses["stellar"]}, rand.Reader)
@@ -122,6 +128,7 @@ func TestReclaimStellarDestinations(t *testing.T) {
 	s := scanner.New(scanner.Options{Store: env.Store, Chain: env.Ref, Agents: env.Host, Keys: agent.EnclaveKeys(env.Enclave), Log: quiet, Now: clock.Now})
 	pass := func() scanner.Report {
 		t.Helper()
+		clock.Advance(scanner.ReclaimEvery) // the destinations are read at most this often
 		rep, err := s.ScanOnce(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -251,6 +258,33 @@ func TestReclaimStellarDestinations(t *testing.T) {
 	ds, _ = state.Destinations(ctx, env.Store, chains.Stellar)
 	if len(ds) != 1 || ds[0].Address != late.PayTo || ds[0].LastError == "" || !ds[0].NextAt.After(clock.Now()) {
 		t.Fatalf("destinations after the late payment: %+v", ds)
+	}
+
+	// create_invoice in a chat (actors/agent's wiring): its address is
+	// recorded before the activation and linked to the invoice.
+	v, err := env.Host.Request(ctx, alice.ID, &agent.Chat{AccountID: moneytest.Account, Message: "create an invoice for 2 xlm for lunch", IdempotencyKey: "chat-inv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply := v.(*agent.ChatReply); len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Status != "success" {
+		t.Fatalf("create_invoice in a chat: %+v", reply)
+	}
+	ds, _ = state.Destinations(ctx, env.Store, chains.Stellar)
+	var chatInv state.Destination
+	for _, d := range ds {
+		if d.Address != late.PayTo {
+			chatInv = d
+		}
+	}
+	if len(ds) != 2 || chatInv.InvoiceID == "" || chatInv.Key == "" || gone(chatInv.Address) {
+		t.Fatalf("destinations after create_invoice in a chat: %+v", ds)
+	}
+	if _, _, err := invs.Cancel(ctx, chatInv.InvoiceID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(state.RecheckAfter)
+	if rep := pass(); rep.Reclaimed != 1 || !gone(chatInv.Address) {
+		t.Fatalf("the chat's cancelled invoice: %+v", rep)
 	}
 
 	// Every reserve but the late-paid account's is back; the relayer

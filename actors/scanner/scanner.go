@@ -129,6 +129,8 @@ type Scanner struct {
 
 	// seen: the transactions scanReferences read (references.go).
 	seen refSeen
+	// reclaimedAt: the last pass that read the destinations (reclaim.go).
+	reclaimedAt time.Time
 }
 
 // New builds the scanner of opts.Chain; Start runs it in the background.
