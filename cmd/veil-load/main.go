@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&so.heapProfiles, "heapprofile", "", "store mode: write heap profiles (inuse_space by site) before and after each -active count into this directory, and print (and append to DIR/summary.txt) the heap per active agent, its record's part and the rest by site, computed from the same samples in process; the files compare with go tool pprof -diff_base")
 	flag.Parse()
 	if *mode == "store" {
-		so.n, so.concurrency, so.active, so.reuse = o.agents, o.concurrency, parseInts(*active), o.create == 0
+		so.n, so.concurrency, so.active, so.reuse, so.prefix = o.agents, o.concurrency, parseInts(*active), o.create == 0, o.prefix
 		if so.heapProfiles != "" {
 			// Fine sampling, set before the agents exist, so that the
 			// per-actor sites (a few hundred bytes each) are resolved.

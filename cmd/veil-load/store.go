@@ -42,6 +42,10 @@ type storeOptions struct {
 	// reuse takes the agents already in the data file (up to n) instead
 	// of creating n.
 	reuse bool
+	// prefix names the created agents (prefix-0, prefix-1, …): names are
+	// unique per account, so adding agents to a data file needs a new one
+	// (-prefix defaults to one from the clock).
+	prefix string
 	// heapProfiles, when set, is where a heap profile is written before
 	// and after each activation count (issue 38 item 4: the per-actor
 	// cost by allocation site, not a heap delta), with summary.txt: the
@@ -169,7 +173,7 @@ func storeCreate(ctx context.Context, host *host.Host, o storeOptions, w io.Writ
 	return createN(ctx, w, o.n, o.concurrency, func(_, i int) (string, error) {
 		id := uuid.NewString()
 		_, err := host.Request(ctx, id, &agent.Create{
-			AccountID: loadAccount, Name: fmt.Sprintf("scale-%d", i), Chain: "ethereum",
+			AccountID: loadAccount, Name: fmt.Sprintf("%s-%d", o.prefix, i), Chain: "ethereum",
 			Chains: []chains.ID{chains.Ethereum}, OwnerWallet: "0x" + strings.Repeat("ab", 20), OwnerScheme: "evm",
 		})
 		return id, err
