@@ -15,7 +15,8 @@ import (
 
 // The MCP server's read tools over the payment records (docs/mcp.md,
 // "Read tools"): list_payments and get_payment answer what GET
-// /agent/:id/payments[/:paymentId] answers. They read; nothing moves, so
+// /agent/:id/payments[/:paymentId] answers, list_received_payments what
+// GET /agent/:id/payments/received answers. They read; nothing moves, so
 // no money gate, approval or idempotency key applies.
 
 // paymentsArgs are list_payments's arguments: the HTTP list's query.
@@ -33,6 +34,18 @@ var listPaymentsSchema = json.RawMessage(`{
     "status": {"type": "string", "enum": ["pending", "broadcast", "confirmed", "failed", "refused"], "description": "only payments in this status (pending and broadcast: on their way)"},
     "chain": {"type": "string", "enum": ["horizen", "ethereum", "polygon", "base", "stellar", "solana"]},
     "since": {"type": "string", "description": "only payments made at or after this time: RFC 3339 or a date (YYYY-MM-DD)"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "page size (default 50)"},
+    "cursor": {"type": "string", "description": "nextCursor of the previous page"}
+  },
+  "additionalProperties": false
+}`)
+
+var listReceivedSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "status": {"type": "string", "enum": ["held", "withdrawn"], "description": "held: some of the payment is still at its one-time address; withdrawn: none is"},
+    "chain": {"type": "string", "enum": ["horizen", "ethereum", "polygon", "base", "stellar", "solana"]},
+    "since": {"type": "string", "description": "only payments received at or after this time: RFC 3339 or a date (YYYY-MM-DD)"},
     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "page size (default 50)"},
     "cursor": {"type": "string", "description": "nextCursor of the previous page"}
   },
@@ -58,17 +71,22 @@ func (s *Server) addReadTools(srv *mcp.Server, account, agentID string) {
 		if err := strictJSON(raw, &a); err != nil {
 			return nil, err
 		}
-		q := url.Values{}
-		for k, v := range map[string]string{"status": a.Status, "chain": a.Chain, "since": a.Since, "cursor": a.Cursor} {
-			if v != "" {
-				q.Set(k, v)
-			}
+		m, err := listPayments(listRequest(ctx, a), account)
+		if err != nil {
+			return nil, err
 		}
-		if a.Limit != 0 {
-			q.Set("limit", strconv.Itoa(a.Limit))
+		return ask(ctx, s, agentID, m)
+	}))
+	srv.AddTool(&mcp.Tool{
+		Name:        "list_received_payments",
+		Description: "List the stealth payments this agent received, newest first: one per one-time address, with its chain, asset, amount, what is left of it (balance, withdrawn) and transactions. Reads only.",
+		InputSchema: listReceivedSchema, Annotations: readOnly,
+	}, s.mcpRead(func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var a paymentsArgs
+		if err := strictJSON(raw, &a); err != nil {
+			return nil, err
 		}
-		r := (&http.Request{URL: &url.URL{RawQuery: q.Encode()}}).WithContext(ctx)
-		m, err := listPayments(r, account)
+		m, err := listReceived(listRequest(ctx, a), account)
 		if err != nil {
 			return nil, err
 		}
@@ -90,6 +108,21 @@ func (s *Server) addReadTools(srv *mcp.Server, account, agentID string) {
 		}
 		return ask(ctx, s, agentID, &agent.GetPayment{AccountID: account, PaymentID: a.PaymentID})
 	}))
+}
+
+// listRequest is a list tool's arguments as the HTTP list's query, so
+// that one place (lists.go) checks both.
+func listRequest(ctx context.Context, a paymentsArgs) *http.Request {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": a.Status, "chain": a.Chain, "since": a.Since, "cursor": a.Cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if a.Limit != 0 {
+		q.Set("limit", strconv.Itoa(a.Limit))
+	}
+	return (&http.Request{URL: &url.URL{RawQuery: q.Encode()}}).WithContext(ctx)
 }
 
 // strictJSON decodes a tool's arguments ("" or null: none).

@@ -12,13 +12,14 @@ import (
 
 // TestMCPReadTools: over real HTTP, an MCP client pays another agent on
 // the devnet with pay_agent, then finds that payment with list_payments
-// (filtered by chain and status) and reads it with get_payment; bad
+// (filtered by chain and status) and reads it with get_payment; a payment
+// to it found by the scanner is listed by list_received_payments; bad
 // arguments and an unknown payment are tool errors, and the tools are
 // marked read-only.
 func TestMCPReadTools(t *testing.T) {
 	e := newMoneyEnv(t)
 	a := e.create(t, newEVMOwner(t), "reader", "ethereum")
-	e.create(t, newEVMOwner(t), "payee", "ethereum")
+	payee := e.create(t, newEVMOwner(t), "payee", "ethereum")
 	s, err := e.mcpSession(t, a.ID, e.key)
 	if err != nil {
 		t.Fatal(err)
@@ -31,12 +32,12 @@ func TestMCPReadTools(t *testing.T) {
 	}
 	readOnly := 0
 	for _, tl := range listed.Tools {
-		if (tl.Name == "list_payments" || tl.Name == "get_payment") && tl.Annotations != nil && tl.Annotations.ReadOnlyHint {
+		if (tl.Name == "list_payments" || tl.Name == "get_payment" || tl.Name == "list_received_payments") && tl.Annotations != nil && tl.Annotations.ReadOnlyHint {
 			readOnly++
 		}
 	}
-	if readOnly != 2 {
-		t.Fatalf("%d read-only payment tools listed, want 2", readOnly)
+	if readOnly != 3 {
+		t.Fatalf("%d read-only payment tools listed, want 3", readOnly)
 	}
 
 	page := func(args map[string]any) client.PaymentPage {
@@ -71,6 +72,30 @@ func TestMCPReadTools(t *testing.T) {
 		t.Fatalf("get_payment = %v %s", failed, one)
 	}
 
+	// Received: the payee pays the reader in chat; once the scanner has
+	// found it, list_received_payments lists it.
+	received := func(args map[string]any) client.ReceivedPage {
+		t.Helper()
+		out, failed := callTool(t, s, "list_received_payments", args, nil)
+		var p client.ReceivedPage
+		if failed || json.Unmarshal([]byte(out), &p) != nil {
+			t.Fatalf("list_received_payments %v = %v %s", args, failed, out)
+		}
+		return p
+	}
+	if p := received(map[string]any{}); p.Payments == nil || len(p.Payments) != 0 {
+		t.Fatalf("received before: %+v", p)
+	}
+	if _, status, detail := e.tool(t, payee.ID, "send 0.003 ETH to reader"); status != "success" {
+		t.Fatalf("payee pays: %s %s", status, detail)
+	}
+	if _, err := e.newScannerOnce(t).ScanOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if p := received(map[string]any{"chain": "ethereum", "status": "held", "limit": 5}); len(p.Payments) != 1 || p.Payments[0].Amount != "0.003" || p.Payments[0].Asset != "ETH" || p.Payments[0].TxHash == "" {
+		t.Fatalf("received after: %+v", p)
+	}
+
 	for _, c := range []struct {
 		tool string
 		args map[string]any
@@ -81,6 +106,10 @@ func TestMCPReadTools(t *testing.T) {
 		{"list_payments", map[string]any{"cursor": "nope"}, "cursor is not one this API gave out"},
 		{"get_payment", map[string]any{"payment_id": "00000000-0000-7000-8000-000000000000"}, "payment not found"},
 		{"get_payment", map[string]any{"payment_id": "x"}, "payment not found"},
+		{"list_received_payments", map[string]any{"status": "confirmed"}, `status \"confirmed\" is not one of held, withdrawn`},
+		{"list_received_payments", map[string]any{"chain": "mars"}, "chain"},
+		{"list_received_payments", map[string]any{"cursor": "nope"}, "cursor is not one this API gave out"},
+		{"list_received_payments", map[string]any{"limit": 0.5}, "arguments"},
 	} {
 		out, failed := callTool(t, s, c.tool, c.args, nil)
 		if !failed || !strings.Contains(out, c.want) {

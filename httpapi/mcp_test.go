@@ -96,7 +96,7 @@ func TestMCPAgentServer(t *testing.T) {
 	for _, tl := range tools.All() {
 		want[tl.Name] = tl
 	}
-	readTools := map[string]bool{"list_payments": true, "get_payment": true} // mcp_lists.go
+	readTools := map[string]bool{"list_payments": true, "get_payment": true, "list_received_payments": true} // mcp_lists.go
 	if len(listed.Tools) != len(want)+len(readTools) {
 		t.Fatalf("%d tools listed, want %d", len(listed.Tools), len(want)+len(readTools))
 	}

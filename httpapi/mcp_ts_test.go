@@ -88,7 +88,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	}
 	// Beside the agent's tools, the MCP server's own read tools over the
 	// payment records (mcp_lists.go).
-	want = append(want, "get_payment", "list_payments")
+	want = append(want, "get_payment", "list_payments", "list_received_payments")
 	sort.Strings(want)
 	gotSchema, _ := json.Marshal(out.PayAgentSchema)
 	wantSchema, _ := json.Marshal(payAgent.Parameters)

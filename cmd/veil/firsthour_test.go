@@ -16,16 +16,21 @@ import (
 // after it is what TestREADMEFirstHour runs.
 const firstHourMarker = "<!-- first-hour: cmd/veil TestREADMEFirstHour runs this block line by line -->"
 
-// firstHour is the README's block, its lines without their comments.
-func firstHour(t *testing.T) []string {
+// firstHourThenMarker opens the block of what to run once the invoice is
+// paid.
+const firstHourThenMarker = "<!-- first-hour-then: cmd/veil TestREADMEFirstHour runs this block after the one above -->"
+
+// firstHour is the README's block after marker, its lines without their
+// comments.
+func firstHour(t *testing.T, marker string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(raw), firstHourMarker)
+	_, rest, ok := strings.Cut(string(raw), marker)
 	if !ok {
-		t.Fatalf("README.md has no %q", firstHourMarker)
+		t.Fatalf("README.md has no %q", marker)
 	}
 	rest = strings.TrimLeft(rest, "\n")
 	if !strings.HasPrefix(rest, "```sh\n") {
@@ -87,8 +92,12 @@ var payLinkRE = regexp.MustCompile(`https?://\S+/pay/([0-9a-fA-F-]{36})`)
 // block is read from README.md, so the README cannot drift from what
 // works: "make run" is the server started here, the export is the
 // bootstrap key it printed, "<pay link>" the link the line before printed.
+// Then the README's next block runs ("<invoice id>" the link's): the
+// invoice shows paid with bob's transaction, alice's received payments
+// list that transaction and bob's payments the record.
 func TestREADMEFirstHour(t *testing.T) {
-	lines := firstHour(t)
+	lines := firstHour(t, firstHourMarker)
+	then := firstHour(t, firstHourThenMarker)
 	s := startVeild(t)
 	env := veilEnv(t, s)
 	dir := t.TempDir()
@@ -144,9 +153,48 @@ func TestREADMEFirstHour(t *testing.T) {
 		}
 		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &inv) == nil {
 			if status = inv.Status; status == "paid" {
-				return
+				break
 			}
 		}
 	}
-	t.Fatalf("invoice %s is %q after the README's five commands, want paid", invoice, status)
+	if status != "paid" {
+		t.Fatalf("invoice %s is %q after the README's five commands, want paid", invoice, status)
+	}
+	r := run("invoice", "show", invoice, "--json")
+	var inv struct {
+		TxHash string `json:"txHash"`
+		PayTo  string `json:"payTo"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &inv); err != nil || inv.TxHash == "" {
+		t.Fatalf("the paid invoice: %s", r)
+	}
+	// What the README says each line of the next block shows.
+	wants := map[string][]string{
+		"invoice show":   {"paid", inv.TxHash},
+		"payments alice": {"0.01 ETH", inv.PayTo, inv.TxHash},
+		"payments bob":   {"0.01 ETH", "alice.veil", inv.TxHash},
+	}
+	if len(then) != len(wants) {
+		t.Fatalf("the README's block after the first hour has %d lines, want %d: %q", len(then), len(wants), then)
+	}
+	for _, line := range then {
+		if !strings.HasPrefix(line, "bin/veil ") {
+			t.Fatalf("README line %q is not a veil command", line)
+		}
+		line = strings.ReplaceAll(line, "<invoice id>", invoice)
+		args := words(t, strings.TrimPrefix(line, "bin/veil "))
+		r := run(args...)
+		if r.code != 0 {
+			t.Fatalf("README line %q: %s", line, r)
+		}
+		want, ok := wants[args[0]+" "+args[1]]
+		if !ok {
+			t.Fatalf("README line %q: not one this test knows what to expect of", line)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stdout, w) {
+				t.Fatalf("README line %q does not show %q:\n%s", line, w, r)
+			}
+		}
+	}
 }
