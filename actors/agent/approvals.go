@@ -338,11 +338,12 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 			Amount: req.Amount, All: req.All, Recipient: tools.PaymentRecipient{Name: ap.Recipient, Address: ap.PayTo}, IdempotencyKey: ap.Key}
 		return a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) { return conn.Withdraw(ctx, from, req) })
 	}
-	amount, err := tools.AmountOf(ap.Chain, ap.Asset, ap.Amount)
+	// The approved payment, read once from the approval (tools.StoredPayment).
+	pr, err := tools.StoredPayment("approval", ap.Chain, ap.Asset, ap.Amount, tools.PaymentRecipient{Name: ap.Recipient, Address: ap.PayTo}, ap.Key)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return a.sendStealth(ctx, chains.SendRequest{Chain: ap.Chain, Asset: ap.Asset, Amount: amount, To: ap.PayTo, IdempotencyKey: ap.Key}, ap.Recipient, approvalSource(ap))
+	return a.sendStealth(ctx, pr, approvalSource(ap))
 }
 
 // approvalSource names the approval as what asked for its payment.

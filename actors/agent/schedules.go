@@ -269,21 +269,21 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	if _, err := a.deps.Chains.Chain(sc.Chain); err != nil {
 		return chains.TxResult{}, err
 	}
-	key := SlotKey(sc.ID, slot)
+	// The slot's payment, read once from the schedule (tools.StoredPayment).
+	pr, err := tools.StoredPayment("schedule", sc.Chain, sc.Asset, sc.Amount,
+		tools.PaymentRecipient{Name: recipientLabel(sc.Recipient), Address: meta}, SlotKey(sc.ID, slot))
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	// Scheduled runs are held for approval like any payment.
-	if err := a.hold(ctx, policy.Hold{AgentID: a.id, Kind: policy.KindSchedule, Chain: sc.Chain, Asset: sc.Asset, Amount: sc.Amount,
-		Recipient: recipientLabel(sc.Recipient), PayTo: meta, Key: key, ScheduleID: sc.ID, Slot: slot,
+	if err := a.hold(ctx, policy.Hold{AgentID: a.id, Kind: policy.KindSchedule, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount().String(),
+		Recipient: pr.Recipient().Name, PayTo: meta, Key: pr.IdempotencyKey(), ScheduleID: sc.ID, Slot: slot,
 		ConversationID: a.scheduleOrigin(ctx, sc.ID)}); err != nil {
 		return chains.TxResult{}, err
 	}
 	// The connector signs it as a spend; the enclave checks the policy
 	// (approvals, caps, allowlist, daily budget) before it signs.
-	amount, err := tools.AmountOf(sc.Chain, sc.Asset, sc.Amount)
-	if err != nil {
-		return chains.TxResult{}, err
-	}
-	return a.sendStealth(ctx, chains.SendRequest{Chain: sc.Chain, Asset: sc.Asset, Amount: amount, To: meta, IdempotencyKey: key}, recipientLabel(sc.Recipient),
-		tools.PaymentSource{Type: tools.SourceSchedule, ID: sc.ID})
+	return a.sendStealth(ctx, pr, tools.PaymentSource{Type: tools.SourceSchedule, ID: sc.ID})
 }
 
 // scheduleMeta resolves the schedule's recipient on its chain now: a

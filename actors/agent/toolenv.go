@@ -169,20 +169,20 @@ func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, e
 // "Parse once"): the approval rules, the record and the signing request
 // all take it as it is; an unparsed request is refused before anything.
 func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
-	req, err := pr.SendRequest()
-	if err != nil {
-		return chains.TxResult{}, err
+	if _, err := pr.SendRequest(); err != nil {
+		return chains.TxResult{}, err // not parsed: nothing is held or signed
 	}
-	payee := o.names.name(req.To)
+	// Shown as this request's directory knows the meta-address.
+	pr = pr.Named(o.names.name(pr.Recipient().Address))
 	// The owner's approval rules first, before the chain is even reached:
 	// a payment they hold is not sent (the tool reports it held, and the
 	// chain is needed only when it runs); the enclave checks them again,
 	// with the spending policy, before it signs.
-	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: req.Chain, Asset: req.Asset, Amount: req.Amount.String(),
-		Recipient: payee, PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount().String(),
+		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	return o.a.sendStealth(ctx, req, payee, toolSource(o.convID))
+	return o.a.sendStealth(ctx, pr, toolSource(o.convID))
 }
 
 func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {

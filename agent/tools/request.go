@@ -36,7 +36,8 @@ type PaymentRequest struct {
 // meta-address) or KindPayInvoice (a transfer to an invoice's address).
 func (r PaymentRequest) Kind() PaymentKind { return r.kind }
 
-// Tool is the tool that asked for the payment.
+// Tool is the tool that asked for the payment (or, for a payment kept
+// to be made later, what kept it: StoredPayment).
 func (r PaymentRequest) Tool() string { return r.tool }
 
 // Chain is the chain it is paid on.
@@ -112,6 +113,43 @@ func readPayment(ctx context.Context, env *Env, tool, who string, a *args, onCha
 	}
 	return rc, PaymentRequest{kind: KindSendPayment, tool: tool, spend: sp,
 		to: PaymentRecipient{Name: rc.veilName(), Address: rc.metaFor(sp.chain)}, key: env.IdempotencyKey}, nil
+}
+
+// StoredPayment reads a stealth payment kept to be made later — a
+// schedule's slot or an approved payment, whose terms readPayment parsed
+// when the user asked and which were stored as text — back into its
+// request, once, where it runs; everything after (the approval rules, the
+// record, the signing request) takes the request. asker names what kept
+// it ("schedule", "approval"); symbol "" is the chain's native asset; to
+// is the recipient as the owner saw it and the meta-address to pay.
+func StoredPayment(asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
+	if len(Assets(c)) == 0 {
+		return PaymentRequest{}, fmt.Errorf("%w: %q", chains.ErrUnknownChain, c)
+	}
+	asset := nativeAsset(c)
+	if symbol != "" {
+		var err error
+		if asset, err = LookupAsset(c, symbol); err != nil {
+			return PaymentRequest{}, err
+		}
+	}
+	v, err := asset.Parse(amount)
+	if err != nil {
+		return PaymentRequest{}, err
+	}
+	r := PaymentRequest{kind: KindSendPayment, tool: asker, spend: spend{chain: c, asset: asset, amount: v}, to: to, key: key}
+	if !r.Parsed() {
+		return PaymentRequest{}, fmt.Errorf("%w: the %s's payment has no recipient address or key", ErrUnparsedPayment, asker)
+	}
+	return r, nil
+}
+
+// Named is r with its recipient shown as name (how the approval, the
+// record and the notifications label the payee); what is paid, and to
+// which address, does not change.
+func (r PaymentRequest) Named(name string) PaymentRequest {
+	r.to.Name = name
+	return r
 }
 
 // invoicePayment is the request of paying inv (its terms sp, read once

@@ -193,3 +193,55 @@ func TestBadPaymentInputNothingSigned(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredPayment: a schedule's or an approval's stored payment is read
+// back once into its request, or refused (nothing to sign); Named changes
+// only the label.
+func TestStoredPayment(t *testing.T) {
+	bob := PaymentRecipient{Name: "bob.veil", Address: "st:eth:0xbob"}
+	cases := []struct {
+		name           string
+		chain          chains.ID
+		symbol, amount string
+		to             PaymentRecipient
+		key            string
+		is             error
+		asset, units   string
+	}{
+		{"native by default", chains.Base, "", "0.5", bob, "k", nil, "ETH", "500000000000000000"},
+		{"token", chains.Base, "usdc", "12.25", bob, "k", nil, "USDC", "12250000"},
+		{"stellar", chains.Stellar, "XLM", "3", bob, "k", nil, "XLM", "30000000"},
+		{"unknown asset", chains.Base, "DOGE", "1", bob, "k", chains.ErrUnknownAsset, "", ""},
+		{"bad amount", chains.Base, "ETH", "1e3", bob, "k", chains.ErrInvalidAmount, "", ""},
+		{"zero amount", chains.Base, "ETH", "0", bob, "k", chains.ErrInvalidAmount, "", ""},
+		{"unknown chain", chains.ID("bitcoin"), "", "1", bob, "k", chains.ErrUnknownChain, "", ""},
+		{"no address", chains.Base, "ETH", "1", PaymentRecipient{Name: "bob.veil"}, "k", ErrUnparsedPayment, "", ""},
+		{"no key", chains.Base, "ETH", "1", bob, "", ErrUnparsedPayment, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pr, err := StoredPayment("schedule", c.chain, c.symbol, c.amount, c.to, c.key)
+			if c.is != nil {
+				if !errors.Is(err, c.is) || pr.Parsed() {
+					t.Fatalf("StoredPayment = %+v, %v; want %v", pr, err, c.is)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			send, err := pr.SendRequest()
+			if err != nil || pr.Tool() != "schedule" || pr.Kind() != KindSendPayment || send.Chain != c.chain || send.Asset != c.asset ||
+				send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != c.key {
+				t.Fatalf("request %+v, signing request %+v, %v", pr, send, err)
+			}
+			named := pr.Named("st:eth:0xb…ob")
+			if named.Recipient().Name != "st:eth:0xb…ob" || pr.Recipient().Name != c.to.Name {
+				t.Fatalf("Named: %+v (was %+v)", named.Recipient(), pr.Recipient())
+			}
+			if again, _ := named.SendRequest(); !reflect.DeepEqual(again, send) {
+				t.Fatalf("Named changed what is paid: %+v, was %+v", again, send)
+			}
+		})
+	}
+}
