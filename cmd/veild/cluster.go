@@ -53,6 +53,21 @@ const exitRejoin = 75
 // finishes on its owner (chat's Idempotency-Key gets its answer there).
 const rejoinGrace = 3 * time.Second
 
+// rejoinExit bounds the whole restart of a member that rejoins, from the
+// decision to the process's exit: what still holds it then (a directory
+// waiting on a busy agent, the money services' lease releases, a store
+// call, protoactor's shutdown, on a starved machine) is cut by exiting
+// with exitRejoin at once. A member restarting to rejoin is fenced and has
+// passivated its agents: exiting now is a crash of a fenced member, which
+// the cluster is built to survive (crash-only: ownership epochs, payment
+// intents, leases that expire). Measured before the cut: drains of 15-24 s
+// after the decision at load 30-40 (docs/BENCHMARKS.md, "Heal after
+// pauses and partitions"), for a bound of 3 s.
+const rejoinExit = rejoinGrace + 2*time.Second
+
+// exitProcess ends the process (os.Exit).
+var exitProcess = os.Exit
+
 // errRejoin is the cause of a shutdown to rejoin the cluster.
 var errRejoin = errors.New("left the cluster to rejoin it with a fresh identity: start veild again (a supervisor does)")
 
@@ -105,12 +120,18 @@ func joinCluster(ctx context.Context, cfg config, system *actor.ActorSystem, hos
 		HealthAddr:      cfg.ClusterHealth,
 		HealthAdvertise: cfg.ClusterHealthAdvertise,
 		Expected:        cfg.ClusterSize,
-		Rejoin:          func(string) { rejoin(errRejoin) },
-		Host:            host,
-		Codec:           msg.NewWire(codec),
-		Log:             log.With(slog.String("component", "cluster")),
-		Observe:         mets.ClusterRequest,
-		OnNotify:        feed.Wake,
+		Rejoin: func(string) {
+			rejoin(errRejoin)
+			time.AfterFunc(rejoinExit, func() {
+				log.Error("rejoin drain cut short: exiting to rejoin now", slog.Duration("after", rejoinExit))
+				exitProcess(exitRejoin)
+			})
+		},
+		Host:     host,
+		Codec:    msg.NewWire(codec),
+		Log:      log.With(slog.String("component", "cluster")),
+		Observe:  mets.ClusterRequest,
+		OnNotify: feed.Wake,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)

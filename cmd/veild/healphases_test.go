@@ -30,7 +30,9 @@ func (m milestone) in(line string) bool {
 var healMilestones = []milestone{
 	{"paused seen", []string{`msg="cluster member was paused`}},
 	{"rejoin decided", []string{`msg="cluster member dropped by the others for good`}},
+	{"drain began", []string{`msg="shutting down: draining in-flight requests"`}},
 	{"drained", []string{`msg="veild stopped"`}},
+	{"drain cut", []string{`msg="rejoin drain cut short`}},
 	{"exited", []string{"exited to rejoin"}}, // noted by the harness, not logged
 	{"new process started", []string{`msg="actor system started"`}},
 	{"new process listening", []string{`msg="cluster member listening"`}},
