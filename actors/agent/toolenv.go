@@ -185,7 +185,13 @@ func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (ch
 	return o.a.sendStealth(ctx, pr, toolSource(o.convID))
 }
 
-func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error) {
+// Withdraw spends pr, the withdrawal as its tool parsed it: recorded as
+// pr.Record, signed as exactly pr.WithdrawRequest.
+func (o *chainOps) Withdraw(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
+	req, err := pr.WithdrawRequest()
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	id := req.Chain
 	c, err := o.conn(id)
 	if err != nil {
@@ -206,9 +212,7 @@ func (o *chainOps) Withdraw(ctx context.Context, req chains.WithdrawRequest) (ch
 	// payer and the relayer pays, so the agent's account never funds its
 	// one-time addresses (docs/operations.md, "Relayers").
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id], Record: o.a.gasRecord(toolSource(o.convID), req.IdempotencyKey)}
-	rec := tools.OutgoingPayment{Kind: tools.KindWithdraw, Source: toolSource(o.convID), Chain: id, Asset: assetOr(id, req.Asset), Amount: req.Amount, All: req.All,
-		Recipient: tools.PaymentRecipient{Address: req.To}, From: req.From, IdempotencyKey: req.IdempotencyKey}
-	return o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
+	return o.a.paying(ctx, pr.Record(toolSource(o.convID)), func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

@@ -118,7 +118,7 @@ func (noChains) Balance(context.Context, chains.ID) (chains.Balance, error) {
 func (noChains) SendStealth(context.Context, tools.PaymentRequest) (chains.TxResult, error) {
 	return chains.TxResult{}, errNoChain
 }
-func (noChains) Withdraw(context.Context, chains.WithdrawRequest) (chains.TxResult, error) {
+func (noChains) Withdraw(context.Context, tools.PaymentRequest) (chains.TxResult, error) {
 	return chains.TxResult{}, errNoChain
 }
 func (noChains) RegisterName(context.Context, chains.ID) (chains.TxResult, error) {

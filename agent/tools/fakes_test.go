@@ -101,7 +101,8 @@ type fakeChains struct {
 	keys     map[string]string // key → parameters
 	results  map[string]chains.TxResult
 	sends    []call // payments that moved money
-	// requests are the payment requests SendStealth and PayAddress got.
+	// requests are the payment requests SendStealth, PayAddress and
+	// Withdraw got.
 	requests []PaymentRequest
 	calls    []call // every call
 	n        int
@@ -226,7 +227,14 @@ func (f *fakeChains) request(req PaymentRequest) (chains.SendRequest, error) {
 	return req.SendRequest()
 }
 
-func (f *fakeChains) Withdraw(ctx context.Context, r chains.WithdrawRequest) (chains.TxResult, error) {
+func (f *fakeChains) Withdraw(ctx context.Context, req PaymentRequest) (chains.TxResult, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	r, err := req.WithdrawRequest()
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	amount := ""
 	if !r.All {
 		amount = r.Amount.String()

@@ -256,18 +256,16 @@ func withdraw() Tool {
 		if sameAddress(p.Chain, to, p.StealthAddress) {
 			return nil, argErr("to is the payment's own stealth address")
 		}
-		asset, err := LookupAsset(p.Chain, p.Asset)
-		if err != nil {
-			asset = Asset{Symbol: p.Asset, Decimals: 18}
-		}
-		req := chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: !a.has("amount"), To: to, IdempotencyKey: env.IdempotencyKey}
-		amount := ""
-		if !req.All {
-			if req.Amount, err = asset.Parse(a.str("amount")); err != nil {
+		// Read once: the withdrawal's request (asset, amount or all,
+		// destination, key) is what the chain gets and what is told.
+		asset := paymentAsset(*p)
+		var amount chains.Amount
+		everything := !a.has("amount")
+		if !everything {
+			if amount, err = asset.Parse(a.str("amount")); err != nil {
 				return nil, err
 			}
-			amount = req.Amount.String()
-			if exceeds(amount, p.Balance) {
+			if exceeds(amount.String(), p.Balance) {
 				return nil, fmt.Errorf("%w: %s %s is more than the payment holds (%s %s); omit amount to withdraw everything", chains.ErrInsufficientFunds, amount, asset.Symbol, p.Balance, asset.Symbol)
 			}
 			if err := requireAmountStated(env, "withdraw", a.str("amount")); err != nil {
@@ -277,27 +275,35 @@ func withdraw() Tool {
 		if err := requireAddressStated(env, "withdraw", strings.TrimSpace(a.str("to"))); err != nil {
 			return nil, err
 		}
+		req := withdrawal("withdraw", *p, asset, amount, everything, to, env.IdempotencyKey)
 		tx, err := env.Chains.Withdraw(ctx, req)
-		shown := amount
-		if shown == "" {
-			shown = "all"
-		}
 		if err != nil {
 			if outcomeUnknown(err) {
-				pr := pendingResult(ctx, env, err, shown, p.Asset, p.Chain, to, env.IdempotencyKey)
-				return &WithdrawResult{PaymentID: pr.PaymentID, Status: StatusPending, TxHash: pr.TxHash, TxLink: pr.TxLink, Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: shown, Message: pr.Message}, nil
+				pr := pendingResult(ctx, env, err, req.AmountText(), asset.Symbol, p.Chain, to, req.IdempotencyKey())
+				return &WithdrawResult{PaymentID: pr.PaymentID, Status: StatusPending, TxHash: pr.TxHash, TxLink: pr.TxLink, Chain: p.Chain, From: p.StealthAddress, To: to, Asset: asset.Symbol, Amount: req.AmountText(), Message: pr.Message}, nil
 			}
 			return nil, chainErr("withdrawing from "+p.StealthAddress, p.Chain, err)
 		}
-		res := &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: shown}
-		res.PaymentID, res.Status = recordStatus(ctx, env, p.Chain, env.IdempotencyKey)
-		if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: amount, TxHash: tx.TxHash}); err != nil {
+		res := withdrawResult(env, req, tx)
+		res.PaymentID, res.Status = recordStatus(ctx, env, p.Chain, req.IdempotencyKey())
+		marked := ""
+		if !everything {
+			marked = amount.String()
+		}
+		if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: marked, TxHash: tx.TxHash}); err != nil {
 			return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", txText(res.TxLink, res.TxHash), err)
 		}
-		notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, p.Asset),
-			fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, p.Asset, p.StealthAddress, to, p.Chain, txText(res.TxLink, res.TxHash)))
+		notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, res.Asset),
+			fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, res.Asset, p.StealthAddress, to, p.Chain, txText(res.TxLink, res.TxHash)))
 		return res, nil
 	})
+}
+
+// withdrawResult is the detail of the withdrawal req the chain answered
+// with tx.
+func withdrawResult(env *Env, req PaymentRequest, tx chains.TxResult) *WithdrawResult {
+	return &WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, req.Chain(), tx), Chain: req.Chain(), From: req.From(), To: req.Recipient().Address,
+		Asset: req.Asset().Symbol, Amount: req.AmountText()}
 }
 
 // exceeds reports whether decimal a > decimal b (b unparseable: false,
@@ -390,19 +396,20 @@ func withdrawAll() Tool {
 		for _, p := range open {
 			// One key per payment, derived from the call's key: a
 			// retried call repeats exactly the same withdrawals.
-			key := env.IdempotencyKey + "/" + string(p.Chain) + "/" + p.StealthAddress
-			tx, err := env.Chains.Withdraw(ctx, chains.WithdrawRequest{Chain: p.Chain, From: p.StealthAddress, Asset: p.Asset, All: true, To: to, IdempotencyKey: key})
+			req := withdrawal("withdraw_all", p, paymentAsset(p), chains.Amount{}, true, to, env.IdempotencyKey+"/"+string(p.Chain)+"/"+p.StealthAddress)
+			key := req.IdempotencyKey()
+			tx, err := env.Chains.Withdraw(ctx, req)
 			if err != nil && outcomeUnknown(err) {
-				pr := pendingResult(ctx, env, err, "all", p.Asset, p.Chain, to, key)
+				pr := pendingResult(ctx, env, err, req.AmountText(), req.Asset().Symbol, p.Chain, to, key)
 				res.Pending = append(res.Pending, WithdrawResult{PaymentID: pr.PaymentID, Status: StatusPending, TxHash: pr.TxHash, TxLink: pr.TxLink,
-					Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all", Message: pr.Message})
+					Chain: p.Chain, From: p.StealthAddress, To: to, Asset: req.Asset().Symbol, Amount: req.AmountText(), Message: pr.Message})
 				continue
 			}
 			if err != nil {
 				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: chainErr("withdrawing", p.Chain, err).Error()})
 				continue
 			}
-			w := WithdrawResult{TxHash: tx.TxHash, TxLink: txLink(env, p.Chain, tx), Chain: p.Chain, From: p.StealthAddress, To: to, Asset: p.Asset, Amount: "all"}
+			w := *withdrawResult(env, req, tx)
 			w.PaymentID, w.Status = recordStatus(ctx, env, p.Chain, key)
 			if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, TxHash: tx.TxHash}); err != nil {
 				res.Failed = append(res.Failed, WithdrawFailed{Chain: p.Chain, From: p.StealthAddress, Error: fmt.Sprintf("sent (%s) but recording it failed: %v", txText(w.TxLink, w.TxHash), err)})

@@ -25,15 +25,23 @@ var ErrUnparsedPayment = errors.New("payment request was not parsed")
 // PaymentRequest is one payment as its tool read it.
 type PaymentRequest struct {
 	kind PaymentKind
-	// tool is the tool that asked (send_payment, pay_agent, pay_invoice).
+	// tool is the tool that asked (send_payment, pay_agent, pay_invoice,
+	// withdraw, withdraw_all), or what kept it (StoredPayment).
 	tool string
 	spend
 	to  PaymentRecipient
 	key string
+	// from and all are a withdrawal's (KindWithdraw): the received
+	// payment's one-time address, and whether it moves everything less
+	// fees (amount is then zero).
+	from string
+	all  bool
 }
 
 // Kind is the operation: KindSendPayment (a stealth payment to a
-// meta-address) or KindPayInvoice (a transfer to an invoice's address).
+// meta-address), KindPayInvoice (a transfer to an invoice's address) or
+// KindWithdraw (from a received payment's one-time address to a plain
+// address).
 func (r PaymentRequest) Kind() PaymentKind { return r.kind }
 
 // Tool is the tool that asked for the payment (or, for a payment kept
@@ -57,10 +65,26 @@ func (r PaymentRequest) Recipient() PaymentRecipient { return r.to }
 // IdempotencyKey is the key the payment is signed and recorded under.
 func (r PaymentRequest) IdempotencyKey() string { return r.key }
 
+// From is a withdrawal's one-time address ("" otherwise).
+func (r PaymentRequest) From() string { return r.from }
+
+// All reports whether a withdrawal moves everything less fees.
+func (r PaymentRequest) All() bool { return r.all }
+
 // Parsed reports whether a reader made r (the zero value is not a
 // payment).
 func (r PaymentRequest) Parsed() bool {
-	return r.kind != "" && r.chain != "" && r.asset.Symbol != "" && r.to.Address != "" && r.key != ""
+	return r.kind != "" && r.chain != "" && r.asset.Symbol != "" && r.to.Address != "" && r.key != "" &&
+		(r.kind != KindWithdraw || r.from != "") && (r.all || r.amount.Sign() > 0)
+}
+
+// AmountText is the amount as replies show it: "all" for a withdrawal of
+// everything.
+func (r PaymentRequest) AmountText() string {
+	if r.all {
+		return "all"
+	}
+	return r.amount.String()
 }
 
 // who is how replies name the recipient: its name, else its address.
@@ -75,17 +99,28 @@ func (r PaymentRequest) who() string {
 // checks): exactly the parsed chain, asset, amount, recipient address and
 // key. An unparsed request answers ErrUnparsedPayment.
 func (r PaymentRequest) SendRequest() (chains.SendRequest, error) {
-	if !r.Parsed() {
+	if !r.Parsed() || r.kind == KindWithdraw {
 		return chains.SendRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
 	return chains.SendRequest{Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, To: r.to.Address, IdempotencyKey: r.key}, nil
 }
 
+// WithdrawRequest is the spend of a withdrawal (KindWithdraw) the
+// connector signs with the one-time key: exactly the parsed chain, one-time
+// address, asset, amount (or all), destination and key. Any other request
+// answers ErrUnparsedPayment.
+func (r PaymentRequest) WithdrawRequest() (chains.WithdrawRequest, error) {
+	if !r.Parsed() || r.kind != KindWithdraw {
+		return chains.WithdrawRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
+	}
+	return chains.WithdrawRequest{Chain: r.chain, From: r.from, Asset: r.asset.Symbol, Amount: r.amount, All: r.all, To: r.to.Address, IdempotencyKey: r.key}, nil
+}
+
 // Record is the payment's record as src asked for it, before it is
 // signed (status and times are the store's).
 func (r PaymentRequest) Record(src PaymentSource) OutgoingPayment {
-	return OutgoingPayment{Kind: r.kind, Source: src, Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount,
-		Recipient: r.to, IdempotencyKey: r.key}
+	return OutgoingPayment{Kind: r.kind, Source: src, Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, All: r.all,
+		Recipient: r.to, From: r.from, IdempotencyKey: r.key}
 }
 
 // String is the payment in words: "0.5 USDC to bob.veil".
@@ -158,4 +193,25 @@ func (r PaymentRequest) Named(name string) PaymentRequest {
 func invoicePayment(inv PayableInvoice, sp spend, label, key string) PaymentRequest {
 	return PaymentRequest{kind: KindPayInvoice, tool: "pay_invoice", spend: sp,
 		to: PaymentRecipient{Name: label, Address: inv.PayTo}, key: key}
+}
+
+// withdrawal is the request of withdraw or withdraw_all (tool): amount of
+// asset (all: everything less fees, amount zero) from the received
+// payment p to the plain address to (read by ParseAddress) under key.
+func withdrawal(tool string, p Payment, asset Asset, amount chains.Amount, all bool, to, key string) PaymentRequest {
+	return PaymentRequest{kind: KindWithdraw, tool: tool, spend: spend{chain: p.Chain, asset: asset, amount: amount},
+		to: PaymentRecipient{Address: to}, key: key, from: p.StealthAddress, all: all}
+}
+
+// paymentAsset is the asset of a received payment p on its chain (one the
+// table does not know keeps its symbol, with 18 decimals).
+func paymentAsset(p Payment) Asset {
+	if p.Asset == "" && len(Assets(p.Chain)) > 0 {
+		return nativeAsset(p.Chain)
+	}
+	asset, err := LookupAsset(p.Chain, p.Asset)
+	if err != nil {
+		return Asset{Symbol: p.Asset, Decimals: 18}
+	}
+	return asset
 }

@@ -149,6 +149,52 @@ func TestPaymentParsedOnce(t *testing.T) {
 	})
 }
 
+// TestWithdrawalParsedOnce: withdraw and withdraw_all read their
+// arguments once into withdrawal requests, and those are what reach the
+// chain: its one-time address, asset, amount in base units (or all), the
+// checked destination and the key; a withdrawal is never a send.
+func TestWithdrawalParsedOnce(t *testing.T) {
+	f := newFixture(t)
+	withPayments(f)
+	if _, err := f.run(t, "withdraw", "withdraw 2 USDC to "+dest, `{"from":"0x1111111111111111111111111111111111111111","to":"`+strings.ToLower(dest)+`","amount":"2.000"}`); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.chain.requests) != 1 {
+		t.Fatalf("%d requests reached the chain, want 1", len(f.chain.requests))
+	}
+	got := f.chain.requests[0]
+	if got.Kind() != KindWithdraw || got.Tool() != "withdraw" || got.Chain() != chains.Base || got.Asset().Symbol != "USDC" || got.Amount().Units().String() != "2000000" ||
+		got.All() || got.From() != "0x1111111111111111111111111111111111111111" || got.Recipient() != (PaymentRecipient{Address: dest}) || got.IdempotencyKey() != "key-1" {
+		t.Errorf("request %+v", got)
+	}
+	w, err := got.WithdrawRequest()
+	if err != nil || w.From != got.From() || w.To != dest || w.Asset != "USDC" || w.Amount.Units().String() != "2000000" || w.All || w.IdempotencyKey != "key-1" {
+		t.Errorf("withdraw request %+v, %v", w, err)
+	}
+	if rec := got.Record(PaymentSource{Type: SourceMCP}); rec.Kind != KindWithdraw || rec.From != got.From() || rec.All || rec.Recipient.Address != dest {
+		t.Errorf("record %+v", rec)
+	}
+	if _, err := got.SendRequest(); !errors.Is(err, ErrUnparsedPayment) {
+		t.Errorf("a withdrawal as a send: %v", err)
+	}
+
+	f = newFixture(t)
+	withPayments(f)
+	if _, err := f.run(t, "withdraw_all", "withdraw everything to "+dest, `{"to":"`+dest+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0x1111111111111111111111111111111111111111": "USDC", "0x2222222222222222222222222222222222222222": "ETH"}
+	if len(f.chain.requests) != len(want) {
+		t.Fatalf("%d requests reached the chain, want %d", len(f.chain.requests), len(want))
+	}
+	for _, r := range f.chain.requests {
+		if r.Kind() != KindWithdraw || r.Tool() != "withdraw_all" || !r.All() || r.Amount().Sign() != 0 || r.Asset().Symbol != want[r.From()] ||
+			r.Recipient().Address != dest || r.IdempotencyKey() != "key-1/base/"+r.From() || r.AmountText() != "all" {
+			t.Errorf("request %+v", r)
+		}
+	}
+}
+
 // TestBadPaymentInputNothingSigned: a payment tool's bad argument is
 // refused once, at the boundary, with a message that names it (once), and
 // no request reaches the chain: nothing is signed or recorded.
@@ -171,12 +217,17 @@ func TestBadPaymentInputNothingSigned(t *testing.T) {
 		{"bad meta-address", "send_payment", "send 1", `{"recipient":"st:eth:0x1234","amount":"1"}`, chains.ErrInvalidAddress, "4 hex digits, want 132"},
 		{"unknown agent", "pay_agent", "pay zoe 1", `{"agent_name":"zoe","amount":"1"}`, ErrUnknownRecipient, "zoe.veil"},
 		{"invoice amount differs", "pay_invoice", "pay invoice " + badInvoice, `{"invoice":"` + badInvoice + `","amount":"3"}`, ErrInvoiceNotPayable, "not the 3 you stated"},
+		{"withdraw to a bad address", "withdraw", "withdraw to 0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD", `{"from":"0x1111111111111111111111111111111111111111","to":"0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD"}`, chains.ErrInvalidAddress, "EIP-55"},
+		{"withdraw a bad amount", "withdraw", "withdraw 1,5 to " + dest, `{"from":"0x1111111111111111111111111111111111111111","to":"` + dest + `","amount":"1,5"}`, chains.ErrInvalidAmount, `"1,5"`},
+		{"withdraw more than held", "withdraw", "withdraw 6 to " + dest, `{"from":"0x1111111111111111111111111111111111111111","to":"` + dest + `","amount":"6"}`, chains.ErrInsufficientFunds, "(5 USDC)"},
+		{"withdraw_all to a bad address", "withdraw_all", "withdraw everything to 0x12", `{"to":"0x12"}`, chains.ErrInvalidAddress, `"0x12"`},
 		{"invoice amount malformed", "pay_invoice", "pay invoice " + badInvoice, `{"invoice":"` + badInvoice + `","amount":"2,5"}`, ErrInvoiceNotPayable, "not the 2,5 you stated"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f, l := invoiceFixture(t)
 			l.all[badInvoice] = pendingInvoice(t, badInvoice, "shop", "2.5", "USDC")
+			withPayments(f)
 			res, err := f.run(t, c.tool, c.text, c.args)
 			if err == nil || res != nil {
 				t.Fatalf("got %+v, %v; want refused", res, err)

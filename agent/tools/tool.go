@@ -161,9 +161,12 @@ type ChainOps interface {
 	// *HeldError), recorded (req.Record) before it is signed as exactly
 	// req.SendRequest.
 	SendStealth(ctx context.Context, req PaymentRequest) (chains.TxResult, error)
-	// Withdraw spends a received stealth payment (req.From, its stealth
-	// address) to a plain address; req.All withdraws everything less fees.
-	Withdraw(ctx context.Context, req chains.WithdrawRequest) (chains.TxResult, error)
+	// Withdraw spends a received stealth payment (req, KindWithdraw, as
+	// withdraw or withdraw_all read it: its one-time address req.From) to
+	// a plain address; req.All withdraws everything less fees. It is
+	// recorded (req.Record) before it is signed as exactly
+	// req.WithdrawRequest.
+	Withdraw(ctx context.Context, req PaymentRequest) (chains.TxResult, error)
 	RegisterName(ctx context.Context, chain chains.ID) (chains.TxResult, error)
 	ResolveName(ctx context.Context, chain chains.ID, name string) (string, error)
 	Fund(ctx context.Context, chain chains.ID) (chains.TxResult, error)
