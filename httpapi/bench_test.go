@@ -230,8 +230,14 @@ func BenchmarkChat(b *testing.B) {
 			}
 			b.ReportAllocs()
 			a0, c0, n0, t0 := applies.Load(), commits.Load(), batches.Load(), commitNs.Load()
+			w0 := e.bolt.WriteStats()
 			defer func() {
 				c := float64(max(1, commits.Load()-c0))
+				// The work inside the one committer per chat (issue 38):
+				// pages the commits dirtied and wrote, and their bytes.
+				w := e.bolt.WriteStats()
+				b.ReportMetric(float64(w.Pages-w0.Pages)/float64(b.N), "pages/chat")
+				b.ReportMetric(float64(w.Bytes-w0.Bytes)/float64(b.N), "B-written/chat")
 				b.ReportMetric(float64(applies.Load()-a0)/float64(b.N), "applies/chat")
 				b.ReportMetric(float64(batches.Load()-n0)/c, "batches/commit")
 				b.ReportMetric(float64(commitNs.Load()-t0)/c/1e6, "commit-ms")

@@ -41,6 +41,7 @@ type env struct {
 	url   string
 	key   string
 	store persistence.Store
+	bolt  *persistence.Bolt // the store under any counting wrapper
 	host  *host.Host
 	api   *httpapi.Server
 	rpc   string // the ethereum devnet's JSON-RPC URL, with evm
@@ -159,7 +160,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		system.Shutdown()
 		_ = st.Close()
 	})
-	return &env{t: t, url: srv.URL, key: key, store: st, host: host, api: api, rpc: rpc, snaps: snaps, proxy: proxy}
+	return &env{t: t, url: srv.URL, key: key, store: st, bolt: bolt, host: host, api: api, rpc: rpc, snaps: snaps, proxy: proxy}
 }
 
 // newKey issues a key for another account.

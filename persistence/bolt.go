@@ -346,3 +346,26 @@ func decodeRecord(raw []byte) (uint64, []byte, error) {
 	}
 	return v, raw[versionLen:], nil
 }
+
+// WriteStats is what the committed transactions of a Bolt wrote since it
+// was opened: the measure of the work inside the one serial stage, the
+// commit (issue 38). Benchmarks divide it by the requests they ran.
+type WriteStats struct {
+	// Pages is the number of pages the transactions allocated and wrote
+	// (dirty B+tree nodes after spilling, overflow pages and the freelist;
+	// the meta page each commit also writes is not counted).
+	Pages int64
+	// Bytes is the size of those pages.
+	Bytes int64
+	// Writes is the number of write calls that put them on disk.
+	Writes int64
+	// Spills is the number of nodes serialized into pages.
+	Spills int64
+}
+
+// WriteStats answers the write figures summed over every transaction
+// finished so far.
+func (s *Bolt) WriteStats() WriteStats {
+	st := s.db.Stats().TxStats
+	return WriteStats{Pages: st.GetPageCount(), Bytes: st.GetPageAlloc(), Writes: st.GetWrite(), Spills: st.GetSpill()}
+}
