@@ -329,8 +329,9 @@ func (w *chatWriter) flushWith(ctx context.Context, extra []persistence.Op, msgs
 }
 
 // requestKey names this request for its tools' idempotency keys: the
-// client's Idempotency-Key, else the HTTP request's id, else the id of the
-// user's message (stored by then: tools run after a flush).
+// client's Idempotency-Key, else the HTTP request's id, else the
+// conversation's and the user's message's ids (stored by then: tools run
+// after a flush).
 func (w *chatWriter) requestKey(c *Chat) string {
 	switch {
 	case c.IdempotencyKey != "":
@@ -338,7 +339,9 @@ func (w *chatWriter) requestKey(c *Chat) string {
 	case c.RequestID != "":
 		return "request/" + c.RequestID
 	case w.key == "":
-		w.key = fmt.Sprintf("msg-%d", w.a.rec.LastMessageID)
+		// Message ids are unique within a conversation (nextMessageID):
+		// the conversation's id makes the key unique within the agent.
+		w.key = fmt.Sprintf("msg-%s-%d", w.conv.ID, w.conv.lastMessageID)
 	}
 	return w.key
 }

@@ -2,11 +2,13 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/veilhq/veil/actors/agent"
@@ -151,5 +153,106 @@ func TestChatWritesItsAuditRecordWithTheAnswer(t *testing.T) {
 	}
 	if v.(*agent.ChatReply).Audited {
 		t.Error("a chat without a record says it wrote one")
+	}
+}
+
+// A chat turn writes its messages, its conversation (which holds the
+// message counter) and its state, not the agent's record (issue 38: one
+// page less in the single committer per turn). Message ids stay unique and
+// increasing within a conversation, one stored before the counter moved
+// there (numbered from the agent's counter) included, and the messages
+// list in order.
+func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *testing.T) {
+	ctx := context.Background()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	env.Configure = func(d *agent.Deps) {
+		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
+	}
+	env.Restart()
+	a := env.CreateAgent("counter")
+
+	// A conversation as an earlier version stored it: no counter of its
+	// own, its message numbered 41 from the agent's counter, now 41.
+	rec, err := env.Store.Get(ctx, agent.TableAgents, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(rec.Value, &fields); err != nil {
+		t.Fatal(err)
+	}
+	fields["lastMessageId"] = 41
+	raw, _ := json.Marshal(fields)
+	legacy := uuid.NewString()
+	now := time.Now().UTC()
+	conv, _ := json.Marshal(map[string]any{"id": legacy, "title": "old", "createdAt": now, "updatedAt": now})
+	old, _ := json.Marshal(map[string]any{"id": 41, "role": "user", "text": "old words", "createdAt": now})
+	if _, err := env.Store.Apply(ctx,
+		persistence.Put(agent.TableAgents, a.ID, raw, persistence.AtVersion(rec.Version)),
+		persistence.Put(agent.TableConversations, a.ID+"/"+legacy, conv, persistence.Absent()),
+		persistence.Put(agent.TableMessages, fmt.Sprintf("%s/%s/%016x", a.ID, legacy, 41), old, persistence.Absent()),
+	); err != nil {
+		t.Fatal(err)
+	}
+	env.Restart()
+	rec, err = env.Store.Get(ctx, agent.TableAgents, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	chat := func(convID, msg string) string {
+		t.Helper()
+		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, ConversationID: convID, Message: msg, RequestID: uuid.NewString()})
+		if err != nil {
+			t.Fatalf("%q: %v", msg, err)
+		}
+		return v.(*agent.ChatReply).ConversationID
+	}
+	fresh := chat("", "hello")
+	chat(fresh, "show my agent info")
+	chat(legacy, "hello again")
+	chat(fresh, "hello")
+
+	after, err := env.Store.Get(ctx, agent.TableAgents, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != rec.Version {
+		t.Errorf("chats rewrote the agent's record: version %d, was %d", after.Version, rec.Version)
+	}
+	for _, tc := range []struct {
+		conv  string
+		texts []string
+	}{
+		{fresh, []string{"hello", "", "show my agent info", "", "", "hello", ""}},
+		{legacy, []string{"old words", "hello again", ""}},
+	} {
+		stored, err := env.Store.List(ctx, agent.TableMessages, persistence.Query{Prefix: a.ID + "/" + tc.conv + "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) != len(tc.texts) {
+			t.Fatalf("conversation %s: %d messages, want %d", tc.conv, len(stored), len(tc.texts))
+		}
+		last := int64(0)
+		for i, r := range stored {
+			var m struct {
+				ID   int64  `json:"id"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(r.Value, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.ID <= last || r.Key != fmt.Sprintf("%s/%s/%016x", a.ID, tc.conv, m.ID) {
+				t.Errorf("conversation %s: message %d has id %d under key %s after id %d", tc.conv, i, m.ID, r.Key, last)
+			}
+			if tc.texts[i] != "" && m.Text != tc.texts[i] {
+				t.Errorf("conversation %s: message %d is %q, want %q", tc.conv, i, m.Text, tc.texts[i])
+			}
+			last = m.ID
+		}
+		if tc.conv == legacy && stored[1].Key <= stored[0].Key {
+			t.Errorf("the legacy conversation's new message sorts before its old one")
+		}
 	}
 }

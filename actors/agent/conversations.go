@@ -19,6 +19,40 @@ type Conversation struct {
 	Title     string    `json:"title"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+
+	// lastMessageID is the id of the conversation's last message, kept in
+	// the stored record (storedConversation), not shown by the API.
+	lastMessageID int64
+}
+
+// storedConversation is a Conversation as the store keeps it: with the
+// counter of its messages' ids. The counter lives here, in the record every
+// append writes anyway, rather than in the agent's record, so that a chat
+// turn does not rewrite the agent (issue 38: one B+tree leaf less in the
+// single committer per turn).
+type storedConversation struct {
+	Conversation
+	LastMessageID int64 `json:"lastMessageId,omitempty"`
+}
+
+func (c *Conversation) stored() storedConversation {
+	return storedConversation{Conversation: *c, LastMessageID: c.lastMessageID}
+}
+
+func (s *storedConversation) conversation() *Conversation {
+	c := s.Conversation
+	c.lastMessageID = s.LastMessageID
+	return &c
+}
+
+// nextMessageID is the id of the message after the conversation's last.
+// Ids are unique and increasing within a conversation, so key order is
+// append order. A conversation stored before the counter moved here has
+// none: its messages were numbered from the agent's counter
+// (Record.LastMessageID, no longer advanced), which is at least as large as
+// every id in it, so counting on from there keeps its order.
+func (a *Actor) nextMessageID(c *Conversation) int64 {
+	return max(c.lastMessageID, a.rec.LastMessageID) + 1
 }
 
 // Message is a stored message; ID is not returned by the messages endpoint.
@@ -45,9 +79,13 @@ func (a *Actor) msgPrefix(convID string) string { return a.id + "/" + convID + "
 func msgKey(prefix string, id int64) string { return fmt.Sprintf("%s%016x", prefix, id) }
 
 func (a *Actor) listConversations(ctx context.Context) ([]Conversation, error) {
-	out, err := jsonrec.List[Conversation](ctx, a.deps.Store, TableConversations, persistence.Query{Prefix: a.id + "/"})
+	stored, err := jsonrec.List[storedConversation](ctx, a.deps.Store, TableConversations, persistence.Query{Prefix: a.id + "/"})
 	if err != nil {
 		return nil, err
+	}
+	out := make([]Conversation, len(stored))
+	for i := range stored {
+		out[i] = *stored[i].conversation()
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
@@ -61,7 +99,7 @@ func (a *Actor) listConversations(ctx context.Context) ([]Conversation, error) {
 func (a *Actor) createConversation(ctx context.Context) (*Conversation, error) {
 	now := a.deps.now()
 	c := &Conversation{ID: uuid.NewString(), Title: "", CreatedAt: now, UpdatedAt: now}
-	raw, err := json.Marshal(c)
+	raw, err := json.Marshal(c.stored())
 	if err != nil {
 		return nil, err
 	}
@@ -75,14 +113,14 @@ func (a *Actor) getConversation(ctx context.Context, convID string) (*Conversati
 	if _, err := uuid.Parse(convID); err != nil {
 		return nil, 0, ErrConversationNotFound
 	}
-	c, version, err := jsonrec.Load[Conversation](ctx, a.deps.Store, TableConversations, a.convKey(convID))
+	s, version, err := jsonrec.Load[storedConversation](ctx, a.deps.Store, TableConversations, a.convKey(convID))
 	if err != nil {
 		return nil, 0, err
 	}
-	if c == nil {
+	if s == nil {
 		return nil, 0, ErrConversationNotFound
 	}
-	return c, version, nil
+	return s.conversation(), version, nil
 }
 
 func (a *Actor) listMessages(ctx context.Context, convID string) ([]Message, error) {
@@ -118,7 +156,7 @@ func (a *Actor) deleteConversation(ctx context.Context, convID string) error {
 }
 
 // AppendMessages stores messages at the end of a conversation and moves its
-// updatedAt, atomically with the agent's message counter. The chat loop uses
+// updatedAt and its message counter, atomically. The chat loop uses
 // it; every message is durable before the reply that mentions it.
 func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVersion uint64, msgs ...Message) error {
 	_, err := a.appendMessages(ctx, conv, convVersion, msgs...)
@@ -134,24 +172,23 @@ func (a *Actor) appendMessages(ctx context.Context, conv *Conversation, convVers
 // appendMessagesWith is appendMessages committing extra ops (the
 // conversation's state) in the same commit.
 func (a *Actor) appendMessagesWith(ctx context.Context, conv *Conversation, convVersion uint64, extra []persistence.Op, msgs ...Message) (uint64, error) {
-	next := a.rec.clone()
 	now := a.deps.now()
-	ops := make([]persistence.Op, 0, len(msgs)+len(extra)+2)
+	c := *conv
+	ops := make([]persistence.Op, 0, len(msgs)+len(extra)+1)
 	ops = append(ops, extra...)
 	for _, m := range msgs {
-		next.LastMessageID++
+		c.lastMessageID = a.nextMessageID(&c)
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = now
 		}
-		raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Message: m})
+		raw, err := json.Marshal(storedMessage{ID: c.lastMessageID, Message: m})
 		if err != nil {
 			return 0, err
 		}
-		ops = append(ops, persistence.Put(TableMessages, msgKey(a.msgPrefix(conv.ID), next.LastMessageID), raw, persistence.Absent()))
+		ops = append(ops, persistence.Put(TableMessages, msgKey(a.msgPrefix(c.ID), c.lastMessageID), raw, persistence.Absent()))
 	}
-	c := *conv
 	c.UpdatedAt = now
-	raw, err := json.Marshal(&c)
+	raw, err := json.Marshal(c.stored())
 	if err != nil {
 		return 0, err
 	}
@@ -159,10 +196,12 @@ func (a *Actor) appendMessagesWith(ctx context.Context, conv *Conversation, conv
 	if convVersion == 0 {
 		expect = persistence.Absent()
 	}
+	// The conversation's expected version orders every append to it, the
+	// counter included; the agent's record is not written.
 	ops = append(ops, persistence.Put(TableConversations, a.convKey(c.ID), raw, expect))
-	vs, err := a.saveRecordVersions(ctx, next, ops...)
+	vs, err := a.deps.Store.Apply(ctx, ops...)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("agent %s: save: %w", a.id, err)
 	}
 	*conv = c
 	return vs[len(ops)-1], nil
