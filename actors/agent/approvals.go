@@ -305,13 +305,13 @@ func (a *Actor) runApproved(ctx context.Context, id string) (*policy.Approval, e
 // payment broadcast before a crash is found by the chain's ledger, not
 // sent again.
 func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.TxResult, error) {
-	conn, err := a.deps.Chains.Chain(ap.Chain)
-	if err != nil {
+	if _, err := a.deps.Chains.Chain(ap.Chain); err != nil {
 		return chains.TxResult{}, err
 	}
-	from := chains.KeyRef{AgentID: a.id, Chain: ap.Chain, Epoch: keyEpoch}
 	// Signed as a spend under the approval's key: the enclave's gate finds
-	// the approval by that key.
+	// the approval by that key. The payment is read once from the
+	// approval (tools.StoredPayment, StoredInvoicePayment).
+	to := tools.PaymentRecipient{Name: ap.Recipient, Address: ap.PayTo}
 	if ap.Kind == policy.KindInvoice {
 		// Decided on today's facts: an invoice of this server paid,
 		// expired or cancelled since it was held is not paid now (the
@@ -328,18 +328,13 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 			return chains.TxResult{}, err
 		}
 		// An invoice's one-time address is a plain address (PayAddress).
-		req := chains.WithdrawRequest{Chain: ap.Chain, From: a.rec.Addresses[string(ap.Chain)], To: ap.PayTo, Asset: ap.Asset, All: ap.Amount == "", IdempotencyKey: ap.Key}
-		if !req.All {
-			if req.Amount, err = tools.AmountOf(ap.Chain, ap.Asset, ap.Amount); err != nil {
-				return chains.TxResult{}, err
-			}
+		pr, err := tools.StoredInvoicePayment("approval", ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
+		if err != nil {
+			return chains.TxResult{}, err
 		}
-		rec := tools.OutgoingPayment{Kind: tools.KindPayInvoice, Source: approvalSource(ap), Chain: ap.Chain, Asset: assetOr(ap.Chain, ap.Asset),
-			Amount: req.Amount, All: req.All, Recipient: tools.PaymentRecipient{Name: ap.Recipient, Address: ap.PayTo}, IdempotencyKey: ap.Key}
-		return a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) { return conn.Withdraw(ctx, from, req) })
+		return a.payToAddress(ctx, pr, approvalSource(ap))
 	}
-	// The approved payment, read once from the approval (tools.StoredPayment).
-	pr, err := tools.StoredPayment("approval", ap.Chain, ap.Asset, ap.Amount, tools.PaymentRecipient{Name: ap.Recipient, Address: ap.PayTo}, ap.Key)
+	pr, err := tools.StoredPayment("approval", ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
 	if err != nil {
 		return chains.TxResult{}, err
 	}

@@ -77,30 +77,40 @@ func (l invoiceLookup) PayLink(id string) string {
 }
 
 // PayAddress pays an invoice's one-time address from the agent's account:
-// the owner's approval rules first (a held payment is not sent), then the
-// connector signs a transfer from the account's own key (no one-time key)
-// as an explicit spend, which the enclave checks against the policy. pr
-// is the payment as pay_invoice parsed it; its recipient's name labels the
-// payee for the approval and the record.
+// the owner's approval rules first (a held payment is not sent), then
+// payToAddress. pr is the payment as pay_invoice parsed it; its
+// recipient's name labels the payee for the approval and the record.
 func (o *chainOps) PayAddress(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
+	if _, err := pr.SendRequest(); err != nil {
+		return chains.TxResult{}, err // not parsed: nothing is held or signed
+	}
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount().String(),
+		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
+		return chains.TxResult{}, err
+	}
+	return o.a.payToAddress(ctx, pr, toolSource(o.convID))
+}
+
+// payToAddress pays pr (an invoice's payment, as pay_invoice read it or
+// an approval kept it) to its recipient's plain address from the agent's
+// account, whichever path pays it (src): the connector signs a transfer
+// from the account's own key (no one-time key) as an explicit spend,
+// which the enclave checks against the policy. It is recorded
+// (pr.Record) before it is signed.
+func (a *Actor) payToAddress(ctx context.Context, pr tools.PaymentRequest, src tools.PaymentSource) (chains.TxResult, error) {
 	req, err := pr.SendRequest()
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	label := pr.Recipient().Name
-	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: req.Chain, Asset: req.Asset, Amount: req.Amount.String(),
-		Recipient: label, PayTo: req.To, Key: req.IdempotencyKey, ConversationID: o.convID}); err != nil {
-		return chains.TxResult{}, err
-	}
-	c, err := o.conn(req.Chain)
+	c, err := a.deps.Chains.Chain(req.Chain)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
+	from := chains.KeyRef{AgentID: a.id, Chain: req.Chain, Epoch: keyEpoch}
 	// The account's own key (no ephemeral key) spends from the account's
 	// address: a plain transfer in the account's lane.
-	rec := pr.Record(toolSource(o.convID))
-	return o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) {
-		return c.Withdraw(ctx, o.key(req.Chain), chains.WithdrawRequest{Chain: req.Chain, From: o.agent.Addresses[req.Chain], To: req.To,
+	return a.paying(ctx, pr.Record(src), func(ctx context.Context) (chains.TxResult, error) {
+		return c.Withdraw(ctx, from, chains.WithdrawRequest{Chain: req.Chain, From: a.rec.Addresses[string(req.Chain)], To: req.To,
 			Asset: req.Asset, Amount: req.Amount, IdempotencyKey: req.IdempotencyKey})
 	})
 }

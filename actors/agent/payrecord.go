@@ -102,14 +102,6 @@ func pendingOf(err error) *tools.PendingError {
 	return nil
 }
 
-// assetOr is asset, or chain's native asset for "".
-func assetOr(c chains.ID, asset string) string {
-	if asset == "" {
-		return c.NativeAsset()
-	}
-	return asset
-}
-
 func firstOf(s ...string) string {
 	for _, x := range s {
 		if x != "" {

@@ -69,20 +69,6 @@ func ParseAmount(amount string, a Asset) (string, error) {
 	return v.String(), nil
 }
 
-// AmountOf parses a stored amount of the asset symbol on chain ("" is the
-// native asset): a schedule's or an approval's, which were checked with
-// ParseAmount when they were made.
-func AmountOf(chain chains.ID, symbol, amount string) (chains.Amount, error) {
-	a := nativeAsset(chain)
-	if symbol != "" {
-		var err error
-		if a, err = LookupAsset(chain, symbol); err != nil {
-			return chains.Amount{}, err
-		}
-	}
-	return a.Parse(amount)
-}
-
 // Parse reads a decimal amount of the asset in whole units ("1.5") into
 // base units, once: the parsed amount travels on to the connector.
 // Errors match chains.ErrInvalidAmount.

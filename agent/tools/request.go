@@ -158,6 +158,17 @@ func readPayment(ctx context.Context, env *Env, tool, who string, a *args, onCha
 // it ("schedule", "approval"); symbol "" is the chain's native asset; to
 // is the recipient as the owner saw it and the meta-address to pay.
 func StoredPayment(asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
+	return storedPayment(KindSendPayment, asker, c, symbol, amount, to, key)
+}
+
+// StoredInvoicePayment is StoredPayment for an invoice payment kept for
+// the owner's approval (KindPayInvoice): to's address is the invoice's
+// one-time address.
+func StoredInvoicePayment(asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
+	return storedPayment(KindPayInvoice, asker, c, symbol, amount, to, key)
+}
+
+func storedPayment(kind PaymentKind, asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
 	if len(Assets(c)) == 0 {
 		return PaymentRequest{}, fmt.Errorf("%w: %q", chains.ErrUnknownChain, c)
 	}
@@ -172,7 +183,7 @@ func StoredPayment(asker string, c chains.ID, symbol, amount string, to PaymentR
 	if err != nil {
 		return PaymentRequest{}, err
 	}
-	r := PaymentRequest{kind: KindSendPayment, tool: asker, spend: spend{chain: c, asset: asset, amount: v}, to: to, key: key}
+	r := PaymentRequest{kind: kind, tool: asker, spend: spend{chain: c, asset: asset, amount: v}, to: to, key: key}
 	if !r.Parsed() {
 		return PaymentRequest{}, fmt.Errorf("%w: the %s's payment has no recipient address or key", ErrUnparsedPayment, asker)
 	}

@@ -286,6 +286,10 @@ func TestStoredPayment(t *testing.T) {
 				send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != c.key {
 				t.Fatalf("request %+v, signing request %+v, %v", pr, send, err)
 			}
+			inv, err := StoredInvoicePayment("approval", c.chain, c.symbol, c.amount, c.to, c.key)
+			if isend, serr := inv.SendRequest(); err != nil || serr != nil || inv.Kind() != KindPayInvoice || inv.Tool() != "approval" || !reflect.DeepEqual(isend, send) {
+				t.Fatalf("invoice request %+v (%v), signing request %+v (%v)", inv, err, isend, serr)
+			}
 			named := pr.Named("st:eth:0xb…ob")
 			if named.Recipient().Name != "st:eth:0xb…ob" || pr.Recipient().Name != c.to.Name {
 				t.Fatalf("Named: %+v (was %+v)", named.Recipient(), pr.Recipient())
