@@ -185,7 +185,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	env.UserText = c.Message
 	// The conversation's state: what follow-ups refer to, and an action
 	// waiting for the user's yes (convstate.go).
-	if w.state, err = a.beginTurn(ctx, conv.ID, convVersion != 0, history, &env); err != nil {
+	if w.state, err = a.beginTurn(ctx, conv, convVersion != 0, history, &env); err != nil {
 		return nil, err
 	}
 	offered, defs := a.deps.tools(), a.deps.toolDefs
@@ -271,7 +271,8 @@ type chatWriter struct {
 	version uint64 // the conversation's; 0 until it is stored
 	pending []Message
 	key     string // the request key, fixed at the first flush
-	// state is the conversation's state, written with every flush.
+	// state is the conversation's state, written with every flush (in the
+	// conversation's record).
 	state *convState
 	// audit is the request's audit record (Chat.Audit), written by finish
 	// with the answer; nil when the caller writes its own.
@@ -314,11 +315,8 @@ func (w *chatWriter) flushWith(ctx context.Context, extra []persistence.Op, msgs
 		return nil
 	}
 	if w.state != nil {
-		op, err := w.state.op(w.a, w.conv.ID)
-		if err != nil {
-			return err
-		}
-		extra = append(extra, op)
+		// The state is written with the conversation's record.
+		w.conv.state = w.state
 	}
 	v, err := w.a.appendMessagesWith(ctx, w.conv, w.version, extra, all...)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -254,5 +256,100 @@ func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *test
 		if tc.conv == legacy && stored[1].Key <= stored[0].Key {
 			t.Errorf("the legacy conversation's new message sorts before its old one")
 		}
+	}
+}
+
+// seer is a model that answers "ok" and keeps the text of every message it
+// was shown.
+type seer struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *seer) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return "ok", nil
+}
+
+func (s *seer) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = s.seen[:0]
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if t, ok := p.(llms.TextContent); ok {
+				s.seen = append(s.seen, t.Text)
+			}
+		}
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "ok"}}}, nil
+}
+
+func (s *seer) saw(text string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.seen {
+		if strings.Contains(t, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// A conversation's state lives in its record (issue 38: no record of its
+// own to write per turn). One stored before, whose state is in
+// TableConvState, is still read from there, and its next turn moves the
+// state into the conversation's record.
+func TestConversationStateLivesInTheConversationRecord(t *testing.T) {
+	ctx := context.Background()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	model := &seer{}
+	env.Configure = func(d *agent.Deps) {
+		d.Models = func(string, string) (llms.Model, error) { return model, nil }
+	}
+	env.Restart()
+	a := env.CreateAgent("stateful")
+	legacy := uuid.NewString()
+	now := time.Now().UTC()
+	conv, _ := json.Marshal(map[string]any{"id": legacy, "title": "old", "createdAt": now, "updatedAt": now})
+	st, _ := json.Marshal(map[string]any{"people": []string{"zelda-the-marker"}})
+	if _, err := env.Store.Apply(ctx,
+		persistence.Put(agent.TableConversations, a.ID+"/"+legacy, conv, persistence.Absent()),
+		persistence.Put(agent.TableConvState, a.ID+"/"+legacy, st, persistence.Absent()),
+	); err != nil {
+		t.Fatal(err)
+	}
+	chat := func(convID string) string {
+		t.Helper()
+		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, ConversationID: convID, Message: "hello", RequestID: uuid.NewString()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(*agent.ChatReply).ConversationID
+	}
+	chat(legacy)
+	if !model.saw("zelda-the-marker") {
+		t.Fatal("the state of a conversation stored before was not read from its old table")
+	}
+	rec, err := env.Store.Get(ctx, agent.TableConversations, a.ID+"/"+legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rec.Value), "zelda-the-marker") {
+		t.Errorf("the turn did not move the state into the conversation's record: %s", rec.Value)
+	}
+	// The old record gone, the state is still there.
+	if _, err := env.Store.Apply(ctx, persistence.Delete(agent.TableConvState, a.ID+"/"+legacy, persistence.Any())); err != nil {
+		t.Fatal(err)
+	}
+	env.Restart()
+	chat(legacy)
+	if !model.saw("zelda-the-marker") {
+		t.Error("the state moved into the conversation's record was not read from it")
+	}
+	// A new conversation writes no record of its own state.
+	fresh := chat("")
+	chat(fresh)
+	if recs, err := env.Store.List(ctx, agent.TableConvState, persistence.Query{Prefix: a.ID + "/"}); err != nil || len(recs) != 0 {
+		t.Errorf("conversation state records %v (%v), want none", recs, err)
 	}
 }

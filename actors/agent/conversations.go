@@ -20,9 +20,12 @@ type Conversation struct {
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 
-	// lastMessageID is the id of the conversation's last message, kept in
-	// the stored record (storedConversation), not shown by the API.
+	// lastMessageID is the id of the conversation's last message, and
+	// state what follow-ups refer to (convstate.go), both kept in the
+	// stored record (storedConversation), not shown by the API. state is
+	// nil for a conversation stored before it moved there.
 	lastMessageID int64
+	state         *convState
 }
 
 // storedConversation is a Conversation as the store keeps it: with the
@@ -30,18 +33,22 @@ type Conversation struct {
 // append writes anyway, rather than in the agent's record, so that a chat
 // turn does not rewrite the agent (issue 38: one B+tree leaf less in the
 // single committer per turn).
+//
+// The conversation's state is kept here too, for the same reason: it was a
+// record of its own (TableConvState), another leaf per turn.
 type storedConversation struct {
 	Conversation
-	LastMessageID int64 `json:"lastMessageId,omitempty"`
+	LastMessageID int64      `json:"lastMessageId,omitempty"`
+	State         *convState `json:"state,omitempty"`
 }
 
 func (c *Conversation) stored() storedConversation {
-	return storedConversation{Conversation: *c, LastMessageID: c.lastMessageID}
+	return storedConversation{Conversation: *c, LastMessageID: c.lastMessageID, State: c.state}
 }
 
 func (s *storedConversation) conversation() *Conversation {
 	c := s.Conversation
-	c.lastMessageID = s.LastMessageID
+	c.lastMessageID, c.state = s.LastMessageID, s.State
 	return &c
 }
 
@@ -98,7 +105,7 @@ func (a *Actor) listConversations(ctx context.Context) ([]Conversation, error) {
 
 func (a *Actor) createConversation(ctx context.Context) (*Conversation, error) {
 	now := a.deps.now()
-	c := &Conversation{ID: uuid.NewString(), Title: "", CreatedAt: now, UpdatedAt: now}
+	c := &Conversation{ID: uuid.NewString(), Title: "", CreatedAt: now, UpdatedAt: now, state: &convState{}}
 	raw, err := json.Marshal(c.stored())
 	if err != nil {
 		return nil, err

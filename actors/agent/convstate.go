@@ -15,7 +15,6 @@ import (
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/llm"
-	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/persistence/jsonrec"
 )
 
@@ -23,10 +22,11 @@ import (
 // what a person would expect it to — the last action and its arguments,
 // the people, chains and assets named — and at most one pending action:
 // a tool call that failed with tools.ErrNeedsConfirmation, waiting for the
-// user's yes. It is stored beside the conversation (TableConvState, keyed
-// by agent and conversation, so it never leaks across either), written in
-// the same commit as the messages of the turn that changed it, and so
-// survives passivation and restarts.
+// user's yes. It is stored in the conversation's record (storedConversation,
+// keyed by agent and conversation, so it never leaks across either; before
+// issue 38 in a record of its own, TableConvState, which a conversation
+// stored then still reads), written in the same commit as the messages of
+// the turn that changed it, and so survives passivation and restarts.
 //
 // A "yes" (intent.ReadAnswer) runs exactly the pending call once, with
 // Env.Confirmed, the words it was asked with and the same idempotency key;
@@ -35,8 +35,9 @@ import (
 // planner resolves follow-ups against it ("again", "the same to carol",
 // "and on solana?", "cancel that", "send him 5 usdc").
 
-// TableConvState holds each conversation's state: agent id/conversation
-// id → convState.
+// TableConvState held each conversation's state: agent id/conversation
+// id → convState. Only conversations whose record has no state of its own
+// (stored before issue 38) are read from it; nothing writes it any more.
 const TableConvState = "conversation_state"
 
 // pendingTTL is how long an action waits for the user's yes.
@@ -91,25 +92,20 @@ func (a *Actor) loadConvState(ctx context.Context, convID string) (*convState, e
 	return st, nil
 }
 
-// op writes the state; the actor is the conversation's only writer.
-func (s *convState) op(a *Actor, convID string) (persistence.Op, error) {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return persistence.Op{}, err
-	}
-	return persistence.Put(TableConvState, a.convKey(convID), raw, persistence.Any()), nil
-}
-
 // beginTurn reads the conversation's state (new conversations start
 // empty) and gives env what the money checks need from it: the user's
 // earlier words and the owner's confirmation amounts.
-func (a *Actor) beginTurn(ctx context.Context, convID string, stored bool, history []Message, env *tools.Env) (*convState, error) {
-	st := &convState{}
-	if stored {
+func (a *Actor) beginTurn(ctx context.Context, conv *Conversation, stored bool, history []Message, env *tools.Env) (*convState, error) {
+	st := conv.state
+	switch {
+	case st != nil:
+	case stored: // a conversation stored before its record held the state
 		var err error
-		if st, err = a.loadConvState(ctx, convID); err != nil {
+		if st, err = a.loadConvState(ctx, conv.ID); err != nil {
 			return nil, err
 		}
+	default:
+		st = &convState{}
 	}
 	var earlier []string
 	for i := len(history) - 1; i >= 0 && len(earlier) < earlierTurns; i-- {
