@@ -328,17 +328,17 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 			return chains.TxResult{}, err
 		}
 		// An invoice's one-time address is a plain address (PayAddress).
-		pr, err := tools.StoredInvoicePayment("approval", ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
+		pr, err := tools.StoredInvoicePayment(approvalSource(ap), ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
 		if err != nil {
 			return chains.TxResult{}, err
 		}
-		return a.payToAddress(ctx, pr, approvalSource(ap))
+		return a.payToAddress(ctx, pr)
 	}
-	pr, err := tools.StoredPayment("approval", ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
+	pr, err := tools.StoredPayment(approvalSource(ap), ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return a.sendStealth(ctx, pr, approvalSource(ap))
+	return a.sendStealth(ctx, pr)
 }
 
 // approvalSource names the approval as what asked for its payment.

@@ -88,16 +88,16 @@ func (o *chainOps) PayAddress(ctx context.Context, pr tools.PaymentRequest) (cha
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	return o.a.payToAddress(ctx, pr, toolSource(o.convID))
+	return o.a.payToAddress(ctx, pr)
 }
 
 // payToAddress pays pr (an invoice's payment, as pay_invoice read it or
 // an approval kept it) to its recipient's plain address from the agent's
-// account, whichever path pays it (src): the connector signs a transfer
+// account, whichever path pays it (pr.Source): the connector signs a transfer
 // from the account's own key (no one-time key) as an explicit spend,
 // which the enclave checks against the policy. It is recorded
 // (pr.Record) before it is signed.
-func (a *Actor) payToAddress(ctx context.Context, pr tools.PaymentRequest, src tools.PaymentSource) (chains.TxResult, error) {
+func (a *Actor) payToAddress(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
 	req, err := pr.SendRequest()
 	if err != nil {
 		return chains.TxResult{}, err
@@ -109,7 +109,7 @@ func (a *Actor) payToAddress(ctx context.Context, pr tools.PaymentRequest, src t
 	from := chains.KeyRef{AgentID: a.id, Chain: req.Chain, Epoch: keyEpoch}
 	// The account's own key (no ephemeral key) spends from the account's
 	// address: a plain transfer in the account's lane.
-	return a.paying(ctx, pr.Record(src), func(ctx context.Context) (chains.TxResult, error) {
+	return a.paying(ctx, pr.Record(), func(ctx context.Context) (chains.TxResult, error) {
 		return c.Withdraw(ctx, from, chains.WithdrawRequest{Chain: req.Chain, From: a.rec.Addresses[string(req.Chain)], To: req.To,
 			Asset: req.Asset, Amount: req.Amount, IdempotencyKey: req.IdempotencyKey})
 	})

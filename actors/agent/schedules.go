@@ -270,7 +270,7 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 		return chains.TxResult{}, err
 	}
 	// The slot's payment, read once from the schedule (tools.StoredPayment).
-	pr, err := tools.StoredPayment("schedule", sc.Chain, sc.Asset, sc.Amount,
+	pr, err := tools.StoredPayment(tools.PaymentSource{Type: tools.SourceSchedule, ID: sc.ID}, sc.Chain, sc.Asset, sc.Amount,
 		tools.PaymentRecipient{Name: recipientLabel(sc.Recipient), Address: meta}, SlotKey(sc.ID, slot))
 	if err != nil {
 		return chains.TxResult{}, err
@@ -283,7 +283,7 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	}
 	// The connector signs it as a spend; the enclave checks the policy
 	// (approvals, caps, allowlist, daily budget) before it signs.
-	return a.sendStealth(ctx, pr, tools.PaymentSource{Type: tools.SourceSchedule, ID: sc.ID})
+	return a.sendStealth(ctx, pr)
 }
 
 // scheduleMeta resolves the schedule's recipient on its chain now: a

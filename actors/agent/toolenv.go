@@ -67,6 +67,7 @@ func (a *Actor) toolEnv(ctx context.Context, convID string) tools.Env {
 	invoices.WithPrep(ops.prepareDestination).WithPrepares(ops.PreparesDestinations)
 	return tools.Env{
 		Agent:     ag,
+		Source:    toolSource(convID),
 		Now:       now,
 		Chains:    ops,
 		Directory: dir,
@@ -182,7 +183,7 @@ func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (ch
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	return o.a.sendStealth(ctx, pr, toolSource(o.convID))
+	return o.a.sendStealth(ctx, pr)
 }
 
 // Withdraw spends pr, the withdrawal as its tool parsed it: recorded as
@@ -212,7 +213,7 @@ func (o *chainOps) Withdraw(ctx context.Context, pr tools.PaymentRequest) (chain
 	// payer and the relayer pays, so the agent's account never funds its
 	// one-time addresses (docs/operations.md, "Relayers").
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id], Record: o.a.gasRecord(toolSource(o.convID), req.IdempotencyKey)}
-	return o.a.paying(ctx, pr.Record(toolSource(o.convID)), func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
+	return o.a.paying(ctx, pr.Record(), func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

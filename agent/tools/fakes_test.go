@@ -523,6 +523,7 @@ func newFixture(t testing.TB) *fixture {
 		Agent: Agent{ID: "agent-alice", Name: "alice", AccountID: "acct", Chains: mine,
 			Addresses: addrs(t, "alice", mine...), MetaAddresses: metas(t, "alice", mine...)},
 		IdempotencyKey: "key-1",
+		Source:         testSource,
 		Now:            clock,
 		Chains:         cs, Directory: dir, Invoices: f.inv, Schedules: f.sch, Memories: f.mem, Payments: f.pays, Notifier: f.note,
 	}

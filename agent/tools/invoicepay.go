@@ -70,7 +70,7 @@ func payInvoice() Tool {
 		}
 		// The invoice's terms, read once: everything below pays exactly
 		// this request.
-		req := invoicePayment(inv, terms, invoiceLabel(inv), invoiceKey(env, inv))
+		req := invoicePayment(inv, terms, invoiceLabel(inv), invoiceKey(env, inv), env.Source)
 		if err := checkStatedAmount(env, ref, a.str("amount"), inv, req); err != nil {
 			return nil, err
 		}

@@ -423,7 +423,7 @@ func TestReachable(t *testing.T) {
 			t.Fatal(err)
 		}
 		inv := PayableInvoice{ID: "inv", Chain: c.chain, Asset: c.asset, Amount: c.amount, PayTo: "to"}
-		err = reachable(inv, invoicePayment(inv, spend{chain: c.chain, asset: asset, amount: v}, "shop (invoice inv)", "k"))
+		err = reachable(inv, invoicePayment(inv, spend{chain: c.chain, asset: asset, amount: v}, "shop (invoice inv)", "k", PaymentSource{Type: SourceMCP}))
 		if c.refused == "" && err != nil || c.refused != "" && (!errors.Is(err, ErrInvoiceNotPayable) || !strings.Contains(fmt.Sprint(err), c.refused)) {
 			t.Errorf("%s %s %s: %v, want refused %q", c.chain, c.amount, c.asset, err, c.refused)
 		}

@@ -275,7 +275,7 @@ func withdraw() Tool {
 		if err := requireAddressStated(env, "withdraw", strings.TrimSpace(a.str("to"))); err != nil {
 			return nil, err
 		}
-		req := withdrawal("withdraw", *p, asset, amount, everything, to, env.IdempotencyKey)
+		req := withdrawal("withdraw", *p, asset, amount, everything, to, env.IdempotencyKey, env.Source)
 		tx, err := env.Chains.Withdraw(ctx, req)
 		if err != nil {
 			if outcomeUnknown(err) {
@@ -396,7 +396,7 @@ func withdrawAll() Tool {
 		for _, p := range open {
 			// One key per payment, derived from the call's key: a
 			// retried call repeats exactly the same withdrawals.
-			req := withdrawal("withdraw_all", p, paymentAsset(p), chains.Amount{}, true, to, env.IdempotencyKey+"/"+string(p.Chain)+"/"+p.StealthAddress)
+			req := withdrawal("withdraw_all", p, paymentAsset(p), chains.Amount{}, true, to, env.IdempotencyKey+"/"+string(p.Chain)+"/"+p.StealthAddress, env.Source)
 			key := req.IdempotencyKey()
 			tx, err := env.Chains.Withdraw(ctx, req)
 			if err != nil && outcomeUnknown(err) {

@@ -11,7 +11,7 @@ import (
 // Parse once (docs/tools.md, "Parse once"): a payment tool's arguments are
 // strings only until the tool boundary. There they are read and checked
 // once into a PaymentRequest (chain, asset, amount in base units, resolved
-// recipient, idempotency key, the tool that asked), and every step below —
+// recipient, idempotency key, the tool and the source that asked), and every step below —
 // the restatement and repeat checks, the owner's approval rules, the
 // payment record, the spend the enclave signs, the reply — takes that
 // value. Its fields are unexported and only this file's readers make one,
@@ -31,6 +31,9 @@ type PaymentRequest struct {
 	spend
 	to  PaymentRecipient
 	key string
+	// source is what asked (Env.Source: the conversation, an MCP call; a
+	// schedule, an approval): the record's.
+	source PaymentSource
 	// from and all are a withdrawal's (KindWithdraw): the received
 	// payment's one-time address, and whether it moves everything less
 	// fees (amount is then zero).
@@ -64,6 +67,9 @@ func (r PaymentRequest) Recipient() PaymentRecipient { return r.to }
 
 // IdempotencyKey is the key the payment is signed and recorded under.
 func (r PaymentRequest) IdempotencyKey() string { return r.key }
+
+// Source is what asked for the payment.
+func (r PaymentRequest) Source() PaymentSource { return r.source }
 
 // From is a withdrawal's one-time address ("" otherwise).
 func (r PaymentRequest) From() string { return r.from }
@@ -116,10 +122,10 @@ func (r PaymentRequest) WithdrawRequest() (chains.WithdrawRequest, error) {
 	return chains.WithdrawRequest{Chain: r.chain, From: r.from, Asset: r.asset.Symbol, Amount: r.amount, All: r.all, To: r.to.Address, IdempotencyKey: r.key}, nil
 }
 
-// Record is the payment's record as src asked for it, before it is
-// signed (status and times are the store's).
-func (r PaymentRequest) Record(src PaymentSource) OutgoingPayment {
-	return OutgoingPayment{Kind: r.kind, Source: src, Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, All: r.all,
+// Record is the payment's record before it is signed (status and times
+// are the store's; one without a source is refused there).
+func (r PaymentRequest) Record() OutgoingPayment {
+	return OutgoingPayment{Kind: r.kind, Source: r.source, Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, All: r.all,
 		Recipient: r.to, From: r.from, IdempotencyKey: r.key}
 }
 
@@ -147,28 +153,28 @@ func readPayment(ctx context.Context, env *Env, tool, who string, a *args, onCha
 		return rc, PaymentRequest{}, err
 	}
 	return rc, PaymentRequest{kind: KindSendPayment, tool: tool, spend: sp,
-		to: PaymentRecipient{Name: rc.veilName(), Address: rc.metaFor(sp.chain)}, key: env.IdempotencyKey}, nil
+		to: PaymentRecipient{Name: rc.veilName(), Address: rc.metaFor(sp.chain)}, key: env.IdempotencyKey, source: env.Source}, nil
 }
 
 // StoredPayment reads a stealth payment kept to be made later — a
 // schedule's slot or an approved payment, whose terms readPayment parsed
 // when the user asked and which were stored as text — back into its
 // request, once, where it runs; everything after (the approval rules, the
-// record, the signing request) takes the request. asker names what kept
-// it ("schedule", "approval"); symbol "" is the chain's native asset; to
-// is the recipient as the owner saw it and the meta-address to pay.
-func StoredPayment(asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
-	return storedPayment(KindSendPayment, asker, c, symbol, amount, to, key)
+// record, the signing request) takes the request. src is what kept it (a
+// schedule, an approval); symbol "" is the chain's native asset; to is the
+// recipient as the owner saw it and the meta-address to pay.
+func StoredPayment(src PaymentSource, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
+	return storedPayment(KindSendPayment, src, c, symbol, amount, to, key)
 }
 
 // StoredInvoicePayment is StoredPayment for an invoice payment kept for
 // the owner's approval (KindPayInvoice): to's address is the invoice's
 // one-time address.
-func StoredInvoicePayment(asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
-	return storedPayment(KindPayInvoice, asker, c, symbol, amount, to, key)
+func StoredInvoicePayment(src PaymentSource, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
+	return storedPayment(KindPayInvoice, src, c, symbol, amount, to, key)
 }
 
-func storedPayment(kind PaymentKind, asker string, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
+func storedPayment(kind PaymentKind, src PaymentSource, c chains.ID, symbol, amount string, to PaymentRecipient, key string) (PaymentRequest, error) {
 	if len(Assets(c)) == 0 {
 		return PaymentRequest{}, fmt.Errorf("%w: %q", chains.ErrUnknownChain, c)
 	}
@@ -183,9 +189,9 @@ func storedPayment(kind PaymentKind, asker string, c chains.ID, symbol, amount s
 	if err != nil {
 		return PaymentRequest{}, err
 	}
-	r := PaymentRequest{kind: kind, tool: asker, spend: spend{chain: c, asset: asset, amount: v}, to: to, key: key}
+	r := PaymentRequest{kind: kind, tool: string(src.Type), spend: spend{chain: c, asset: asset, amount: v}, to: to, key: key, source: src}
 	if !r.Parsed() {
-		return PaymentRequest{}, fmt.Errorf("%w: the %s's payment has no recipient address or key", ErrUnparsedPayment, asker)
+		return PaymentRequest{}, fmt.Errorf("%w: the %s's payment has no recipient address or key", ErrUnparsedPayment, src.Type)
 	}
 	return r, nil
 }
@@ -199,19 +205,20 @@ func (r PaymentRequest) Named(name string) PaymentRequest {
 }
 
 // invoicePayment is the request of paying inv (its terms sp, read once
-// by resolveInvoice) under key: a transfer to its one-time address, the
-// payee named by label.
-func invoicePayment(inv PayableInvoice, sp spend, label, key string) PaymentRequest {
+// by resolveInvoice) under key for src: a transfer to its one-time
+// address, the payee named by label.
+func invoicePayment(inv PayableInvoice, sp spend, label, key string, src PaymentSource) PaymentRequest {
 	return PaymentRequest{kind: KindPayInvoice, tool: "pay_invoice", spend: sp,
-		to: PaymentRecipient{Name: label, Address: inv.PayTo}, key: key}
+		to: PaymentRecipient{Name: label, Address: inv.PayTo}, key: key, source: src}
 }
 
 // withdrawal is the request of withdraw or withdraw_all (tool): amount of
 // asset (all: everything less fees, amount zero) from the received
-// payment p to the plain address to (read by ParseAddress) under key.
-func withdrawal(tool string, p Payment, asset Asset, amount chains.Amount, all bool, to, key string) PaymentRequest {
+// payment p to the plain address to (read by ParseAddress) under key,
+// for src.
+func withdrawal(tool string, p Payment, asset Asset, amount chains.Amount, all bool, to, key string, src PaymentSource) PaymentRequest {
 	return PaymentRequest{kind: KindWithdraw, tool: tool, spend: spend{chain: p.Chain, asset: asset, amount: amount},
-		to: PaymentRecipient{Address: to}, key: key, from: p.StealthAddress, all: all}
+		to: PaymentRecipient{Address: to}, key: key, source: src, from: p.StealthAddress, all: all}
 }
 
 // paymentAsset is the asset of a received payment p on its chain (one the

@@ -10,6 +10,9 @@ import (
 	"github.com/veilhq/veil/chains"
 )
 
+// testSource is what asks for the fixture's payments.
+var testSource = PaymentSource{Type: SourceConversation, ID: "conv-test"}
+
 // sendRequestFor is a parsed stealth payment of amount symbol on c to
 // (name, address) under key, as readPayment would make it.
 func sendRequestFor(t testing.TB, c chains.ID, symbol, amount, name, address, key string) PaymentRequest {
@@ -23,7 +26,7 @@ func sendRequestFor(t testing.TB, c chains.ID, symbol, amount, name, address, ke
 		t.Fatal(err)
 	}
 	return PaymentRequest{kind: KindSendPayment, tool: "send_payment", spend: spend{chain: c, asset: asset, amount: v},
-		to: PaymentRecipient{Name: name, Address: address}, key: key}
+		to: PaymentRecipient{Name: name, Address: address}, key: key, source: testSource}
 }
 
 // TestPaymentRequestIsSealed: no package outside agent/tools can make or
@@ -120,9 +123,8 @@ func TestPaymentParsedOnce(t *testing.T) {
 			if err != nil || send.Chain != c.chain || send.Asset != c.asset || send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != "key-1" {
 				t.Errorf("signing request %+v, %v", send, err)
 			}
-			src := PaymentSource{Type: SourceConversation, ID: "conv-1"}
-			rec := got.Record(src)
-			if rec.Kind != KindSendPayment || rec.Source != src || rec.Chain != c.chain || rec.Asset != c.asset || rec.Amount.Units().String() != c.units ||
+			rec := got.Record()
+			if got.Source() != testSource || rec.Kind != KindSendPayment || rec.Source != testSource || rec.Chain != c.chain || rec.Asset != c.asset || rec.Amount.Units().String() != c.units ||
 				rec.Recipient != c.to || rec.IdempotencyKey != "key-1" {
 				t.Errorf("record %+v", rec)
 			}
@@ -171,7 +173,7 @@ func TestWithdrawalParsedOnce(t *testing.T) {
 	if err != nil || w.From != got.From() || w.To != dest || w.Asset != "USDC" || w.Amount.Units().String() != "2000000" || w.All || w.IdempotencyKey != "key-1" {
 		t.Errorf("withdraw request %+v, %v", w, err)
 	}
-	if rec := got.Record(PaymentSource{Type: SourceMCP}); rec.Kind != KindWithdraw || rec.From != got.From() || rec.All || rec.Recipient.Address != dest {
+	if rec := got.Record(); rec.Source != testSource || rec.Kind != KindWithdraw || rec.From != got.From() || rec.All || rec.Recipient.Address != dest {
 		t.Errorf("record %+v", rec)
 	}
 	if _, err := got.SendRequest(); !errors.Is(err, ErrUnparsedPayment) {
@@ -271,7 +273,8 @@ func TestStoredPayment(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pr, err := StoredPayment("schedule", c.chain, c.symbol, c.amount, c.to, c.key)
+			sched := PaymentSource{Type: SourceSchedule, ID: "sch-1"}
+			pr, err := StoredPayment(sched, c.chain, c.symbol, c.amount, c.to, c.key)
 			if c.is != nil {
 				if !errors.Is(err, c.is) || pr.Parsed() {
 					t.Fatalf("StoredPayment = %+v, %v; want %v", pr, err, c.is)
@@ -282,11 +285,11 @@ func TestStoredPayment(t *testing.T) {
 				t.Fatal(err)
 			}
 			send, err := pr.SendRequest()
-			if err != nil || pr.Tool() != "schedule" || pr.Kind() != KindSendPayment || send.Chain != c.chain || send.Asset != c.asset ||
+			if err != nil || pr.Tool() != "schedule" || pr.Source() != sched || pr.Record().Source != sched || pr.Kind() != KindSendPayment || send.Chain != c.chain || send.Asset != c.asset ||
 				send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != c.key {
 				t.Fatalf("request %+v, signing request %+v, %v", pr, send, err)
 			}
-			inv, err := StoredInvoicePayment("approval", c.chain, c.symbol, c.amount, c.to, c.key)
+			inv, err := StoredInvoicePayment(PaymentSource{Type: SourceApproval, ID: "ap-1"}, c.chain, c.symbol, c.amount, c.to, c.key)
 			if isend, serr := inv.SendRequest(); err != nil || serr != nil || inv.Kind() != KindPayInvoice || inv.Tool() != "approval" || !reflect.DeepEqual(isend, send) {
 				t.Fatalf("invoice request %+v (%v), signing request %+v (%v)", inv, err, isend, serr)
 			}

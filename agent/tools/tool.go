@@ -68,6 +68,11 @@ type Agent struct {
 // Env is everything a tool may use. The agent actor builds one per call.
 type Env struct {
 	Agent Agent
+	// Source is what asks for this call's payments: the conversation, or
+	// a direct call (MCP) with no conversation. A payment request carries
+	// it to its record (PaymentRequest.Record); the store refuses a record
+	// without one, so a payment nobody asked for is never signed.
+	Source PaymentSource
 	// IdempotencyKey is unique to this tool call within this chat request
 	// and stable if the same request is retried (see the chat loop): a
 	// payment tool passes it to the chain so a retry never pays twice.
