@@ -11,10 +11,10 @@ import (
 // Parse once (docs/tools.md, "Parse once"): a payment tool's arguments are
 // strings only until the tool boundary. There they are read and checked
 // once into a PaymentRequest (chain, asset, amount in base units, resolved
-// recipient, idempotency key, the tool and the source that asked), and every step below —
-// the restatement and repeat checks, the owner's approval rules, the
-// payment record, the spend the enclave signs, the reply — takes that
-// value. Its fields are unexported and only this file's readers make one,
+// recipient, idempotency key, the tool and the source that asked), and
+// every step below — the restatement and repeat checks, the owner's
+// approval rules, the payment record, the spend the enclave signs, the
+// reply — takes that value. Its fields are unexported and only this file's readers make one,
 // so no step below can be handed strings to parse again, and a request
 // nobody parsed (the zero value) is refused before anything is signed.
 

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -47,6 +49,24 @@ func TestPaymentRequestIsSealed(t *testing.T) {
 		}
 	}
 	check(reflect.TypeOf(PaymentRequest{}), "PaymentRequest")
+
+	// Inside the package, only request.go's readers make one.
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if name == "request.go" || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(src), "PaymentRequest{") - strings.Count(string(src), "PaymentRequest{}"); n != 0 {
+			t.Errorf("%s builds %d PaymentRequest values itself; only request.go's readers may", name, n)
+		}
+	}
 
 	var zero PaymentRequest
 	if zero.Parsed() {
