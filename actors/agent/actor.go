@@ -175,6 +175,9 @@ type Actor struct {
 	// published is the snapshot this activation published last (nil:
 	// none), so that stopping drops its own and no other.
 	published *snapshot
+	// nextMessageID is the next message id of the block this activation
+	// reserved in rec.LastMessageID (0: none reserved yet; messageids.go).
+	nextMessageID int64
 }
 
 // log is the request's logger (with its request id) when there is one.

@@ -392,7 +392,7 @@ func (a *Actor) expire(ctx context.Context, ap *policy.Approval, version uint64)
 // outcome, all in one write.
 func (a *Actor) outcome(ctx context.Context, n *Notify, convID, text string, ops ...persistence.Op) error {
 	next := a.rec.clone()
-	ops, err := a.systemMessageOps(ctx, convID, text, ops)
+	ops, err := a.systemMessageOps(ctx, next, convID, text, ops)
 	if err != nil {
 		return err
 	}
@@ -401,9 +401,9 @@ func (a *Actor) outcome(ctx context.Context, n *Notify, convID, text string, ops
 }
 
 // systemMessageOps adds to ops the writes of a system message text in
-// conversation convID (numbered by the conversation), when both are given and the
+// conversation convID (numbered from next), when both are given and the
 // conversation is still there.
-func (a *Actor) systemMessageOps(ctx context.Context, convID, text string, ops []persistence.Op) ([]persistence.Op, error) {
+func (a *Actor) systemMessageOps(ctx context.Context, next *Record, convID, text string, ops []persistence.Op) ([]persistence.Op, error) {
 	if convID != "" && text != "" {
 		conv, cv, err := a.getConversation(ctx, convID)
 		switch {
@@ -413,19 +413,22 @@ func (a *Actor) systemMessageOps(ctx context.Context, convID, text string, ops [
 			return nil, err
 		default:
 			now := a.deps.now()
-			c := *conv
-			c.UpdatedAt = now
-			c.lastMessageID = a.nextMessageID(&c)
-			raw, err := json.Marshal(storedMessage{ID: c.lastMessageID, Message: Message{Role: RoleSystem, Text: text, CreatedAt: now}})
+			next.LastMessageID++
+			// Numbered from the record's counter, above the block the
+			// chats take ids from: the next append reserves above it.
+			a.dropMessageBlock()
+			raw, err := json.Marshal(storedMessage{ID: next.LastMessageID, Message: Message{Role: RoleSystem, Text: text, CreatedAt: now}})
 			if err != nil {
 				return nil, err
 			}
+			c := *conv
+			c.UpdatedAt = now
 			craw, err := json.Marshal(c.stored())
 			if err != nil {
 				return nil, err
 			}
 			ops = append(ops,
-				persistence.Put(TableMessages, msgKey(a.msgPrefix(convID), c.lastMessageID), raw, persistence.Absent()),
+				persistence.Put(TableMessages, msgKey(a.msgPrefix(convID), next.LastMessageID), raw, persistence.Absent()),
 				persistence.Put(TableConversations, a.convKey(convID), craw, persistence.AtVersion(cv)))
 		}
 	}

@@ -315,7 +315,14 @@ func (w *chatWriter) flushWith(ctx context.Context, extra []persistence.Op, msgs
 		return nil
 	}
 	if w.state != nil {
-		// The state is written with the conversation's record.
+		// The state is written with the conversation's record. One a
+		// stored conversation's record did not hold yet (stored before
+		// issue 38, or last written by an earlier build) moves there, and
+		// its old record goes: an earlier build (a rolling upgrade's
+		// rollback) then finds no state rather than a stale one.
+		if w.conv.state == nil && w.version != 0 {
+			extra = append(extra, persistence.Delete(TableConvState, w.a.convKey(w.conv.ID), persistence.Any()))
+		}
 		w.conv.state = w.state
 	}
 	v, err := w.a.appendMessagesWith(ctx, w.conv, w.version, extra, all...)
@@ -327,9 +334,9 @@ func (w *chatWriter) flushWith(ctx context.Context, extra []persistence.Op, msgs
 }
 
 // requestKey names this request for its tools' idempotency keys: the
-// client's Idempotency-Key, else the HTTP request's id, else the
-// conversation's and the user's message's ids (stored by then: tools run
-// after a flush).
+// client's Idempotency-Key, else the HTTP request's id, else the id of the
+// user's message (stored by then, the last id taken: tools run after a
+// flush).
 func (w *chatWriter) requestKey(c *Chat) string {
 	switch {
 	case c.IdempotencyKey != "":
@@ -337,9 +344,7 @@ func (w *chatWriter) requestKey(c *Chat) string {
 	case c.RequestID != "":
 		return "request/" + c.RequestID
 	case w.key == "":
-		// Message ids are unique within a conversation (nextMessageID):
-		// the conversation's id makes the key unique within the agent.
-		w.key = fmt.Sprintf("msg-%s-%d", w.conv.ID, w.conv.lastMessageID)
+		w.key = fmt.Sprintf("msg-%d", w.a.nextMessageID-1)
 	}
 	return w.key
 }

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -158,12 +159,13 @@ func TestChatWritesItsAuditRecordWithTheAnswer(t *testing.T) {
 	}
 }
 
-// A chat turn writes its messages, its conversation (which holds the
-// message counter) and its state, not the agent's record (issue 38: one
-// page less in the single committer per turn). Message ids stay unique and
-// increasing within a conversation, one stored before the counter moved
-// there (numbered from the agent's counter) included, and the messages
-// list in order.
+// A chat turn writes its messages and its conversation (which holds its
+// state), not the agent's record (issue 38: one page less in the single
+// committer per turn): only an activation's first append writes it, to
+// reserve a block of message ids. Ids stay unique and increasing per agent
+// (a conversation stored before included), and the record's counter stays
+// at least every id stored, so that an earlier build, which numbers from
+// it, collides with none (a rolling upgrade's rollback).
 func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *testing.T) {
 	ctx := context.Background()
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
@@ -211,6 +213,13 @@ func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *test
 		return v.(*agent.ChatReply).ConversationID
 	}
 	fresh := chat("", "hello")
+	reserved, err := env.Store.Get(ctx, agent.TableAgents, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reserved.Version != rec.Version+1 {
+		t.Errorf("the activation's first chat: agent's record at version %d, want %d (one write, the block of ids)", reserved.Version, rec.Version+1)
+	}
 	chat(fresh, "show my agent info")
 	chat(legacy, "hello again")
 	chat(fresh, "hello")
@@ -219,9 +228,16 @@ func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Version != rec.Version {
-		t.Errorf("chats rewrote the agent's record: version %d, was %d", after.Version, rec.Version)
+	if after.Version != reserved.Version {
+		t.Errorf("chats rewrote the agent's record: version %d, was %d", after.Version, reserved.Version)
 	}
+	var counter struct {
+		LastMessageID int64 `json:"lastMessageId"`
+	}
+	if err := json.Unmarshal(after.Value, &counter); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
 	for _, tc := range []struct {
 		conv  string
 		texts []string
@@ -252,6 +268,10 @@ func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *test
 				t.Errorf("conversation %s: message %d is %q, want %q", tc.conv, i, m.Text, tc.texts[i])
 			}
 			last = m.ID
+			if seen[m.ID] || m.ID > counter.LastMessageID {
+				t.Errorf("message id %d: taken twice, or above the record's counter %d", m.ID, counter.LastMessageID)
+			}
+			seen[m.ID] = true
 		}
 		if tc.conv == legacy && stored[1].Key <= stored[0].Key {
 			t.Errorf("the legacy conversation's new message sorts before its old one")
@@ -337,9 +357,10 @@ func TestConversationStateLivesInTheConversationRecord(t *testing.T) {
 	if !strings.Contains(string(rec.Value), "zelda-the-marker") {
 		t.Errorf("the turn did not move the state into the conversation's record: %s", rec.Value)
 	}
-	// The old record gone, the state is still there.
-	if _, err := env.Store.Apply(ctx, persistence.Delete(agent.TableConvState, a.ID+"/"+legacy, persistence.Any())); err != nil {
-		t.Fatal(err)
+	// The old record is gone (an earlier build finds no stale state), and
+	// the state is still there.
+	if _, err := env.Store.Get(ctx, agent.TableConvState, a.ID+"/"+legacy); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("the moved state's old record: %v, want it deleted", err)
 	}
 	env.Restart()
 	chat(legacy)

@@ -20,46 +20,11 @@ type Conversation struct {
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 
-	// lastMessageID is the id of the conversation's last message, and
-	// state what follow-ups refer to (convstate.go), both kept in the
-	// stored record (storedConversation), not shown by the API. state is
-	// nil for a conversation stored before it moved there.
-	lastMessageID int64
-	state         *convState
-}
-
-// storedConversation is a Conversation as the store keeps it: with the
-// counter of its messages' ids. The counter lives here, in the record every
-// append writes anyway, rather than in the agent's record, so that a chat
-// turn does not rewrite the agent (issue 38: one B+tree leaf less in the
-// single committer per turn).
-//
-// The conversation's state is kept here too, for the same reason: it was a
-// record of its own (TableConvState), another leaf per turn.
-type storedConversation struct {
-	Conversation
-	LastMessageID int64      `json:"lastMessageId,omitempty"`
-	State         *convState `json:"state,omitempty"`
-}
-
-func (c *Conversation) stored() storedConversation {
-	return storedConversation{Conversation: *c, LastMessageID: c.lastMessageID, State: c.state}
-}
-
-func (s *storedConversation) conversation() *Conversation {
-	c := s.Conversation
-	c.lastMessageID, c.state = s.LastMessageID, s.State
-	return &c
-}
-
-// nextMessageID is the id of the message after the conversation's last.
-// Ids are unique and increasing within a conversation, so key order is
-// append order. A conversation stored before the counter moved here has
-// none: its messages were numbered from the agent's counter
-// (Record.LastMessageID, no longer advanced), which is at least as large as
-// every id in it, so counting on from there keeps its order.
-func (a *Actor) nextMessageID(c *Conversation) int64 {
-	return max(c.lastMessageID, a.rec.LastMessageID) + 1
+	// state is what follow-ups refer to (convstate.go), kept in the
+	// stored record (storedConversation), not shown by the API; nil for a
+	// conversation whose record does not hold it (stored before issue 38,
+	// or last written by an earlier build).
+	state *convState
 }
 
 // Message is a stored message; ID is not returned by the messages endpoint.
@@ -75,6 +40,26 @@ type Message struct {
 type storedMessage struct {
 	ID int64 `json:"id"`
 	Message
+}
+
+// storedConversation is a Conversation as the store keeps it: with the
+// conversation's state (convstate.go), which was a record of its own
+// (TableConvState) and so another B+tree leaf for every chat turn to write
+// in the single bbolt committer (issue 38). The turn writes this record
+// anyway.
+type storedConversation struct {
+	Conversation
+	State *convState `json:"state,omitempty"`
+}
+
+func (c *Conversation) stored() storedConversation {
+	return storedConversation{Conversation: *c, State: c.state}
+}
+
+func (s *storedConversation) conversation() *Conversation {
+	c := s.Conversation
+	c.state = s.State
+	return &c
 }
 
 func (a *Actor) convKey(convID string) string { return a.id + "/" + convID }
@@ -163,7 +148,8 @@ func (a *Actor) deleteConversation(ctx context.Context, convID string) error {
 }
 
 // AppendMessages stores messages at the end of a conversation and moves its
-// updatedAt and its message counter, atomically. The chat loop uses
+// updatedAt, atomically (with the agent's message counter when a new block
+// of ids is reserved: messageids.go). The chat loop uses
 // it; every message is durable before the reply that mentions it.
 func (a *Actor) AppendMessages(ctx context.Context, conv *Conversation, convVersion uint64, msgs ...Message) error {
 	_, err := a.appendMessages(ctx, conv, convVersion, msgs...)
@@ -181,18 +167,19 @@ func (a *Actor) appendMessages(ctx context.Context, conv *Conversation, convVers
 func (a *Actor) appendMessagesWith(ctx context.Context, conv *Conversation, convVersion uint64, extra []persistence.Op, msgs ...Message) (uint64, error) {
 	now := a.deps.now()
 	c := *conv
-	ops := make([]persistence.Op, 0, len(msgs)+len(extra)+1)
+	first, next := a.reserveMessageIDs(len(msgs))
+	ops := make([]persistence.Op, 0, len(msgs)+len(extra)+2)
 	ops = append(ops, extra...)
-	for _, m := range msgs {
-		c.lastMessageID = a.nextMessageID(&c)
+	for i, m := range msgs {
+		id := first + int64(i)
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = now
 		}
-		raw, err := json.Marshal(storedMessage{ID: c.lastMessageID, Message: m})
+		raw, err := json.Marshal(storedMessage{ID: id, Message: m})
 		if err != nil {
 			return 0, err
 		}
-		ops = append(ops, persistence.Put(TableMessages, msgKey(a.msgPrefix(c.ID), c.lastMessageID), raw, persistence.Absent()))
+		ops = append(ops, persistence.Put(TableMessages, msgKey(a.msgPrefix(c.ID), id), raw, persistence.Absent()))
 	}
 	c.UpdatedAt = now
 	raw, err := json.Marshal(c.stored())
@@ -203,13 +190,18 @@ func (a *Actor) appendMessagesWith(ctx context.Context, conv *Conversation, conv
 	if convVersion == 0 {
 		expect = persistence.Absent()
 	}
-	// The conversation's expected version orders every append to it, the
-	// counter included; the agent's record is not written.
 	ops = append(ops, persistence.Put(TableConversations, a.convKey(c.ID), raw, expect))
-	vs, err := a.deps.Store.Apply(ctx, ops...)
-	if err != nil {
-		return 0, fmt.Errorf("agent %s: save: %w", a.id, err)
+	n := len(ops)
+	var vs []uint64
+	if next != nil {
+		vs, err = a.saveRecordVersions(ctx, next, ops...)
+	} else if vs, err = a.deps.Store.Apply(ctx, ops...); err != nil {
+		err = fmt.Errorf("agent %s: save: %w", a.id, err)
 	}
+	if err != nil {
+		return 0, err
+	}
+	a.usedMessageIDs(first + int64(len(msgs)) - 1)
 	*conv = c
-	return vs[len(ops)-1], nil
+	return vs[n-1], nil
 }

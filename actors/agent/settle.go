@@ -96,7 +96,7 @@ func (a *Actor) tellSettled(ctx context.Context, cur, next tools.OutgoingPayment
 	if next.Source.Type == tools.SourceConversation {
 		convID = next.Source.ID
 	}
-	ops, err := a.systemMessageOps(ctx, convID, text, ops)
+	ops, err := a.systemMessageOps(ctx, rec, convID, text, ops)
 	if err != nil {
 		return err
 	}
