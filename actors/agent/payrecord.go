@@ -135,6 +135,14 @@ func (a *Actor) gasRecord(source tools.PaymentSource, withdrawKey string) func(c
 		rec := tools.OutgoingPayment{Kind: tools.KindGasFunding, Source: source, Chain: g.Chain, Asset: g.Asset, Amount: g.Amount,
 			Recipient:      tools.PaymentRecipient{Name: "gas for the withdrawal from " + g.To, Address: g.To},
 			IdempotencyKey: g.IdempotencyKey, ForPayment: w.ID}
-		return a.paying(ctx, rec, send)
+		res, err := a.paying(ctx, rec, send)
+		if isPending(err) {
+			// The withdrawal waits on this transfer: say so on its record,
+			// which stays pending until the gas settles (gasSettled).
+			if _, _, aerr := a.outgoing().Advance(context.WithoutCancel(ctx), w.ID, tools.PaymentUpdate{Reason: reasonGasWaiting}); aerr != nil {
+				a.log(ctx).Error("record a withdrawal waiting on its gas", slog.String("payment", w.ID), slog.String("err", aerr.Error()))
+			}
+		}
+		return res, err
 	}
 }

@@ -52,6 +52,54 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	if s.Status == chains.SettlementFailed {
 		u = tools.PaymentUpdate{Status: tools.PaymentFailed, TxHash: s.TxHash, Reason: orText(s.Reason, "failed on chain")}
 	}
+	if err := a.settleRecord(ctx, rec, u); err != nil {
+		return err
+	}
+	if rec.Kind == tools.KindGasFunding && rec.ForPayment != "" {
+		return a.gasSettled(ctx, rec.ForPayment, u.Status)
+	}
+	return nil
+}
+
+// Reasons a withdrawal waiting on its gas funding carries (docs/payments.md,
+// "Gas funding").
+const (
+	reasonGasWaiting = "waiting for its gas funding to settle; nothing withdrawn yet"
+	reasonGasFailed  = "gas funding failed; nothing withdrawn"
+	reasonGasArrived = "its gas funding is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it"
+)
+
+// gasSettled moves the withdrawal withdrawalID whose gas funding settled
+// with status, when that withdrawal is still pending with nothing signed
+// (its gas transfer's outcome was unknown, so the connector never got to
+// it): failed gas fails it ("gas funding failed; nothing withdrawn", told
+// like any failed payment); confirmed gas leaves it pending, saying that a
+// retry under its key now sends it. A withdrawal that has a transaction
+// is the withdrawal's own settlement's business.
+func (a *Actor) gasSettled(ctx context.Context, withdrawalID string, status tools.PaymentStatus) error {
+	w, err := a.outgoing().Get(ctx, withdrawalID)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if w.Status != tools.PaymentPending || w.TxHash != "" {
+		return nil
+	}
+	switch status {
+	case tools.PaymentFailed:
+		return a.settleRecord(ctx, w, tools.PaymentUpdate{Status: tools.PaymentFailed, Reason: reasonGasFailed})
+	case tools.PaymentConfirmed:
+		_, _, err := a.outgoing().Advance(ctx, w.ID, tools.PaymentUpdate{Reason: reasonGasArrived})
+		return err
+	}
+	return nil
+}
+
+// settleRecord moves rec by u (a settlement) and tells it, once.
+func (a *Actor) settleRecord(ctx context.Context, rec tools.OutgoingPayment, u tools.PaymentUpdate) error {
+	out := a.outgoing()
 	if rec.Status == u.Status {
 		// Already there (an x402 payment fetch_paid saw settled, whose
 		// authorization the connector later reports used): nothing new.

@@ -89,6 +89,19 @@ type Chain struct {
 	// gasSent: the gas transfers made, by key.
 	gas     string
 	gasSent map[string]string
+	// gasUnknown: the gas transfer is signed and recorded, its outcome
+	// unknown (GasOutcomeUnknown).
+	gasUnknown bool
+}
+
+// GasOutcomeUnknown makes the next gas transfers answer
+// chains.ErrOutcomeUnknown with their hash (signed and recorded, the
+// node's answer lost): the withdrawal is not sent. A retry of the
+// withdrawal's key finds the gas sent and withdraws.
+func (c *Chain) GasOutcomeUnknown(on bool) {
+	c.mu.Lock()
+	c.gasUnknown = on
+	c.mu.Unlock()
 }
 
 // NeedGas makes every withdrawal need amount of ETH sent to its one-time
@@ -128,7 +141,11 @@ func (c *Chain) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req cha
 				c.gasSent = map[string]string{}
 			}
 			c.gasSent[key] = r.TxHash
+			unknown := c.gasUnknown
 			c.mu.Unlock()
+			if unknown {
+				return r, fmt.Errorf("gas for %s: %w", req.IdempotencyKey, chains.ErrOutcomeUnknown)
+			}
 			return r, nil
 		}
 		if payer.Record != nil {

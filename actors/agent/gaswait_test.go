@@ -1,0 +1,109 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/veilhq/veil/actors/agent"
+	"github.com/veilhq/veil/actors/internal/moneytest"
+	"github.com/veilhq/veil/agent/state"
+	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/chains"
+)
+
+// A withdrawal whose gas funding's outcome is unknown was never signed: its
+// record says it waits on the gas (issue 32 item 1), and settles with it —
+// failed gas fails the withdrawal ("gas funding failed; nothing
+// withdrawn", told once), confirmed gas leaves it pending saying a retry
+// under its key sends it — so it never stays pending with nothing to move it.
+func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
+	for _, outcome := range []chains.SettlementStatus{chains.SettlementFailed, chains.SettlementConfirmed} {
+		t.Run(string(outcome), func(t *testing.T) {
+			ctx := context.Background()
+			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+			env.Chain.AnnounceSends()
+			payer := env.CreateAgent("payer")
+			bob := env.CreateAgent("bob")
+			call := func(id, tool, args, key string) *agent.ToolCall {
+				t.Helper()
+				v, err := env.Host.Request(ctx, id, &agent.CallTool{AccountID: moneytest.Account, Tool: tool, Arguments: args, IdempotencyKey: key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v.(*agent.ToolCall)
+			}
+			if tc := call(bob.ID, "send_payment", `{"recipient":"payer.veil","amount":"0.5","asset":"ETH"}`, "bob-pays"); tc.Status != "success" {
+				t.Fatalf("send: %s %s", tc.Status, tc.Detail)
+			}
+			call(payer.ID, "scan_payments", `{"chain":"ethereum"}`, "")
+			got, err := state.NewPayments(env.Store, payer.ID, nil).Received(ctx, chains.Ethereum)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("received %+v %v", got, err)
+			}
+			env.Chain.NeedGas("0.0002")
+			env.Chain.GasOutcomeUnknown(true)
+			args, _ := json.Marshal(map[string]string{"from": got[0].StealthAddress, "to": "0x00000000000000000000000000000000000000d5"})
+			if tc := call(payer.ID, "withdraw", string(args), "w1"); !strings.Contains(tc.Detail, `"status":"pending"`) {
+				t.Fatalf("withdraw with the gas's outcome unknown: %s %s", tc.Status, tc.Detail)
+			}
+			out := state.NewOutgoing(env.Store, payer.ID, nil)
+			page, err := out.List(ctx, state.PaymentFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w, g tools.OutgoingPayment
+			for _, p := range page.Payments {
+				switch p.Kind {
+				case tools.KindWithdraw:
+					w = p
+				case tools.KindGasFunding:
+					g = p
+				}
+			}
+			if w.ID == "" || g.ID == "" || g.ForPayment != w.ID {
+				t.Fatalf("records %+v; want a withdrawal and its gas funding", page.Payments)
+			}
+			if w.Status != tools.PaymentPending || w.TxHash != "" || w.Reason == "" || g.Status != tools.PaymentPending {
+				t.Fatalf("before the gas settles: withdrawal %s %q reason %q, gas %s; want pending, no tx, a reason", w.Status, w.TxHash, w.Reason, g.Status)
+			}
+			s := chains.Settlement{Chain: chains.Ethereum, IdempotencyKey: g.IdempotencyKey, AgentID: payer.ID, Op: "gas", TxHash: g.TxHash, Status: outcome}
+			if outcome == chains.SettlementFailed {
+				s.Reason = "reverted"
+			} else {
+				s.Confirmations = 1
+			}
+			for range 2 {
+				if _, err := env.Host.Request(ctx, payer.ID, &agent.PaymentSettled{Settlement: s}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w2, err := out.Get(ctx, w.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outcome == chains.SettlementFailed {
+				if w2.Status != tools.PaymentFailed || w2.Reason != "gas funding failed; nothing withdrawn" {
+					t.Fatalf("withdrawal after its gas failed: %s %q", w2.Status, w2.Reason)
+				}
+			} else if w2.Status != tools.PaymentPending || w2.Reason == w.Reason {
+				t.Fatalf("withdrawal after its gas confirmed: %s %q; want pending, saying a retry sends it", w2.Status, w2.Reason)
+			}
+			evs, err := agent.PaymentEventsAfter(ctx, env.Store, payer.ID, 0, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range evs {
+				if e.Payment.ID == w.ID {
+					n++
+				}
+			}
+			if want := map[chains.SettlementStatus]int{chains.SettlementFailed: 1}[outcome]; n != want {
+				t.Fatalf("%d events of the withdrawal (%+v); want %d", n, evs, want)
+			}
+		})
+	}
+}
