@@ -46,24 +46,25 @@ func (o *chainOps) AuthorizationDomain(ctx context.Context, chainID *big.Int, co
 	return "", chains.TransferAuthorization{}, fmt.Errorf("%w: the agent has no chain with id %s holding a token at %s", chains.ErrNoAuthorizations, chainID, contract)
 }
 
-// SignAuthorization implements tools.ChainOps: the owner's approval rules
-// first (a payment they would hold is refused, and nothing is written: an
-// HTTP request cannot wait for the owner, and an approval of it could
-// never run), then the connector has the enclave sign it as a spend, which
-// the spending policy checks and counts.
-func (o *chainOps) SignAuthorization(ctx context.Context, id chains.ID, auth chains.TransferAuthorization, key string) (chains.TransferAuthorization, []byte, error) {
+// SignAuthorization implements tools.ChainOps. pr is the x402 payment
+// fetch_paid read once (tools.KindX402): the owner's approval rules take
+// it first (a payment they would hold is refused, and nothing is written:
+// an HTTP request cannot wait for the owner, and an approval of it could
+// never run), then its record (pr.Record) is written and the connector has
+// the enclave sign the authorization (pr.Authorization: terms' domain,
+// window and nonce, pr's asset, amount and payee) as a spend under pr's
+// key, which the spending policy checks and counts. Nothing here reads
+// the asset or the amount again.
+func (o *chainOps) SignAuthorization(ctx context.Context, pr tools.PaymentRequest, terms chains.TransferAuthorization) (chains.TransferAuthorization, []byte, error) {
+	auth, err := pr.Authorization(terms)
+	if err != nil {
+		return terms, nil, err
+	}
+	id := pr.Chain()
 	from := o.agent.Addresses[id]
 	auth.From = common.HexToAddress(from).Hex()
-	asset, err := tools.LookupAsset(id, auth.Asset)
-	if err != nil {
-		return auth, nil, err
-	}
-	if auth.Value == nil || auth.Value.Sign() <= 0 {
-		return auth, nil, fmt.Errorf("%w: an authorization moves a positive amount", chains.ErrInvalidAmount)
-	}
-	amount := chains.NewAmount(auth.Value, asset.Decimals).String()
-	ap, _, err := o.a.policies().Check(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: asset.Symbol,
-		Amount: amount, Recipient: auth.To, PayTo: auth.To, Key: key, ConversationID: o.convID})
+	ap, _, err := o.a.policies().Check(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: pr.Asset().Symbol,
+		Amount: pr.Amount().String(), Recipient: pr.Recipient().Address, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID})
 	if errors.Is(err, policy.ErrNotApproved) {
 		return auth, nil, fmt.Errorf("%w: %w", enclave.ErrPolicy, err)
 	}
@@ -80,11 +81,9 @@ func (o *chainOps) SignAuthorization(ctx context.Context, id chains.ID, auth cha
 	// Signed, the authorization is the payee's to submit: the record stays
 	// pending until fetch_paid hears the settlement (Outgoing.Advance).
 	var sig []byte
-	rec := tools.OutgoingPayment{Kind: tools.KindX402, Source: toolSource(o.convID), Chain: id, Asset: asset.Symbol, Amount: chains.NewAmount(auth.Value, asset.Decimals),
-		Recipient: tools.PaymentRecipient{Address: auth.To}, IdempotencyKey: key}
-	_, err = o.a.paying(ctx, rec, func(ctx context.Context) (chains.TxResult, error) {
+	_, err = o.a.paying(ctx, pr.Record(), func(ctx context.Context) (chains.TxResult, error) {
 		var err error
-		if sig, err = c.SignAuthorization(ctx, o.key(id), from, auth, key); err != nil {
+		if sig, err = c.SignAuthorization(ctx, o.key(id), from, auth, pr.IdempotencyKey()); err != nil {
 			// No signature came back, so none can be handed to anyone.
 			return chains.TxResult{}, fmt.Errorf("%w: %w", errNoSignature, err)
 		}

@@ -109,7 +109,7 @@ var errNoChain = errors.New("test: no chain")
 func (noChains) AuthorizationDomain(context.Context, *big.Int, string) (chains.ID, chains.TransferAuthorization, error) {
 	return "", chains.TransferAuthorization{}, errNoChain
 }
-func (noChains) SignAuthorization(_ context.Context, _ chains.ID, a chains.TransferAuthorization, _ string) (chains.TransferAuthorization, []byte, error) {
+func (noChains) SignAuthorization(_ context.Context, _ tools.PaymentRequest, a chains.TransferAuthorization) (chains.TransferAuthorization, []byte, error) {
 	return a, nil, errNoChain
 }
 func (noChains) Balance(context.Context, chains.ID) (chains.Balance, error) {

@@ -101,7 +101,7 @@ type fakeChains struct {
 	keys     map[string]string // key → parameters
 	results  map[string]chains.TxResult
 	sends    []call // payments that moved money
-	// requests are the payment requests SendStealth, PayAddress and
+	// requests are the payment requests SendStealth, PayAddress, SignAuthorization and
 	// Withdraw got.
 	requests []PaymentRequest
 	calls    []call // every call
@@ -120,12 +120,17 @@ func (f *fakeChains) AuthorizationDomain(ctx context.Context, chainID *big.Int, 
 	return f.x402.domain(chainID, contract)
 }
 
-func (f *fakeChains) SignAuthorization(ctx context.Context, c chains.ID, auth chains.TransferAuthorization, key string) (chains.TransferAuthorization, []byte, error) {
+func (f *fakeChains) SignAuthorization(ctx context.Context, pr PaymentRequest, terms chains.TransferAuthorization) (chains.TransferAuthorization, []byte, error) {
 	if f.x402 == nil {
-		return auth, nil, chains.ErrNoAuthorizations
+		return terms, nil, chains.ErrNoAuthorizations
+	}
+	auth, err := pr.Authorization(terms)
+	if err != nil {
+		return terms, nil, err
 	}
 	f.mu.Lock()
-	f.record(call{Op: "sign_authorization", Chain: string(c), To: auth.To, Amount: auth.Value.String(), Asset: auth.Asset, Key: key})
+	f.requests = append(f.requests, pr)
+	f.record(call{Op: "sign_authorization", Chain: string(pr.Chain()), To: auth.To, Amount: auth.Value.String(), Asset: auth.Asset, Key: pr.IdempotencyKey()})
 	f.mu.Unlock()
 	return f.x402.sign(auth)
 }

@@ -120,18 +120,22 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 	if window <= 0 || window > maxAuthorizationWindow {
 		window = maxAuthorizationWindow
 	}
-	auth := pick.domain
-	auth.To, auth.Value = pick.req.PayTo, pick.units
-	auth.ValidAfter, auth.ValidBefore = big.NewInt(0), big.NewInt(now().Add(window).Unix())
-	auth.Nonce = x402.NonceFor(env.Agent.ID, env.IdempotencyKey)
-	signed, sig, err := env.Chains.SignAuthorization(ctx, pick.chain, auth, "x402/"+env.IdempotencyKey)
+	// The domain, window and nonce are the authorization's terms; what it
+	// moves (asset, amount, payee) and the key are the request read once
+	// by consider, which the approval rules, the record and the signing
+	// take (ChainOps.SignAuthorization).
+	terms := pick.domain
+	terms.ValidAfter, terms.ValidBefore = big.NewInt(0), big.NewInt(now().Add(window).Unix())
+	terms.Nonce = x402.NonceFor(env.Agent.ID, env.IdempotencyKey)
+	pay := pick.pay
+	signed, sig, err := env.Chains.SignAuthorization(ctx, pay, terms)
 	var he *HeldError
 	if errors.As(err, &he) {
 		return nil, fmt.Errorf("%w: the owner's policy would hold this payment of %s %s for approval (%s); an x402 payment cannot wait, so nothing was paid. Ask the owner to approve such payments or raise the threshold",
-			ErrNotConfirmed, pick.amount, pick.symbol, strings.Join(he.Reasons, "; "))
+			ErrNotConfirmed, pay.Amount(), pay.Asset().Symbol, strings.Join(he.Reasons, "; "))
 	}
 	if err != nil {
-		return nil, chainErr("x402 payment", pick.chain, err)
+		return nil, chainErr("x402 payment", pay.Chain(), err)
 	}
 	header, err := x402.Encode(x402.PayloadOf(pick.req, &pr.Resource, signed, sig))
 	if err != nil {
@@ -140,19 +144,19 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 	paid, err := get(ctx, client, rawURL, header)
 	if err != nil {
 		return nil, fmt.Errorf("%w; a payment authorization of %s %s to %s valid until %s was sent and may still be settled by the server",
-			err, pick.amount, pick.symbol, pick.req.PayTo, time.Unix(signed.ValidBefore.Int64(), 0).UTC().Format(time.RFC3339))
+			err, pay.Amount(), pay.Asset().Symbol, pay.Recipient().Address, time.Unix(signed.ValidBefore.Int64(), 0).UTC().Format(time.RFC3339))
 	}
 	out := paid.result(rawURL)
-	out.Paid, out.Amount, out.Asset, out.Chain, out.PayTo = true, pick.amount, pick.symbol, pick.chain, pick.req.PayTo
+	out.Paid, out.Amount, out.Asset, out.Chain, out.PayTo = true, pay.Amount().String(), pay.Asset().Symbol, pay.Chain(), pay.Recipient().Address
 	if h := paid.header.Get(x402.HeaderResponse); h != "" {
 		var s x402.SettleResponse
 		if x402.Decode(h, &s) == nil {
 			out.Settlement = &s
 			if s.Success && s.Transaction != "" {
-				out.TxLink = env.Chains.TxLink(pick.chain, s.Transaction)
-				settledX402(ctx, env, pick.chain, "x402/"+env.IdempotencyKey, s.Transaction)
-				notify(ctx, env, "payment_sent", fmt.Sprintf("Paid %s %s for %s", pick.amount, pick.symbol, clip(u.Host, 60)),
-					fmt.Sprintf("x402 payment of %s %s to %s on %s for %s (tx %s)", pick.amount, pick.symbol, pick.req.PayTo, pick.chain, clip(rawURL, 200), s.Transaction))
+				out.TxLink = env.Chains.TxLink(pay.Chain(), s.Transaction)
+				settledX402(ctx, env, pay.Chain(), pay.IdempotencyKey(), s.Transaction)
+				notify(ctx, env, "payment_sent", fmt.Sprintf("Paid %s %s for %s", pay.Amount(), pay.Asset().Symbol, clip(u.Host, 60)),
+					fmt.Sprintf("x402 payment of %s %s to %s on %s for %s (tx %s)", pay.Amount(), pay.Asset().Symbol, pay.Recipient().Address, pay.Chain(), clip(rawURL, 200), s.Transaction))
 			}
 		}
 	}
@@ -160,7 +164,7 @@ func runFetchPaid(ctx context.Context, env *Env, rawURL, maxAmount, assetSym str
 		var again x402.PaymentRequired
 		_ = x402.Decode(paid.header.Get(x402.HeaderRequired), &again)
 		return nil, fmt.Errorf("%s refused the payment (402: %s); its authorization of %s %s valid until %s was not settled by this answer",
-			clip(rawURL, 80), clip(again.Error, 200), pick.amount, pick.symbol, time.Unix(signed.ValidBefore.Int64(), 0).UTC().Format(time.RFC3339))
+			clip(rawURL, 80), clip(again.Error, 200), pay.Amount(), pay.Asset().Symbol, time.Unix(signed.ValidBefore.Int64(), 0).UTC().Format(time.RFC3339))
 	}
 	return out, nil
 }
@@ -180,11 +184,10 @@ func settledX402(ctx context.Context, env *Env, c chains.ID, key, tx string) {
 // pick is the requirement fetch_paid pays.
 type pick struct {
 	req    x402.Requirements
-	chain  chains.ID
 	domain chains.TransferAuthorization
-	symbol string
-	units  *big.Int
-	amount string // whole units
+	// pay is the requirement read once: chain, asset, amount in base
+	// units, payee, key and source (x402Payment).
+	pay PaymentRequest
 }
 
 // choose picks the first `exact` EVM requirement (EIP-3009) on one of the
@@ -252,7 +255,7 @@ func consider(ctx context.Context, env *Env, req x402.Requirements, maxAmount, m
 	if amount.Units().Cmp(limit.Units()) > 0 {
 		return pick{}, fmt.Errorf("it asks for %s %s, more than the maximum %s %s", amount, asset.Symbol, limit, asset.Symbol)
 	}
-	return pick{req: req, chain: chain, domain: dom, symbol: asset.Symbol, units: units, amount: amount.String()}, nil
+	return pick{req: req, domain: dom, pay: x402Payment(env, chain, asset, amount, req.PayTo)}, nil
 }
 
 // fetched is one HTTP answer.

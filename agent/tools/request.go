@@ -105,7 +105,7 @@ func (r PaymentRequest) who() string {
 // checks): exactly the parsed chain, asset, amount, recipient address and
 // key. An unparsed request answers ErrUnparsedPayment.
 func (r PaymentRequest) SendRequest() (chains.SendRequest, error) {
-	if !r.Parsed() || r.kind == KindWithdraw {
+	if !r.Parsed() || r.kind == KindWithdraw || r.kind == KindX402 {
 		return chains.SendRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
 	return chains.SendRequest{Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, To: r.to.Address, IdempotencyKey: r.key}, nil
@@ -120,6 +120,19 @@ func (r PaymentRequest) WithdrawRequest() (chains.WithdrawRequest, error) {
 		return chains.WithdrawRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
 	return chains.WithdrawRequest{Chain: r.chain, From: r.from, Asset: r.asset.Symbol, Amount: r.amount, All: r.all, To: r.to.Address, IdempotencyKey: r.key}, nil
+}
+
+// Authorization is the EIP-3009 authorization of an x402 payment
+// (KindX402) the agent's account signs: terms carries the token's EIP-712
+// domain, the validity window and the nonce; what it moves — the asset,
+// the amount in base units and the payee — is exactly the parsed request's,
+// whatever terms said. Any other request answers ErrUnparsedPayment.
+func (r PaymentRequest) Authorization(terms chains.TransferAuthorization) (chains.TransferAuthorization, error) {
+	if !r.Parsed() || r.kind != KindX402 {
+		return chains.TransferAuthorization{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
+	}
+	terms.Asset, terms.To, terms.Value = r.asset.Symbol, r.to.Address, r.amount.Units()
+	return terms, nil
 }
 
 // Record is the payment's record before it is signed (status and times
@@ -219,6 +232,15 @@ func invoicePayment(inv PayableInvoice, sp spend, label, key string, src Payment
 func withdrawal(tool string, p Payment, asset Asset, amount chains.Amount, all bool, to, key string, src PaymentSource) PaymentRequest {
 	return PaymentRequest{kind: KindWithdraw, tool: tool, spend: spend{chain: p.Chain, asset: asset, amount: amount},
 		to: PaymentRecipient{Address: to}, key: key, source: src, from: p.StealthAddress, all: all}
+}
+
+// x402Payment is the request of paying an x402 requirement that
+// fetch_paid read once (consider): amount of asset on c to the payee
+// payTo, signed and recorded under "x402/" and the call's key, for the
+// call's source.
+func x402Payment(env *Env, c chains.ID, asset Asset, amount chains.Amount, payTo string) PaymentRequest {
+	return PaymentRequest{kind: KindX402, tool: "fetch_paid", spend: spend{chain: c, asset: asset, amount: amount},
+		to: PaymentRecipient{Address: payTo}, key: "x402/" + env.IdempotencyKey, source: env.Source}
 }
 
 // paymentAsset is the asset of a received payment p on its chain (one the

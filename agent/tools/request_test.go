@@ -3,11 +3,15 @@ package tools
 import (
 	"context"
 	"errors"
+	"math/big"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/veilhq/veil/chains"
 )
@@ -74,6 +78,13 @@ func TestPaymentRequestIsSealed(t *testing.T) {
 	}
 	if _, err := zero.SendRequest(); !errors.Is(err, ErrUnparsedPayment) {
 		t.Errorf("zero request's SendRequest: %v, want ErrUnparsedPayment", err)
+	}
+	if _, err := zero.Authorization(chains.TransferAuthorization{To: "0x00000000000000000000000000000000000000B0", Value: big.NewInt(1), Asset: "USDC"}); !errors.Is(err, ErrUnparsedPayment) {
+		t.Errorf("zero request's Authorization: %v, want ErrUnparsedPayment", err)
+	}
+	// A stealth payment is not an x402 authorization.
+	if _, err := sendRequestFor(t, chains.Base, "USDC", "1", "", "0x00000000000000000000000000000000000000B0", "k").Authorization(chains.TransferAuthorization{}); !errors.Is(err, ErrUnparsedPayment) {
+		t.Errorf("a send as an authorization: %v, want ErrUnparsedPayment", err)
 	}
 	f := newFixture(t)
 	if _, err := f.chain.SendStealth(context.Background(), zero); !errors.Is(err, ErrUnparsedPayment) || len(f.chain.moneyMoves()) != 0 {
@@ -167,6 +178,58 @@ func TestPaymentParsedOnce(t *testing.T) {
 		if got.Kind() != KindPayInvoice || got.Tool() != "pay_invoice" || got.Chain() != chains.Base || got.Asset().Symbol != "USDC" ||
 			got.Amount().Units().String() != "2500000" || got.Recipient() != want || got.IdempotencyKey() != invoiceKey(f.env, inv) {
 			t.Errorf("request %+v", got)
+		}
+	})
+
+	// fetch_paid reads the x402 requirement it pays once (consider) into a
+	// KindX402 request; that request is what the approval rules, the record
+	// and the authorization the account signs take (ChainOps.SignAuthorization).
+	t.Run("fetch_paid", func(t *testing.T) {
+		key, err := crypto.GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t)
+		f.chain.x402 = &fakeAuthorizer{key: key}
+		srv := &x402Server{amount: "500000", body: "ok", now: f.env.Now}
+		hs := httptest.NewServer(srv)
+		defer hs.Close()
+		f.env.HTTP = hs.Client()
+		u := hs.URL + "/weather"
+		if _, err := f.run(t, "fetch_paid", "fetch "+u+" paying up to 1 USDC", `{"url":"`+u+`","max_amount":"1"}`); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.chain.requests) != 1 {
+			t.Fatalf("%d requests reached the chain, want 1", len(f.chain.requests))
+		}
+		got := f.chain.requests[0]
+		payee := PaymentRecipient{Address: srv.req().PayTo}
+		if got.Kind() != KindX402 || got.Tool() != "fetch_paid" || got.Chain() != chains.Base || got.Asset().Symbol != "USDC" ||
+			got.Amount().Units().String() != "500000" || got.Recipient() != payee || got.IdempotencyKey() != "x402/key-1" || got.Source() != testSource {
+			t.Errorf("request %+v", got)
+		}
+		p, err := consider(context.Background(), f.env, srv.req(), "1", "USDC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, p.pay) {
+			t.Errorf("signed %+v, parsed %+v", got, p.pay)
+		}
+		// The terms cannot change what the authorization moves.
+		auth, err := got.Authorization(chains.TransferAuthorization{Name: "USD Coin", Asset: "ETH", To: "0x00000000000000000000000000000000000000EE", Value: big.NewInt(1)})
+		if err != nil || auth.Name != "USD Coin" || auth.Asset != "USDC" || auth.To != payee.Address || auth.Value.String() != "500000" {
+			t.Errorf("authorization %+v, %v", auth, err)
+		}
+		rec := got.Record()
+		if rec.Kind != KindX402 || rec.Source != testSource || rec.Chain != chains.Base || rec.Asset != "USDC" || rec.Amount.Units().String() != "500000" ||
+			rec.Recipient != payee || rec.IdempotencyKey != "x402/key-1" {
+			t.Errorf("record %+v", rec)
+		}
+		if _, err := got.SendRequest(); !errors.Is(err, ErrUnparsedPayment) {
+			t.Errorf("an x402 authorization as a send: %v", err)
+		}
+		if _, err := got.WithdrawRequest(); !errors.Is(err, ErrUnparsedPayment) {
+			t.Errorf("an x402 authorization as a withdrawal: %v", err)
 		}
 	})
 }

@@ -184,13 +184,17 @@ type ChainOps interface {
 	// the token's EIP-712 domain and symbol (Name, Version, ChainID,
 	// Contract, Asset), or an error matching chains.ErrNoAuthorizations.
 	AuthorizationDomain(ctx context.Context, chainID *big.Int, contract string) (chains.ID, chains.TransferAuthorization, error)
-	// SignAuthorization has the agent's account sign auth (its From set to
-	// the account) as a spend of auth.Value of auth.Asset to auth.To under
-	// key, after the owner's approval rules (a payment they would hold is
-	// refused with a *HeldError: an x402 payment cannot wait); the enclave
-	// checks the spending policy. It answers auth as signed and the
-	// 65-byte signature (fetch_paid, docs/x402.md).
-	SignAuthorization(ctx context.Context, chain chains.ID, auth chains.TransferAuthorization, key string) (chains.TransferAuthorization, []byte, error)
+	// SignAuthorization has the agent's account sign the EIP-3009
+	// authorization of the x402 payment pr (KindX402, read once by
+	// fetch_paid): terms gives the token's domain, the validity window and
+	// the nonce; pr.Authorization sets what it moves (asset, amount, payee),
+	// its From is set to the account. The owner's approval rules take pr
+	// first (a payment they would hold is refused with a *HeldError: an
+	// x402 payment cannot wait), the record is pr.Record() and the spend is
+	// signed under pr's key; the enclave checks the spending policy. It
+	// answers the authorization as signed and the 65-byte signature
+	// (fetch_paid, docs/x402.md).
+	SignAuthorization(ctx context.Context, pr PaymentRequest, terms chains.TransferAuthorization) (chains.TransferAuthorization, []byte, error)
 }
 
 // Directory resolves Veil agents by name (the platform's own registry).
