@@ -262,3 +262,60 @@ type Connector interface {
 	Fund(ctx context.Context, address string) (TxResult, error)
 	TxLink(txHash string) string
 }
+
+// Kinds of SideSpend.
+const (
+	// SideRelayerFee is the relayer's fee taken from a withdrawal
+	// (RelayerFeeKey): a transfer of its own on EVM chains, an operation
+	// of the withdrawal's own transaction on Stellar and Solana (SameTx).
+	SideRelayerFee = "relayfee"
+	// SideRemainder is the native rest an everything-withdrawal of a token
+	// sends after it (key "rest/<key>", chains/evm).
+	SideRemainder = "rest"
+)
+
+// SideSpend is value a withdrawal moves besides its own transfer, under a
+// spend of its own: Spend's Key ("relayfee/<key>", "rest/<key>"), Chain,
+// Asset, Amount and Recipient say what; For is the withdrawal's own key;
+// SameTx says that it rides in the withdrawal's transaction (settled by
+// the withdrawal's settlement, not one of its own).
+type SideSpend struct {
+	Kind   string
+	Spend  Spend
+	For    string
+	SameTx bool
+}
+
+// SideRecorder wraps the signing request (send) of a SideSpend so that
+// the payer keeps a record of it (the agent's relayer_fee and remainder
+// payment records, docs/payments.md): called before anything is signed,
+// it runs send at most once and answers what send answered (an error
+// without running send: nothing is signed).
+type SideRecorder func(ctx context.Context, s SideSpend, send func(context.Context) (TxResult, error)) (TxResult, error)
+
+type sideRecorderKey struct{}
+
+// WithSideRecorder returns ctx carrying r: a connector's Withdraw called
+// with it runs the signing of every SideSpend through r (RecordSide).
+func WithSideRecorder(ctx context.Context, r SideRecorder) context.Context {
+	return context.WithValue(ctx, sideRecorderKey{}, r)
+}
+
+// RecordSide runs send, the signing request of s, through ctx's
+// SideRecorder when it has one (and s has a key), else on its own.
+func RecordSide(ctx context.Context, s SideSpend, send func(context.Context) (TxResult, error)) (TxResult, error) {
+	if r, ok := ctx.Value(sideRecorderKey{}).(SideRecorder); ok && r != nil && s.Spend.Key != "" {
+		return r(ctx, s, send)
+	}
+	return send(ctx)
+}
+
+// SideOf is the SideSpend of kind for the withdrawal under key whose
+// spend is sp (a zero SideSpend when sp is nil: RecordSide then only runs
+// send).
+func SideOf(kind string, sp *Spend, key string, sameTx bool) SideSpend {
+	if sp == nil {
+		return SideSpend{}
+	}
+	return SideSpend{Kind: kind, Spend: *sp, For: key, SameTx: sameTx}
+}

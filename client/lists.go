@@ -116,7 +116,8 @@ type PaymentRecipient struct {
 type PaymentRecord struct {
 	ID      string `json:"id"`
 	AgentID string `json:"agentId"`
-	// Kind: send_payment, pay_invoice, withdraw, x402 or gas_funding.
+	// Kind: send_payment, pay_invoice, withdraw, x402, gas_funding,
+	// relayer_fee or remainder.
 	Kind   string        `json:"kind"`
 	Source PaymentSource `json:"source"`
 	Chain  string        `json:"chain"`
@@ -127,8 +128,8 @@ type PaymentRecord struct {
 	Recipient PaymentRecipient `json:"recipient"`
 	// From is the one-time address a withdrawal spends.
 	From string `json:"from,omitempty"`
-	// ForPayment is the id of the payment this one serves: a gas_funding
-	// record's withdrawal.
+	// ForPayment is the id of the payment this one serves: the withdrawal
+	// of a gas_funding, relayer_fee or remainder record.
 	ForPayment string `json:"forPayment,omitempty"`
 	Status     string `json:"status"`
 	// TxHash is the latest transaction; TxHashes every one (fee bumps and

@@ -146,3 +146,28 @@ func (a *Actor) gasRecord(source tools.PaymentSource, withdrawKey string) func(c
 		return res, err
 	}
 }
+
+// sideRecord is the chains.SideRecorder of the withdrawals source asks
+// for: the relayer's fee a withdrawal pays (kind relayer_fee, key
+// "relayfee/<key>") and the native rest an everything-withdrawal sends
+// after the tokens (kind remainder, key "rest/<key>") are payments of
+// their own, linked to the withdrawal's record (ForPayment), written
+// before they are signed and moved by paying like any other. A fee in the
+// withdrawal's own transaction (SameTx: Stellar, Solana) gets that
+// transaction's hash and is settled with it (settled).
+func (a *Actor) sideRecord(source tools.PaymentSource) chains.SideRecorder {
+	return func(ctx context.Context, s chains.SideSpend, send func(context.Context) (chains.TxResult, error)) (chains.TxResult, error) {
+		w, err := a.outgoing().ByKey(ctx, s.Spend.Chain, s.For)
+		if err != nil {
+			return chains.TxResult{}, fmt.Errorf("the withdrawal's payment record: %w", err)
+		}
+		kind, name := tools.KindRelayerFee, "the relayer's fee for the withdrawal from "+w.From
+		if s.Kind == chains.SideRemainder {
+			kind, name = tools.KindRemainder, orText(w.Recipient.Name, w.Recipient.Address)
+		}
+		rec := tools.OutgoingPayment{Kind: kind, Source: source, Chain: s.Spend.Chain, Asset: s.Spend.Asset, Amount: s.Spend.Amount,
+			Recipient: tools.PaymentRecipient{Name: name, Address: s.Spend.Recipient}, From: w.From,
+			IdempotencyKey: s.Spend.Key, ForPayment: w.ID}
+		return a.paying(ctx, rec, send)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
@@ -57,6 +58,20 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	}
 	if rec.Kind == tools.KindGasFunding && rec.ForPayment != "" {
 		return a.gasSettled(ctx, rec.ForPayment, u.Status)
+	}
+	// A relayer's fee paid in the withdrawal's own transaction (Stellar,
+	// Solana) has no settlement of its own: it settles with the
+	// withdrawal's, when it names the same transaction.
+	fee, err := out.ByKey(ctx, s.Chain, chains.RelayerFeeKey(s.IdempotencyKey))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fee.Kind == tools.KindRelayerFee && fee.ForPayment == rec.ID && fee.Status.Open() &&
+		(slices.Contains(fee.TxHashes, s.TxHash) || fee.TxHash == s.TxHash || fee.TxHash == rec.TxHash) {
+		return a.settleRecord(ctx, fee, u)
 	}
 	return nil
 }

@@ -74,6 +74,8 @@ const (
 	KindWithdraw    PaymentKind = "withdraw"     // from a received payment's one-time address (withdraw, withdraw_all)
 	KindX402        PaymentKind = "x402"         // an EIP-3009 authorization signed for fetch_paid
 	KindGasFunding  PaymentKind = "gas_funding"  // native asset sent to a one-time address so it can pay gas
+	KindRelayerFee  PaymentKind = "relayer_fee"  // the relayer's fee taken from a withdrawal it pays the fees of
+	KindRemainder   PaymentKind = "remainder"    // the native rest sent after an everything-withdrawal of a token
 )
 
 // SourceType names what asked for a payment.
@@ -124,8 +126,8 @@ type OutgoingPayment struct {
 	Recipient PaymentRecipient `json:"recipient"`
 	// From is the one-time address a withdrawal spends ("" otherwise).
 	From string `json:"from,omitempty"`
-	// ForPayment is the id of the payment this one serves: a gas_funding
-	// record's withdrawal ("" otherwise).
+	// ForPayment is the id of the payment this one serves: the withdrawal
+	// of a gas_funding, relayer_fee or remainder record ("" otherwise).
 	ForPayment string `json:"forPayment,omitempty"`
 	// IdempotencyKey is the key the chain's connector sends it under; a
 	// retry with it resumes this record.

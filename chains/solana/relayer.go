@@ -78,7 +78,7 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 			Amount: chains.NewAmount(new(big.Int).SetUint64(fee), a.decimals), Recipient: rel.String()}
 	}
 	var cost uint64
-	res, err := c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
+	build := func(ctx context.Context) ([]solanago.Instruction, error) {
 		srcATA, dstATA, relATA := ata(src, a.mint), ata(dst, a.mint), ata(rel, a.mint)
 		have, exists, err := c.tokenAmount(ctx, srcATA)
 		if err != nil {
@@ -142,6 +142,11 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 			}
 		}
 		return ixs, nil
+	}
+	// The fee rides in the withdrawal's own transaction: its record (the
+	// agent's relayer_fee) shares the withdrawal's hash and settlement.
+	res, err := chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, it.Fee, key, true), func(ctx context.Context) (chains.TxResult, error) {
+		return c.run(ctx, key, it, build)
 	})
 	if err == nil {
 		c.relayer.Paid(new(big.Int).SetUint64(cost))

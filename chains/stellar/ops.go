@@ -217,7 +217,11 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 			return append(pre, withSource(ops, src)...), memo, err
 		}
 	}
-	return c.run(ctx, key, it, build)
+	// The fee rides in the withdrawal's own transaction: its record (the
+	// agent's relayer_fee) shares the withdrawal's hash and settlement.
+	return chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, it.Fee, key, true), func(ctx context.Context) (chains.TxResult, error) {
+		return c.run(ctx, key, it, build)
+	})
 }
 
 // withdrawBuilder builds Withdraw's operations (source: the one-time

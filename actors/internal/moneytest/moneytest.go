@@ -92,6 +92,40 @@ type Chain struct {
 	// gasUnknown: the gas transfer is signed and recorded, its outcome
 	// unknown (GasOutcomeUnknown).
 	gasUnknown bool
+	// relayFee, relayFeeSameTx, rest: RelayerFee and Remainder.
+	relayFee       string
+	relayFeeSameTx bool
+	rest           string
+}
+
+// Relayer is the address the fake relayer's fees go to (RelayerFee).
+const Relayer = "0x00000000000000000000000000000000000000fe"
+
+// RelayerFee makes every withdrawal pay amount (in the withdrawal's asset,
+// 18 decimals) to Relayer under the key "relayfee/<key>" through
+// chains.RecordSide, as the connectors with a relayer do: in a
+// transaction of its own before the withdrawal (EVM), or in the
+// withdrawal's own (sameTx: Stellar, Solana); "" pays none.
+func (c *Chain) RelayerFee(amount string, sameTx bool) {
+	c.mu.Lock()
+	c.relayFee, c.relayFeeSameTx = amount, sameTx
+	c.mu.Unlock()
+}
+
+// Remainder makes every withdrawal send amount of the native asset after
+// it to its destination, under the key "rest/<key>" through
+// chains.RecordSide (the native rest of an everything-withdrawal of a
+// token, chains/evm); "" sends none.
+func (c *Chain) Remainder(amount string) {
+	c.mu.Lock()
+	c.rest = amount
+	c.mu.Unlock()
+}
+
+// sideHash is the fake transaction hash of what is sent under key.
+func sideHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return "0x" + hex.EncodeToString(h[:])
 }
 
 // GasOutcomeUnknown makes the next gas transfers answer
@@ -303,8 +337,48 @@ func (c *Chain) ScanTransfers(_ context.Context, cursor string, limit int) ([]ch
 	return scanPage(c, &c.transfers, cursor, limit)
 }
 
-func (c *Chain) Withdraw(context.Context, chains.KeyRef, chains.WithdrawRequest) (chains.TxResult, error) {
-	return chains.TxResult{TxHash: "0xw"}, nil
+// Withdraw answers the hash "0xw", with the relayer's fee of RelayerFee
+// and the rest of Remainder, each through chains.RecordSide.
+func (c *Chain) Withdraw(ctx context.Context, _ chains.KeyRef, req chains.WithdrawRequest) (chains.TxResult, error) {
+	c.mu.Lock()
+	fee, sameTx, rest := c.relayFee, c.relayFeeSameTx, c.rest
+	c.mu.Unlock()
+	key := req.IdempotencyKey
+	withdraw := func(context.Context) (chains.TxResult, error) { return chains.TxResult{TxHash: "0xw"}, nil }
+	if fee != "" {
+		amt, err := chains.ParseAmountOf(fee, 18)
+		if err != nil {
+			return chains.TxResult{}, err
+		}
+		asset := req.Asset
+		if asset == "" {
+			asset = c.ID.NativeAsset()
+		}
+		sp := &chains.Spend{Key: chains.RelayerFeeKey(key), Chain: c.ID, Asset: asset, Amount: amt, Recipient: Relayer}
+		if sameTx {
+			inner := withdraw
+			withdraw = func(ctx context.Context) (chains.TxResult, error) {
+				return chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, sp, key, true), inner)
+			}
+		} else if _, err := chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, sp, key, false), func(context.Context) (chains.TxResult, error) {
+			return chains.TxResult{TxHash: sideHash(sp.Key)}, nil
+		}); err != nil {
+			return chains.TxResult{}, err
+		}
+	}
+	res, err := withdraw(ctx)
+	if err != nil || rest == "" {
+		return res, err
+	}
+	amt, err := chains.ParseAmountOf(rest, 18)
+	if err != nil {
+		return res, err
+	}
+	sp := &chains.Spend{Key: "rest/" + key, Chain: c.ID, Asset: c.ID.NativeAsset(), Amount: amt, Recipient: req.To}
+	_, _ = chains.RecordSide(ctx, chains.SideOf(chains.SideRemainder, sp, key, false), func(context.Context) (chains.TxResult, error) {
+		return chains.TxResult{TxHash: sideHash(sp.Key)}, nil
+	})
+	return res, nil
 }
 
 func (c *Chain) RegisterName(_ context.Context, _ chains.KeyRef, _, name, _ string) (chains.TxResult, error) {
