@@ -104,6 +104,16 @@ func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
 			if want := map[chains.SettlementStatus]int{chains.SettlementFailed: 1}[outcome]; n != want {
 				t.Fatalf("%d events of the withdrawal (%+v); want %d", n, evs, want)
 			}
+			if outcome == chains.SettlementConfirmed {
+				// A retry under the withdrawal's key sends it: the same
+				// record, no longer saying that nothing was withdrawn.
+				env.Chain.GasOutcomeUnknown(false)
+				tc := call(payer.ID, "withdraw", string(args), "w1")
+				w3, err := out.Get(ctx, w.ID)
+				if err != nil || tc.Status != "success" || w3.Status != tools.PaymentBroadcast || w3.TxHash != "0xw" || strings.Contains(w3.Reason, "nothing withdrawn") {
+					t.Fatalf("the retry after the gas confirmed: %s %s; record %s %q %q %v; want it sent, the record saying so", tc.Status, tc.Detail, w3.Status, w3.TxHash, w3.Reason, err)
+				}
+			}
 		})
 	}
 }

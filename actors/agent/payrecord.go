@@ -59,7 +59,11 @@ func settleOf(rec tools.OutgoingPayment, res chains.TxResult, err error) tools.P
 		if rec.Status != tools.PaymentPending {
 			st = rec.Status // a retry answered a record already further on
 		}
-		return tools.PaymentUpdate{Status: st, TxHash: res.TxHash}
+		u := tools.PaymentUpdate{Status: st, TxHash: res.TxHash}
+		if rec.Reason == reasonGasWaiting || rec.Reason == reasonGasArrived {
+			u.Reason = reasonGasDone // a withdrawal that waited on its gas: sent now
+		}
+		return u
 	case refusal(err) && rec.TxHash == "" && res.TxHash == "":
 		return tools.PaymentUpdate{Status: tools.PaymentRefused, Reason: err.Error()}
 	}

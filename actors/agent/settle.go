@@ -82,6 +82,7 @@ const (
 	reasonGasWaiting = "waiting for its gas funding to settle; nothing withdrawn yet"
 	reasonGasFailed  = "gas funding failed; nothing withdrawn"
 	reasonGasArrived = "its gas funding is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it"
+	reasonGasDone    = "sent once its gas funding was confirmed"
 )
 
 // gasSettled moves the withdrawal withdrawalID whose gas funding settled
