@@ -84,7 +84,7 @@ func (o *chainOps) PayAddress(ctx context.Context, pr tools.PaymentRequest) (cha
 	if _, err := pr.SendRequest(); err != nil {
 		return chains.TxResult{}, err // not parsed: nothing is held or signed
 	}
-	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount().String(),
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount(),
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}

@@ -276,7 +276,7 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 		return chains.TxResult{}, err
 	}
 	// Scheduled runs are held for approval like any payment.
-	if err := a.hold(ctx, policy.Hold{AgentID: a.id, Kind: policy.KindSchedule, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount().String(),
+	if err := a.hold(ctx, policy.Hold{AgentID: a.id, Kind: policy.KindSchedule, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount(),
 		Recipient: pr.Recipient().Name, PayTo: meta, Key: pr.IdempotencyKey(), ScheduleID: sc.ID, Slot: slot,
 		ConversationID: a.scheduleOrigin(ctx, sc.ID)}); err != nil {
 		return chains.TxResult{}, err

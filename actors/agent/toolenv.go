@@ -179,7 +179,7 @@ func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (ch
 	// a payment they hold is not sent (the tool reports it held, and the
 	// chain is needed only when it runs); the enclave checks them again,
 	// with the spending policy, before it signs.
-	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount().String(),
+	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount(),
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}

@@ -64,7 +64,7 @@ func (o *chainOps) SignAuthorization(ctx context.Context, pr tools.PaymentReques
 	from := o.agent.Addresses[id]
 	auth.From = common.HexToAddress(from).Hex()
 	ap, _, err := o.a.policies().Check(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindPayment, Chain: id, Asset: pr.Asset().Symbol,
-		Amount: pr.Amount().String(), Recipient: pr.Recipient().Address, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID})
+		Amount: pr.Amount(), Recipient: pr.Recipient().Address, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID})
 	if errors.Is(err, policy.ErrNotApproved) {
 		return auth, nil, fmt.Errorf("%w: %w", enclave.ErrPolicy, err)
 	}

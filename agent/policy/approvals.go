@@ -75,22 +75,23 @@ func (a Approvals) Expiry() time.Duration {
 	return DefaultApprovalExpiry
 }
 
-// Reasons says why a payment of amount asset (amount "" = everything) to a
-// recipient needs the owner's approval under these rules; none means it
+// Reasons says why a payment of amount asset (all: everything, amount
+// zero) to a recipient needs the owner's approval under these rules; none means it
 // does not. isNew reports whether the agent never paid the recipient.
-func (a Approvals) Reasons(asset, amount string, isNew bool) []string {
+func (a Approvals) Reasons(asset string, amount chains.Amount, all, isNew bool) []string {
 	var out []string
 	sym := strings.ToUpper(asset)
 	if limit, ok := a.ApprovalAbove[sym]; ok {
 		switch {
-		case amount == "":
+		case all:
 			out = append(out, fmt.Sprintf("paying all of a balance of %s needs approval (approvalAbove %s %s)", sym, limit, sym))
 		case limit == "0":
 			out = append(out, fmt.Sprintf("every %s payment needs approval", sym))
 		default:
-			amt, err := amountOf(amount)
-			lim, _ := amountOf(limit)
-			if err != nil || amt.Cmp(lim) > 0 {
+			// The amount is typed (parsed once, where the payment was
+			// read); only the owner's threshold is text here.
+			lim, err := amountOf(limit)
+			if err != nil || amount.Sign() <= 0 || amount.Rat().Cmp(lim) > 0 {
 				out = append(out, fmt.Sprintf("%s %s is above the approval threshold of %s %s", amount, sym, limit, sym))
 			}
 		}
@@ -233,11 +234,15 @@ func PutOp(a *Approval, version uint64) (persistence.Op, error) {
 
 // Hold is a payment the agent is about to make.
 type Hold struct {
-	AgentID   string
-	Kind      string
-	Chain     chains.ID
-	Asset     string
-	Amount    string // "" = everything (withdraw all)
+	AgentID string
+	Kind    string
+	Chain   chains.ID
+	Asset   string
+	// Amount is the payment's amount as its request parsed it (base units
+	// and decimals): nothing here parses it again. All is a withdrawal of
+	// everything (Amount is then zero).
+	Amount    chains.Amount
+	All       bool
 	Recipient string // as the user named it
 	PayTo     string
 	From      string
@@ -246,6 +251,16 @@ type Hold struct {
 	ScheduleID     string
 	Slot           time.Time
 	ConversationID string
+}
+
+// amountText is the amount as the approval record keeps it (its JSON
+// field "amount", unchanged: whole units, "" for everything), converted
+// here at the record's edge.
+func (h Hold) amountText() string {
+	if h.All {
+		return ""
+	}
+	return h.Amount.String()
 }
 
 // ErrNotApproved reports a held payment the owner denied or let expire:
@@ -273,7 +288,10 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 	if err != nil {
 		return nil, nil, err
 	}
-	reasons := p.Approvals.Reasons(h.Asset, h.Amount, isNew)
+	if !h.All && h.Amount.Sign() <= 0 {
+		return nil, nil, fmt.Errorf("%w: a held payment moves a positive amount or everything", chains.ErrInvalidAmount)
+	}
+	reasons := p.Approvals.Reasons(h.Asset, h.Amount, h.All, isNew)
 	existing, keyVersion, err := s.approvalFor(ctx, h.AgentID, h.Key)
 	if err != nil {
 		return nil, nil, err
@@ -301,10 +319,8 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 	// A payment the policy refuses anyway is refused now: the owner is not
 	// asked to approve what could not be paid.
 	pay := Payment{Asset: h.Asset, Recipient: h.PayTo}
-	if h.Amount != "" {
-		if pay.Amount, err = amountOf(h.Amount); err != nil {
-			return nil, nil, err
-		}
+	if !h.All {
+		pay.Amount = h.Amount.Rat()
 	}
 	if pay, err = s.withIssuer(ctx, p, h.Chain, pay); err != nil {
 		return nil, nil, err
@@ -314,7 +330,7 @@ func (s *Store) Check(ctx context.Context, h Hold) (*Approval, []persistence.Op,
 	}
 	now := s.now().UTC()
 	a := &Approval{ID: uuid.NewString(), AgentID: h.AgentID, Status: StatusPending, Kind: h.Kind, Chain: h.Chain,
-		Asset: strings.ToUpper(h.Asset), Amount: h.Amount, Recipient: h.Recipient, PayTo: h.PayTo, From: h.From, Key: h.Key,
+		Asset: strings.ToUpper(h.Asset), Amount: h.amountText(), Recipient: h.Recipient, PayTo: h.PayTo, From: h.From, Key: h.Key,
 		Reasons: reasons, ScheduleID: h.ScheduleID, Slot: h.Slot, ConversationID: h.ConversationID,
 		CreatedAt: now, ExpiresAt: now.Add(p.Approvals.Expiry())}
 	put, err := PutOp(a, 0)
@@ -372,12 +388,12 @@ func (s *Store) knownOp(agentID, recipient string) persistence.Op {
 // for it (a tool, a schedule, a retry). It runs before the spending policy
 // (caps, allowlist, daily budget), which still applies to an approved
 // payment.
-func (s *Store) approvalGate(ctx context.Context, p Policy, agentID, key, asset, amount, recipient string) error {
+func (s *Store) approvalGate(ctx context.Context, p Policy, agentID, key, asset string, amount chains.Amount, all bool, recipient string) error {
 	isNew, err := s.isNewRecipient(ctx, agentID, recipient, p.ApproveNewRecipients)
 	if err != nil {
 		return err
 	}
-	reasons := p.Approvals.Reasons(asset, amount, isNew)
+	reasons := p.Approvals.Reasons(asset, amount, all, isNew)
 	if len(reasons) == 0 {
 		return nil
 	}
@@ -409,11 +425,7 @@ func (g Gate) Authorize(ctx context.Context, sp chains.Spend) error {
 		return err
 	}
 	if ok {
-		amount := "" // everything the source holds
-		if !sp.All {
-			amount = sp.Amount.String()
-		}
-		if err := g.s.approvalGate(ctx, p, sp.AgentID, sp.Key, sp.Asset, amount, sp.Recipient); err != nil {
+		if err := g.s.approvalGate(ctx, p, sp.AgentID, sp.Key, sp.Asset, sp.Amount, sp.All, sp.Recipient); err != nil {
 			return err
 		}
 	}

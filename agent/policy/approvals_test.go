@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/veilhq/veil/chains"
 )
 
 func TestApprovalRules(t *testing.T) {
@@ -72,7 +74,14 @@ func TestApprovalReasons(t *testing.T) {
 		{"SOL", "1", true, 1, "never paid"},
 		{"ETH", "1", true, 2, "never paid"},
 	} {
-		got := a.Reasons(tc.asset, tc.amount, tc.isNew)
+		var amount chains.Amount
+		if tc.amount != "" {
+			var err error
+			if amount, err = chains.ParseAmountOf(tc.amount, 18); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := a.Reasons(tc.asset, amount, tc.amount == "", tc.isNew)
 		if len(got) != tc.want || (tc.has != "" && !strings.Contains(strings.Join(got, ";"), tc.has)) {
 			t.Errorf("Reasons(%s %s new=%v) = %q", tc.amount, tc.asset, tc.isNew, got)
 		}

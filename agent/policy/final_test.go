@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestAFailedOrExpiredApprovalIsFinal(t *testing.T) {
 			defer st.Close()
 			ps := policy.NewStore(st, func() time.Time { return now })
 			set(t, st, policy.Policy{Approvals: policy.Approvals{ApprovalAbove: map[string]string{"USDC": "1"}}})
-			h := policy.Hold{AgentID: agentID, Kind: policy.KindPayment, Chain: chains.Ethereum, Asset: "USDC", Amount: "5", Recipient: "bob.veil", PayTo: "st:eth:0xb0b", Key: "k"}
+			h := policy.Hold{AgentID: agentID, Kind: policy.KindPayment, Chain: chains.Ethereum, Asset: "USDC", Amount: usdc(t, "5"), Recipient: "bob.veil", PayTo: "st:eth:0xb0b", Key: "k"}
 			first, ops, err := ps.Check(ctx, h)
 			if err != nil || first == nil || len(ops) == 0 {
 				t.Fatalf("first Check = %v, %v, %v", first, ops, err)
@@ -76,5 +77,53 @@ func TestAFailedOrExpiredApprovalIsFinal(t *testing.T) {
 				t.Fatalf("the new approval does not commit: %v", err)
 			}
 		})
+	}
+}
+
+// usdc is v USDC (6 decimals), as a payment request parses it.
+func usdc(t *testing.T, v string) chains.Amount {
+	t.Helper()
+	a, err := chains.ParseAmountOf(v, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// A hold carries its amount typed (as the payment request parsed it); the
+// approval record keeps it as before, whole units as text in "amount" (so
+// approvals already stored load and pay as they did), and a hold of no
+// amount that is not "everything" is refused, not held.
+func TestHoldAmountIsTyped(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	st := open(t, filepath.Join(t.TempDir(), "p.db"))
+	defer st.Close()
+	ps := policy.NewStore(st, func() time.Time { return now })
+	set(t, st, policy.Policy{Approvals: policy.Approvals{ApprovalAbove: map[string]string{"USDC": "1"}}})
+	h := policy.Hold{AgentID: agentID, Kind: policy.KindPayment, Chain: chains.Base, Asset: "USDC", Amount: usdc(t, "2.50"), Recipient: "bob.veil", PayTo: "st:base:0xb0b", Key: "typed"}
+	ap, ops, err := ps.Check(ctx, h)
+	if err != nil || ap == nil {
+		t.Fatalf("Check = %v, %v", ap, err)
+	}
+	if _, err := st.Apply(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := policy.GetApproval(ctx, st, agentID, ap.ID)
+	if err != nil || got.Amount != "2.5" || !strings.Contains(strings.Join(got.Reasons, ";"), "2.5 USDC is above the approval threshold of 1 USDC") {
+		t.Fatalf("stored approval %+v, %v", got, err)
+	}
+	if raw, _ := json.Marshal(got); !strings.Contains(string(raw), `"amount":"2.5"`) {
+		t.Fatalf("approval JSON %s", raw)
+	}
+	all := h
+	all.Amount, all.All, all.Key = chains.Amount{}, true, "all"
+	if ap, _, err := ps.Check(ctx, all); err != nil || ap == nil || ap.Amount != "" {
+		t.Fatalf("Check(all) = %+v, %v", ap, err)
+	}
+	zero := h
+	zero.Amount, zero.Key = chains.Amount{}, "zero"
+	if ap, _, err := ps.Check(ctx, zero); !errors.Is(err, chains.ErrInvalidAmount) || ap != nil {
+		t.Fatalf("Check(zero) = %+v, %v, want ErrInvalidAmount", ap, err)
 	}
 }

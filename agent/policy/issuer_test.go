@@ -66,7 +66,7 @@ func TestAllowlistKnowsInvoiceIssuers(t *testing.T) {
 			five, _ := chains.ParseAmountOf("5", 6)
 			sp := chains.Spend{Key: "k-" + tc.name, AgentID: agentID, Chain: chains.Base, Asset: "USDC", Amount: five, Recipient: tc.to}
 			err := store.Authorize(ctx, sp)
-			_, _, holdErr := store.Check(ctx, policy.Hold{AgentID: agentID, Kind: policy.KindInvoice, Chain: chains.Base, Asset: "USDC", Amount: "5",
+			_, _, holdErr := store.Check(ctx, policy.Hold{AgentID: agentID, Kind: policy.KindInvoice, Chain: chains.Base, Asset: "USDC", Amount: five,
 				Recipient: "an invoice", PayTo: tc.to, Key: "h-" + tc.name})
 			for what, err := range map[string]error{"authorize": err, "hold": holdErr} {
 				switch {
