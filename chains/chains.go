@@ -293,18 +293,11 @@ type SideSpend struct {
 // without running send: nothing is signed).
 type SideRecorder func(ctx context.Context, s SideSpend, send func(context.Context) (TxResult, error)) (TxResult, error)
 
-type sideRecorderKey struct{}
-
-// WithSideRecorder returns ctx carrying r: a connector's Withdraw called
-// with it runs the signing of every SideSpend through r (RecordSide).
-func WithSideRecorder(ctx context.Context, r SideRecorder) context.Context {
-	return context.WithValue(ctx, sideRecorderKey{}, r)
-}
-
-// RecordSide runs send, the signing request of s, through ctx's
-// SideRecorder when it has one (and s has a key), else on its own.
-func RecordSide(ctx context.Context, s SideSpend, send func(context.Context) (TxResult, error)) (TxResult, error) {
-	if r, ok := ctx.Value(sideRecorderKey{}).(SideRecorder); ok && r != nil && s.Spend.Key != "" {
+// RecordSide runs send, the signing request of s, through r (the
+// withdrawal's WithdrawRequest.Sides) when there is one and s has a key,
+// else on its own.
+func RecordSide(ctx context.Context, r SideRecorder, s SideSpend, send func(context.Context) (TxResult, error)) (TxResult, error) {
+	if r != nil && s.Spend.Key != "" {
 		return r(ctx, s, send)
 	}
 	return send(ctx)

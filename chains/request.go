@@ -37,6 +37,11 @@ type WithdrawRequest struct {
 	All            bool
 	To             string
 	IdempotencyKey string
+	// Sides, when set, is run around the signing of everything else the
+	// withdrawal moves (the relayer's fee, the native rest): the payer's
+	// record of each (RecordSide). It is a hook of the caller in this
+	// process, never sent anywhere.
+	Sides SideRecorder `json:"-"`
 }
 
 // Units is the payment's amount in base units of an asset with decimals

@@ -215,7 +215,7 @@ func (o *chainOps) Withdraw(ctx context.Context, pr tools.PaymentRequest) (chain
 	payer := chains.GasPayer{Key: o.key(id), Address: o.agent.Addresses[id], Record: o.a.gasRecord(toolSource(o.convID), req.IdempotencyKey)}
 	// What else the withdrawal moves (the relayer's fee, the native rest)
 	// has its own record too (sideRecord).
-	ctx = chains.WithSideRecorder(ctx, o.a.sideRecord(toolSource(o.convID)))
+	req.Sides = o.a.sideRecord(toolSource(o.convID))
 	return o.a.paying(ctx, pr.Record(), func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
 }
 

@@ -279,7 +279,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 			feeSpec.price = spec.price
 			fs := *feeSpec
 			send := func(ctx context.Context) (chains.TxResult, error) { return c.submit(ctx, fs.spend.Key, fs) }
-			if _, err := chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, fs.spend, key, false), send); err != nil {
+			if _, err := chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, fs.spend, key, false), send); err != nil {
 				return chains.TxResult{}, fmt.Errorf("evm: %s: the relayer's fee for the withdrawal from %s: %w", c.cfg.Chain, src.Hex(), err)
 			}
 		}
@@ -309,7 +309,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 	// The stipend's rest, at the next nonce: best effort (the tokens have
 	// moved; a failure leaves the rest for a native withdrawal).
 	sendRest := func(ctx context.Context) (chains.TxResult, error) { return c.submit(ctx, "rest/"+key, *rest) }
-	if r, err := chains.RecordSide(ctx, chains.SideOf(chains.SideRemainder, rest.spend, key, false), sendRest); err != nil {
+	if r, err := chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRemainder, rest.spend, key, false), sendRest); err != nil {
 		c.opts.Log.Warn("withdrawal: the native rest stays on the one-time address", "address", src.Hex(), "key", key, "err", err)
 	} else {
 		c.opts.Log.Info("withdrawal: native rest moved with the tokens", "address", src.Hex(), "tx", r.TxHash, "key", key)

@@ -155,7 +155,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 	}
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	if c.relayed(from, a) {
-		return c.withdrawRelayed(ctx, from, src, dst, a, amt, all, key)
+		return c.withdrawRelayed(ctx, from, src, dst, a, amt, all, key, req.Sides)
 	}
 	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
 		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},

@@ -40,7 +40,7 @@ func (c *Connector) relayed(from chains.KeyRef, a asset) bool {
 // relayer's token account; for "everything" it then closes the address's
 // token account and sends every lamport the address holds to the
 // destination, so nothing is left and no fee was taken from it.
-func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src, dst solanago.PublicKey, a asset, amt uint64, all bool, key string) (chains.TxResult, error) {
+func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src, dst solanago.PublicKey, a asset, amt uint64, all bool, key string, sides chains.SideRecorder) (chains.TxResult, error) {
 	rel, err := parseAddress(c.relayer.Address)
 	if err != nil {
 		return chains.TxResult{}, err
@@ -145,7 +145,7 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 	}
 	// The fee rides in the withdrawal's own transaction: its record (the
 	// agent's relayer_fee) shares the withdrawal's hash and settlement.
-	res, err := chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, it.Fee, key, true), func(ctx context.Context) (chains.TxResult, error) {
+	res, err := chains.RecordSide(ctx, sides, chains.SideOf(chains.SideRelayerFee, it.Fee, key, true), func(ctx context.Context) (chains.TxResult, error) {
 		return c.run(ctx, key, it, build)
 	})
 	if err == nil {

@@ -219,7 +219,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 	}
 	// The fee rides in the withdrawal's own transaction: its record (the
 	// agent's relayer_fee) shares the withdrawal's hash and settlement.
-	return chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, it.Fee, key, true), func(ctx context.Context) (chains.TxResult, error) {
+	return chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, it.Fee, key, true), func(ctx context.Context) (chains.TxResult, error) {
 		return c.run(ctx, key, it, build)
 	})
 }

@@ -358,9 +358,9 @@ func (c *Chain) Withdraw(ctx context.Context, _ chains.KeyRef, req chains.Withdr
 		if sameTx {
 			inner := withdraw
 			withdraw = func(ctx context.Context) (chains.TxResult, error) {
-				return chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, sp, key, true), inner)
+				return chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, sp, key, true), inner)
 			}
-		} else if _, err := chains.RecordSide(ctx, chains.SideOf(chains.SideRelayerFee, sp, key, false), func(context.Context) (chains.TxResult, error) {
+		} else if _, err := chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, sp, key, false), func(context.Context) (chains.TxResult, error) {
 			return chains.TxResult{TxHash: sideHash(sp.Key)}, nil
 		}); err != nil {
 			return chains.TxResult{}, err
@@ -375,7 +375,7 @@ func (c *Chain) Withdraw(ctx context.Context, _ chains.KeyRef, req chains.Withdr
 		return res, err
 	}
 	sp := &chains.Spend{Key: "rest/" + key, Chain: c.ID, Asset: c.ID.NativeAsset(), Amount: amt, Recipient: req.To}
-	_, _ = chains.RecordSide(ctx, chains.SideOf(chains.SideRemainder, sp, key, false), func(context.Context) (chains.TxResult, error) {
+	_, _ = chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRemainder, sp, key, false), func(context.Context) (chains.TxResult, error) {
 		return chains.TxResult{TxHash: sideHash(sp.Key)}, nil
 	})
 	return res, nil
