@@ -46,8 +46,14 @@ func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
 			env.Chain.NeedGas("0.0002")
 			env.Chain.GasOutcomeUnknown(true)
 			args, _ := json.Marshal(map[string]string{"from": got[0].StealthAddress, "to": "0x00000000000000000000000000000000000000d5"})
-			if tc := call(payer.ID, "withdraw", string(args), "w1"); !strings.Contains(tc.Detail, `"status":"pending"`) {
+			tc := call(payer.ID, "withdraw", string(args), "w1")
+			if !strings.Contains(tc.Detail, `"status":"pending"`) {
 				t.Fatalf("withdraw with the gas's outcome unknown: %s %s", tc.Status, tc.Detail)
+			}
+			// The withdrawal itself was never signed: the answer says it is
+			// not sent yet and why, never that it was handed to the network.
+			if strings.Contains(tc.Detail, "handed to the network") || !strings.Contains(tc.Detail, "has not been sent yet") || !strings.Contains(tc.Detail, "gas funding") {
+				t.Fatalf("withdraw with the gas's outcome unknown answered %s", tc.Detail)
 			}
 			out := state.NewOutgoing(env.Store, payer.ID, nil)
 			page, err := out.List(ctx, state.PaymentFilter{})

@@ -59,9 +59,10 @@ func outcomeUnknown(err error) bool {
 func pendingResult(ctx context.Context, env *Env, err error, amount, asset string, c chains.ID, recipient, key string) *PendingPayment {
 	p := &PendingPayment{Status: StatusPending, Amount: amount, Asset: asset, Chain: c, Recipient: recipient}
 	var pe *PendingError
+	rec, haveRec := recordOf(ctx, env, c, key)
 	if errors.As(err, &pe) {
 		p.PaymentID, p.TxHash = pe.PaymentID, pe.TxHash
-	} else if rec, ok := recordOf(ctx, env, c, key); ok {
+	} else if haveRec {
 		p.PaymentID, p.TxHash = rec.ID, rec.TxHash
 	}
 	if p.TxHash != "" && env.Chains != nil {
@@ -70,6 +71,14 @@ func pendingResult(ctx context.Context, env *Env, err error, amount, asset strin
 	id := ""
 	if p.PaymentID != "" {
 		id = " (payment " + p.PaymentID + ")"
+	}
+	if haveRec && rec.Status == StatusPending && rec.TxHash == "" && rec.Reason != "" {
+		// The payment itself was not signed: what is unknown is a step
+		// before it (a withdrawal's gas funding). Its record says which;
+		// "signed and handed to the network" would not be true of it.
+		p.Message = fmt.Sprintf("The payment of %s %s to %s on %s%s has not been sent yet: %s. You will be told when that changes. Do not send it again with a new request: retry with the same idempotency key if asked to.",
+			amount, asset, clip(recipient, 40), c, id, rec.Reason)
+		return p
 	}
 	p.Message = fmt.Sprintf("The payment of %s %s to %s on %s is on its way%s: it was signed and handed to the network, and its confirmation has not come back yet. You will be told when it confirms (or if it fails). Do not send it again: a new request would pay a second time.",
 		amount, asset, clip(recipient, 40), c, id)
