@@ -19,107 +19,122 @@ import (
 // failed gas fails the withdrawal ("gas funding failed; nothing
 // withdrawn", told once), confirmed gas leaves it pending saying a retry
 // under its key sends it — so it never stays pending with nothing to move it.
+//
+// The relayer's fee in a transaction of its own before the withdrawal
+// (EVM) is the same case: the step table runs both.
 func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
-	for _, outcome := range []chains.SettlementStatus{chains.SettlementFailed, chains.SettlementConfirmed} {
-		t.Run(string(outcome), func(t *testing.T) {
-			ctx := context.Background()
-			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-			env.Chain.AnnounceSends()
-			payer := env.CreateAgent("payer")
-			bob := env.CreateAgent("bob")
-			call := func(id, tool, args, key string) *agent.ToolCall {
-				t.Helper()
-				v, err := env.Host.Request(ctx, id, &agent.CallTool{AccountID: moneytest.Account, Tool: tool, Arguments: args, IdempotencyKey: key})
+	steps := []struct {
+		name    string
+		kind    tools.PaymentKind
+		unknown func(*moneytest.Chain, bool)
+		setup   func(*moneytest.Chain)
+		failed  string
+	}{
+		{"gas", tools.KindGasFunding, (*moneytest.Chain).GasOutcomeUnknown, func(c *moneytest.Chain) { c.NeedGas("0.0002") }, "gas funding failed; nothing withdrawn"},
+		{"fee", tools.KindRelayerFee, (*moneytest.Chain).FeeOutcomeUnknown, func(c *moneytest.Chain) { c.RelayerFee("0.01", false) }, "the relayer's fee transfer failed; nothing withdrawn"},
+	}
+	for _, step := range steps {
+		for _, outcome := range []chains.SettlementStatus{chains.SettlementFailed, chains.SettlementConfirmed} {
+			t.Run(step.name+"/"+string(outcome), func(t *testing.T) {
+				ctx := context.Background()
+				env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+				env.Chain.AnnounceSends()
+				payer := env.CreateAgent("payer")
+				bob := env.CreateAgent("bob")
+				call := func(id, tool, args, key string) *agent.ToolCall {
+					t.Helper()
+					v, err := env.Host.Request(ctx, id, &agent.CallTool{AccountID: moneytest.Account, Tool: tool, Arguments: args, IdempotencyKey: key})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return v.(*agent.ToolCall)
+				}
+				if tc := call(bob.ID, "send_payment", `{"recipient":"payer.veil","amount":"0.5","asset":"ETH"}`, "bob-pays"); tc.Status != "success" {
+					t.Fatalf("send: %s %s", tc.Status, tc.Detail)
+				}
+				call(payer.ID, "scan_payments", `{"chain":"ethereum"}`, "")
+				got, err := state.NewPayments(env.Store, payer.ID, nil).Received(ctx, chains.Ethereum)
+				if err != nil || len(got) != 1 {
+					t.Fatalf("received %+v %v", got, err)
+				}
+				step.setup(env.Chain)
+				step.unknown(env.Chain, true)
+				args, _ := json.Marshal(map[string]string{"from": got[0].StealthAddress, "to": "0x00000000000000000000000000000000000000d5"})
+				tc := call(payer.ID, "withdraw", string(args), "w1")
+				if !strings.Contains(tc.Detail, `"status":"pending"`) {
+					t.Fatalf("withdraw with the %s's outcome unknown: %s %s", step.name, tc.Status, tc.Detail)
+				}
+				// The withdrawal itself was never signed: the answer says it is
+				// not sent yet and why, never that it was handed to the network.
+				if strings.Contains(tc.Detail, "handed to the network") || !strings.Contains(tc.Detail, "has not been sent yet") || !strings.Contains(tc.Detail, "nothing withdrawn yet") {
+					t.Fatalf("withdraw with the %s's outcome unknown answered %s", step.name, tc.Detail)
+				}
+				out := state.NewOutgoing(env.Store, payer.ID, nil)
+				page, err := out.List(ctx, state.PaymentFilter{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return v.(*agent.ToolCall)
-			}
-			if tc := call(bob.ID, "send_payment", `{"recipient":"payer.veil","amount":"0.5","asset":"ETH"}`, "bob-pays"); tc.Status != "success" {
-				t.Fatalf("send: %s %s", tc.Status, tc.Detail)
-			}
-			call(payer.ID, "scan_payments", `{"chain":"ethereum"}`, "")
-			got, err := state.NewPayments(env.Store, payer.ID, nil).Received(ctx, chains.Ethereum)
-			if err != nil || len(got) != 1 {
-				t.Fatalf("received %+v %v", got, err)
-			}
-			env.Chain.NeedGas("0.0002")
-			env.Chain.GasOutcomeUnknown(true)
-			args, _ := json.Marshal(map[string]string{"from": got[0].StealthAddress, "to": "0x00000000000000000000000000000000000000d5"})
-			tc := call(payer.ID, "withdraw", string(args), "w1")
-			if !strings.Contains(tc.Detail, `"status":"pending"`) {
-				t.Fatalf("withdraw with the gas's outcome unknown: %s %s", tc.Status, tc.Detail)
-			}
-			// The withdrawal itself was never signed: the answer says it is
-			// not sent yet and why, never that it was handed to the network.
-			if strings.Contains(tc.Detail, "handed to the network") || !strings.Contains(tc.Detail, "has not been sent yet") || !strings.Contains(tc.Detail, "gas funding") {
-				t.Fatalf("withdraw with the gas's outcome unknown answered %s", tc.Detail)
-			}
-			out := state.NewOutgoing(env.Store, payer.ID, nil)
-			page, err := out.List(ctx, state.PaymentFilter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var w, g tools.OutgoingPayment
-			for _, p := range page.Payments {
-				switch p.Kind {
-				case tools.KindWithdraw:
-					w = p
-				case tools.KindGasFunding:
-					g = p
+				var w, g tools.OutgoingPayment
+				for _, p := range page.Payments {
+					switch p.Kind {
+					case tools.KindWithdraw:
+						w = p
+					case step.kind:
+						g = p
+					}
 				}
-			}
-			if w.ID == "" || g.ID == "" || g.ForPayment != w.ID {
-				t.Fatalf("records %+v; want a withdrawal and its gas funding", page.Payments)
-			}
-			if w.Status != tools.PaymentPending || w.TxHash != "" || w.Reason == "" || g.Status != tools.PaymentPending {
-				t.Fatalf("before the gas settles: withdrawal %s %q reason %q, gas %s; want pending, no tx, a reason", w.Status, w.TxHash, w.Reason, g.Status)
-			}
-			s := chains.Settlement{Chain: chains.Ethereum, IdempotencyKey: g.IdempotencyKey, AgentID: payer.ID, Op: "gas", TxHash: g.TxHash, Status: outcome}
-			if outcome == chains.SettlementFailed {
-				s.Reason = "reverted"
-			} else {
-				s.Confirmations = 1
-			}
-			for range 2 {
-				if _, err := env.Host.Request(ctx, payer.ID, &agent.PaymentSettled{Settlement: s}); err != nil {
+				if w.ID == "" || g.ID == "" || g.ForPayment != w.ID {
+					t.Fatalf("records %+v; want a withdrawal and its %s", page.Payments, step.name)
+				}
+				if w.Status != tools.PaymentPending || w.TxHash != "" || w.Reason == "" || g.Status != tools.PaymentPending {
+					t.Fatalf("before the gas settles: withdrawal %s %q reason %q, gas %s; want pending, no tx, a reason", w.Status, w.TxHash, w.Reason, g.Status)
+				}
+				s := chains.Settlement{Chain: chains.Ethereum, IdempotencyKey: g.IdempotencyKey, AgentID: payer.ID, Op: step.name, TxHash: g.TxHash, Status: outcome}
+				if outcome == chains.SettlementFailed {
+					s.Reason = "reverted"
+				} else {
+					s.Confirmations = 1
+				}
+				for range 2 {
+					if _, err := env.Host.Request(ctx, payer.ID, &agent.PaymentSettled{Settlement: s}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				w2, err := out.Get(ctx, w.ID)
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			w2, err := out.Get(ctx, w.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if outcome == chains.SettlementFailed {
-				if w2.Status != tools.PaymentFailed || w2.Reason != "gas funding failed; nothing withdrawn" {
-					t.Fatalf("withdrawal after its gas failed: %s %q", w2.Status, w2.Reason)
+				if outcome == chains.SettlementFailed {
+					if w2.Status != tools.PaymentFailed || w2.Reason != step.failed {
+						t.Fatalf("withdrawal after its gas failed: %s %q", w2.Status, w2.Reason)
+					}
+				} else if w2.Status != tools.PaymentPending || w2.Reason == w.Reason {
+					t.Fatalf("withdrawal after its gas confirmed: %s %q; want pending, saying a retry sends it", w2.Status, w2.Reason)
 				}
-			} else if w2.Status != tools.PaymentPending || w2.Reason == w.Reason {
-				t.Fatalf("withdrawal after its gas confirmed: %s %q; want pending, saying a retry sends it", w2.Status, w2.Reason)
-			}
-			evs, err := agent.PaymentEventsAfter(ctx, env.Store, payer.ID, 0, 20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, e := range evs {
-				if e.Payment.ID == w.ID {
-					n++
+				evs, err := agent.PaymentEventsAfter(ctx, env.Store, payer.ID, 0, 20)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if want := map[chains.SettlementStatus]int{chains.SettlementFailed: 1}[outcome]; n != want {
-				t.Fatalf("%d events of the withdrawal (%+v); want %d", n, evs, want)
-			}
-			if outcome == chains.SettlementConfirmed {
-				// A retry under the withdrawal's key sends it: the same
-				// record, no longer saying that nothing was withdrawn.
-				env.Chain.GasOutcomeUnknown(false)
-				tc := call(payer.ID, "withdraw", string(args), "w1")
-				w3, err := out.Get(ctx, w.ID)
-				if err != nil || tc.Status != "success" || w3.Status != tools.PaymentBroadcast || w3.TxHash != "0xw" || strings.Contains(w3.Reason, "nothing withdrawn") {
-					t.Fatalf("the retry after the gas confirmed: %s %s; record %s %q %q %v; want it sent, the record saying so", tc.Status, tc.Detail, w3.Status, w3.TxHash, w3.Reason, err)
+				n := 0
+				for _, e := range evs {
+					if e.Payment.ID == w.ID {
+						n++
+					}
 				}
-			}
-		})
+				if want := map[chains.SettlementStatus]int{chains.SettlementFailed: 1}[outcome]; n != want {
+					t.Fatalf("%d events of the withdrawal (%+v); want %d", n, evs, want)
+				}
+				if outcome == chains.SettlementConfirmed {
+					// A retry under the withdrawal's key sends it: the same
+					// record, no longer saying that nothing was withdrawn.
+					step.unknown(env.Chain, false)
+					tc := call(payer.ID, "withdraw", string(args), "w1")
+					w3, err := out.Get(ctx, w.ID)
+					if err != nil || tc.Status != "success" || w3.Status != tools.PaymentBroadcast || w3.TxHash != "0xw" || strings.Contains(w3.Reason, "nothing withdrawn") {
+						t.Fatalf("the retry after the gas confirmed: %s %s; record %s %q %q %v; want it sent, the record saying so", tc.Status, tc.Detail, w3.Status, w3.TxHash, w3.Reason, err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -60,8 +60,8 @@ func settleOf(rec tools.OutgoingPayment, res chains.TxResult, err error) tools.P
 			st = rec.Status // a retry answered a record already further on
 		}
 		u := tools.PaymentUpdate{Status: st, TxHash: res.TxHash}
-		if rec.Reason == reasonGasWaiting || rec.Reason == reasonGasArrived {
-			u.Reason = reasonGasDone // a withdrawal that waited on its gas: sent now
+		if done := doneReason(rec.Reason); done != "" {
+			u.Reason = done // a withdrawal that waited on its gas or fee: sent now
 		}
 		return u
 	case refusal(err) && rec.TxHash == "" && res.TxHash == "":
@@ -142,8 +142,8 @@ func (a *Actor) gasRecord(source tools.PaymentSource, withdrawKey string) func(c
 		res, err := a.paying(ctx, rec, send)
 		if isPending(err) {
 			// The withdrawal waits on this transfer: say so on its record,
-			// which stays pending until the gas settles (gasSettled).
-			if _, _, aerr := a.outgoing().Advance(context.WithoutCancel(ctx), w.ID, tools.PaymentUpdate{Reason: reasonGasWaiting}); aerr != nil {
+			// which stays pending until the gas settles (prerequisiteSettled).
+			if _, _, aerr := a.outgoing().Advance(context.WithoutCancel(ctx), w.ID, tools.PaymentUpdate{Reason: gasWait.waiting}); aerr != nil {
 				a.log(ctx).Error("record a withdrawal waiting on its gas", slog.String("payment", w.ID), slog.String("err", aerr.Error()))
 			}
 		}
@@ -172,6 +172,14 @@ func (a *Actor) sideRecord(source tools.PaymentSource) chains.SideRecorder {
 		rec := tools.OutgoingPayment{Kind: kind, Source: source, Chain: s.Spend.Chain, Asset: s.Spend.Asset, Amount: s.Spend.Amount,
 			Recipient: tools.PaymentRecipient{Name: name, Address: s.Spend.Recipient}, From: w.From,
 			IdempotencyKey: s.Spend.Key, ForPayment: w.ID}
-		return a.paying(ctx, rec, send)
+		res, err := a.paying(ctx, rec, send)
+		if kind == tools.KindRelayerFee && !s.SameTx && isPending(err) {
+			// The fee goes first in a transaction of its own (EVM): the
+			// withdrawal waits on it, as on its gas (prerequisiteSettled).
+			if _, _, aerr := a.outgoing().Advance(context.WithoutCancel(ctx), w.ID, tools.PaymentUpdate{Reason: feeWait.waiting}); aerr != nil {
+				a.log(ctx).Error("record a withdrawal waiting on its relayer fee", slog.String("payment", w.ID), slog.String("err", aerr.Error()))
+			}
+		}
+		return res, err
 	}
 }

@@ -56,8 +56,8 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	if err := a.settleRecord(ctx, rec, u); err != nil {
 		return err
 	}
-	if rec.Kind == tools.KindGasFunding && rec.ForPayment != "" {
-		return a.gasSettled(ctx, rec.ForPayment, u.Status)
+	if w := waitOf(rec.Kind); w != nil && rec.ForPayment != "" {
+		return a.prerequisiteSettled(ctx, rec.ForPayment, u.Status, *w)
 	}
 	// A relayer's fee paid in the withdrawal's own transaction (Stellar,
 	// Solana) has no settlement of its own: it settles with the
@@ -76,23 +76,59 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	return nil
 }
 
-// Reasons a withdrawal waiting on its gas funding carries (docs/payments.md,
-// "Gas funding").
-const (
-	reasonGasWaiting = "waiting for its gas funding to settle; nothing withdrawn yet"
-	reasonGasFailed  = "gas funding failed; nothing withdrawn"
-	reasonGasArrived = "its gas funding is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it"
-	reasonGasDone    = "sent once its gas funding was confirmed"
+// waitReasons are what a withdrawal's record says while it waits on a
+// transfer signed before it whose outcome is unknown (docs/payments.md,
+// "Gas funding"): the gas of its one-time address, or the relayer's fee in
+// a transaction of its own (EVM). One table, one rule (prerequisiteSettled).
+type waitReasons struct{ waiting, failed, arrived, done string }
+
+var (
+	gasWait = waitReasons{
+		waiting: "waiting for its gas funding to settle; nothing withdrawn yet",
+		failed:  "gas funding failed; nothing withdrawn",
+		arrived: "its gas funding is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it",
+		done:    "sent once its gas funding was confirmed",
+	}
+	feeWait = waitReasons{
+		waiting: "waiting for the relayer's fee transfer to settle; nothing withdrawn yet",
+		failed:  "the relayer's fee transfer failed; nothing withdrawn",
+		arrived: "the relayer's fee transfer is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it",
+		done:    "sent once the relayer's fee transfer was confirmed",
+	}
 )
 
-// gasSettled moves the withdrawal withdrawalID whose gas funding settled
+// waitOf is the waitReasons of a record of kind k that a withdrawal can
+// wait on, or nil.
+func waitOf(k tools.PaymentKind) *waitReasons {
+	switch k {
+	case tools.KindGasFunding:
+		return &gasWait
+	case tools.KindRelayerFee:
+		return &feeWait
+	}
+	return nil
+}
+
+// doneReason is the reason a withdrawal that waited (its record says
+// reason) carries once it is sent, or "" when it did not wait.
+func doneReason(reason string) string {
+	for _, w := range []waitReasons{gasWait, feeWait} {
+		if reason == w.waiting || reason == w.arrived {
+			return w.done
+		}
+	}
+	return ""
+}
+
+// prerequisiteSettled moves the withdrawal withdrawalID whose gas funding
+// (or relayer fee in a transaction of its own, by wr) settled
 // with status, when that withdrawal is still pending with nothing signed
 // (its gas transfer's outcome was unknown, so the connector never got to
 // it): failed gas fails it ("gas funding failed; nothing withdrawn", told
 // like any failed payment); confirmed gas leaves it pending, saying that a
 // retry under its key now sends it. A withdrawal that has a transaction
 // is the withdrawal's own settlement's business.
-func (a *Actor) gasSettled(ctx context.Context, withdrawalID string, status tools.PaymentStatus) error {
+func (a *Actor) prerequisiteSettled(ctx context.Context, withdrawalID string, status tools.PaymentStatus, wr waitReasons) error {
 	w, err := a.outgoing().Get(ctx, withdrawalID)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil
@@ -105,9 +141,9 @@ func (a *Actor) gasSettled(ctx context.Context, withdrawalID string, status tool
 	}
 	switch status {
 	case tools.PaymentFailed:
-		return a.settleRecord(ctx, w, tools.PaymentUpdate{Status: tools.PaymentFailed, Reason: reasonGasFailed})
+		return a.settleRecord(ctx, w, tools.PaymentUpdate{Status: tools.PaymentFailed, Reason: wr.failed})
 	case tools.PaymentConfirmed:
-		_, _, err := a.outgoing().Advance(ctx, w.ID, tools.PaymentUpdate{Reason: reasonGasArrived})
+		_, _, err := a.outgoing().Advance(ctx, w.ID, tools.PaymentUpdate{Reason: wr.arrived})
 		return err
 	}
 	return nil

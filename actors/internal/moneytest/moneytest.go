@@ -96,6 +96,10 @@ type Chain struct {
 	relayFee       string
 	relayFeeSameTx bool
 	rest           string
+	// feeUnknown: a fee transfer of its own is signed, its outcome
+	// unknown (FeeOutcomeUnknown); feeSent: those sent (key → hash).
+	feeUnknown bool
+	feeSent    map[string]string
 }
 
 // Relayer is the address the fake relayer's fees go to (RelayerFee).
@@ -109,6 +113,17 @@ const Relayer = "0x00000000000000000000000000000000000000fe"
 func (c *Chain) RelayerFee(amount string, sameTx bool) {
 	c.mu.Lock()
 	c.relayFee, c.relayFeeSameTx = amount, sameTx
+	c.mu.Unlock()
+}
+
+// FeeOutcomeUnknown makes the next relayer fee transfers of their own (a
+// RelayerFee not in the withdrawal's transaction) answer
+// chains.ErrOutcomeUnknown with their hash (signed, the node's answer
+// lost): the withdrawal is not sent. A retry of the withdrawal's key finds
+// the fee sent and withdraws, as the EVM connector's intent ledger does.
+func (c *Chain) FeeOutcomeUnknown(on bool) {
+	c.mu.Lock()
+	c.feeUnknown = on
 	c.mu.Unlock()
 }
 
@@ -360,10 +375,28 @@ func (c *Chain) Withdraw(ctx context.Context, _ chains.KeyRef, req chains.Withdr
 			withdraw = func(ctx context.Context) (chains.TxResult, error) {
 				return chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, sp, key, true), inner)
 			}
-		} else if _, err := chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, sp, key, false), func(context.Context) (chains.TxResult, error) {
-			return chains.TxResult{TxHash: sideHash(sp.Key)}, nil
-		}); err != nil {
-			return chains.TxResult{}, err
+		} else {
+			c.mu.Lock()
+			sent := c.feeSent[sp.Key] != ""
+			c.mu.Unlock()
+			if !sent {
+				if _, err := chains.RecordSide(ctx, req.Sides, chains.SideOf(chains.SideRelayerFee, sp, key, false), func(context.Context) (chains.TxResult, error) {
+					r := chains.TxResult{TxHash: sideHash(sp.Key)}
+					c.mu.Lock()
+					if c.feeSent == nil {
+						c.feeSent = map[string]string{}
+					}
+					c.feeSent[sp.Key] = r.TxHash
+					unknown := c.feeUnknown
+					c.mu.Unlock()
+					if unknown {
+						return r, fmt.Errorf("relayer fee for %s: %w", key, chains.ErrOutcomeUnknown)
+					}
+					return r, nil
+				}); err != nil {
+					return chains.TxResult{}, err
+				}
+			}
 		}
 	}
 	res, err := withdraw(ctx)
