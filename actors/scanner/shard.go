@@ -109,17 +109,44 @@ func (l *lane) has(place func([]string, string) string, id string) bool {
 }
 
 // from is the lane l of the shard held by member in members, as a lane of
-// another shard: the same cursor, for the agents l had that member owned.
+// another shard: the same cursor, for the agents that member owned in
+// members. The agents are a superset of those l had there (l's own paths
+// are dropped): the copy may deliver again what l's shard had delivered
+// (delivery is idempotent) but misses nothing, and its paths stay one hold
+// long however many views the lane went through (docs/scanner.md, "Bound").
 func (l lane) from(members []string, member string) lane {
-	h := hold{Members: members, Member: member}
+	return lane{Cursor: l.Cursor, Paths: [][]hold{{{Members: slices.Sorted(slices.Values(members)), Member: member}}}}
+}
+
+// compact bounds a lane read from the store: each path keeps only its last
+// hold (a superset of its agents, as from does) and equal paths are kept
+// once, so a record written before the bound existed, however large, is
+// written back small by its next save.
+func (l *lane) compact() {
 	if len(l.Paths) == 0 {
-		return lane{Cursor: l.Cursor, Paths: [][]hold{{h}}}
+		return
 	}
-	out := lane{Cursor: l.Cursor}
+	seen := map[string]bool{}
+	var out [][]hold
 	for _, p := range l.Paths {
-		out.Paths = append(out.Paths, append(slices.Clone(p), h))
+		if len(p) == 0 {
+			// An empty path has every agent: so has the lane.
+			l.Paths = nil
+			return
+		}
+		h := p[len(p)-1]
+		h.Members = slices.Sorted(slices.Values(h.Members))
+		k := h.Member + "\x00" + strings.Join(h.Members, "\n")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, []hold{h})
 	}
-	return out
+	slices.SortFunc(out, func(a, b []hold) int {
+		return strings.Compare(a[0].Member+"\x00"+strings.Join(a[0].Members, "\n"), b[0].Member+"\x00"+strings.Join(b[0].Members, "\n"))
+	})
+	l.Paths = out
 }
 
 // mergeLanes joins the lanes with equal cursors (their agents together),
@@ -140,6 +167,9 @@ func mergeLanes(ls []lane) []lane {
 			out[i].Paths = append(out[i].Paths, l.Paths...)
 		}
 	}
+	for i := range out {
+		out[i].compact()
+	}
 	slices.SortFunc(out, func(a, b lane) int { return strings.Compare(a.Cursor, b.Cursor) })
 	return out
 }
@@ -158,6 +188,9 @@ func (s *Scanner) loadShard(ctx context.Context, v View, vid string) (*shard, er
 		if len(sh.Lanes) == 0 {
 			sh.Lanes = []lane{{}}
 		}
+		// A record from before the bound: its next save writes it back
+		// compacted.
+		sh.Lanes = mergeLanes(sh.Lanes)
 		return sh, nil
 	}
 	if !errors.Is(err, persistence.ErrNotFound) {
@@ -183,26 +216,40 @@ func (s *Scanner) loadShard(ctx context.Context, v View, vid string) (*shard, er
 			}
 		}
 	}
+	var also []persistence.Op
 	if len(lanes) == 0 {
-		// Nothing was scanned before (or every record is gone): from
-		// genesis, which misses nothing.
+		// Nothing was scanned before (or every record but this view's is
+		// gone): from genesis, which misses nothing. The other members' agents start
+		// from genesis too, and must still do so once this shard exists:
+		// the cursor from before sharding, at genesis, says it for every
+		// agent until a view's shards cover them all (collect). Without
+		// it a view whose members had not all made their shard left the
+		// agents of the missing ones in no lane of the next view's shards.
+		// Any version: members starting together all write genesis (a
+		// member that writes it after a collect only makes the next new
+		// shard read again from genesis, which misses nothing).
+		// A member alone in its view owns every agent: no other needs it.
 		lanes = []lane{{}}
+		if len(v.Members) > 1 {
+			also = append(also, persistence.Put(chainactor.TableScanCursors, legacyKey(string(s.chain)), []byte{}, persistence.Any()))
+		}
 	}
 	lanes = mergeLanes(lanes)
 	sh := &shard{Members: slices.Sorted(slices.Values(v.Members)), Self: v.Self, Lanes: lanes, Gen: gen, key: key}
-	if err := s.saveShard(ctx, sh, persistence.Absent()); err != nil {
+	if err := s.saveShard(ctx, sh, persistence.Absent(), also...); err != nil {
 		return nil, err
 	}
 	return sh, nil
 }
 
-// saveShard writes sh under expect and keeps its new version.
-func (s *Scanner) saveShard(ctx context.Context, sh *shard, expect persistence.Expect) error {
+// saveShard writes sh under expect (with the other ops of also, in the
+// same batch) and keeps its new version.
+func (s *Scanner) saveShard(ctx context.Context, sh *shard, expect persistence.Expect, also ...persistence.Op) error {
 	raw, err := json.Marshal(sh)
 	if err != nil {
 		return err
 	}
-	vs, err := s.opts.Store.Apply(ctx, persistence.Put(chainactor.TableScanCursors, sh.key, raw, expect))
+	vs, err := s.opts.Store.Apply(ctx, append([]persistence.Op{persistence.Put(chainactor.TableScanCursors, sh.key, raw, expect)}, also...)...)
 	if err != nil {
 		return fmt.Errorf("scanner: write shard %s: %w", sh.key, err)
 	}
