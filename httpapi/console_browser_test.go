@@ -4,6 +4,7 @@ package httpapi_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,11 +61,26 @@ func (b *browser) wait(what, sel string) {
 // poll evaluates a JS expression until it answers a non-null value.
 func (b *browser) poll(what, expr string) string {
 	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(90*time.Second)))
-	if err != nil {
-		b.t.Fatalf("%s: %v\n%s", what, err, b.dump())
+	for try := 0; ; try++ {
+		v, err := chromedp.Run(b.ctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(90*time.Second)))
+		if err != nil && contextReplaced(err) && try < 5 {
+			// The page's JS context went away under the poll (a
+			// navigation still settling, seen in CI): ask the new one.
+			continue
+		}
+		if err != nil {
+			b.t.Fatalf("%s: %v\n%s", what, err, b.dump())
+		}
+		return v
 	}
-	return v
+}
+
+// contextReplaced reports whether err is Chromium saying the execution
+// context an evaluation ran in was replaced by a navigation: the
+// expression never ran to an answer, so asking again is the same question.
+func contextReplaced(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "Cannot find context with specified id") || strings.Contains(m, "Execution context was destroyed")
 }
 
 // eval evaluates a JS expression once.
