@@ -25,30 +25,16 @@ func TestGasFundingHasItsOwnRecord(t *testing.T) {
 	env.Chain.AnnounceSends()
 	payer := env.CreateAgent("payer")
 	bob := env.CreateAgent("bob")
-	try := func(id, tool, args, key string) *agent.ToolCall {
-		t.Helper()
-		v, err := env.Host.Request(ctx, id, &agent.CallTool{AccountID: moneytest.Account, Tool: tool, Arguments: args, IdempotencyKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v.(*agent.ToolCall)
-	}
 	call := func(id, tool, args, key string) *agent.ToolCall {
 		t.Helper()
-		tc := try(id, tool, args, key)
+		tc := env.Tool(id, tool, args, key)
 		if tc.Status != "success" {
 			t.Fatalf("%s: %s %s", tool, tc.Status, tc.Detail)
 		}
 		return tc
 	}
 	// bob pays the payer: a payment at a one-time address it can withdraw.
-	call(bob.ID, "send_payment", `{"recipient":"payer.veil","amount":"0.5","asset":"ETH"}`, "bob-pays")
-	call(payer.ID, "scan_payments", `{"chain":"ethereum"}`, "")
-	got, err := state.NewPayments(env.Store, payer.ID, nil).Received(ctx, chains.Ethereum)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("received %+v %v", got, err)
-	}
-	from := got[0].StealthAddress
+	from := env.PaidOnce(bob, payer)
 	const dest = "0x00000000000000000000000000000000000000d5"
 
 	env.Chain.NeedGas("0.0002")
@@ -121,7 +107,7 @@ func TestGasFundingHasItsOwnRecord(t *testing.T) {
 	// The same withdrawal again (the tool refuses it: already withdrawn)
 	// sends no gas and records none. (A retry that reaches the connector
 	// under the key funds nothing again: chains/evm interopGas.)
-	if tc := try(payer.ID, "withdraw", string(args), "w1"); tc.Status == "success" {
+	if tc := env.Tool(payer.ID, "withdraw", string(args), "w1"); tc.Status == "success" {
 		t.Fatalf("the same withdrawal again: %s %s", tc.Status, tc.Detail)
 	}
 	if by := records(); len(by[tools.KindGasFunding]) != 1 || len(by[tools.KindWithdraw]) != 1 || len(env.Chain.GasSent()) != 1 {

@@ -41,26 +41,11 @@ func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
 				env.Chain.AnnounceSends()
 				payer := env.CreateAgent("payer")
 				bob := env.CreateAgent("bob")
-				call := func(id, tool, args, key string) *agent.ToolCall {
-					t.Helper()
-					v, err := env.Host.Request(ctx, id, &agent.CallTool{AccountID: moneytest.Account, Tool: tool, Arguments: args, IdempotencyKey: key})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return v.(*agent.ToolCall)
-				}
-				if tc := call(bob.ID, "send_payment", `{"recipient":"payer.veil","amount":"0.5","asset":"ETH"}`, "bob-pays"); tc.Status != "success" {
-					t.Fatalf("send: %s %s", tc.Status, tc.Detail)
-				}
-				call(payer.ID, "scan_payments", `{"chain":"ethereum"}`, "")
-				got, err := state.NewPayments(env.Store, payer.ID, nil).Received(ctx, chains.Ethereum)
-				if err != nil || len(got) != 1 {
-					t.Fatalf("received %+v %v", got, err)
-				}
+				from := env.PaidOnce(bob, payer)
 				step.setup(env.Chain)
 				step.unknown(env.Chain, true)
-				args, _ := json.Marshal(map[string]string{"from": got[0].StealthAddress, "to": "0x00000000000000000000000000000000000000d5"})
-				tc := call(payer.ID, "withdraw", string(args), "w1")
+				args, _ := json.Marshal(map[string]string{"from": from, "to": "0x00000000000000000000000000000000000000d5"})
+				tc := env.Tool(payer.ID, "withdraw", string(args), "w1")
 				if !strings.Contains(tc.Detail, `"status":"pending"`) {
 					t.Fatalf("withdraw with the %s's outcome unknown: %s %s", step.name, tc.Status, tc.Detail)
 				}
@@ -128,7 +113,7 @@ func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
 					// A retry under the withdrawal's key sends it: the same
 					// record, no longer saying that nothing was withdrawn.
 					step.unknown(env.Chain, false)
-					tc := call(payer.ID, "withdraw", string(args), "w1")
+					tc := env.Tool(payer.ID, "withdraw", string(args), "w1")
 					w3, err := out.Get(ctx, w.ID)
 					if err != nil || tc.Status != "success" || w3.Status != tools.PaymentBroadcast || w3.TxHash != "0xw" || strings.Contains(w3.Reason, "nothing withdrawn") {
 						t.Fatalf("the retry after the gas confirmed: %s %s; record %s %q %q %v; want it sent, the record saying so", tc.Status, tc.Detail, w3.Status, w3.TxHash, w3.Reason, err)

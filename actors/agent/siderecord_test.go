@@ -30,29 +30,14 @@ func TestWithdrawalFeeAndRemainderHaveTheirOwnRecords(t *testing.T) {
 			env.Chain.AnnounceSends()
 			payer := env.CreateAgent("payer")
 			bob := env.CreateAgent("bob")
-			call := func(id, tool, args, key string) *agent.ToolCall {
-				t.Helper()
-				v, err := env.Host.Request(ctx, id, &agent.CallTool{AccountID: moneytest.Account, Tool: tool, Arguments: args, IdempotencyKey: key})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tc := v.(*agent.ToolCall)
-				if tc.Status != "success" {
-					t.Fatalf("%s: %s %s", tool, tc.Status, tc.Detail)
-				}
-				return tc
-			}
-			call(bob.ID, "send_payment", `{"recipient":"payer.veil","amount":"0.5","asset":"ETH"}`, "bob-pays")
-			call(payer.ID, "scan_payments", `{"chain":"ethereum"}`, "")
-			got, err := state.NewPayments(env.Store, payer.ID, nil).Received(ctx, chains.Ethereum)
-			if err != nil || len(got) != 1 {
-				t.Fatalf("received %+v %v", got, err)
-			}
+			from := env.PaidOnce(bob, payer)
 			const dest = "0x00000000000000000000000000000000000000d5"
 			env.Chain.RelayerFee("0.01", sameTx)
 			env.Chain.Remainder("0.0003")
-			args, _ := json.Marshal(map[string]string{"from": got[0].StealthAddress, "to": dest})
-			call(payer.ID, "withdraw", string(args), "w1")
+			args, _ := json.Marshal(map[string]string{"from": from, "to": dest})
+			if tc := env.Tool(payer.ID, "withdraw", string(args), "w1"); tc.Status != "success" {
+				t.Fatalf("withdraw: %s %s", tc.Status, tc.Detail)
+			}
 
 			out := state.NewOutgoing(env.Store, payer.ID, nil)
 			page, err := out.List(ctx, state.PaymentFilter{})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	chainactor "github.com/veilhq/veil/actors/chain"
+	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave/software"
@@ -554,6 +555,36 @@ func (e *Env) CreateAgent(name string) *agent.Record {
 		e.T.Fatal(err)
 	}
 	return v.(*agent.Record)
+}
+
+// Tool runs tool on agent id with args under the idempotency key and
+// answers its result, whatever its status; a request the host could not
+// deliver fails the test.
+func (e *Env) Tool(id, tool, args, key string) *agent.ToolCall {
+	e.T.Helper()
+	v, err := e.Host.Request(context.Background(), id, &agent.CallTool{AccountID: Account, Tool: tool, Arguments: args, IdempotencyKey: key})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return v.(*agent.ToolCall)
+}
+
+// PaidOnce has from pay to 0.5 of the chain's native asset (send_payment
+// by to's name), has to scan for it, and answers the one-time address it
+// arrived at: a payment to can withdraw, the only one it holds.
+func (e *Env) PaidOnce(from, to *agent.Record) string {
+	e.T.Helper()
+	ch := e.Ref.Chain()
+	args := fmt.Sprintf(`{"recipient":%q,"amount":"0.5","asset":%q}`, to.Name+".veil", ch.NativeAsset())
+	if tc := e.Tool(from.ID, "send_payment", args, from.ID+"-pays-"+to.ID); tc.Status != "success" {
+		e.T.Fatalf("send_payment: %s %s", tc.Status, tc.Detail)
+	}
+	e.Tool(to.ID, "scan_payments", fmt.Sprintf(`{"chain":%q}`, ch), "")
+	got, err := state.NewPayments(e.Store, to.ID, nil).Received(context.Background(), ch)
+	if err != nil || len(got) != 1 {
+		e.T.Fatalf("received %+v %v; want the one payment", got, err)
+	}
+	return got[0].StealthAddress
 }
 
 // Inbox lists an agent's notifications.
