@@ -36,13 +36,9 @@ func listInvoices(r *http.Request, acc string) (*agent.ListInvoices, error) {
 	if err := state.CheckInvoiceStatus(status); err != nil {
 		return nil, Errorf(http.StatusBadRequest, "status %q is not one of pending, paid, expired (pending: can still be paid; expired: unpaid past its expiresAt)", truncate(status, 40))
 	}
-	page, err := readPage(q)
+	page, after, err := readPositionPage(q)
 	if err != nil {
 		return nil, err
-	}
-	after, err := state.ParseCursor(page.cursor)
-	if err != nil {
-		return nil, errBadCursor()
 	}
 	return &agent.ListInvoices{AccountID: acc, Filter: state.InvoiceFilter{Status: status, Since: page.since, After: after, Limit: page.limit}}, nil
 }
@@ -85,13 +81,9 @@ func listReceived(r *http.Request, acc string) (*agent.ListReceived, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := readPage(q)
+	page, after, err := readPositionPage(q)
 	if err != nil {
 		return nil, err
-	}
-	after, err := state.ParseCursor(page.cursor)
-	if err != nil {
-		return nil, errBadCursor()
 	}
 	return &agent.ListReceived{AccountID: acc, Filter: state.ReceivedFilter{
 		Chain: chain, Status: status, Since: page.since, After: after, Limit: page.limit,
@@ -119,6 +111,20 @@ func chainNames() string {
 		names = append(names, string(c))
 	}
 	return strings.Join(names, ", ")
+}
+
+// readPositionPage reads a page (readPage) of a list paged by position
+// (state.Cursor: the invoices, the received payments), its cursor parsed.
+func readPositionPage(q url.Values) (pageQuery, state.Cursor, error) {
+	page, err := readPage(q)
+	if err != nil {
+		return page, state.Cursor{}, err
+	}
+	after, err := state.ParseCursor(page.cursor)
+	if err != nil {
+		return page, state.Cursor{}, errBadCursor()
+	}
+	return page, after, nil
 }
 
 func errBadCursor() error {
