@@ -71,18 +71,13 @@ func (c *Client) ListInvoices(ctx context.Context, id string, q ListQuery, opts 
 // AllInvoices follows ListInvoices's cursor to the end (q.Cursor is the
 // start) and returns every invoice q selects, newest first.
 func (c *Client) AllInvoices(ctx context.Context, id string, q ListQuery, opts ...CallOption) ([]Invoice, error) {
-	var out []Invoice
-	for {
+	return allPages(&q.Cursor, func() ([]Invoice, string, error) {
 		p, err := c.ListInvoices(ctx, id, q, opts...)
 		if err != nil {
-			return out, err
+			return nil, "", err
 		}
-		out = append(out, p.Invoices...)
-		if p.NextCursor == "" || p.NextCursor == q.Cursor {
-			return out, nil
-		}
-		q.Cursor = p.NextCursor
-	}
+		return p.Invoices, p.NextCursor, nil
+	})
 }
 
 // Payment record statuses (docs/payments.md): pending (recorded before
@@ -173,18 +168,13 @@ func (c *Client) ListPayments(ctx context.Context, id string, q PaymentQuery, op
 // AllPayments follows ListPayments's cursor to the end (q.Cursor is the
 // start) and returns every payment q selects, newest first.
 func (c *Client) AllPayments(ctx context.Context, id string, q PaymentQuery, opts ...CallOption) ([]PaymentRecord, error) {
-	var out []PaymentRecord
-	for {
+	return allPages(&q.Cursor, func() ([]PaymentRecord, string, error) {
 		p, err := c.ListPayments(ctx, id, q, opts...)
 		if err != nil {
-			return out, err
+			return nil, "", err
 		}
-		out = append(out, p.Payments...)
-		if p.NextCursor == "" || p.NextCursor == q.Cursor {
-			return out, nil
-		}
-		q.Cursor = p.NextCursor
-	}
+		return p.Payments, p.NextCursor, nil
+	})
 }
 
 // GetPayment calls GET /agent/:id/payments/:paymentId.
@@ -250,16 +240,30 @@ func (c *Client) ListReceived(ctx context.Context, id string, q ReceivedQuery, o
 // AllReceived follows ListReceived's cursor to the end (q.Cursor is the
 // start) and returns every received payment q selects, newest first.
 func (c *Client) AllReceived(ctx context.Context, id string, q ReceivedQuery, opts ...CallOption) ([]ReceivedPayment, error) {
-	var out []ReceivedPayment
-	for {
+	return allPages(&q.Cursor, func() ([]ReceivedPayment, string, error) {
 		p, err := c.ListReceived(ctx, id, q, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Payments, p.NextCursor, nil
+	})
+}
+
+// allPages calls page until its next cursor is "" (or the cursor it was
+// asked with: a server repeating a page ends the walk rather than looping),
+// moving *cursor to each next one, and returns every item, in order; on an
+// error, what came before it and the error.
+func allPages[T any](cursor *string, page func() ([]T, string, error)) ([]T, error) {
+	var out []T
+	for {
+		items, next, err := page()
 		if err != nil {
 			return out, err
 		}
-		out = append(out, p.Payments...)
-		if p.NextCursor == "" || p.NextCursor == q.Cursor {
+		out = append(out, items...)
+		if next == "" || next == *cursor {
 			return out, nil
 		}
-		q.Cursor = p.NextCursor
+		*cursor = next
 	}
 }
