@@ -70,6 +70,16 @@ func (p *Proxy) CutAll() { p.Cut(func(net.IP) bool { return true }) }
 // Heal lets all traffic flow again.
 func (p *Proxy) Heal() { p.Cut(nil) }
 
+// Reset closes every connection open now, both sides, as a peer process
+// that dies does, and goes on accepting new ones.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+}
+
 // Close stops listening and closes every connection.
 func (p *Proxy) Close() error {
 	p.mu.Lock()

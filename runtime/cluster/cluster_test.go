@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -359,5 +360,46 @@ func waitInactive(t *testing.T, n *node) {
 			t.Fatalf("%s still has %d active agents it does not own", n.name, n.host.Active())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestARequestWhoseConnectionEndsFailsAtOnce: protoactor drops what an
+// endpoint held or had just written when its connection ends, without a
+// dead letter, so a forwarded request on it can never be answered; it
+// fails at once, retriably, instead of waiting out its deadline (the 30 s
+// outliers of the heal benchmark, docs/cluster.md). The owner stays in the
+// topology, and the next request reaches it on a fresh connection.
+func TestARequestWhoseConnectionEndsFailsAtOnce(t *testing.T) {
+	nodes, slots, _ := startCluster(t, 3)
+	owner := nodes[1]
+	var id string
+	for i := 0; id == ""; i++ {
+		if c := fmt.Sprintf("c-%d", i); nodes[0].member.Owner(c) == owner.member.Self() {
+			id = c
+		}
+	}
+	ping(t, nodes[0], id)
+	inflight := make(chan error, 1)
+	go func() {
+		// Without the fix this waits for its deadline: a timeout, not
+		// host.ErrMemberLost.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := nodes[0].member.Request(ctx, id, &Ping{Hold: true})
+		inflight <- err
+	}()
+	select {
+	case <-owner.held:
+	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a timing
+		t.Fatal("the held request never reached its owner's agent within 60s")
+	}
+	slots[1].remote.Reset() // every connection to the owner's remoting ends
+	err := <-inflight
+	if !errors.Is(err, host.ErrMemberLost) || !strings.Contains(err.Error(), "connection") {
+		t.Fatalf("request in flight when its connection ended: %v, want host.ErrMemberLost saying the connection ended", err)
+	}
+	close(owner.hold)
+	if p := ping(t, nodes[0], id); p.Member != owner.name {
+		t.Fatalf("agent %s answered by %s after the connection ended, want %s (it never left)", id, p.Member, owner.name)
 	}
 }

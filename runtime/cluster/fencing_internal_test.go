@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -312,4 +313,85 @@ func TestRequestsInFlightToARestartedAddressFailAtOnce(t *testing.T) {
 	if !m.ids["b-again"] || m.ids["b"] {
 		t.Fatalf("ids %v: want the new process's id only", m.ids)
 	}
+}
+
+// TestANewProcessAtAKnownAddressGetsAFreshEndpoint: an endpoint made while
+// an earlier process held the address (an answer to a request it had
+// forwarded) may still be connected to that process; the new one's first
+// requests would be written to it and lost. So the endpoint is dropped
+// when a new id joins at an address where another was seen, before the
+// member list routes anything there.
+func TestANewProcessAtAKnownAddressGetsAFreshEndpoint(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &Member{cfg: Config{Log: log}, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{})}
+	m.fence.init()
+	type drop struct {
+		addr    string
+		routing bool // the member list already held addr when it was dropped
+	}
+	var drops []drop
+	m.dropEndpoint = func(addr string) {
+		drops = append(drops, drop{addr, slices.Contains(m.Members(), addr)})
+	}
+	member := func(id string, port int32) *cluster.Member {
+		return &cluster.Member{Id: id, Host: "127.0.0.1", Port: port}
+	}
+	a, b, b2, b3, c := member("a", 1), member("b", 2), member("b-2", 2), member("b-3", 2), member("c", 3)
+	top := func(members, left, joined []*cluster.Member) {
+		m.onTopology(&cluster.ClusterTopology{Members: members, Left: left, Joined: joined})
+	}
+	steps := []struct {
+		name        string
+		members     []*cluster.Member
+		left        []*cluster.Member
+		joined      []*cluster.Member
+		wantDropped []string
+	}{
+		{"first view", []*cluster.Member{a, b}, nil, []*cluster.Member{a, b}, nil},
+		{"b's process leaves", []*cluster.Member{a}, []*cluster.Member{b}, nil, nil},
+		{"a new process at b's address", []*cluster.Member{a, b2}, nil, []*cluster.Member{b2}, []string{b.Address()}},
+		{"restarted within one change", []*cluster.Member{a, b3}, []*cluster.Member{b2}, []*cluster.Member{b3}, []string{b.Address()}},
+		{"a new address", []*cluster.Member{a, b3, c}, nil, []*cluster.Member{c}, nil},
+	}
+	for _, s := range steps {
+		drops = nil
+		top(s.members, s.left, s.joined)
+		var got []string
+		for _, d := range drops {
+			got = append(got, d.addr)
+			if d.routing && s.name == "a new process at b's address" {
+				t.Errorf("%s: endpoint of %s dropped after the member list routed to it", s.name, d.addr)
+			}
+		}
+		if !slices.Equal(got, s.wantDropped) {
+			t.Errorf("%s: dropped endpoints %v, want %v", s.name, got, s.wantDropped)
+		}
+	}
+}
+
+// TestAnEndedConnectionFailsItsRequestsAtOnce: the requests in flight to
+// an address whose endpoint ended fail (host.ErrMemberLost, saying why);
+// the others, and an event for this member's own address, change nothing.
+func TestAnEndedConnectionFailsItsRequestsAtOnce(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &Member{cfg: Config{Log: log}, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), self: "127.0.0.1:1"}
+	toB, toC := &call{lost: make(chan struct{})}, &call{lost: make(chan struct{})}
+	m.inflight["127.0.0.1:2"] = map[*call]struct{}{toB: {}}
+	m.inflight["127.0.0.1:3"] = map[*call]struct{}{toC: {}}
+	m.onEndpointLost("127.0.0.1:1")
+	m.onEndpointLost("127.0.0.1:2")
+	select {
+	case <-toB.lost:
+		if !strings.Contains(toB.why, "connection") {
+			t.Errorf("why %q", toB.why)
+		}
+	default:
+		t.Fatal("a request on the ended connection is still waiting")
+	}
+	select {
+	case <-toC.lost:
+		t.Fatal("a request to another member failed")
+	default:
+	}
+	m.onEndpointLost("127.0.0.1:2") // a second event: nothing left to fail, no double close
 }

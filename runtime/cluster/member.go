@@ -186,8 +186,12 @@ type Member struct {
 	members  []string                      // live members' addresses, sorted
 	ids      map[string]bool               // live members' actor system ids
 	inflight map[string]map[*call]struct{} // forwarded requests by member
-	changed  chan struct{}                 // closed and replaced on every topology change
-	fence    fenceState
+	addrIDs  map[string]string             // the member id last seen at each address (replacedAddresses)
+	// dropEndpoint ends protoactor's endpoint for an address
+	// (endpoints.go); nil in tests without remoting.
+	dropEndpoint func(addr string)
+	changed      chan struct{} // closed and replaced on every topology change
+	fence        fenceState
 
 	stopping atomic.Bool
 	stopOnce sync.Once
@@ -198,7 +202,8 @@ type Member struct {
 
 // call is one forwarded request waiting for its answer.
 type call struct {
-	lost chan struct{} // closed when its member leaves the topology
+	lost chan struct{} // closed when its member leaves the topology, or its connection ends
+	why  string        // set before lost is closed
 }
 
 // Start joins the cluster with system (whose remoting it starts) and
@@ -260,10 +265,16 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 		cluster.WithHeartbeatExpiration(cfg.HeartbeatExpiration))
 	m.cl = cluster.New(system, ccfg)
 	system.EventStream.Subscribe(func(evt any) {
-		if t, ok := evt.(*cluster.ClusterTopology); ok {
-			m.onTopology(t)
+		switch e := evt.(type) {
+		case *cluster.ClusterTopology:
+			m.onTopology(e)
+		case *remote.EndpointTerminatedEvent:
+			m.onEndpointLost(e.Address)
 		}
 	})
+	m.dropEndpoint = func(addr string) {
+		system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: addr})
+	}
 	if _, err := system.Root.SpawnNamed(actor.PropsFromFunc(m.receive), routerName); err != nil {
 		return nil, fmt.Errorf("cluster: spawn the request router: %w", err)
 	}
@@ -450,7 +461,15 @@ func mix(x uint64) uint64 {
 // after a rejoin, 60 s by default), so requests in flight to a restarted
 // address fail at once, as for a member that left (host.ErrMemberLost:
 // they may or may not have run).
+//
+// A new process at an address where another one was seen gets a fresh
+// endpoint first (endpoints.go), before m.members lets a request reach it.
 func (m *Member) onTopology(t *cluster.ClusterTopology) {
+	for _, addr := range m.replacedAddresses(t) {
+		if m.dropEndpoint != nil {
+			m.dropEndpoint(addr)
+		}
+	}
 	next := make([]string, 0, len(t.Members))
 	ids := make(map[string]bool, len(t.Members))
 	for _, mem := range t.Members {

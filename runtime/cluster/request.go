@@ -128,7 +128,11 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 		v, err := m.cfg.Codec.DecodeReply(r.v)
 		return v, err, false
 	case <-c.lost:
-		return nil, fmt.Errorf("agent %s: member %s left the cluster with the request in flight: %w", id, addr, host.ErrMemberLost), false
+		why := c.why
+		if why == "" {
+			why = "member " + addr + " left the cluster with the request in flight"
+		}
+		return nil, fmt.Errorf("agent %s: %s: %w", id, why, host.ErrMemberLost), false
 	case <-ctx.Done():
 		return nil, ctx.Err(), false
 	}
