@@ -157,8 +157,8 @@ func (a *Actor) gasRecord(source tools.PaymentSource, withdrawKey string) func(c
 // after the tokens (kind remainder, key "rest/<key>") are payments of
 // their own, linked to the withdrawal's record (ForPayment), written
 // before they are signed and moved by paying like any other. A fee in the
-// withdrawal's own transaction (SameTx: Stellar, Solana) gets that
-// transaction's hash and is settled with it (settled).
+// withdrawal's own transaction (SameTx: Stellar, Solana) says so on its
+// record and is settled with the withdrawal (settled), hash or not.
 func (a *Actor) sideRecord(source tools.PaymentSource) chains.SideRecorder {
 	return func(ctx context.Context, s chains.SideSpend, send func(context.Context) (chains.TxResult, error)) (chains.TxResult, error) {
 		w, err := a.outgoing().ByKey(ctx, s.Spend.Chain, s.For)
@@ -171,7 +171,7 @@ func (a *Actor) sideRecord(source tools.PaymentSource) chains.SideRecorder {
 		}
 		rec := tools.OutgoingPayment{Kind: kind, Source: source, Chain: s.Spend.Chain, Asset: s.Spend.Asset, Amount: s.Spend.Amount,
 			Recipient: tools.PaymentRecipient{Name: name, Address: s.Spend.Recipient}, From: w.From,
-			IdempotencyKey: s.Spend.Key, ForPayment: w.ID}
+			IdempotencyKey: s.Spend.Key, ForPayment: w.ID, SameTx: kind == tools.KindRelayerFee && s.SameTx}
 		res, err := a.paying(ctx, rec, send)
 		if kind == tools.KindRelayerFee && !s.SameTx && isPending(err) {
 			// The fee goes first in a transaction of its own (EVM): the

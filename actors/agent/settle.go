@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
@@ -60,8 +59,10 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 		return a.prerequisiteSettled(ctx, rec.ForPayment, u.Status, *w)
 	}
 	// A relayer's fee paid in the withdrawal's own transaction (Stellar,
-	// Solana) has no settlement of its own: it settles with the
-	// withdrawal's, when it names the same transaction.
+	// Solana: its record says SameTx) has no settlement of its own: it
+	// settles with the withdrawal's, by construction the same
+	// transaction, even when its call came back with no hash. A fee in a
+	// transaction of its own (EVM) waits for its own settlement.
 	fee, err := out.ByKey(ctx, s.Chain, chains.RelayerFeeKey(s.IdempotencyKey))
 	if errors.Is(err, state.ErrNotFound) {
 		return nil
@@ -69,8 +70,7 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	if err != nil {
 		return err
 	}
-	if fee.Kind == tools.KindRelayerFee && fee.ForPayment == rec.ID && fee.Status.Open() &&
-		(slices.Contains(fee.TxHashes, s.TxHash) || fee.TxHash == s.TxHash || fee.TxHash == rec.TxHash) {
+	if fee.Kind == tools.KindRelayerFee && fee.SameTx && fee.ForPayment == rec.ID && fee.Status.Open() {
 		return a.settleRecord(ctx, fee, u)
 	}
 	return nil

@@ -107,3 +107,79 @@ func TestWithdrawalFeeAndRemainderHaveTheirOwnRecords(t *testing.T) {
 		})
 	}
 }
+
+// A relayer's fee in the withdrawal's own transaction (Stellar, Solana)
+// whose call came back with no hash at all (the outcome unknown before a
+// hash was known; a retry then told the withdrawal's record its hash, not
+// the fee's) is settled with the withdrawal's settlement all the
+// same: its record says it rides in that transaction (SameTx), so no hash
+// is needed to match it. A fee in a transaction of its own (EVM) is not
+// moved by the withdrawal's settlement: it waits for its own.
+func TestSameTxFeeWithoutHashSettlesWithTheWithdrawal(t *testing.T) {
+	for _, sameTx := range []bool{true, false} {
+		name := map[bool]string{true: "same transaction", false: "own transaction"}[sameTx]
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+			env.Chain.AnnounceSends()
+			payer := env.CreateAgent("payer")
+			bob := env.CreateAgent("bob")
+			from := env.PaidOnce(bob, payer)
+			env.Chain.RelayerFee("0.01", sameTx)
+			env.Chain.WithdrawOutcomeUnknown(true)
+			args, _ := json.Marshal(map[string]string{"from": from, "to": "0x00000000000000000000000000000000000000d5"})
+			if tc := env.Tool(payer.ID, "withdraw", string(args), "w1"); !strings.Contains(tc.Detail, `"status":"pending"`) {
+				t.Fatalf("withdraw with its outcome unknown: %s %s", tc.Status, tc.Detail)
+			}
+			out := state.NewOutgoing(env.Store, payer.ID, nil)
+			page, err := out.List(ctx, state.PaymentFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w, f tools.OutgoingPayment
+			for _, p := range page.Payments {
+				switch p.Kind {
+				case tools.KindWithdraw:
+					w = p
+				case tools.KindRelayerFee:
+					f = p
+				}
+			}
+			if w.Status != tools.PaymentPending || w.TxHash != "" || f.ForPayment != w.ID || f.SameTx != sameTx {
+				t.Fatalf("before the settlement: withdrawal %+v, fee %+v", w, f)
+			}
+			if sameTx && (f.Status != tools.PaymentPending || f.TxHash != "") {
+				t.Fatalf("same-transaction fee before the settlement: %s %q; want pending with no hash", f.Status, f.TxHash)
+			}
+			// A retry under the key gets the withdrawal's hash, as the
+			// connector recorded it; the fee's record learns none (nothing is
+			// built or signed again).
+			env.Chain.WithdrawOutcomeUnknown(false)
+			if tc := env.Tool(payer.ID, "withdraw", string(args), "w1"); tc.Status != "success" {
+				t.Fatalf("the retry: %s %s", tc.Status, tc.Detail)
+			}
+			if w, _ = out.Get(ctx, w.ID); w.TxHash != "0xw" {
+				t.Fatalf("withdrawal after the retry: %+v", w)
+			}
+			if f, _ = out.Get(ctx, f.ID); sameTx && f.TxHash != "" {
+				t.Fatalf("same-transaction fee after the retry: %+v", f)
+			}
+			s := chains.Settlement{Chain: chains.Ethereum, IdempotencyKey: w.IdempotencyKey, AgentID: payer.ID, Op: "withdraw", TxHash: "0xw",
+				Status: chains.SettlementConfirmed, Confirmations: 1}
+			if _, err := env.Host.Request(ctx, payer.ID, &agent.PaymentSettled{Settlement: s}); err != nil {
+				t.Fatal(err)
+			}
+			w2, _ := out.Get(ctx, w.ID)
+			f2, _ := out.Get(ctx, f.ID)
+			if w2.Status != tools.PaymentConfirmed {
+				t.Fatalf("withdrawal after its settlement: %s", w2.Status)
+			}
+			if sameTx && (f2.Status != tools.PaymentConfirmed || f2.TxHash != "0xw") {
+				t.Fatalf("same-transaction fee after the withdrawal's settlement: %s %q; want confirmed with its hash", f2.Status, f2.TxHash)
+			}
+			if !sameTx && f2.Status != f.Status {
+				t.Fatalf("a fee in its own transaction moved with the withdrawal's settlement: %s -> %s", f.Status, f2.Status)
+			}
+		})
+	}
+}

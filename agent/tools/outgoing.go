@@ -129,6 +129,11 @@ type OutgoingPayment struct {
 	// ForPayment is the id of the payment this one serves: the withdrawal
 	// of a gas_funding, relayer_fee or remainder record ("" otherwise).
 	ForPayment string `json:"forPayment,omitempty"`
+	// SameTx: a relayer_fee paid inside its withdrawal's own transaction
+	// (Stellar, Solana: chains.SideSpend.SameTx), which has no settlement
+	// of its own and settles with the withdrawal's, hash or not; false for
+	// one in a transaction of its own (EVM).
+	SameTx bool `json:"sameTx,omitempty"`
 	// IdempotencyKey is the key the chain's connector sends it under; a
 	// retry with it resumes this record.
 	IdempotencyKey string        `json:"idempotencyKey"`
