@@ -276,6 +276,11 @@ func withdraw() Tool {
 			return nil, err
 		}
 		req := withdrawal("withdraw", *p, asset, amount, everything, to, env.IdempotencyKey, env.Source)
+		// A retry that finds the withdrawal sent already (by the first
+		// call, or by the agent itself once its gas funding confirmed,
+		// docs/payments.md) answers it again, and does not announce it twice.
+		before, _ := recordOf(ctx, env, p.Chain, req.IdempotencyKey())
+		sentBefore := before.Status == PaymentBroadcast || before.Status == PaymentConfirmed
 		tx, err := env.Chains.Withdraw(ctx, req)
 		if err != nil {
 			if outcomeUnknown(err) {
@@ -293,8 +298,10 @@ func withdraw() Tool {
 		if err := env.Payments.MarkWithdrawn(ctx, Withdrawal{Chain: p.Chain, StealthAddress: p.StealthAddress, To: to, Amount: marked, TxHash: tx.TxHash}); err != nil {
 			return nil, fmt.Errorf("the withdrawal was sent (%s) but recording it failed: %w", txText(res.TxLink, res.TxHash), err)
 		}
-		notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, res.Asset),
-			fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, res.Asset, p.StealthAddress, to, p.Chain, txText(res.TxLink, res.TxHash)))
+		if !sentBefore {
+			notify(ctx, env, "withdrawal", fmt.Sprintf("Withdrew %s %s", res.Amount, res.Asset),
+				fmt.Sprintf("Withdrew %s %s from %s to %s on %s. Transaction %s", res.Amount, res.Asset, p.StealthAddress, to, p.Chain, txText(res.TxLink, res.TxHash)))
+		}
 		return res, nil
 	})
 }

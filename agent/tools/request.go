@@ -209,6 +209,32 @@ func storedPayment(kind PaymentKind, src PaymentSource, c chains.ID, symbol, amo
 	return r, nil
 }
 
+// StoredWithdrawal reads a withdrawal kept to be sent later — one that
+// waited on its gas funding or its relayer's fee, whose terms withdraw or
+// withdraw_all parsed when the user asked and whose payment record keeps
+// them — back into its request, once, where it runs: the received payment
+// p it spends (its one-time address and asset, as the tool read them),
+// amount as the record shows it (ignored with all), the destination to
+// and the key, for src (the record's source). It is the request the
+// tool made (withdrawal), so a withdrawal sent later is signed and
+// recorded exactly as the retry under its key would be.
+func StoredWithdrawal(src PaymentSource, p Payment, amount string, all bool, to PaymentRecipient, key string) (PaymentRequest, error) {
+	asset := paymentAsset(p)
+	var v chains.Amount
+	if !all {
+		var err error
+		if v, err = asset.Parse(amount); err != nil {
+			return PaymentRequest{}, err
+		}
+	}
+	r := withdrawal("withdraw", p, asset, v, all, to.Address, key, src)
+	r.to.Name = to.Name
+	if !r.Parsed() {
+		return PaymentRequest{}, fmt.Errorf("%w: the stored withdrawal has no one-time address, destination or key", ErrUnparsedPayment)
+	}
+	return r, nil
+}
+
 // Named is r with its recipient shown as name (how the approval, the
 // record and the notifications label the payee); what is paid, and to
 // which address, does not change.

@@ -386,3 +386,45 @@ func TestStoredPayment(t *testing.T) {
 		})
 	}
 }
+
+// A withdrawal kept to be sent later (one that waited on its gas funding)
+// is read back from its records into exactly the request the tool made:
+// the same signing request and record, of part or of everything; what the
+// records cannot make a withdrawal of is refused before anything.
+func TestStoredWithdrawal(t *testing.T) {
+	p := Payment{Chain: chains.Base, StealthAddress: "0x1111111111111111111111111111111111111111", Asset: "USDC", Balance: "5"}
+	to := PaymentRecipient{Address: "0x2222222222222222222222222222222222222222"}
+	src := PaymentSource{Type: SourceConversation, ID: "conv-1"}
+	asset := paymentAsset(p)
+	part, err := asset.Parse("1.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		amount string
+		all    bool
+		want   PaymentRequest
+	}{
+		{"part", "1.5", false, withdrawal("withdraw", p, asset, part, false, to.Address, "k", src)},
+		{"everything", "0", true, withdrawal("withdraw_all", p, asset, chains.Amount{}, true, to.Address, "k", src)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := StoredWithdrawal(src, p, c.amount, c.all, to, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw, err1 := got.WithdrawRequest()
+			ww, err2 := c.want.WithdrawRequest()
+			if err1 != nil || err2 != nil || !reflect.DeepEqual(gw, ww) || !reflect.DeepEqual(got.Record(), c.want.Record()) {
+				t.Fatalf("stored withdrawal %+v %+v (%v); want %+v %+v (%v)", gw, got.Record(), err1, ww, c.want.Record(), err2)
+			}
+		})
+	}
+	if _, err := StoredWithdrawal(src, p, "1e3", false, to, "k"); !errors.Is(err, chains.ErrInvalidAmount) {
+		t.Fatalf("bad amount: %v", err)
+	}
+	if r, err := StoredWithdrawal(src, p, "1", false, to, ""); !errors.Is(err, ErrUnparsedPayment) || r.Parsed() {
+		t.Fatalf("no key: %+v %v", r, err)
+	}
+}
