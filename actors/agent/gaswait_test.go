@@ -17,8 +17,10 @@ import (
 // A withdrawal whose gas funding's outcome is unknown was never signed: its
 // record says it waits on the gas (issue 32 item 1), and settles with it —
 // failed gas fails the withdrawal ("gas funding failed; nothing
-// withdrawn", told once), confirmed gas leaves it pending saying a retry
-// under its key sends it — so it never stays pending with nothing to move it.
+// withdrawn", told once), confirmed gas leaves it pending saying it is
+// being sent (the agent sends it itself: withdrawsend_test.go), and a
+// retry under its key before that sends it — so it never stays pending
+// with nothing to move it.
 //
 // The relayer's fee in a transaction of its own before the withdrawal
 // (EVM) is the same case: the step table runs both.
@@ -94,7 +96,7 @@ func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
 						t.Fatalf("withdrawal after its gas failed: %s %q", w2.Status, w2.Reason)
 					}
 				} else if w2.Status != tools.PaymentPending || w2.Reason == w.Reason {
-					t.Fatalf("withdrawal after its gas confirmed: %s %q; want pending, saying a retry sends it", w2.Status, w2.Reason)
+					t.Fatalf("withdrawal after its gas confirmed: %s %q; want pending, saying it is being sent", w2.Status, w2.Reason)
 				}
 				evs, err := agent.PaymentEventsAfter(ctx, env.Store, payer.ID, 0, 20)
 				if err != nil {

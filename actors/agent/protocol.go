@@ -166,6 +166,9 @@ func protocol() []route {
 		on(func(a *Actor, ctx context.Context, m *PaymentSettled) (None, error) {
 			return None{}, a.settled(ctx, m.Settlement)
 		}),
+		on(func(a *Actor, ctx context.Context, m *WakeWithdrawal) (None, error) {
+			return None{}, a.wakeWithdrawal(ctx, m.PaymentID) // withdrawwait.go
+		}),
 	}
 }
 

@@ -86,13 +86,13 @@ var (
 	gasWait = waitReasons{
 		waiting: "waiting for its gas funding to settle; nothing withdrawn yet",
 		failed:  "gas funding failed; nothing withdrawn",
-		arrived: "its gas funding is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it",
+		arrived: "its gas funding is confirmed; the withdrawal is being sent (nothing withdrawn yet)",
 		done:    "sent once its gas funding was confirmed",
 	}
 	feeWait = waitReasons{
 		waiting: "waiting for the relayer's fee transfer to settle; nothing withdrawn yet",
 		failed:  "the relayer's fee transfer failed; nothing withdrawn",
-		arrived: "the relayer's fee transfer is confirmed; nothing withdrawn yet: retry the withdrawal with the same idempotency key to send it",
+		arrived: "the relayer's fee transfer is confirmed; the withdrawal is being sent (nothing withdrawn yet)",
 		done:    "sent once the relayer's fee transfer was confirmed",
 	}
 )
@@ -107,6 +107,17 @@ func waitOf(k tools.PaymentKind) *waitReasons {
 		return &feeWait
 	}
 	return nil
+}
+
+// waited reports whether a withdrawal's reason says it waited on a
+// prerequisite: waiting, arrived, or sent after it (done).
+func waited(reason string) bool {
+	for _, w := range []waitReasons{gasWait, feeWait} {
+		if reason == w.waiting || reason == w.arrived || reason == w.done {
+			return true
+		}
+	}
+	return false
 }
 
 // doneReason is the reason a withdrawal that waited (its record says
@@ -125,9 +136,10 @@ func doneReason(reason string) string {
 // with status, when that withdrawal is still pending with nothing signed
 // (its gas transfer's outcome was unknown, so the connector never got to
 // it): failed gas fails it ("gas funding failed; nothing withdrawn", told
-// like any failed payment); confirmed gas leaves it pending, saying that a
-// retry under its key now sends it. A withdrawal that has a transaction
-// is the withdrawal's own settlement's business.
+// like any failed payment); confirmed gas leaves it pending, saying that
+// it is being sent, and marks it due: the agent sends it under its key
+// (withdrawalDue, wakeWithdrawal). A withdrawal that has a transaction is
+// the withdrawal's own settlement's business.
 func (a *Actor) prerequisiteSettled(ctx context.Context, withdrawalID string, status tools.PaymentStatus, wr waitReasons) error {
 	w, err := a.outgoing().Get(ctx, withdrawalID)
 	if errors.Is(err, state.ErrNotFound) {
@@ -143,8 +155,7 @@ func (a *Actor) prerequisiteSettled(ctx context.Context, withdrawalID string, st
 	case tools.PaymentFailed:
 		return a.settleRecord(ctx, w, tools.PaymentUpdate{Status: tools.PaymentFailed, Reason: wr.failed})
 	case tools.PaymentConfirmed:
-		_, _, err := a.outgoing().Advance(ctx, w.ID, tools.PaymentUpdate{Reason: wr.arrived})
-		return err
+		return a.withdrawalDue(ctx, w, wr)
 	}
 	return nil
 }
@@ -240,7 +251,7 @@ func settleEvent(cur, next tools.OutgoingPayment) *PaymentEvent {
 	case tools.PaymentConfirmed:
 		return &PaymentEvent{Type: client.EventPaymentConfirmed, Title: fmt.Sprintf("Payment confirmed: %s %s", next.Amount, next.Asset),
 			Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed.%s", what, next.ID, txSentence(next.TxHash)), Payment: PaymentView(next)}
-	case tools.PaymentFailed:
+	case tools.PaymentFailed, tools.PaymentRefused:
 		return &PaymentEvent{Type: client.EventPaymentFailed, Title: fmt.Sprintf("Payment failed: %s %s", next.Amount, next.Asset),
 			Body: fmt.Sprintf("The payment of %s (payment %s) did not go through: %s%s.", what, next.ID, next.Reason, txAside(next.TxHash)), Payment: PaymentView(next)}
 	}
@@ -265,10 +276,24 @@ func txAside(hash string) string {
 }
 
 // settleWords is what the user is told when a record moves from cur to
-// next: nil when nothing new (the call already said it was sent).
+// next: nil when nothing new (the call already said it was sent). Besides
+// settlements, the agent's own send of a withdrawal that waited
+// (wakeWithdrawal) is told here: sent (broadcast, its reason the
+// waitReasons' done: no call said so), or refused (nothing signed).
 func settleWords(cur, next tools.OutgoingPayment) (*Notify, string) {
 	what := fmt.Sprintf("%s %s to %s on %s", next.Amount, next.Asset, orText(next.Recipient.Name, next.Recipient.Address), next.Chain)
+	if next.All {
+		what = fmt.Sprintf("everything (%s) from %s to %s on %s", next.Asset, next.From, orText(next.Recipient.Name, next.Recipient.Address), next.Chain)
+	}
 	switch {
+	case next.Status == tools.PaymentBroadcast && cur.Status == tools.PaymentPending && next.Kind == tools.KindWithdraw && waited(next.Reason):
+		return &Notify{Type: client.NotifyWithdrawal, Title: fmt.Sprintf("Withdrawal sent: %s %s", amountText(next), next.Asset),
+				Body: fmt.Sprintf("The withdrawal of %s (payment %s) was %s.%s", what, next.ID, next.Reason, txSentence(next.TxHash))},
+			fmt.Sprintf("The withdrawal of %s that was waiting was %s (payment %s, transaction %s).", what, next.Reason, next.ID, next.TxHash)
+	case next.Status == tools.PaymentRefused && cur.Status == tools.PaymentPending:
+		return &Notify{Type: NotePaymentFailed, Title: fmt.Sprintf("Payment failed: %s %s", amountText(next), next.Asset),
+				Body: fmt.Sprintf("The payment of %s (payment %s) was not sent: %s. Nothing moved; it may be asked for again.", what, next.ID, next.Reason)},
+			fmt.Sprintf("The payment of %s (payment %s) was not sent: %s. Nothing moved; it may be asked for again.", what, next.ID, next.Reason)
 	case next.Status == tools.PaymentConfirmed && cur.Status == tools.PaymentPending:
 		return &Notify{Type: NotePaymentSent, Title: fmt.Sprintf("Payment confirmed: %s %s", next.Amount, next.Asset),
 				Body: fmt.Sprintf("The payment of %s (payment %s) is confirmed.%s", what, next.ID, txSentence(next.TxHash))},
@@ -279,6 +304,15 @@ func settleWords(cur, next tools.OutgoingPayment) (*Notify, string) {
 			fmt.Sprintf("The payment of %s (payment %s) did not go through: %s. Nothing moved; it may be sent again.", what, next.ID, next.Reason)
 	}
 	return nil, ""
+}
+
+// amountText is a record's amount as the user reads it: "all" for a
+// withdrawal of everything.
+func amountText(p tools.OutgoingPayment) string {
+	if p.All {
+		return "all"
+	}
+	return p.Amount.String()
 }
 
 func orText(s, def string) string {

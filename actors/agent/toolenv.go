@@ -123,6 +123,11 @@ type chainOps struct {
 	// names knows the Veil names of the meta-addresses this request's
 	// tools resolved, so a held payment shows "bob.veil", not a key.
 	names *namingDirectory
+	// sendingDue: the agent sends a withdrawal that waited on its
+	// prerequisite (wakeWithdrawal), which removes its due entry with
+	// what it tells; any other withdrawal (a retry of the user) removes
+	// it here.
+	sendingDue bool
 }
 
 func (o *chainOps) conn(id chains.ID) (*chainactor.Ref, error) { return o.a.deps.Chains.Chain(id) }
@@ -216,7 +221,13 @@ func (o *chainOps) Withdraw(ctx context.Context, pr tools.PaymentRequest) (chain
 	// What else the withdrawal moves (the relayer's fee, the native rest)
 	// has its own record too (sideRecord).
 	req.Sides = o.a.sideRecord(toolSource(o.convID))
-	return o.a.paying(ctx, pr.Record(), func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
+	res, err := o.a.paying(ctx, pr.Record(), func(ctx context.Context) (chains.TxResult, error) { return c.WithdrawWithGas(ctx, ref, req, payer) })
+	if !o.sendingDue && (err == nil || isPending(err)) {
+		// A retry under the key of a withdrawal that waited sent it (or
+		// left it pending): the agent's own send has nothing left to do.
+		o.a.forgetDue(context.WithoutCancel(ctx), id, req.IdempotencyKey)
+	}
+	return res, err
 }
 
 func (o *chainOps) RegisterName(ctx context.Context, id chains.ID) (chains.TxResult, error) {

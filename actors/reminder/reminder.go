@@ -7,6 +7,11 @@
 // meanwhile runs once (the agent advances a schedule to its first slot after
 // now, so three missed days are one payment, not three).
 //
+// It also wakes the agents of approvals that fell due (approvals.go) and
+// of withdrawals due to be sent once their gas funding or relayer fee
+// confirmed (withdrawals.go); each index is durable, so a restart loses
+// none.
+//
 // The reminder only says "slot S of schedule X is due" (agent.RunSchedule);
 // the agent actor pays it with the slot's idempotency key, stores the
 // outcome with its notification, retries failures with backoff and advances
@@ -97,6 +102,9 @@ type Report struct {
 	// (expired, or an approved payment run again).
 	Held      int
 	Approvals int
+	// Withdrawals: due withdrawals woken (sent once their gas funding or
+	// relayer fee confirmed).
+	Withdrawals int
 }
 
 // Runs is the number of slots that reached an outcome (paid or failed).
@@ -165,6 +173,9 @@ func (r *Reminder) RunDue(ctx context.Context) (Report, error) {
 		r.run(ctx, page, now, &rep)
 		if last || len(recs) < r.opts.Page {
 			if err := r.wakeApprovals(ctx, now, &rep); err != nil {
+				return rep, err
+			}
+			if err := r.wakeWithdrawals(ctx, now, &rep); err != nil {
 				return rep, err
 			}
 			r.prune(now)
