@@ -77,7 +77,7 @@ func outgoingKeyKey(c chains.ID, key string) string { return string(c) + "/" + k
 // asset, amount, recipient) is refused with chains.ErrIdempotencyConflict
 // and nothing is written.
 func (s *Outgoing) Open(ctx context.Context, p tools.OutgoingPayment) (tools.OutgoingPayment, error) {
-	if err := s.validate(&p); err != nil {
+	if err := s.validate(p); err != nil {
 		return tools.OutgoingPayment{}, err
 	}
 	kk := outgoingKeyKey(p.Chain, p.IdempotencyKey)
@@ -133,16 +133,17 @@ func (s *Outgoing) Open(ctx context.Context, p tools.OutgoingPayment) (tools.Out
 	return out, err
 }
 
-func (s *Outgoing) validate(p *tools.OutgoingPayment) error {
+func (s *Outgoing) validate(p tools.OutgoingPayment) error {
 	if err := checkAgentID(s.agentID); err != nil {
 		return err
 	}
-	c, err := chains.Parse(string(p.Chain))
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	p.Chain = c
+	// The chain is not parsed here: a record is built from a typed
+	// chains.ID (tools.PaymentRequest.Record, a connector's spend) and a
+	// stored one is parsed where it is decoded (OutgoingPayment's
+	// UnmarshalJSON). Only its absence is a caller's mistake to catch.
 	switch {
+	case p.Chain == "":
+		return fmt.Errorf("%w: payment without a chain", ErrInvalid)
 	case p.Kind == "":
 		return fmt.Errorf("%w: payment without a kind", ErrInvalid)
 	case p.Source.Type == "":
