@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -47,7 +48,8 @@ func (e *OutcomeUnknownError) Error() string {
 // Is makes errors.Is(err, ErrOutcomeUnknown) true.
 func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
-// SettlementStatus is the final outcome of a recorded transaction.
+// SettlementStatus is the final outcome of a recorded transaction (or,
+// SettlementPending, a note that it has none yet).
 type SettlementStatus string
 
 const (
@@ -58,7 +60,22 @@ const (
 	// mined (its nonce or sequence number was taken by another
 	// transaction, the node refused it for good after it was recorded).
 	SettlementFailed SettlementStatus = "failed"
+	// SettlementPending is no outcome: news of a transaction still on its
+	// way, delivered only under NoteKey(key), whose Reason the payment's
+	// record shows while it waits (an x402 authorization whose nonce is
+	// used with no log to say how, chains/evm). The receiver moves nothing
+	// but that reason and tells nobody. Under NoteKey a receiver that knows
+	// only final settlements (a member of an earlier version) finds no
+	// record for it and drops it, rather than reading it as confirmed.
+	SettlementPending SettlementStatus = "pending"
 )
+
+// NoteKey is the idempotency key a SettlementPending note about the
+// payment recorded under key is delivered under.
+func NoteKey(key string) string { return "note/" + key }
+
+// NotedKey is the payment key a NoteKey names, and whether key is one.
+func NotedKey(key string) (string, bool) { return strings.CutPrefix(key, "note/") }
 
 // Settlement reports that a recorded transaction reached its final
 // outcome. See SettlementFunc for when and how often it is delivered.

@@ -25,8 +25,33 @@ import (
 // it (settleAuthorizations) and removes the row in the same commit.
 const TableAuthorizations = "evm_authorizations"
 
-// authorizationUsedTopic is EIP-3009's AuthorizationUsed(authorizer, nonce).
-var authorizationUsedTopic = crypto.Keccak256Hash([]byte("AuthorizationUsed(address,bytes32)"))
+// EIP-3009's events: AuthorizationUsed(authorizer, nonce) when a transfer
+// uses the nonce, AuthorizationCanceled(authorizer, nonce) when
+// cancelAuthorization burns it. Either sets authorizationState.
+var (
+	authorizationUsedTopic     = crypto.Keccak256Hash([]byte("AuthorizationUsed(address,bytes32)"))
+	authorizationCanceledTopic = crypto.Keccak256Hash([]byte("AuthorizationCanceled(address,bytes32)"))
+)
+
+// Bounds of the search for an authorization's log (authorizationLog).
+const (
+	// authLogChunks is how many eth_getLogs calls (of Config.LogRange
+	// blocks each) one maintenance pass spends on one authorization; a
+	// longer range goes on from there on the next pass (signedAuth.Searched).
+	authLogChunks = 50
+	// authLogOverlap is how far before the last block searched a later
+	// search starts again (blocks): a log a reorg moved, or one a node
+	// behind the one that answered the head had not yet indexed, is still
+	// found.
+	authLogOverlap = 64
+)
+
+// Reasons the payer's record carries.
+const (
+	reasonAuthCanceled = "the payment authorization was canceled; nothing was transferred"
+	reasonAuthNoLog    = "the authorization's nonce is used on chain but no transfer log was found; checking again"
+	reasonAuthLogLate  = "the authorization's transfer log was found on a later check"
+)
 
 // signedAuth is what maintenance needs to learn an authorization's fate.
 type signedAuth struct {
@@ -39,6 +64,13 @@ type signedAuth struct {
 	ValidBefore int64  `json:"validBefore"` // unix seconds
 	// Block is the head when it was signed: its use is logged after it.
 	Block uint64 `json:"block"`
+	// Searched is the last block searched for its log without finding
+	// one (0: none yet); the next pass searches on from a little before
+	// it (authLogOverlap) rather than from Block again.
+	Searched uint64 `json:"searched,omitempty"`
+	// NoLog: its nonce was found used with neither log anywhere from
+	// Block to the head, and the payer's record was told so (once).
+	NoLog bool `json:"noLog,omitempty"`
 }
 
 // trackAuthorization records auth, signed for agentID under key, before
@@ -69,6 +101,12 @@ func (c *Connector) trackAuthorization(ctx context.Context, agentID, key string,
 //   - its nonce used: confirmed, with the transaction that used it (its
 //     AuthorizationUsed log), which the payee's own answer may not have
 //     told the payer;
+//   - its nonce canceled (an AuthorizationCanceled log, cancelAuthorization
+//     signed by the payer's key): failed, with the canceling transaction;
+//     nothing was transferred;
+//   - its nonce used with neither log from the block it was signed at to
+//     the head: no guess. It stays pending, its record says so once (a
+//     SettlementPending note, warned once) and later passes search on.
 //   - its nonce unused at a block whose timestamp is not before
 //     validBefore: failed. EIP-3009 accepts it only in a block stamped
 //     before validBefore, and every later block is stamped no earlier, so
@@ -132,18 +170,26 @@ func (c *Connector) settleAuthorizations(ctx context.Context, rep *MaintainRepor
 		var s chains.Settlement
 		switch {
 		case isUsed:
-			tx, err := c.authorizationTx(ctx, d.a, head.Number)
+			found, err := c.authorizationLog(ctx, d.a, head.Number.Uint64())
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			if tx == "" {
-				// Used, but not by a transfer this node logs (canceled, or
-				// its log out of reach): say nothing rather than guess.
-				c.opts.Log.Warn("authorization used but no AuthorizationUsed log found", "key", d.rec.Key, "from", d.a.From, "nonce", d.a.Nonce)
+			switch {
+			case found.tx == "":
+				if err := c.noLog(ctx, d.rec, d.a, found.searched, head.Number.Uint64()); err != nil {
+					errs = append(errs, err)
+				}
 				continue
+			case found.canceled:
+				s = c.opts.NewSettlement(c.cfg.Chain, c.callerKey(d.rec.Key), d.a.AgentID, "authorization", found.tx, chains.SettlementFailed, 0, reasonAuthCanceled)
+			default:
+				late := ""
+				if d.a.NoLog {
+					late = reasonAuthLogLate // the record said none was found
+				}
+				s = c.opts.NewSettlement(c.cfg.Chain, c.callerKey(d.rec.Key), d.a.AgentID, "authorization", found.tx, chains.SettlementConfirmed, 1, late)
 			}
-			s = c.opts.NewSettlement(c.cfg.Chain, c.callerKey(d.rec.Key), d.a.AgentID, "authorization", tx, chains.SettlementConfirmed, 1, "")
 		case int64(head.Time) >= d.a.ValidBefore:
 			s = c.opts.NewSettlement(c.cfg.Chain, c.callerKey(d.rec.Key), d.a.AgentID, "authorization", "", chains.SettlementFailed, 0,
 				fmt.Sprintf("the payment authorization expired at %s without being settled: it can never be, nothing was transferred",
@@ -164,19 +210,79 @@ func (c *Connector) settleAuthorizations(ctx context.Context, rep *MaintainRepor
 	return errors.Join(errs...)
 }
 
-// authorizationTx is the transaction that logged a's AuthorizationUsed,
-// searched from the block it was signed at to upTo; "" when none.
-func (c *Connector) authorizationTx(ctx context.Context, a signedAuth, upTo *big.Int) (string, error) {
-	logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{FromBlock: new(big.Int).SetUint64(a.Block), ToBlock: upTo,
-		Addresses: []common.Address{common.HexToAddress(a.Contract)},
-		Topics:    [][]common.Hash{{authorizationUsedTopic}, {common.BytesToHash(common.HexToAddress(a.From).Bytes())}, {common.HexToHash(a.Nonce)}}})
-	if err != nil {
-		return "", c.Unavailable("authorization logs", err)
+// authLog is what authorizationLog found: the transaction of the log that
+// used or canceled the nonce ("" when none), and the last block searched.
+type authLog struct {
+	tx       string
+	canceled bool
+	searched uint64
+}
+
+// authorizationLog searches a's AuthorizationUsed and AuthorizationCanceled
+// logs (one query for both), from the block it was signed at (or, after a
+// fruitless search, from a.Searched less authLogOverlap) towards head, in
+// ranges of Config.LogRange blocks (RPC providers cap eth_getLogs ranges),
+// at most authLogChunks of them this pass. searched is the last block
+// searched; below head, the next pass goes on.
+func (c *Connector) authorizationLog(ctx context.Context, a signedAuth, head uint64) (authLog, error) {
+	// The overlap is at most half a pass's ranges, so that every pass
+	// also searches blocks no pass searched before, however small LogRange.
+	overlap := min(authLogOverlap, authLogChunks/2*c.cfg.LogRange)
+	from := a.Block
+	if a.Searched > a.Block+overlap {
+		from = a.Searched - overlap
 	}
-	for _, l := range logs {
-		if !l.Removed {
-			return l.TxHash.Hex(), nil
+	out := authLog{searched: a.Searched}
+	topics := [][]common.Hash{{authorizationUsedTopic, authorizationCanceledTopic},
+		{common.BytesToHash(common.HexToAddress(a.From).Bytes())}, {common.HexToHash(a.Nonce)}}
+	for n := 0; from <= head && n < authLogChunks; n++ {
+		to := min(from+c.cfg.LogRange-1, head)
+		logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{FromBlock: new(big.Int).SetUint64(from), ToBlock: new(big.Int).SetUint64(to),
+			Addresses: []common.Address{common.HexToAddress(a.Contract)}, Topics: topics})
+		if err != nil {
+			return out, c.Unavailable("authorization logs", err)
 		}
+		for _, l := range logs {
+			if !l.Removed && len(l.Topics) > 0 {
+				return authLog{tx: l.TxHash.Hex(), canceled: l.Topics[0] == authorizationCanceledTopic, searched: to}, nil
+			}
+		}
+		out.searched, from = max(out.searched, to), to+1
 	}
-	return "", nil
+	return out, nil
+}
+
+// noLog keeps the row of an authorization whose nonce is used with no
+// log found up to searched: it remembers how far the search got, and once
+// it reached head (the whole range, from the block it was signed at), it
+// tells the payer's record so, once, with a SettlementPending note in the
+// same commit, and warns once.
+func (c *Connector) noLog(ctx context.Context, rec persistence.Record, a signedAuth, searched, head uint64) error {
+	tell := searched >= head && !a.NoLog
+	if searched == a.Searched && !tell {
+		return nil // nothing new: the head has not moved
+	}
+	a.Searched, a.NoLog = searched, a.NoLog || tell
+	val, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	ops := []persistence.Op{persistence.Put(TableAuthorizations, rec.Key, val, persistence.AtVersion(rec.Version))}
+	var note chains.Settlement
+	if tell {
+		note = c.opts.NewSettlement(c.cfg.Chain, chains.NoteKey(c.callerKey(rec.Key)), a.AgentID, "authorization", "", chains.SettlementPending, 0, reasonAuthNoLog)
+		ops = append(ops, c.opts.SettleOps(note)...)
+	}
+	if _, err := c.opts.Store.Apply(ctx, ops...); err != nil {
+		if errors.Is(err, persistence.ErrConflict) { // another pass got there
+			return nil
+		}
+		return err
+	}
+	if tell {
+		c.opts.Log.Warn("authorization nonce used but neither AuthorizationUsed nor AuthorizationCanceled logged; its record stays pending",
+			"key", rec.Key, "from", a.From, "nonce", a.Nonce, "fromBlock", a.Block, "toBlock", searched)
+		c.opts.Deliver(ctx, note)
+	}
+	return nil
 }
