@@ -35,11 +35,16 @@ type PaymentSettled struct {
 //   - confirmed, after the call could only say "on its way" (pending):
 //     payment_sent, and a system message in the conversation that asked;
 //   - failed: payment_failed (the payment did not go through, with the
-//     reason) and the system message.
+//     reason) and the system message;
+//   - a note (chains.SettlementPending): no settlement, only the reason an
+//     open record shows while it waits (noted), told to nobody.
 //
 // And whenever an open payment settles, its payment event
 // (payment.confirmed / payment.failed) in the same write (settleEvent).
 func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
+	if s.Status == chains.SettlementPending {
+		return a.noted(ctx, s)
+	}
 	out := a.outgoing()
 	rec, err := out.ByKey(ctx, s.Chain, s.IdempotencyKey)
 	if errors.Is(err, state.ErrNotFound) {
@@ -48,7 +53,7 @@ func (a *Actor) settled(ctx context.Context, s chains.Settlement) error {
 	if err != nil {
 		return err
 	}
-	u := tools.PaymentUpdate{Status: tools.PaymentConfirmed, TxHash: s.TxHash, Confirmations: s.Confirmations}
+	u := tools.PaymentUpdate{Status: tools.PaymentConfirmed, TxHash: s.TxHash, Confirmations: s.Confirmations, Reason: s.Reason}
 	if s.Status == chains.SettlementFailed {
 		u = tools.PaymentUpdate{Status: tools.PaymentFailed, TxHash: s.TxHash, Reason: orText(s.Reason, "failed on chain")}
 	}

@@ -33,6 +33,8 @@ func TestX402AuthorizationFate(t *testing.T) {
 			tools.PaymentFailed, agent.NotePaymentFailed, "payment.failed"},
 		{"used by the payee", chains.Settlement{Status: chains.SettlementConfirmed, TxHash: "0xused", Confirmations: 1},
 			tools.PaymentConfirmed, agent.NotePaymentSent, "payment.confirmed"},
+		{"canceled by the payer's key", chains.Settlement{Status: chains.SettlementFailed, TxHash: "0xcancel", Reason: "the payment authorization was canceled; nothing was transferred"},
+			tools.PaymentFailed, agent.NotePaymentFailed, "payment.failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -75,5 +77,66 @@ func TestX402AuthorizationFate(t *testing.T) {
 				t.Fatalf("event names a transaction there never was: %q", evs[0].Body)
 			}
 		})
+	}
+}
+
+// An authorization whose nonce is used with no log to say how (chains/evm
+// TestAuthorizationLogs) is not settled: the connector's note
+// (chains.SettlementPending under chains.NoteKey) leaves the record
+// pending with the note's reason, for the user and the API, and tells
+// nobody, however often it comes. When the log is found later the record
+// is confirmed once, saying so; a note that comes after that changes
+// nothing.
+func TestX402AuthorizationNoted(t *testing.T) {
+	ctx := context.Background()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	payer := env.CreateAgent("payer")
+	out := state.NewOutgoing(env.Store, payer.ID, nil)
+	amount, err := chains.ParseAmountOf("0.25", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := out.Open(ctx, tools.OutgoingPayment{Kind: tools.KindX402, Source: tools.PaymentSource{Type: tools.SourceMCP}, Chain: chains.Base,
+		Asset: "USDC", Amount: amount, Recipient: tools.PaymentRecipient{Address: "0x00000000000000000000000000000000000000a4"}, IdempotencyKey: "x402/k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(s chains.Settlement) {
+		t.Helper()
+		s.Chain, s.AgentID, s.Op = chains.Base, payer.ID, "authorization"
+		if _, err := env.Host.Request(ctx, payer.ID, &agent.PaymentSettled{Settlement: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	told := func() (int, int) {
+		t.Helper()
+		evs, err := agent.PaymentEventsAfter(ctx, env.Store, payer.ID, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(env.Inbox(payer.ID).Notifications), len(evs)
+	}
+	notes0, events0 := told()
+	const noLog = "the authorization's nonce is used on chain but no transfer log was found; checking again"
+	note := chains.Settlement{IdempotencyKey: chains.NoteKey("x402/k"), Status: chains.SettlementPending, Reason: noLog}
+	for range 2 {
+		deliver(note)
+	}
+	got, err := out.Get(ctx, rec.ID)
+	if err != nil || got.Status != tools.PaymentPending || got.Reason != noLog || got.TxHash != "" {
+		t.Fatalf("record after the note %+v, %v; want pending with the note's reason", got, err)
+	}
+	if n, e := told(); n != notes0 || e != events0 {
+		t.Fatalf("the note told someone: %d notifications, %d events (before %d, %d)", n, e, notes0, events0)
+	}
+	const late = "the authorization's transfer log was found on a later check"
+	deliver(chains.Settlement{IdempotencyKey: "x402/k", Status: chains.SettlementConfirmed, TxHash: "0xused", Confirmations: 1, Reason: late})
+	deliver(note)
+	got, err = out.Get(ctx, rec.ID)
+	if err != nil || got.Status != tools.PaymentConfirmed || got.TxHash != "0xused" || got.Reason != late {
+		t.Fatalf("record after the log was found %+v, %v; want confirmed with 0xused, saying it was found late", got, err)
+	}
+	if n, e := told(); n != notes0+1 || e != events0+1 {
+		t.Fatalf("%d notifications, %d events after it confirmed (before %d, %d); want one more of each", n, e, notes0, events0)
 	}
 }
