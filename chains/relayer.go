@@ -72,3 +72,8 @@ type RelayerUser interface {
 // RelayerFeeKey is the idempotency key of the fee a withdrawal with
 // idempotency key key pays its relayer.
 func RelayerFeeKey(key string) string { return "relayfee/" + key }
+
+// GasKey is the idempotency key of the gas the payer's account sends to a
+// one-time address ahead of the withdrawal with idempotency key key
+// (chains.GasPayer): its own transaction, settled under this key.
+func GasKey(key string) string { return "gas/" + key }

@@ -61,10 +61,6 @@ const (
 	FailAfterWaitingSend = "withdraw.after-send"
 )
 
-// gasKey is the key of the gas a withdrawal under key is sent first, the
-// connectors' (chains.Settlement: "gas/<key>").
-func gasKey(key string) string { return "gas/" + key }
-
 // waitingToSend reports whether w is a withdrawal that waits on a
 // prerequisite with nothing of its own signed: pending, no transaction,
 // its reason one of waitReasons' waiting or arrived.
@@ -87,7 +83,7 @@ func waitingToSend(w tools.OutgoingPayment) bool {
 func (a *Actor) prerequisitesReady(ctx context.Context, w tools.OutgoingPayment) (bool, error) {
 	out := a.outgoing()
 	found := false
-	for _, key := range []string{gasKey(w.IdempotencyKey), chains.RelayerFeeKey(w.IdempotencyKey)} {
+	for _, key := range []string{chains.GasKey(w.IdempotencyKey), chains.RelayerFeeKey(w.IdempotencyKey)} {
 		p, err := out.ByKey(ctx, w.Chain, key)
 		if errors.Is(err, state.ErrNotFound) {
 			continue

@@ -65,7 +65,7 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 		return price, nil
 	}
 	nativeSym := c.cfg.Chain.NativeAsset()
-	gasKey := "gas/" + key
+	gasKey := chains.GasKey(key)
 	r, funded, err := c.lookup(ctx, gasKey, "")
 	if err != nil {
 		return nil, err

@@ -157,7 +157,7 @@ func (c *Chain) GasSent() map[string]string {
 // WithdrawWithGas implements chains.GasFunder: the gas of NeedGas first,
 // under the key "gas/<key>", then Withdraw.
 func (c *Chain) WithdrawWithGas(ctx context.Context, from chains.KeyRef, req chains.WithdrawRequest, payer chains.GasPayer) (chains.TxResult, error) {
-	key := "gas/" + req.IdempotencyKey
+	key := chains.GasKey(req.IdempotencyKey)
 	c.mu.Lock()
 	need, sent := c.gas, c.gasSent[key] != ""
 	c.mu.Unlock()
