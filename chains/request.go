@@ -9,12 +9,13 @@ import (
 // explicit spend (asset, amount, recipient, idempotency key) that the
 // owner's approval rules, the connector and the enclave's policy all read.
 // The amount is parsed once, where the asset is known; a connector rescales
-// it to its own base units (Amount.In) and never parses it again.
+// it to its own base units (Amount.In) and never parses it again. The
+// asset is the connector's own descriptor, resolved where the request was
+// made (Asset): the connector checks that it is one of its own and never
+// looks a symbol up.
 type SendRequest struct {
-	Chain ID
-	// Asset is the asset's symbol ("ETH", "USDC"); "" is the chain's
-	// native asset.
-	Asset  string
+	Chain  ID
+	Asset  Asset
 	Amount Amount
 	// To is the recipient's meta-address.
 	To string
@@ -30,8 +31,9 @@ type SendRequest struct {
 type WithdrawRequest struct {
 	Chain ID
 	// From is the payment's stealth (one-time) address.
-	From   string
-	Asset  string
+	From string
+	// Asset is the connector's own descriptor, as in SendRequest.
+	Asset  Asset
 	Amount Amount
 	// All withdraws everything From holds of Asset; Amount is then zero.
 	All            bool
@@ -44,22 +46,22 @@ type WithdrawRequest struct {
 	Sides SideRecorder `json:"-"`
 }
 
-// Units is the payment's amount in base units of an asset with decimals
-// places, refused (ErrInvalidAmount) unless it is positive and exact there.
-func (r SendRequest) Units(decimals int) (*big.Int, error) {
-	return positiveIn(r.Amount, decimals)
+// Units is the payment's amount in base units of its asset, refused
+// (ErrInvalidAmount) unless it is positive and exact there.
+func (r SendRequest) Units() (*big.Int, error) {
+	return positiveIn(r.Amount, r.Asset.Decimals)
 }
 
-// Units is the withdrawal's amount in base units of an asset with decimals
-// places; nil for All.
-func (r WithdrawRequest) Units(decimals int) (*big.Int, error) {
+// Units is the withdrawal's amount in base units of its asset; nil for
+// All.
+func (r WithdrawRequest) Units() (*big.Int, error) {
 	if r.All {
 		if r.Amount.Sign() != 0 {
 			return nil, fmt.Errorf("%w: a withdrawal of everything also gives an amount (%s)", ErrInvalidAmount, r.Amount)
 		}
 		return nil, nil
 	}
-	return positiveIn(r.Amount, decimals)
+	return positiveIn(r.Amount, r.Asset.Decimals)
 }
 
 func positiveIn(a Amount, decimals int) (*big.Int, error) {

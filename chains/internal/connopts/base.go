@@ -10,28 +10,21 @@ import (
 )
 
 // Base is what every connector answers from its chain's identifier,
-// explorer template and assets alone; a connector embeds it, so Chain and
-// TxLink are its chains.Connector methods, PaymentTarget its payuri.Target
-// method, and Result and Unavailable its helpers.
+// explorer template and assets alone; a connector embeds it, so Chain,
+// TxLink and Assets are its chains.Connector methods, PaymentTarget its
+// payuri.Target method, and Result, Unavailable, Asset and Own its helpers.
 type Base struct {
 	chain      chains.ID
 	explorerTx string
 	chainID    uint64
-	assets     []Asset
-}
-
-// Asset is an asset a payment request may name on the chain: its symbol
-// and its token reference (a contract address, a mint, an issuer; "" for
-// the native asset).
-type Asset struct {
-	Symbol, Token string
+	assets     []chains.Asset
 }
 
 // NewBase is the Base of chain, its transaction links made from
 // explorerTx (the Config's ExplorerTx; "" makes no links); chainID is the
 // chain id payment requests carry (0 off EVM) and assets are the assets
-// they may name, the native asset first.
-func NewBase(chain chains.ID, explorerTx string, chainID uint64, assets []Asset) Base {
+// the connector carries (its own descriptors), the native asset first.
+func NewBase(chain chains.ID, explorerTx string, chainID uint64, assets []chains.Asset) Base {
 	return Base{chain: chain, explorerTx: explorerTx, chainID: chainID, assets: assets}
 }
 
@@ -48,16 +41,33 @@ func (b Base) Result(txHash string) chains.TxResult {
 	return chains.TxResult{TxHash: txHash, TxLink: b.TxLink(txHash)}
 }
 
+// Assets lists the assets the connector carries, the native asset first
+// (a copy).
+func (b Base) Assets() []chains.Asset { return append([]chains.Asset(nil), b.assets...) }
+
+// NativeAsset is the chain's native asset.
+func (b Base) NativeAsset() chains.Asset { return b.assets[0] }
+
+// Asset finds symbol among the connector's assets (chains.AssetBySymbol):
+// for what reaches the connector as a symbol from outside a payment
+// request (an invoice's asset, a watch, a payment URI), once.
+func (b Base) Asset(symbol string) (chains.Asset, error) {
+	return chains.AssetBySymbol(b.assets, symbol)
+}
+
+// Own checks that a request's asset is exactly one of the connector's own
+// (chains.Owns): a connector pays in nothing else.
+func (b Base) Own(a chains.Asset) error { return chains.Owns(b.assets, a) }
+
 // PaymentTarget implements payuri.Target: the chain id and token of the
 // asset whose symbol is asset (case-insensitively); ok is false for an
 // asset the connector does not know.
 func (b Base) PaymentTarget(asset string) (chainID uint64, token string, ok bool) {
-	for _, a := range b.assets {
-		if strings.EqualFold(a.Symbol, asset) {
-			return b.chainID, a.Token, true
-		}
+	a, err := b.Asset(asset)
+	if err != nil || strings.TrimSpace(asset) == "" {
+		return 0, "", false
 	}
-	return 0, "", false
+	return b.chainID, a.Ref, true
 }
 
 // Unavailable wraps a node's error in chains.ErrUnavailable, naming the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/veilhq/veil/chains"
@@ -52,7 +53,7 @@ func TestBaseResult(t *testing.T) {
 }
 
 func TestBasePaymentTarget(t *testing.T) {
-	b := NewBase(chains.Base, "", 84532, []Asset{{Symbol: "ETH"}, {Symbol: "USDC", Token: "0xabc"}})
+	b := NewBase(chains.Base, "", 84532, baseAssets)
 	for _, tc := range []struct {
 		asset   string
 		chainID uint64
@@ -69,5 +70,41 @@ func TestBasePaymentTarget(t *testing.T) {
 		if id != tc.chainID || token != tc.token || ok != tc.ok {
 			t.Errorf("PaymentTarget(%q) = %d, %q, %v; want %d, %q, %v", tc.asset, id, token, ok, tc.chainID, tc.token, tc.ok)
 		}
+	}
+}
+
+var baseAssets = []chains.Asset{
+	{Chain: chains.Base, Symbol: "ETH", Decimals: 18},
+	{Chain: chains.Base, Symbol: "USDC", Decimals: 6, Ref: "0xabc"},
+}
+
+// A connector pays only in a descriptor that is exactly one of its own:
+// the right symbol with a contract, decimals or chain of the caller's
+// choice is refused, and so is a descriptor nobody resolved.
+func TestBaseOwnRefusesForeignDescriptors(t *testing.T) {
+	b := NewBase(chains.Base, "", 84532, baseAssets)
+	usdc, err := b.Asset(" usdc ")
+	if err != nil || usdc != baseAssets[1] {
+		t.Fatalf("Asset(usdc) = %+v, %v; want %+v", usdc, err, baseAssets[1])
+	}
+	if err := b.Own(usdc); err != nil {
+		t.Fatalf("Own(its own USDC) = %v", err)
+	}
+	if native, err := b.Asset(""); err != nil || native != b.NativeAsset() || !native.Native() {
+		t.Fatalf(`Asset("") = %+v, %v; want the native asset`, native, err)
+	}
+	for name, a := range map[string]chains.Asset{
+		"other contract":  {Chain: chains.Base, Symbol: "USDC", Decimals: 6, Ref: "0xdef"},
+		"other decimals":  {Chain: chains.Base, Symbol: "USDC", Decimals: 18, Ref: "0xabc"},
+		"other chain":     {Chain: chains.Ethereum, Symbol: "USDC", Decimals: 6, Ref: "0xabc"},
+		"native as token": {Chain: chains.Base, Symbol: "ETH", Decimals: 18, Ref: "0xabc"},
+		"unresolved":      {},
+	} {
+		if err := b.Own(a); !errors.Is(err, chains.ErrUnknownAsset) {
+			t.Errorf("%s: Own(%+v) = %v; want ErrUnknownAsset", name, a, err)
+		}
+	}
+	if _, err := b.Asset("DAI"); !errors.Is(err, chains.ErrUnknownAsset) || !strings.Contains(err.Error(), "ETH, USDC") {
+		t.Errorf("Asset(DAI) = %v; want ErrUnknownAsset naming ETH, USDC", err)
 	}
 }

@@ -1,7 +1,10 @@
 // Package parse checks the requests every connector takes (a stealth
 // payment, a withdrawal, a name registration) in one order, with the
-// connector's own readers of addresses, meta-addresses and asset symbols,
-// so that the same mistake is the same error on every chain.
+// connector's own readers of addresses and meta-addresses and its own
+// assets, so that the same mistake is the same error on every chain. A
+// request's asset is typed (chains.Asset, resolved where the request was
+// made): it is checked to be one of the connector's own, never looked up
+// by its symbol.
 package parse
 
 import (
@@ -12,13 +15,15 @@ import (
 	"github.com/veilhq/veil/chains"
 )
 
-// Chain is how a connector reads its addresses (Addr), meta-addresses
-// (Meta) and assets (Asset); Decimals is an asset's precision.
+// Chain is how a connector reads its addresses (Addr) and meta-addresses
+// (Meta); Own checks that a request's asset is one of the connector's own
+// (connopts.Base.Own) and Asset turns such an asset into the connector's
+// form of it (a contract, an issuer, a mint).
 type Chain[Addr, Meta, Asset any] struct {
-	Address  func(string) (Addr, error)
-	Meta     func(string) (Meta, error)
-	Asset    func(string) (Asset, error)
-	Decimals func(Asset) int
+	Address func(string) (Addr, error)
+	Meta    func(string) (Meta, error)
+	Own     func(chains.Asset) error
+	Asset   func(chains.Asset) Asset
 }
 
 // Send is a parsed chains.SendRequest: the source, the recipient's
@@ -40,15 +45,15 @@ func (c Chain[Addr, Meta, Asset]) Send(fromAddress string, req chains.SendReques
 	return s, err
 }
 
-// amount reads an asset symbol and an amount of it (units: the request's
-// Units).
-func (c Chain[Addr, Meta, Asset]) amount(sym string, units func(decimals int) (*big.Int, error)) (Asset, *big.Int, error) {
-	a, err := c.Asset(sym)
-	if err != nil {
-		return a, nil, err
+// amount checks a request's asset and reads the amount of it (units: the
+// request's Units, in the asset's decimals).
+func (c Chain[Addr, Meta, Asset]) amount(a chains.Asset, units func() (*big.Int, error)) (Asset, *big.Int, error) {
+	if err := c.Own(a); err != nil {
+		var zero Asset
+		return zero, nil, err
 	}
-	u, err := units(c.Decimals(a))
-	return a, u, err
+	u, err := units()
+	return c.Asset(a), u, err
 }
 
 // Withdraw is a parsed chains.WithdrawRequest; Units is nil with All.
