@@ -244,6 +244,10 @@ type Announcement struct {
 // the chain actor decides what must be serialised (nonces).
 type Connector interface {
 	Chain() ID
+	// Assets lists the assets the connector carries, its own descriptors
+	// (Asset), the native asset first. A SendRequest or WithdrawRequest
+	// pays only in one of them.
+	Assets() []Asset
 	Balance(ctx context.Context, address string) (Balance, error)
 	// SendStealth pays req.To, a meta-address, from fromAddress (signed
 	// with from): derives a one-time address, transfers and announces in

@@ -329,12 +329,18 @@ func (a *Actor) sendApproved(ctx context.Context, ap *policy.Approval) (chains.T
 		}
 		// An invoice's one-time address is a plain address (PayAddress).
 		pr, err := tools.StoredInvoicePayment(approvalSource(ap), ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
+		if err == nil {
+			pr, err = a.bound(pr)
+		}
 		if err != nil {
 			return chains.TxResult{}, err
 		}
 		return a.payToAddress(ctx, pr)
 	}
 	pr, err := tools.StoredPayment(approvalSource(ap), ap.Chain, ap.Asset, ap.Amount, to, ap.Key)
+	if err == nil {
+		pr, err = a.bound(pr)
+	}
 	if err != nil {
 		return chains.TxResult{}, err
 	}

@@ -272,6 +272,9 @@ func (a *Actor) paySchedule(ctx context.Context, sc tools.Schedule, slot time.Ti
 	// The slot's payment, read once from the schedule (tools.StoredPayment).
 	pr, err := tools.StoredPayment(tools.PaymentSource{Type: tools.SourceSchedule, ID: sc.ID}, sc.Chain, sc.Asset, sc.Amount,
 		tools.PaymentRecipient{Name: recipientLabel(sc.Recipient), Address: meta}, SlotKey(sc.ID, slot))
+	if err == nil {
+		pr, err = a.bound(pr)
+	}
 	if err != nil {
 		return chains.TxResult{}, err
 	}

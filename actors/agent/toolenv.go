@@ -163,6 +163,36 @@ func (o *chainOps) prepareDestination(ctx context.Context, id chains.ID, asset, 
 	return err
 }
 
+// Assets implements tools.ChainOps: what the chain's connector carries.
+func (o *chainOps) Assets(_ context.Context, id chains.ID) ([]chains.Asset, error) {
+	return chainAssets(o.a.deps.Chains, id)
+}
+
+// chainAssets lists the assets of chain id's connector (chains.Connector.
+// Assets); a chain this node does not serve, or not yet, answers an error
+// matching chains.ErrUnavailable.
+func chainAssets(cs ChainSet, id chains.ID) ([]chains.Asset, error) {
+	c, err := cs.Chain(id)
+	if err != nil {
+		return nil, err
+	}
+	if as := c.Assets(); len(as) > 0 {
+		return as, nil
+	}
+	return nil, fmt.Errorf("%w: %s: not connected yet", chains.ErrUnavailable, id)
+}
+
+// bound binds pr, a payment kept to be made later and read back where it
+// runs (a schedule's slot, an approved payment: tools.StoredPayment), to
+// its chain's connector's own asset (tools.PaymentRequest.Bind), once.
+func (a *Actor) bound(pr tools.PaymentRequest) (tools.PaymentRequest, error) {
+	as, err := chainAssets(a.deps.Chains, pr.Chain())
+	if err != nil {
+		return pr, err
+	}
+	return pr.Bind(as)
+}
+
 func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, error) {
 	c, err := o.conn(id)
 	if err != nil {

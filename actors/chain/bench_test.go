@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 )
@@ -46,7 +47,7 @@ func benchSend(b *testing.B, nAgents int) {
 	}
 	// Warm up: the first send of an agent seeds its ledger record.
 	for _, s := range senders {
-		res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.0001"), To: e.bob.Meta, IdempotencyKey: "warm-" + s.ID})
+		res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r, ""), Amount: amt("0.0001"), To: e.bob.Meta, IdempotencyKey: "warm-" + s.ID})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func benchSend(b *testing.B, nAgents int) {
 					return
 				}
 				s := senders[i%nAgents]
-				res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.0001"), To: e.bob.Meta, IdempotencyKey: fmt.Sprintf("b-%d-%d", b.N, i)})
+				res, err := r.SendStealth(ctx, s.Ref(chains.Base), s.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r, ""), Amount: amt("0.0001"), To: e.bob.Meta, IdempotencyKey: fmt.Sprintf("b-%d-%d", b.N, i)})
 				if err != nil {
 					failed.Store(err)
 					return
@@ -126,7 +127,7 @@ func BenchmarkScanEndToEnd(b *testing.B) {
 				if i%every == 0 {
 					to = e.bob.Meta
 				}
-				res, err := r.SendStealth(ctx, payers[p].Ref(chains.Ethereum), payers[p].Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.0001"), To: to, IdempotencyKey: fmt.Sprintf("s%d", i)})
+				res, err := r.SendStealth(ctx, payers[p].Ref(chains.Ethereum), payers[p].Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r, ""), Amount: amt("0.0001"), To: to, IdempotencyKey: fmt.Sprintf("s%d", i)})
 				if err != nil {
 					failed.Store(err)
 					return

@@ -430,6 +430,10 @@ func (r *Ref) Chain() chains.ID { return r.id }
 // TxLink is the connector's link (no I/O, no actor round trip).
 func (r *Ref) TxLink(txHash string) string { return r.conn().TxLink(txHash) }
 
+// Assets lists the connector's assets (none while it is down or not yet
+// connected).
+func (r *Ref) Assets() []chains.Asset { return r.conn().Assets() }
+
 // Balance reads concurrently with everything else.
 func (r *Ref) Balance(ctx context.Context, address string) (chains.Balance, error) {
 	v, err := r.do(ctx, "balance", "", func(ctx context.Context) (any, error) {

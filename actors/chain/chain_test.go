@@ -21,6 +21,7 @@ import (
 
 	"github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
@@ -175,7 +176,7 @@ func TestPayScanWithdrawThroughActors(t *testing.T) {
 				if n, err := r.ScanInto(ctx, e.store, "inbox", 10, deliver); err != nil || n != 0 {
 					t.Fatalf("empty scan: %d %v", n, err)
 				}
-				pay, err := r.SendStealth(ctx, e.alice.Ref(id), e.alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("2"), To: e.bob.Meta, IdempotencyKey: "p-" + string(id)})
+				pay, err := r.SendStealth(ctx, e.alice.Ref(id), e.alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r, ""), Amount: amt("2"), To: e.bob.Meta, IdempotencyKey: "p-" + string(id)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,7 +191,7 @@ func TestPayScanWithdrawThroughActors(t *testing.T) {
 				if n, err := r.ScanInto(ctx, e.store, "inbox", 10, deliver); err != nil || n != 0 {
 					t.Fatalf("rescan: %d %v", n, err)
 				}
-				w, err := r.Withdraw(ctx, e.bob.StealthRef(id, mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: e.alice.Address.Hex(), Asset: "", All: true, IdempotencyKey: "w-" + string(id)})
+				w, err := r.Withdraw(ctx, e.bob.StealthRef(id, mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: e.alice.Address.Hex(), Asset: chainstest.Asset(r, ""), All: true, IdempotencyKey: "w-" + string(id)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -245,7 +246,7 @@ func TestFiftyConcurrentSendsOneAgent(t *testing.T) {
 			if i%5 == 0 {
 				asset = "USDC"
 			}
-			res, err := r.SendStealth(ctx, e.alice.Ref(chains.Base), e.alice.Address.Hex(), chains.SendRequest{Asset: asset, Amount: amt("0.01"), To: e.bob.Meta, IdempotencyKey: fmt.Sprintf("k%d", i)})
+			res, err := r.SendStealth(ctx, e.alice.Ref(chains.Base), e.alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r, asset), Amount: amt("0.01"), To: e.bob.Meta, IdempotencyKey: fmt.Sprintf("k%d", i)})
 			hashes[i], errs[i] = res.TxHash, err
 		}()
 	}
@@ -283,7 +284,7 @@ func TestReadsDoNotWaitForWrites(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.SendStealth(ctx, e.alice.Ref(chains.Polygon), e.alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "slow"})
+		_, err := r.SendStealth(ctx, e.alice.Ref(chains.Polygon), e.alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r, ""), Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "slow"})
 		done <- err
 	}()
 	<-entered
@@ -335,7 +336,7 @@ func TestRestartRebroadcastsInsteadOfResigning(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMined(t, crashing, f.TxHash)
-	if _, err := r1.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "once"}); !errors.Is(err, chains.ErrOutcomeUnknown) {
+	if _, err := r1.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r1, "ETH"), Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "once"}); !errors.Is(err, chains.ErrOutcomeUnknown) {
 		t.Fatalf("want the unknown outcome of the simulated crash after the record, got %v", err)
 	}
 	r1.Stop()
@@ -361,12 +362,12 @@ func TestRestartRebroadcastsInsteadOfResigning(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	res, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "once"})
+	res, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r2, "ETH"), Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "once"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitMined(t, c, res.TxHash)
-	next, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "twice"})
+	next, err := r2.SendStealth(ctx, e.alice.Ref(chains.Ethereum), e.alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(r2, "ETH"), Amount: amt("1"), To: e.bob.Meta, IdempotencyKey: "twice"})
 	if err != nil {
 		t.Fatal(err)
 	}

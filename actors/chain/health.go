@@ -341,7 +341,8 @@ func (s standIn) err() error {
 	return fmt.Errorf("%w: %s: not connected yet", chains.ErrUnavailable, s.r.id)
 }
 
-func (s standIn) Chain() chains.ID { return s.r.id }
+func (s standIn) Chain() chains.ID       { return s.r.id }
+func (s standIn) Assets() []chains.Asset { return nil }
 func (s standIn) Balance(context.Context, string) (chains.Balance, error) {
 	return chains.Balance{}, s.err()
 }

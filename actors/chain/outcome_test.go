@@ -11,6 +11,7 @@ import (
 
 	"github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 )
 
 // gateConn is a connector whose SendStealth waits for the test: the key
@@ -51,7 +52,7 @@ func TestWriteAnswersWhatItSigned(t *testing.T) {
 	}
 	defer r.Stop()
 	send := func(ctx context.Context, key string) (chains.TxResult, error) {
-		return r.SendStealth(ctx, chains.KeyRef{}, "0xsame", chains.SendRequest{IdempotencyKey: key})
+		return r.SendStealth(ctx, chains.KeyRef{}, "0xsame", chains.SendRequest{Asset: chainstest.Asset(r, ""), IdempotencyKey: key})
 	}
 
 	// Running when its deadline passes: the connector's answer comes back.

@@ -24,6 +24,7 @@ import (
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/client"
@@ -232,7 +233,7 @@ func TestReclaimStellarDestinations(t *testing.T) {
 	}
 	eph, _ := hexDecode(rec.EphemeralPubKey)
 	from := chains.KeyRef{AgentID: alice.ID, Chain: chains.Stellar, EphemeralPub: eph}
-	if _, err := env.Ref.Withdraw(ctx, from, chains.WithdrawRequest{Chain: chains.Stellar, From: paid.PayTo, To: wallet.Address(), Asset: "USDC", Amount: amount(t, "5"), IdempotencyKey: "w-5"}); err != nil {
+	if _, err := env.Ref.Withdraw(ctx, from, chains.WithdrawRequest{Chain: chains.Stellar, From: paid.PayTo, To: wallet.Address(), Asset: chainstest.Asset(env.Ref, "USDC"), Amount: amount(t, "5"), IdempotencyKey: "w-5"}); err != nil {
 		t.Fatalf("withdraw: %v", err)
 	}
 	if gone(paid.PayTo) {

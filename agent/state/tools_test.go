@@ -112,6 +112,9 @@ func (noChains) AuthorizationDomain(context.Context, *big.Int, string) (chains.I
 func (noChains) SignAuthorization(_ context.Context, _ tools.PaymentRequest, a chains.TransferAuthorization) (chains.TransferAuthorization, []byte, error) {
 	return a, nil, errNoChain
 }
+func (noChains) Assets(context.Context, chains.ID) ([]chains.Asset, error) {
+	return nil, errNoChain
+}
 func (noChains) Balance(context.Context, chains.ID) (chains.Balance, error) {
 	return chains.Balance{}, errNoChain
 }

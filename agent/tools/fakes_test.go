@@ -111,7 +111,35 @@ type fakeChains struct {
 	// x402, when set, answers AuthorizationDomain and SignAuthorization
 	// (fetchpaid_test.go).
 	x402 *fakeAuthorizer
+	// assetLists counts Assets calls: the tools' one binding of a
+	// payment's asset, per payment.
+	assetLists int
 }
+
+// fakeAssets is what the fake connector of chain c carries: the tools'
+// assets, each token with a contract of its own.
+func fakeAssets(c chains.ID) []chains.Asset {
+	var out []chains.Asset
+	for _, a := range Assets(c) {
+		d := chains.Asset{Chain: c, Symbol: a.Symbol, Decimals: a.Decimals}
+		if !a.Native {
+			d.Ref = "0xfake-" + string(c) + "-" + a.Symbol
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (f *fakeChains) Assets(ctx context.Context, c chains.ID) ([]chains.Asset, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.assetLists++
+	return fakeAssets(c), nil
+}
+
+// own is the fake connector's check of a request's asset: exactly one of
+// its own descriptors, as the real connectors check it.
+func own(c chains.ID, a chains.Asset) error { return chains.Owns(fakeAssets(c), a) }
 
 func (f *fakeChains) AuthorizationDomain(ctx context.Context, chainID *big.Int, contract string) (chains.ID, chains.TransferAuthorization, error) {
 	if f.x402 == nil {
@@ -220,7 +248,7 @@ func (f *fakeChains) SendStealth(ctx context.Context, req PaymentRequest) (chain
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	return f.pay(call{Op: "send", Chain: string(r.Chain), To: r.To, Amount: r.Amount.String(), Asset: r.Asset, Key: r.IdempotencyKey}, true)
+	return f.pay(call{Op: "send", Chain: string(r.Chain), To: r.To, Amount: r.Amount.String(), Asset: r.Asset.Symbol, Key: r.IdempotencyKey}, true)
 }
 
 // request keeps req, as the spend reached the chain, and answers its
@@ -229,7 +257,11 @@ func (f *fakeChains) request(req PaymentRequest) (chains.SendRequest, error) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	f.mu.Unlock()
-	return req.SendRequest()
+	r, err := req.SendRequest()
+	if err != nil {
+		return r, err
+	}
+	return r, own(r.Chain, r.Asset)
 }
 
 func (f *fakeChains) Withdraw(ctx context.Context, req PaymentRequest) (chains.TxResult, error) {
@@ -240,11 +272,14 @@ func (f *fakeChains) Withdraw(ctx context.Context, req PaymentRequest) (chains.T
 	if err != nil {
 		return chains.TxResult{}, err
 	}
+	if err := own(r.Chain, r.Asset); err != nil {
+		return chains.TxResult{}, err
+	}
 	amount := ""
 	if !r.All {
 		amount = r.Amount.String()
 	}
-	return f.pay(call{Op: "withdraw", Chain: string(r.Chain), To: r.From + ">" + r.To, Amount: amount, Asset: r.Asset, Key: r.IdempotencyKey}, false)
+	return f.pay(call{Op: "withdraw", Chain: string(r.Chain), To: r.From + ">" + r.To, Amount: amount, Asset: r.Asset.Symbol, Key: r.IdempotencyKey}, false)
 }
 
 func (f *fakeChains) RegisterName(ctx context.Context, c chains.ID) (chains.TxResult, error) {

@@ -235,7 +235,11 @@ func invoiceLabel(inv PayableInvoice) string {
 func payInvoiceNow(ctx context.Context, env *Env, ic InvoiceChains, inv PayableInvoice, req PaymentRequest, claim string) (any, error) {
 	payee := orDefault(inv.Payee, "the payee")
 	c, amount, asset, key := req.Chain(), req.Amount().String(), req.Asset().Symbol, req.IdempotencyKey()
-	tx, err := ic.PayAddress(ctx, req)
+	req, err := bind(ctx, env, req)
+	var tx chains.TxResult
+	if err == nil {
+		tx, err = ic.PayAddress(ctx, req)
+	}
 	if err != nil {
 		return notSent(ctx, env, err, req, fmt.Sprintf("paying invoice %s (%s %s to %s)", inv.ID, amount, asset, payee))
 	}

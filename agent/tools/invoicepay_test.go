@@ -29,7 +29,7 @@ func (f *fakeChains) PayAddress(ctx context.Context, pr PaymentRequest) (chains.
 	if f.hold != "" {
 		return chains.TxResult{}, &HeldError{ApprovalID: "ap-1", Reasons: []string{f.hold}, ExpiresAt: testNow.Add(time.Hour)}
 	}
-	return f.pay(call{Op: "invoice", Chain: string(req.Chain), To: req.To, Amount: req.Amount.String(), Asset: req.Asset, Key: req.IdempotencyKey}, true)
+	return f.pay(call{Op: "invoice", Chain: string(req.Chain), To: req.To, Amount: req.Amount.String(), Asset: req.Asset.Symbol, Key: req.IdempotencyKey}, true)
 }
 
 // SettlesByTransfer: the fake sees transfers on the EVM chains only, as

@@ -114,7 +114,11 @@ func pay(ctx context.Context, env *Env, tool, who string, a *args, onChain bool)
 	if err := checkRepeat(ctx, env, req); err != nil {
 		return nil, err
 	}
-	tx, err := env.Chains.SendStealth(ctx, req)
+	req, err = bind(ctx, env, req)
+	var tx chains.TxResult
+	if err == nil {
+		tx, err = env.Chains.SendStealth(ctx, req)
+	}
 	if err != nil {
 		return notSent(ctx, env, err, req, "paying "+req.String())
 	}
@@ -281,7 +285,11 @@ func withdraw() Tool {
 		// docs/payments.md) answers it again, and does not announce it twice.
 		before, _ := recordOf(ctx, env, p.Chain, req.IdempotencyKey())
 		sentBefore := before.Status == PaymentBroadcast || before.Status == PaymentConfirmed
-		tx, err := env.Chains.Withdraw(ctx, req)
+		req, err = bind(ctx, env, req)
+		var tx chains.TxResult
+		if err == nil {
+			tx, err = env.Chains.Withdraw(ctx, req)
+		}
 		if err != nil {
 			if outcomeUnknown(err) {
 				pr := pendingResult(ctx, env, err, req.AmountText(), asset.Symbol, p.Chain, to, req.IdempotencyKey())
@@ -403,9 +411,12 @@ func withdrawAll() Tool {
 		for _, p := range open {
 			// One key per payment, derived from the call's key: a
 			// retried call repeats exactly the same withdrawals.
-			req := withdrawal("withdraw_all", p, paymentAsset(p), chains.Amount{}, true, to, env.IdempotencyKey+"/"+string(p.Chain)+"/"+p.StealthAddress, env.Source)
+			req, err := bind(ctx, env, withdrawal("withdraw_all", p, paymentAsset(p), chains.Amount{}, true, to, env.IdempotencyKey+"/"+string(p.Chain)+"/"+p.StealthAddress, env.Source))
 			key := req.IdempotencyKey()
-			tx, err := env.Chains.Withdraw(ctx, req)
+			var tx chains.TxResult
+			if err == nil {
+				tx, err = env.Chains.Withdraw(ctx, req)
+			}
 			if err != nil && outcomeUnknown(err) {
 				pr := pendingResult(ctx, env, err, req.AmountText(), req.Asset().Symbol, p.Chain, to, key)
 				res.Pending = append(res.Pending, WithdrawResult{PaymentID: pr.PaymentID, Status: StatusPending, TxHash: pr.TxHash, TxLink: pr.TxLink,

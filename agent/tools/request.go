@@ -39,6 +39,10 @@ type PaymentRequest struct {
 	// fees (amount is then zero).
 	from string
 	all  bool
+	// token is the asset as the chain's connector carries it (its own
+	// descriptor, with the contract, issuer or mint), bound once at the
+	// tool boundary (Bind) before anything is signed; zero until then.
+	token chains.Asset
 }
 
 // Kind is the operation: KindSendPayment (a stealth payment to a
@@ -56,6 +60,10 @@ func (r PaymentRequest) Chain() chains.ID { return r.chain }
 
 // Asset is what it pays, as the chain carries it.
 func (r PaymentRequest) Asset() Asset { return r.asset }
+
+// Token is the asset as the chain's connector carries it (bound by Bind;
+// zero before).
+func (r PaymentRequest) Token() chains.Asset { return r.token }
 
 // Amount is how much, in the asset's base units.
 func (r PaymentRequest) Amount() chains.Amount { return r.amount }
@@ -101,25 +109,64 @@ func (r PaymentRequest) who() string {
 	return r.to.Address
 }
 
+// Bind is r with its asset bound to the connector's own descriptor of it
+// among assets (the chain's Connector.Assets): the one place where a
+// payment's asset, read by its symbol from a tool's arguments or a stored
+// row, becomes the typed asset the connector pays in. Below it nothing
+// looks an asset up by its symbol: the request carries the descriptor,
+// and the connector pays only in one of its own (chains.Owns). An asset
+// the connector does not carry is chains.ErrUnknownAsset; nothing is
+// signed.
+func (r PaymentRequest) Bind(assets []chains.Asset) (PaymentRequest, error) {
+	if !r.Parsed() {
+		return r, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
+	}
+	t, err := chains.AssetBySymbol(assets, r.asset.Symbol)
+	if err != nil {
+		return r, fmt.Errorf("%w; nothing was signed", err)
+	}
+	if t.Chain != r.chain {
+		return r, fmt.Errorf("%w: %s is carried on %s, the payment is on %s; nothing was signed", chains.ErrUnknownAsset, t.Symbol, t.Chain, r.chain)
+	}
+	r.token = t
+	return r, nil
+}
+
+// bind binds req (Bind) to the assets of its chain's connector
+// (ChainOps.Assets): a payment tool does it once, right before the
+// request is paid, so a request kept for later (a schedule) does not need
+// the chain.
+func bind(ctx context.Context, env *Env, req PaymentRequest) (PaymentRequest, error) {
+	assets, err := env.Chains.Assets(ctx, req.chain)
+	if err != nil {
+		return req, err
+	}
+	return req.Bind(assets)
+}
+
+// bound reports whether r is parsed and bound (Bind).
+func (r PaymentRequest) bound() bool { return r.Parsed() && r.token.Symbol != "" }
+
 // SendRequest is the spend the chain's connector signs (and the enclave
-// checks): exactly the parsed chain, asset, amount, recipient address and
-// key. An unparsed request answers ErrUnparsedPayment.
+// checks): exactly the parsed chain, bound asset, amount, recipient
+// address and key. A request not parsed or not bound answers
+// ErrUnparsedPayment.
 func (r PaymentRequest) SendRequest() (chains.SendRequest, error) {
-	if !r.Parsed() || r.kind == KindWithdraw || r.kind == KindX402 {
+	if !r.bound() || r.kind == KindWithdraw || r.kind == KindX402 {
 		return chains.SendRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
-	return chains.SendRequest{Chain: r.chain, Asset: r.asset.Symbol, Amount: r.amount, To: r.to.Address, IdempotencyKey: r.key}, nil
+	return chains.SendRequest{Chain: r.chain, Asset: r.token, Amount: r.amount, To: r.to.Address, IdempotencyKey: r.key}, nil
 }
 
 // WithdrawRequest is the spend of a withdrawal (KindWithdraw) the
 // connector signs with the one-time key: exactly the parsed chain, one-time
-// address, asset, amount (or all), destination and key. Any other request
-// answers ErrUnparsedPayment.
+// address, bound asset, amount (or all), destination and key. Any other
+// request, or one not bound, answers ErrUnparsedPayment.
 func (r PaymentRequest) WithdrawRequest() (chains.WithdrawRequest, error) {
-	if !r.Parsed() || r.kind != KindWithdraw {
+	if !r.bound() || r.kind != KindWithdraw {
 		return chains.WithdrawRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
-	return chains.WithdrawRequest{Chain: r.chain, From: r.from, Asset: r.asset.Symbol, Amount: r.amount, All: r.all, To: r.to.Address, IdempotencyKey: r.key}, nil
+	return chains.WithdrawRequest{Chain: r.chain, From: r.from, Asset: r.token, Amount: r.amount, All: r.all, To: r.to.Address, IdempotencyKey: r.key}, nil
 }
 
 // Authorization is the EIP-3009 authorization of an x402 payment

@@ -147,11 +147,23 @@ func TestPaymentParsedOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Bound once, at the boundary, to the connector's own
+			// descriptor of the asset (ChainOps.Assets, called once).
+			if want, err = want.Bind(fakeAssets(c.chain)); err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("sent %+v, parsed %+v", got, want)
 			}
+			if f.chain.assetLists != 1 {
+				t.Errorf("the chain's assets were listed %d times, want once", f.chain.assetLists)
+			}
+			token, err := chains.AssetBySymbol(fakeAssets(c.chain), c.asset)
+			if err != nil {
+				t.Fatal(err)
+			}
 			send, err := got.SendRequest()
-			if err != nil || send.Chain != c.chain || send.Asset != c.asset || send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != "key-1" {
+			if err != nil || send.Chain != c.chain || send.Asset != token || got.Token() != token || send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != "key-1" {
 				t.Errorf("signing request %+v, %v", send, err)
 			}
 			rec := got.Record()
@@ -252,8 +264,11 @@ func TestWithdrawalParsedOnce(t *testing.T) {
 		got.All() || got.From() != "0x1111111111111111111111111111111111111111" || got.Recipient() != (PaymentRecipient{Address: dest}) || got.IdempotencyKey() != "key-1" {
 		t.Errorf("request %+v", got)
 	}
+	if f.chain.assetLists != 1 {
+		t.Errorf("the chain's assets were listed %d times, want once", f.chain.assetLists)
+	}
 	w, err := got.WithdrawRequest()
-	if err != nil || w.From != got.From() || w.To != dest || w.Asset != "USDC" || w.Amount.Units().String() != "2000000" || w.All || w.IdempotencyKey != "key-1" {
+	if err != nil || w.From != got.From() || w.To != dest || w.Asset != tokenOn(t, chains.Base, "USDC") || w.Amount.Units().String() != "2000000" || w.All || w.IdempotencyKey != "key-1" {
 		t.Errorf("withdraw request %+v, %v", w, err)
 	}
 	if rec := got.Record(); rec.Source != testSource || rec.Kind != KindWithdraw || rec.From != got.From() || rec.All || rec.Recipient.Address != dest {
@@ -273,11 +288,21 @@ func TestWithdrawalParsedOnce(t *testing.T) {
 		t.Fatalf("%d requests reached the chain, want %d", len(f.chain.requests), len(want))
 	}
 	for _, r := range f.chain.requests {
-		if r.Kind() != KindWithdraw || r.Tool() != "withdraw_all" || !r.All() || r.Amount().Sign() != 0 || r.Asset().Symbol != want[r.From()] ||
+		if r.Kind() != KindWithdraw || r.Tool() != "withdraw_all" || !r.All() || r.Amount().Sign() != 0 || r.Asset().Symbol != want[r.From()] || r.Token() != tokenOn(t, chains.Base, want[r.From()]) ||
 			r.Recipient().Address != dest || r.IdempotencyKey() != "key-1/base/"+r.From() || r.AmountText() != "all" {
 			t.Errorf("request %+v", r)
 		}
 	}
+}
+
+// tokenOn is the fake connector's descriptor of symbol on c.
+func tokenOn(t *testing.T, c chains.ID, symbol string) chains.Asset {
+	t.Helper()
+	a, err := chains.AssetBySymbol(fakeAssets(c), symbol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestBadPaymentInputNothingSigned: a payment tool's bad argument is
@@ -367,12 +392,23 @@ func TestStoredPayment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Read back, it is bound to the connector's asset where it
+			// runs; unbound, nothing is signed.
+			if _, err := pr.SendRequest(); !errors.Is(err, ErrUnparsedPayment) {
+				t.Fatalf("unbound request: %v; want ErrUnparsedPayment", err)
+			}
+			if pr, err = pr.Bind(fakeAssets(c.chain)); err != nil {
+				t.Fatal(err)
+			}
 			send, err := pr.SendRequest()
-			if err != nil || pr.Tool() != "schedule" || pr.Source() != sched || pr.Record().Source != sched || pr.Kind() != KindSendPayment || send.Chain != c.chain || send.Asset != c.asset ||
+			if err != nil || pr.Tool() != "schedule" || pr.Source() != sched || pr.Record().Source != sched || pr.Kind() != KindSendPayment || send.Chain != c.chain || send.Asset != tokenOn(t, c.chain, c.asset) ||
 				send.Amount.Units().String() != c.units || send.To != c.to.Address || send.IdempotencyKey != c.key {
 				t.Fatalf("request %+v, signing request %+v, %v", pr, send, err)
 			}
 			inv, err := StoredInvoicePayment(PaymentSource{Type: SourceApproval, ID: "ap-1"}, c.chain, c.symbol, c.amount, c.to, c.key)
+			if err == nil {
+				inv, err = inv.Bind(fakeAssets(c.chain))
+			}
 			if isend, serr := inv.SendRequest(); err != nil || serr != nil || inv.Kind() != KindPayInvoice || inv.Tool() != "approval" || !reflect.DeepEqual(isend, send) {
 				t.Fatalf("invoice request %+v (%v), signing request %+v (%v)", inv, err, isend, serr)
 			}

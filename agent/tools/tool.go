@@ -160,6 +160,12 @@ type Notifier interface {
 // the enclave: the implementation signs with the agent's KeyRef.
 type ChainOps interface {
 	Balance(ctx context.Context, chain chains.ID) (chains.Balance, error)
+	// Assets lists what chain's connector carries, its own descriptors
+	// (chains.Connector.Assets): a payment tool binds its request's asset
+	// to one of them (PaymentRequest.Bind) before it is paid. A chain
+	// this node cannot reach answers an error matching
+	// chains.ErrUnavailable.
+	Assets(ctx context.Context, chain chains.ID) ([]chains.Asset, error)
 	// SendStealth pays req (a stealth payment to its meta-address, as
 	// the tool read it: PaymentRequest) from the agent's account, under
 	// the owner's approval rules (a payment they hold answers a

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/solana"
@@ -126,7 +127,7 @@ func TestEd25519ConnectorsSignUnderTheSpendTheyMove(t *testing.T) {
 				t.Fatalf("a registration asked the policy %d times", n)
 			}
 			send := func(amt, key string) error {
-				_, err := c.SendStealth(bg, ref, alice.Address, chains.SendRequest{Chain: tc.chain, Asset: tc.asset, Amount: amount(amt), To: bob.MetaAddress, IdempotencyKey: key})
+				_, err := c.SendStealth(bg, ref, alice.Address, chains.SendRequest{Chain: tc.chain, Asset: chainstest.Asset(c, tc.asset), Amount: amount(amt), To: bob.MetaAddress, IdempotencyKey: key})
 				return err
 			}
 			if err := send(tc.over, "over"); !errors.Is(err, enclave.ErrPolicy) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -57,14 +56,17 @@ func (c *Connector) readString(ctx context.Context, token common.Address, data [
 	return s, nil
 }
 
-// AuthorizationDomain reads the token's EIP-712 name and version.
+// AuthorizationDomain reads the EIP-712 name and version of the token
+// whose symbol is assetSym (a symbol from outside: an x402 requirement's
+// invoice, found once here).
 func (c *Connector) AuthorizationDomain(ctx context.Context, assetSym string) (chains.TransferAuthorization, error) {
-	a, err := c.resolveAsset(assetSym)
+	d, err := c.Asset(assetSym)
 	if err != nil {
 		return chains.TransferAuthorization{}, err
 	}
-	if a.native {
-		return chains.TransferAuthorization{}, fmt.Errorf("%w: %s is the native asset of %s; EIP-3009 moves tokens only", chains.ErrNoAuthorizations, a.symbol, c.cfg.Chain)
+	a := tokenOf(d)
+	if a.Native() {
+		return chains.TransferAuthorization{}, fmt.Errorf("%w: %s is the native asset of %s; EIP-3009 moves tokens only", chains.ErrNoAuthorizations, a.Symbol, c.cfg.Chain)
 	}
 	name, err := c.readString(ctx, a.token, c.token.PackName(), c.token.UnpackName, "name")
 	if err != nil {
@@ -75,7 +77,7 @@ func (c *Connector) AuthorizationDomain(ctx context.Context, assetSym string) (c
 		return chains.TransferAuthorization{}, fmt.Errorf("%w (the token at %s may not implement EIP-3009)", err, a.token.Hex())
 	}
 	return chains.TransferAuthorization{Name: name, Version: version, ChainID: new(big.Int).Set(c.chainID),
-		Contract: a.token.Hex(), Asset: a.symbol}, nil
+		Contract: a.token.Hex(), Asset: a.Symbol}, nil
 }
 
 // SignAuthorization signs auth with from's key as a spend (see
@@ -89,7 +91,8 @@ func (c *Connector) SignAuthorization(ctx context.Context, from chains.KeyRef, a
 	if err != nil {
 		return nil, err
 	}
-	auth.Asset = strings.ToUpper(t.Symbol)
+	d := t.asset(c.cfg.Chain)
+	auth.Asset = d.Symbol
 	digest, err := eip3009.Digest(auth)
 	if err != nil {
 		return nil, c.refused("%v", err)
@@ -97,8 +100,7 @@ func (c *Connector) SignAuthorization(ctx context.Context, from chains.KeyRef, a
 	if auth.Value.Sign() <= 0 {
 		return nil, c.refused("the value must be greater than zero")
 	}
-	spend := chains.Spend{Key: idempotencyKey, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: auth.Asset,
-		Amount: chains.NewAmount(auth.Value, t.Decimals), Recipient: common.HexToAddress(auth.To).Hex()}
+	spend := d.Spend(idempotencyKey, from.AgentID, chains.NewAmount(auth.Value, d.Decimals), common.HexToAddress(auth.To).Hex())
 	raw, err := c.opts.Signer.Sign(ctx, chains.AuthorizationRequest(from, digest[:], auth, spend))
 	if err != nil {
 		return nil, fmt.Errorf("evm: sign authorization: %w", err)

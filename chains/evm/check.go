@@ -150,11 +150,11 @@ func (c *Connector) requireCode(ctx context.Context, addr common.Address, what s
 
 // requireToken is requireCode for the token of a, when a is a token.
 func (c *Connector) requireToken(ctx context.Context, a asset) error {
-	if a.native {
+	if a.Native() {
 		return nil
 	}
 	if err := c.requireCode(ctx, a.token, "TOKENS"); err != nil {
-		return fmt.Errorf("%w (token %s)", err, a.symbol)
+		return fmt.Errorf("%w (token %s)", err, a.Symbol)
 	}
 	return nil
 }

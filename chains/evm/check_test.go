@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 )
@@ -83,19 +84,19 @@ func TestValueToAddressWithoutCodeIsRefused(t *testing.T) {
 		want string
 	}{
 		{"native payment, sender is an account", func(c *evm.Config) { c.Sender = eoa }, func(c *evm.Connector) error {
-			_, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.01"), To: bob.Meta, IdempotencyKey: "k1"})
+			_, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.01"), To: bob.Meta, IdempotencyKey: "k1"})
 			return err
 		}, "VEIL_EVM_BASE_SENDER"},
 		{"token payment, token is an account", func(c *evm.Config) {
 			c.Tokens = []evm.Token{{Symbol: "USDC", Address: eoa, Decimals: 6}}
 		}, func(c *evm.Connector) error {
-			_, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: "USDC", Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k2"})
+			_, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "USDC"), Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k2"})
 			return err
 		}, "VEIL_EVM_BASE_TOKENS"},
 		{"token withdrawal, token is an account", func(c *evm.Config) {
 			c.Tokens = []evm.Token{{Symbol: "USDC", Address: eoa, Decimals: 6}}
 		}, func(c *evm.Connector) error {
-			_, err := c.Withdraw(ctx, alice.Ref(chains.Base), chains.WithdrawRequest{From: alice.Address.Hex(), To: bob.Address.Hex(), Asset: "USDC", Amount: amt("1"), IdempotencyKey: "k3"})
+			_, err := c.Withdraw(ctx, alice.Ref(chains.Base), chains.WithdrawRequest{From: alice.Address.Hex(), To: bob.Address.Hex(), Asset: chainstest.Asset(c, "USDC"), Amount: amt("1"), IdempotencyKey: "k3"})
 			return err
 		}, "VEIL_EVM_BASE_TOKENS"},
 		{"name registration, registry is an account", func(c *evm.Config) { c.Names = eoa }, func(c *evm.Connector) error {

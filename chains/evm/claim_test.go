@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 	"github.com/veilhq/veil/persistence"
@@ -35,7 +36,7 @@ func refusedAndTakenUp(t *testing.T, takeUp string) {
 	cfg, store, alice, bob, signer, other := m.cfg, m.store, m.alice, m.bob, m.signer, m.other
 	ctx := context.Background()
 	pay := func(c *evm.Connector) (chains.TxResult, error) {
-		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.25"), To: bob.Meta, IdempotencyKey: "taken-up"})
+		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.25"), To: bob.Meta, IdempotencyKey: "taken-up"})
 	}
 
 	var refusing atomic.Bool

@@ -100,14 +100,19 @@ func (c *Config) defaults() {
 	}
 }
 
-// assets are what payment requests may name (PaymentTarget): the native
-// asset, then the tokens by contract address.
-func (c *Config) assets() []connopts.Asset {
-	out := []connopts.Asset{{Symbol: c.Chain.NativeAsset()}}
+// assets are the connector's own asset descriptors (chains.Asset): the
+// native asset, then the tokens, by their checksummed contract address.
+func (c *Config) assets() []chains.Asset {
+	out := []chains.Asset{{Chain: c.Chain, Symbol: c.Chain.NativeAsset(), Decimals: NativeDecimals}}
 	for _, t := range c.Tokens {
-		out = append(out, connopts.Asset{Symbol: t.Symbol, Token: t.Address.Hex()})
+		out = append(out, t.asset(c.Chain))
 	}
 	return out
+}
+
+// asset is the token's descriptor on chain.
+func (t Token) asset(chain chains.ID) chains.Asset {
+	return chains.Asset{Chain: chain, Symbol: strings.ToUpper(t.Symbol), Decimals: t.Decimals, Ref: t.Address.Hex()}
 }
 
 // Validate reports what is missing or wrong.

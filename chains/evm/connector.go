@@ -125,7 +125,7 @@ func connect(ctx context.Context, cfg Config, opts Options, check bool) (*Connec
 	c.txSigner = types.LatestSignerForChainID(c.chainID)
 	c.reqs = parse.Chain[common.Address, secp256k1.MetaAddress, asset]{
 		Address: parseAddress, Meta: parse.Meta(secp256k1.ParseMetaAddress),
-		Asset: c.resolveAsset, Decimals: func(a asset) int { return a.decimals },
+		Own: c.Own, Asset: tokenOf,
 	}
 	got, err := c.eth.ChainID(ctx)
 	if err != nil {
@@ -157,32 +157,19 @@ func (c *Connector) Config() Config { return c.cfg }
 // Client exposes the underlying ethclient (read-only uses: tests, tools).
 func (c *Connector) Client() *ethclient.Client { return c.eth }
 
-// asset is what a symbol resolves to on this chain.
+// asset is a request's asset, one of the connector's own (Own), with its
+// token contract (zero for the native asset).
 type asset struct {
-	symbol   string
-	native   bool
-	token    common.Address
-	decimals int
+	chains.Asset
+	token common.Address
 }
 
-// resolveAsset maps a symbol ("" = native) to the chain's native asset or
-// one of its tokens, case-insensitively.
-func (c *Connector) resolveAsset(sym string) (asset, error) {
-	s := strings.ToUpper(strings.TrimSpace(sym))
-	native := c.cfg.Chain.NativeAsset()
-	if s == "" || s == native {
-		return asset{symbol: native, native: true, decimals: NativeDecimals}, nil
+// tokenOf is a (checked by Own) with its contract.
+func tokenOf(a chains.Asset) asset {
+	if a.Native() {
+		return asset{Asset: a}
 	}
-	for _, t := range c.cfg.Tokens {
-		if strings.ToUpper(t.Symbol) == s {
-			return asset{symbol: strings.ToUpper(t.Symbol), token: t.Address, decimals: t.Decimals}, nil
-		}
-	}
-	known := []string{native}
-	for _, t := range c.cfg.Tokens {
-		known = append(known, t.Symbol)
-	}
-	return asset{}, fmt.Errorf("%w %q on %s: use one of %s", chains.ErrUnknownAsset, sym, c.cfg.Chain, strings.Join(known, ", "))
+	return asset{Asset: a, token: common.HexToAddress(a.Ref)}
 }
 
 func (c *Connector) tokenByAddress(a common.Address) (Token, bool) {
@@ -243,7 +230,7 @@ func callArgs(from, to common.Address, data []byte) map[string]any {
 
 // balanceOf reads one asset's balance in base units.
 func (c *Connector) balanceOf(ctx context.Context, a asset, addr common.Address) (*big.Int, error) {
-	if a.native {
+	if a.Native() {
 		return c.eth.BalanceAt(ctx, addr, nil)
 	}
 	out, err := c.eth.CallContract(ctx, ethereum.CallMsg{To: &a.token, Data: c.token.PackBalanceOf(addr)}, nil)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 	"github.com/veilhq/veil/chains/internal/settletest"
@@ -55,7 +56,7 @@ func TestCrashChild(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: os.Getenv(crashKeyEnv)})
+	r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, ""), Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: os.Getenv(crashKeyEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 		if _, err := c.MaintainOnce(ctx, true); err != nil {
 			t.Fatalf("%s: maintenance after restart: %v", p, err)
 		}
-		r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
+		r, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, ""), Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
 		if err != nil {
 			t.Fatalf("%s: retry: %v", p, err)
 		}
@@ -141,7 +142,7 @@ func failpointsCrashRestart(t *testing.T, b backend) {
 			t.Fatalf("%s: settlements %+v; want one confirmed of %s", p, got, r.TxHash)
 		}
 		// A second retry answers the same transaction.
-		r2, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
+		r2, err := c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, ""), Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
 		if err != nil || r2.TxHash != r.TxHash {
 			t.Fatalf("%s: second retry %+v %v, want %s", p, r2, err, r.TxHash)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 )
@@ -37,7 +38,7 @@ func TestReplacedNonceIsDroppedOnlyAfterDropAfter(t *testing.T) {
 	mustMined(t, c, f.TxHash)
 	net := d.Net(chains.Ethereum)
 	net.SetMining(false)
-	if _, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "replaced"}); err != nil {
+	if _, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "replaced"}); err != nil {
 		t.Fatal(err)
 	}
 	// The same key, outside the ledger: a self-transfer at the same nonce

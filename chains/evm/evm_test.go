@@ -19,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
@@ -157,11 +158,11 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 		t.Fatalf("balance after faucet %+v %v", bal, err)
 	}
 
-	pay1, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), chains.SendRequest{Asset: native, Amount: amt("1.25"), To: bob.Meta, IdempotencyKey: "pay-native-" + string(id)})
+	pay1, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, native), Amount: amt("1.25"), To: bob.Meta, IdempotencyKey: "pay-native-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pay2, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), chains.SendRequest{Asset: "usdc", Amount: amt("25.5"), To: bob.Meta, IdempotencyKey: "pay-usdc-" + string(id)})
+	pay2, err := c.SendStealth(ctx, alice.Ref(id), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "usdc"), Amount: amt("25.5"), To: bob.Meta, IdempotencyKey: "pay-usdc-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 
 	// Withdraw the native payment entirely to alice: nothing stays behind.
 	before := wei(t, c, alice.Address.Hex())
-	w1, err := c.Withdraw(ctx, bob.StealthRef(id, mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.Address.Hex(), Asset: native, All: true, IdempotencyKey: "w-native-" + string(id)})
+	w1, err := c.Withdraw(ctx, bob.StealthRef(id, mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.Address.Hex(), Asset: chainstest.Asset(c, native), All: true, IdempotencyKey: "w-native-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 	// Withdraw part of the USDC (exact), then the rest, which takes the
 	// payment's gas stipend along (no separate native sweep).
 	ref := bob.StealthRef(id, mine[1].EphemeralPubKey)
-	w2, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: "USDC", Amount: amt("0.5"), IdempotencyKey: "w-usdc-1-" + string(id)})
+	w2, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: chainstest.Asset(c, "USDC"), Amount: amt("0.5"), IdempotencyKey: "w-usdc-1-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 	if sb.Tokens["USDC"] != "25" {
 		t.Fatalf("stealth USDC after partial withdrawal %+v", sb)
 	}
-	w3, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: "USDC", All: true, IdempotencyKey: "w-usdc-2-" + string(id)})
+	w3, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "w-usdc-2-" + string(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func payScanWithdraw(ctx context.Context, t *testing.T, c *evm.Connector, alice,
 		t.Fatalf("stealth address after withdrawing everything %+v: %s wei is more than moving it costs", sb, left)
 	}
 	// A native sweep now has nothing worth moving.
-	if _, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: native, All: true, IdempotencyKey: "w-usdc-3-" + string(id)}); !errors.Is(err, chains.ErrInsufficientFunds) {
+	if _, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: chainstest.Asset(c, native), All: true, IdempotencyKey: "w-usdc-3-" + string(id)}); !errors.Is(err, chains.ErrInsufficientFunds) {
 		t.Fatalf("sweeping the dust: %v", err)
 	}
 	ab, _ := c.Balance(ctx, alice.Address.Hex())
@@ -341,7 +342,7 @@ func TestInputErrors(t *testing.T) {
 				return err
 			}
 		}
-		_, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: asset, Amount: v, To: meta})
+		_, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, asset), Amount: v, To: meta})
 		return err
 	}
 	cases := []struct {
@@ -371,15 +372,15 @@ func TestInputErrors(t *testing.T) {
 	}
 	// Idempotency: the same key returns the same payment; another amount
 	// under it is refused.
-	r1, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: "ZEN", Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k1"})
+	r1, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ZEN"), Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: "zen", Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k1"})
+	r2, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "zen"), Amount: amt("1"), To: bob.Meta, IdempotencyKey: "k1"})
 	if err != nil || r2 != r1 {
 		t.Fatalf("retry = %+v %v, want %+v", r2, err, r1)
 	}
-	if _, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: "ZEN", Amount: amt("2"), To: bob.Meta, IdempotencyKey: "k1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
+	if _, err := c.SendStealth(ctx, alice.Ref(chains.Horizen), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ZEN"), Amount: amt("2"), To: bob.Meta, IdempotencyKey: "k1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
 		t.Fatalf("reused key: %v", err)
 	}
 	mustMined(t, c, r1.TxHash)
@@ -442,7 +443,7 @@ func TestConcurrentSendsWithoutActor(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: "", Amount: amt("0.01"), To: bob.Meta, IdempotencyKey: fmt.Sprintf("c%d", i)})
+			r, err := c.SendStealth(ctx, alice.Ref(chains.Base), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, ""), Amount: amt("0.01"), To: bob.Meta, IdempotencyKey: fmt.Sprintf("c%d", i)})
 			hashes[i] = r.TxHash
 			errs <- err
 		}()
@@ -479,7 +480,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	mustMined(t, c, f.TxHash)
 	net := d.Net(chains.Ethereum)
 	net.SetMining(false)
-	r, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
+	r, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	net.SetMining(true)
 	waitSettled(t, c)
 	// The retry of the key now answers the mined replacement.
-	r2, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
+	r2, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "stuck"})
 	if err != nil || r2.TxHash == r.TxHash {
 		t.Fatalf("after bump the record says %+v (first %s), %v", r2, r.TxHash, err)
 	}
@@ -583,7 +584,7 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	mustMined(t, first, f.TxHash)
 	net := d.Net(chains.Ethereum)
 	net.SetMining(false)
-	if _, err := first.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "restart-no-bump"}); err != nil {
+	if _, err := first.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(first, "ETH"), Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "restart-no-bump"}); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
@@ -62,7 +63,7 @@ func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) 
 	cfg.StuckAfter = time.Hour // no fee bump: the same bytes go again
 	var settled settletest.Recorder
 	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.OnSettled = settled.On })
-	req := chains.SendRequest{Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key}
+	req := chains.SendRequest{Asset: chainstest.Asset(c, ""), Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key}
 	pay := func() (chains.TxResult, error) {
 		return c.SendStealth(ctx, alice.Ref(cfg.Chain), alice.Address.Hex(), req)
 	}
@@ -159,7 +160,7 @@ func TestPaymentNodeRestart(t *testing.T) {
 
 	const key = "node-restart"
 	pay := func() (chains.TxResult, error) {
-		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
+		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, ""), Amount: amt("0.1"), To: bob.Meta, IdempotencyKey: key})
 	}
 	d.Net(chains.Ethereum).SetMining(false)
 	r, err := pay()

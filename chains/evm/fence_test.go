@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 	"github.com/veilhq/veil/persistence"
@@ -121,7 +122,7 @@ func TestStaleOwnersRefusedPaymentIsNeverSentLater(t *testing.T) {
 		}
 	})
 	pay := func(c *evm.Connector, ctx context.Context, key, amount string) (chains.TxResult, error) {
-		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt(amount), To: bob.Meta, IdempotencyKey: key})
+		return c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt(amount), To: bob.Meta, IdempotencyKey: key})
 	}
 	sent := func() uint64 {
 		n, err := current.Client().PendingNonceAt(ctx, alice.Address)

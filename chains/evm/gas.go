@@ -101,8 +101,7 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 			op: "gas", fingerprint: intents.Fingerprint("gas", payerAddr.Hex(), src.Hex(), short.String()),
 			from: payerAddr, ref: payer.Key, to: src, value: short, gas: 21000,
 			extra: map[string]string{"for": key, "asset": nativeSym, "amount": chains.FormatAmount(short, NativeDecimals)},
-			spend: &chains.Spend{Key: gasKey, AgentID: payer.Key.AgentID, Chain: c.cfg.Chain, Asset: nativeSym,
-				Amount: chains.NewAmount(short, NativeDecimals), Recipient: src.Hex()},
+			spend: c.nativeSpend(gasKey, payer.Key.AgentID, short, src.Hex()),
 		}
 		send := func(ctx context.Context) (chains.TxResult, error) { return c.submit(ctx, gasKey, spec) }
 		if payer.Record != nil && !payer.Key.IsRelayer() {
@@ -150,3 +149,11 @@ func (c *Connector) fundGas(ctx context.Context, payer *chains.GasPayer, src com
 func callMsg(from, to common.Address, value *big.Int, data []byte) ethereum.CallMsg {
 	return ethereum.CallMsg{From: from, To: &to, Value: value, Data: data}
 }
+
+// nativeSpend is the spend of amount (wei) of the native asset under key,
+// by agent, to recipient.
+func (c *Connector) nativeSpend(key, agentID string, amount *big.Int, recipient string) *chains.Spend {
+	return spendOf(c.NativeAsset().Spend(key, agentID, chains.NewAmount(amount, NativeDecimals), recipient))
+}
+
+func spendOf(s chains.Spend) *chains.Spend { return &s }

@@ -18,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/bindings"
 	"github.com/veilhq/veil/chains/evm/evmdeploy"
@@ -98,11 +99,11 @@ func interopPay(t *testing.T, b backend) {
 	b.fund(t, alice.Address)
 	c := connect(t, b.cfg, openStore(t, t.TempDir()), signer, nil)
 	cursor := scanHead(t, c)
-	p1, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1.5"), To: bob.Meta, IdempotencyKey: "pay-eth"})
+	p1, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("1.5"), To: bob.Meta, IdempotencyKey: "pay-eth"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: "USDC", Amount: amt("12.25"), To: bob.Meta, IdempotencyKey: "pay-usdc"})
+	p2, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "USDC"), Amount: amt("12.25"), To: bob.Meta, IdempotencyKey: "pay-usdc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +124,13 @@ func interopPay(t *testing.T, b backend) {
 	}
 	// Everything back out: the native payment swept to zero, then the
 	// tokens, which take the token payment's gas stipend along.
-	w1, err := c.Withdraw(ctx, bob.StealthRef(c.Chain(), mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.Address.Hex(), Asset: "ETH", All: true, IdempotencyKey: "w1"})
+	w1, err := c.Withdraw(ctx, bob.StealthRef(c.Chain(), mine[0].EphemeralPubKey), chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.Address.Hex(), Asset: chainstest.Asset(c, "ETH"), All: true, IdempotencyKey: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustMined(t, c, w1.TxHash)
 	ref := bob.StealthRef(c.Chain(), mine[1].EphemeralPubKey)
-	w2, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: "USDC", All: true, IdempotencyKey: "w2"})
+	w2, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: mine[1].StealthAddress, To: alice.Address.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "w2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func interopRestart(t *testing.T, b backend) {
 			}
 		})
 		cursor = scanHead(t, c)
-		if _, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.75"), To: bob.Meta, IdempotencyKey: "restart-key"}); err == nil {
+		if _, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.75"), To: bob.Meta, IdempotencyKey: "restart-key"}); err == nil {
 			t.Fatal("the failpoint did not stop the send")
 		}
 		c.Close()
@@ -289,7 +290,7 @@ func interopRestart(t *testing.T, b backend) {
 	if err != nil || rep.Rebroadcast != 1 {
 		t.Fatalf("restart pass %+v %v", rep, err)
 	}
-	r, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.75"), To: bob.Meta, IdempotencyKey: "restart-key"})
+	r, err := c.SendStealth(ctx, alice.Ref(c.Chain()), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.75"), To: bob.Meta, IdempotencyKey: "restart-key"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,17 +427,17 @@ func interopGas(t *testing.T, b backend) {
 	dest := evmtest.NewAgent(t.Name() + "-dest").Address
 
 	// Without a payer: refused, pointing at the agent's account.
-	if _, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: "USDC", All: true, IdempotencyKey: "plain"}); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), "main account") {
+	if _, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "plain"}); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), "main account") {
 		t.Fatalf("withdraw without gas: %v", err)
 	}
 	// A payer that holds nothing: refused, naming it; nothing signed.
-	if _, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: "USDC", All: true, IdempotencyKey: "poor"}, payer); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), bob.Address.Hex()) {
+	if _, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "poor"}, payer); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), bob.Address.Hex()) {
 		t.Fatalf("withdraw with an unfunded payer: %v", err)
 	}
 	b.fund(t, bob.Address)
 	// The policy refuses the gas transfer: nothing moves.
 	signer.deny = func(s chains.Spend) bool { return strings.HasPrefix(s.Key, "gas/") }
-	if _, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: "USDC", All: true, IdempotencyKey: "denied"}, payer); err == nil || !strings.Contains(err.Error(), "policy") {
+	if _, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "denied"}, payer); err == nil || !strings.Contains(err.Error(), "policy") {
 		t.Fatalf("withdraw with the gas spend refused: %v", err)
 	}
 	if got := wei(t, c, inv.Hex()); got.Sign() != 0 {
@@ -450,7 +451,7 @@ func interopGas(t *testing.T, b backend) {
 	signer.deny = nil
 
 	before := wei(t, c, bob.Address.Hex())
-	w, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: "USDC", All: true, IdempotencyKey: "with-gas"}, payer)
+	w, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "with-gas"}, payer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +492,7 @@ func interopGas(t *testing.T, b backend) {
 		t.Fatalf("gas record %+v; want gas/with-gas of %s to %s", g, funded, inv.Hex())
 	}
 	// A retry returns the same withdrawal and funds nothing again.
-	again, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: "USDC", All: true, IdempotencyKey: "with-gas"}, payer)
+	again, err := c.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "with-gas"}, payer)
 	if err != nil || again.TxHash != w.TxHash || len(signer.spends("gas/with-gas")) != 1 {
 		t.Fatalf("retry %+v %v, gas spends %d", again, err, len(signer.spends("gas/with-gas")))
 	}

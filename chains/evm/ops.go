@@ -59,7 +59,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	}
 	src, meta, a, amt := r.From, r.To, r.Asset, r.Units
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	fp := intents.Fingerprint("send", src.Hex(), meta.String(), a.symbol, amt.String())
+	fp := intents.Fingerprint("send", src.Hex(), meta.String(), a.Symbol, amt.String())
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
 	}
@@ -76,16 +76,16 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		return chains.TxResult{}, err
 	}
 	stealthAddr := common.Address(ann.StealthAddress)
-	spend := &chains.Spend{Key: key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol,
-		Amount: chains.NewAmount(amt, a.decimals), Recipient: meta.String()}
+	sp := a.Spend(key, from.AgentID, chains.NewAmount(amt, a.Decimals), meta.String())
+	spend := &sp
 	spec := txSpec{
 		op: "send", fingerprint: fp, from: src, ref: from, to: c.cfg.Sender, spend: spend,
 		extra: map[string]string{
 			"stealthAddress": stealthAddr.Hex(), "ephemeralPubKey": hexutil.Encode(ann.EphemeralPub[:]),
-			"asset": a.symbol, "amount": chains.FormatAmount(amt, a.decimals), "recipient": meta.String(),
+			"asset": a.Symbol, "amount": chains.FormatAmount(amt, a.Decimals), "recipient": meta.String(),
 		},
 	}
-	if a.native {
+	if a.Native() {
 		spec.value = amt
 		spec.data = c.sender.PackSendNative(stealthAddr, ann.EphemeralPub[:], [1]byte{ann.ViewTag})
 	} else {
@@ -94,7 +94,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 			return chains.TxResult{}, c.callError("balance", err)
 		}
 		if bal.Cmp(amt) < 0 {
-			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.decimals), a.symbol)
+			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.Decimals), a.Symbol)
 		}
 		if err := c.ensureAllowance(ctx, from, src, a, amt, spend); err != nil {
 			return chains.TxResult{}, err
@@ -122,7 +122,7 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 	}
 	allowance, err := c.token.UnpackAllowance(out)
 	if err != nil {
-		return fmt.Errorf("evm: %s: allowance of %s: %w", c.cfg.Chain, a.symbol, err)
+		return fmt.Errorf("evm: %s: allowance of %s: %w", c.cfg.Chain, a.Symbol, err)
 	}
 	if allowance.Cmp(amt) >= 0 {
 		return nil
@@ -141,10 +141,10 @@ func (c *Connector) ensureAllowance(ctx context.Context, ref chains.KeyRef, owne
 		// The approval moves nothing, and the payment is not signed yet:
 		// nothing was paid, and a retry with the same key waits for this
 		// approval instead of signing another.
-		return fmt.Errorf("%w: %s: the approval of %s for the stealth sender is pending (%v); nothing was paid: retry with the same idempotency key", chains.ErrUnavailable, c.cfg.Chain, a.symbol, err)
+		return fmt.Errorf("%w: %s: the approval of %s for the stealth sender is pending (%v); nothing was paid: retry with the same idempotency key", chains.ErrUnavailable, c.cfg.Chain, a.Symbol, err)
 	}
 	if err != nil {
-		return fmt.Errorf("evm: %s: approve %s for the stealth sender: %w", c.cfg.Chain, a.symbol, err)
+		return fmt.Errorf("evm: %s: approve %s for the stealth sender: %w", c.cfg.Chain, a.Symbol, err)
 	}
 	rc, err := c.WaitMined(ctx, r.TxHash)
 	if err != nil {
@@ -180,18 +180,18 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	amtStr, amount := "all", "" // base units for the fingerprint, whole units for the record
 	if !all {
-		amtStr, amount = amt.String(), chains.FormatAmount(amt, a.decimals)
+		amtStr, amount = amt.String(), chains.FormatAmount(amt, a.Decimals)
 	}
-	fp := intents.Fingerprint("withdraw", src.Hex(), dst.Hex(), a.symbol, amtStr)
+	fp := intents.Fingerprint("withdraw", src.Hex(), dst.Hex(), a.Symbol, amtStr)
 	if r, ok, err := c.lookup(ctx, key, fp); ok || err != nil {
 		return r, err
 	}
 	spec := txSpec{op: "withdraw", fingerprint: fp, from: src, ref: from,
-		extra: map[string]string{"to": dst.Hex(), "asset": a.symbol, "amount": amount}}
+		extra: map[string]string{"to": dst.Hex(), "asset": a.Symbol, "amount": amount}}
 	var rest *txSpec // the native rest of an "all" token withdrawal
 	// The spend names the amount that moves: the given one, or for "all"
 	// the balance (an upper bound: a native sweep moves it less the fee).
-	spend := chains.Spend{Key: key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol, Recipient: dst.Hex()}
+	spend := a.Spend(key, from.AgentID, chains.Amount{}, dst.Hex())
 	native, err := c.eth.BalanceAt(ctx, src, nil)
 	if err != nil {
 		return chains.TxResult{}, c.Unavailable("balance", err)
@@ -200,7 +200,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	if a.native {
+	if a.Native() {
 		spec.to = dst
 		code, err := c.eth.CodeAt(ctx, dst, nil)
 		if err != nil {
@@ -230,7 +230,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 			need := new(big.Int).Add(amt, new(big.Int).Mul(new(big.Int).SetUint64(spec.gas), feeCap))
 			if native.Cmp(need) < 0 {
 				return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s, needs %s with the fee", chains.ErrInsufficientFunds, src.Hex(),
-					chains.FormatAmount(native, NativeDecimals), a.symbol, chains.FormatAmount(need, NativeDecimals))
+					chains.FormatAmount(native, NativeDecimals), a.Symbol, chains.FormatAmount(need, NativeDecimals))
 			}
 			spec.value = amt
 		}
@@ -246,7 +246,7 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 			amt = bal
 		}
 		if amt.Sign() == 0 || bal.Cmp(amt) < 0 {
-			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.decimals), a.symbol)
+			return chains.TxResult{}, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src.Hex(), chains.FormatAmount(bal, a.Decimals), a.Symbol)
 		}
 		// With a relayer, it pays the gas and takes its fee out of the
 		// amount moved, in a transfer of its own before the withdrawal
@@ -291,15 +291,14 @@ func (c *Connector) withdraw(ctx context.Context, from chains.KeyRef, req chains
 				rest = &txSpec{op: "withdraw", fingerprint: intents.Fingerprint("rest", src.Hex(), dst.Hex()), from: src, ref: from, to: dst,
 					value: left, gas: 21000, price: spec.price,
 					extra: map[string]string{"to": dst.Hex(), "asset": c.cfg.Chain.NativeAsset(), "amount": chains.FormatAmount(left, NativeDecimals), "rest": key},
-					spend: &chains.Spend{Key: "rest/" + key, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: c.cfg.Chain.NativeAsset(),
-						Amount: chains.NewAmount(left, NativeDecimals), Recipient: dst.Hex()}}
+					spend: c.nativeSpend("rest/"+key, from.AgentID, left, dst.Hex())}
 			}
 		}
 	}
-	if all && a.native {
-		spend.Amount = chains.NewAmount(spec.sweepBalance, a.decimals)
+	if all && a.Native() {
+		spend.Amount = chains.NewAmount(spec.sweepBalance, a.Decimals)
 	} else {
-		spend.Amount = chains.NewAmount(amt, a.decimals)
+		spend.Amount = chains.NewAmount(amt, a.Decimals)
 	}
 	spec.spend = &spend
 	res, err := c.submit(ctx, key, spec)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 )
 
@@ -67,7 +68,7 @@ func TestOwnTransactionMinedByAnotherProcessIsNotSentAgain(t *testing.T) {
 			return nil
 		}
 	})
-	r, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "pay-once"})
+	r, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(payer, "ETH"), Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "pay-once"})
 	lagging.Store(false)
 	if !raced.Load() {
 		t.Fatal("the failpoint never ran")
@@ -83,7 +84,7 @@ func TestOwnTransactionMinedByAnotherProcessIsNotSentAgain(t *testing.T) {
 	}
 	// A retry of the key answers the recorded payment, and maintenance
 	// confirms it once the node has indexed it.
-	r2, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "pay-once"})
+	r2, err := payer.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(payer, "ETH"), Amount: amt("0.5"), To: bob.Meta, IdempotencyKey: "pay-once"})
 	if err != nil {
 		t.Fatalf("retry of the key: %v", err)
 	}

@@ -34,13 +34,13 @@ func (c *Connector) relayerPayer(from chains.KeyRef, payer *chains.GasPayer) (*c
 // relayerFee is the relayer's fee for a withdrawal of a (base units; nil
 // when it takes none).
 func (c *Connector) relayerFee(a asset) (*big.Int, error) {
-	f := c.relayer.Fee(a.symbol)
+	f := c.relayer.Fee(a.Symbol)
 	if f == "" {
 		return nil, nil
 	}
-	v, err := chains.ParseAmount(f, a.decimals)
+	v, err := chains.ParseAmount(f, a.Decimals)
 	if err != nil {
-		return nil, fmt.Errorf("evm: %s: the relayer's %s fee %q: %w", c.cfg.Chain, a.symbol, f, err)
+		return nil, fmt.Errorf("evm: %s: the relayer's %s fee %q: %w", c.cfg.Chain, a.Symbol, f, err)
 	}
 	if v.Sign() == 0 {
 		return nil, nil
@@ -54,11 +54,10 @@ func (c *Connector) relayerFee(a asset) (*big.Int, error) {
 func (c *Connector) relayerFeeSpec(from chains.KeyRef, src common.Address, a asset, fee *big.Int, key string) txSpec {
 	rel := common.HexToAddress(c.relayer.Address)
 	feeKey := chains.RelayerFeeKey(key)
-	return txSpec{op: "relayfee", fingerprint: intents.Fingerprint("relayfee", src.Hex(), rel.Hex(), a.symbol, fee.String()),
+	return txSpec{op: "relayfee", fingerprint: intents.Fingerprint("relayfee", src.Hex(), rel.Hex(), a.Symbol, fee.String()),
 		from: src, ref: from, to: a.token, data: c.token.PackTransfer(rel, fee),
-		extra: map[string]string{"to": rel.Hex(), "asset": a.symbol, "amount": chains.FormatAmount(fee, a.decimals), "for": key},
-		spend: &chains.Spend{Key: feeKey, AgentID: from.AgentID, Chain: c.cfg.Chain, Asset: a.symbol,
-			Amount: chains.NewAmount(fee, a.decimals), Recipient: rel.Hex()}}
+		extra: map[string]string{"to": rel.Hex(), "asset": a.Symbol, "amount": chains.FormatAmount(fee, a.Decimals), "for": key},
+		spend: spendOf(a.Spend(feeKey, from.AgentID, chains.NewAmount(fee, a.Decimals), rel.Hex()))}
 }
 
 // relayerPaid reports what a mined transaction of the relayer cost it:
@@ -104,7 +103,7 @@ func (c *Connector) withdrawFee(ctx context.Context, from chains.KeyRef, src com
 	}
 	if !paid && amt.Cmp(fee) <= 0 {
 		return nil, nil, fmt.Errorf("%w: withdrawing %s %s from %s leaves nothing after the relayer's fee of %s %s (docs/chains-evm.md, Relayer); nothing was moved",
-			chains.ErrInsufficientFunds, chains.FormatAmount(amt, a.decimals), a.symbol, src.Hex(), chains.FormatAmount(fee, a.decimals), a.symbol)
+			chains.ErrInsufficientFunds, chains.FormatAmount(amt, a.Decimals), a.Symbol, src.Hex(), chains.FormatAmount(fee, a.Decimals), a.Symbol)
 	}
 	if paid {
 		// An earlier attempt paid it: "everything" is what is left now; a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm/evmtest"
 )
 
@@ -51,11 +52,11 @@ func transfersInAndScan(t *testing.T, lacking bool) {
 		t.Fatal(err)
 	}
 	mustMined(t, c, fund.TxHash)
-	payETH, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "ETH", Amount: amt("1.25"), To: bob.Meta, IdempotencyKey: "v-eth"})
+	payETH, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "ETH"), Amount: amt("1.25"), To: bob.Meta, IdempotencyKey: "v-eth"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	payUSDC, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: "USDC", Amount: amt("25.5"), To: bob.Meta, IdempotencyKey: "v-usdc"})
+	payUSDC, err := c.SendStealth(ctx, alice.Ref(chains.Ethereum), alice.Address.Hex(), chains.SendRequest{Asset: chainstest.Asset(c, "USDC"), Amount: amt("25.5"), To: bob.Meta, IdempotencyKey: "v-usdc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func transfersInAndScan(t *testing.T, lacking bool) {
 		t.Fatalf("AnnouncementsIn(unknown) = %v", err)
 	}
 	const outside = "0x00000000000000000000000000000000000000A1"
-	wd, err := c.Withdraw(ctx, bob.StealthRef(chains.Ethereum, ephETH), chains.WithdrawRequest{From: eth.To, To: outside, Asset: "ETH", Amount: amt("0.5"), IdempotencyKey: "v-wd"})
+	wd, err := c.Withdraw(ctx, bob.StealthRef(chains.Ethereum, ephETH), chains.WithdrawRequest{From: eth.To, To: outside, Asset: chainstest.Asset(c, "ETH"), Amount: amt("0.5"), IdempotencyKey: "v-wd"})
 	if err != nil {
 		t.Fatal(err)
 	}

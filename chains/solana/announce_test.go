@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 )
 
@@ -52,7 +53,7 @@ func TestAnnouncementsInIsWhatScanReads(t *testing.T) {
 		if i == 2 {
 			clock.nextSlot()
 		}
-		r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: p.asset, Amount: amt(p.amount), To: bob.keys.MetaAddress, IdempotencyKey: "pay-" + p.amount})
+		r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, p.asset), Amount: amt(p.amount), To: bob.keys.MetaAddress, IdempotencyKey: "pay-" + p.amount})
 		if err != nil {
 			t.Fatal(err)
 		}

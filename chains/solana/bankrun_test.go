@@ -14,6 +14,7 @@ import (
 	"github.com/gagliardetto/solana-go/programs/token"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 	"github.com/veilhq/veil/chains/payuri"
 	"github.com/veilhq/veil/chains/solana"
@@ -137,14 +138,14 @@ func TestBankrunDifferential(t *testing.T) {
 	ignore := func(_ chains.TxResult, err error) error { return err }
 	pay := func(asset, amount string) func() error {
 		return func() error {
-			return ignore(conn.SendStealth(ctx, alice.ref, alice.keys.Address, chains.SendRequest{Asset: asset, Amount: amt(amount), To: bob.keys.MetaAddress}))
+			return ignore(conn.SendStealth(ctx, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(conn, asset), Amount: amt(amount), To: bob.keys.MetaAddress}))
 		}
 	}
 	withdraw := func(c *solana.Connector, a chains.Announcement, to, asset, amount string) func() error {
 		return func() error {
 			ref := bob.ref
 			ref.EphemeralPub = a.EphemeralPubKey
-			req := chains.WithdrawRequest{From: a.StealthAddress, To: to, Asset: asset, All: amount == ""}
+			req := chains.WithdrawRequest{From: a.StealthAddress, To: to, Asset: chainstest.Asset(c, asset), All: amount == ""}
 			if amount != "" {
 				req.Amount = amt(amount)
 			}
@@ -228,7 +229,7 @@ func TestBankrunDifferential(t *testing.T) {
 	step("stealth SOL payment below rent exemption", rentFail1, pay("SOL", "0.0001"))
 	step("stealth SOL payment of more than the payer holds", "Error processing Instruction 0: "+custom1, pay("SOL", "50"))
 	step("stealth SOL payment from an account that does not exist", "Attempt to debit an account but found no record of a prior credit.", func() error {
-		return ignore(conn.SendStealth(ctx, carol.ref, carol.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("1"), To: bob.keys.MetaAddress}))
+		return ignore(conn.SendStealth(ctx, carol.ref, carol.keys.Address, chains.SendRequest{Asset: chainstest.Asset(conn, "SOL"), Amount: amt("1"), To: bob.keys.MetaAddress}))
 	})
 	send := func(key solanago.PrivateKey, skip bool, ixs ...solanago.Instruction) func() error {
 		return func() error {

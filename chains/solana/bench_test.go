@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 )
 
@@ -42,7 +43,7 @@ func BenchmarkSendStealth(b *testing.B) {
 							return
 						}
 						a := from[i]
-						if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: fmt.Sprintf("bench-%d", k)}); err != nil {
+						if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: fmt.Sprintf("bench-%d", k)}); err != nil {
 							done <- err
 							return
 						}
@@ -74,7 +75,7 @@ func BenchmarkScan(b *testing.B) {
 	for i, a := range senders {
 		go func() {
 			for k := i; k < total; k += len(senders) {
-				if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: fmt.Sprintf("fill-%d", k)}); err != nil {
+				if _, err := e.conn.SendStealth(bg, a.ref, a.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: fmt.Sprintf("fill-%d", k)}); err != nil {
 					done <- err
 					return
 				}

@@ -23,6 +23,7 @@ import (
 
 	solanago "github.com/gagliardetto/solana-go"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/connopts"
 )
 
@@ -120,12 +121,12 @@ func (c *Config) defaults() {
 	}
 }
 
-// assets are what payment requests may name (PaymentTarget): SOL, then
-// the tokens by mint.
-func (c *Config) assets() []connopts.Asset {
-	out := []connopts.Asset{{Symbol: "SOL"}}
+// assets are the connector's own asset descriptors (chains.Asset): SOL,
+// then the tokens by mint.
+func (c *Config) assets() []chains.Asset {
+	out := []chains.Asset{{Chain: chains.Solana, Symbol: "SOL", Decimals: Decimals}}
 	for _, t := range c.Tokens {
-		out = append(out, connopts.Asset{Symbol: t.Symbol, Token: t.Mint})
+		out = append(out, chains.Asset{Chain: chains.Solana, Symbol: strings.ToUpper(t.Symbol), Decimals: t.Decimals, Ref: t.Mint})
 	}
 	return out
 }

@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	}
 	c.ledger = c.newLedger()
 	c.reqs = parse.Chain[solanago.PublicKey, edstealth.MetaAddress, asset]{
-		Address: parseAddress, Asset: c.resolveAsset, Decimals: func(a asset) int { return a.decimals },
+		Address: parseAddress, Own: c.Own, Asset: mintOf,
 		Meta: parse.Meta(func(s string) (edstealth.MetaAddress, error) {
 			return edstealth.ParseMetaAddressFor(edstealth.Solana, s)
 		}),
@@ -111,28 +111,20 @@ func (c *Connector) Config() Config { return c.cfg }
 // Client exposes the RPC client (read-only uses: tests, tools).
 func (c *Connector) Client() *rpc.Client { return c.rpc }
 
-// asset is what a symbol resolves to.
+// asset is a request's asset, one of the connector's own (Own), with its
+// mint (zero for SOL).
 type asset struct {
-	symbol   string
-	mint     solanago.PublicKey // zero for SOL
-	decimals int
+	chains.Asset
+	mint solanago.PublicKey
 }
 
-func (a asset) native() bool { return a.mint.IsZero() }
-
-func (c *Connector) resolveAsset(sym string) (asset, error) {
-	s := strings.ToUpper(strings.TrimSpace(sym))
-	if s == "" || s == "SOL" {
-		return asset{symbol: "SOL", decimals: Decimals}, nil
+// mintOf is a (checked by Own, so its mint is a configured one) with its
+// mint.
+func mintOf(a chains.Asset) asset {
+	if a.Native() {
+		return asset{Asset: a}
 	}
-	known := []string{"SOL"}
-	for _, t := range c.cfg.Tokens {
-		if strings.ToUpper(t.Symbol) == s {
-			return asset{symbol: strings.ToUpper(t.Symbol), mint: solanago.MustPublicKeyFromBase58(t.Mint), decimals: t.Decimals}, nil
-		}
-		known = append(known, t.Symbol)
-	}
-	return asset{}, fmt.Errorf("%w %q on solana: use one of %s", chains.ErrUnknownAsset, sym, strings.Join(known, ", "))
+	return asset{Asset: a, mint: solanago.MustPublicKeyFromBase58(a.Ref)}
 }
 
 func (c *Connector) tokenByMint(m solanago.PublicKey) (Token, bool) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/internal/settletest"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/internal/faultproxy"
@@ -51,7 +52,7 @@ func TestPaymentFaults(t *testing.T) {
 			}
 			key := "fault-" + f.name
 			pay := func() (chains.TxResult, error) {
-				return c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.3"), To: bob.keys.MetaAddress, IdempotencyKey: key})
+				return c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(c, "SOL"), Amount: amt("0.3"), To: bob.keys.MetaAddress, IdempotencyKey: key})
 			}
 			hit, done := proxy.Arm(f.fault, submit)
 			type answer struct {

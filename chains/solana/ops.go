@@ -80,7 +80,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		return chains.TxResult{}, err
 	}
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
-	fp := intents.Fingerprint("send", src.String(), meta.String(), a.symbol, strconv.FormatUint(amt, 10))
+	fp := intents.Fingerprint("send", src.String(), meta.String(), a.Symbol, strconv.FormatUint(amt, 10))
 	it, _, err := c.ledger.Prior(ctx, key, fp)
 	if err != nil {
 		return chains.TxResult{}, err
@@ -93,15 +93,14 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 		payload := ann.Payload()
 		it = &intent{Op: "send", Fingerprint: fp, Source: src.String(), KeyRef: from, Params: map[string]string{
 			"stealthAddress": edstealth.SolanaAddress(ann.OneTimePub), "payload": hex.EncodeToString(payload[:]),
-			"asset": a.symbol, "amount": strconv.FormatUint(amt, 10), "recipient": meta.String(),
-		}, Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
-			Amount: chains.NewAmount(new(big.Int).SetUint64(amt), a.decimals), Recipient: meta.String()}}
+			"asset": a.Symbol, "amount": strconv.FormatUint(amt, 10), "recipient": meta.String(),
+		}, Spend: spendOf(a.Spend(key, from.AgentID, chains.NewAmount(new(big.Int).SetUint64(amt), a.Decimals), meta.String()))}
 	}
 	p := it.Params
 	stealth := solanago.MustPublicKeyFromBase58(p["stealthAddress"])
 	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
 		var ixs []solanago.Instruction
-		if a.native() {
+		if a.Native() {
 			ixs = append(ixs, transferWithIndex(amt, src, stealth, c.ann))
 		} else {
 			have, _, err := c.tokenAmount(ctx, ata(src, a.mint))
@@ -109,7 +108,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 				return nil, err
 			}
 			if have < amt {
-				return nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, format(have, a.decimals), a.symbol)
+				return nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, format(have, a.Decimals), a.Symbol)
 			}
 			r0, err := c.rentExempt(ctx, 0)
 			if err != nil {
@@ -122,7 +121,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 			ixs = append(ixs,
 				transferWithIndex(r0+r165+TokenStipendFees, src, stealth, c.ann),
 				createATAIdempotent(src, stealth, a.mint),
-				token.NewTransferCheckedInstruction(amt, uint8(a.decimals), ata(src, a.mint), a.mint, ata(stealth, a.mint), src, nil).Build(),
+				token.NewTransferCheckedInstruction(amt, uint8(a.Decimals), ata(src, a.mint), a.mint, ata(stealth, a.mint), src, nil).Build(),
 			)
 		}
 		return append(ixs, memo(src, AnnouncementMemo+p["payload"])), nil
@@ -157,10 +156,10 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 	if c.relayed(from, a) {
 		return c.withdrawRelayed(ctx, from, src, dst, a, amt, all, key, req.Sides)
 	}
-	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr), Source: src.String(), KeyRef: from,
-		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr},
-		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
-			Amount: chains.NewAmount(new(big.Int).SetUint64(amt), a.decimals), All: all, Recipient: dst.String()}}
+	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.Symbol, amtStr), Source: src.String(), KeyRef: from,
+		Params: map[string]string{"to": dst.String(), "asset": a.Symbol, "amount": amtStr},
+		Spend:  spendOf(a.Spend(key, from.AgentID, chains.NewAmount(new(big.Int).SetUint64(amt), a.Decimals), dst.String()))}
+	it.Spend.All = all
 	return c.run(ctx, key, it, func(ctx context.Context) ([]solanago.Instruction, error) {
 		bal, err := c.lamports(ctx, src)
 		if err != nil {
@@ -169,7 +168,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		if bal <= LamportsPerSignature {
 			return nil, fmt.Errorf("%w: %s holds %s SOL, not enough for the fee", chains.ErrInsufficientFunds, src, format(bal, Decimals))
 		}
-		if a.native() {
+		if a.Native() {
 			move := amt
 			if all {
 				for _, t := range c.cfg.Tokens {
@@ -197,7 +196,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 			move = have
 		}
 		if !exists || move == 0 || have < move {
-			return nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, format(have, a.decimals), a.symbol)
+			return nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, format(have, a.Decimals), a.Symbol)
 		}
 		var ixs []solanago.Instruction
 		_, dstExists, err := c.tokenAmount(ctx, dstATA)
@@ -213,7 +212,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 			spend += r165
 			ixs = append(ixs, createATAIdempotent(src, dst, a.mint))
 		}
-		ixs = append(ixs, token.NewTransferCheckedInstruction(move, uint8(a.decimals), srcATA, a.mint, dstATA, src, nil).Build())
+		ixs = append(ixs, token.NewTransferCheckedInstruction(move, uint8(a.Decimals), srcATA, a.mint, dstATA, src, nil).Build())
 		if all {
 			ataLamports, err := c.lamports(ctx, srcATA)
 			if err != nil {
@@ -230,3 +229,5 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 		return ixs, nil
 	})
 }
+
+func spendOf(s chains.Spend) *chains.Spend { return &s }

@@ -11,6 +11,7 @@ import (
 	solanago "github.com/gagliardetto/solana-go"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/solana"
 )
 
@@ -36,7 +37,7 @@ func TestExpiredBlockhashRebuilt(t *testing.T) {
 		return nil
 	}
 	before := bal(t, e.conn, alice.keys.Address)
-	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.25"), To: bob.keys.MetaAddress, IdempotencyKey: "expired-1"})
+	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.25"), To: bob.keys.MetaAddress, IdempotencyKey: "expired-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestExpiredBlockhashRebuilt(t *testing.T) {
 	if d := sub(before.Native, after.Native, 9); d != "0.250005" { // one fee
 		t.Fatalf("alice spent %s", d)
 	}
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.25"), To: bob.keys.MetaAddress, IdempotencyKey: "expired-1"})
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.25"), To: bob.keys.MetaAddress, IdempotencyKey: "expired-1"})
 	if err != nil || again.TxHash != r.TxHash {
 		t.Fatalf("retry: %+v, %v", again, err)
 	}
@@ -81,7 +82,7 @@ func TestCrashThenRetry(t *testing.T) {
 			}
 			return nil
 		}
-		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.01"), To: bob.keys.MetaAddress, IdempotencyKey: key}); !errors.Is(err, crashAnswer(s.fp, crash)) {
+		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.01"), To: bob.keys.MetaAddress, IdempotencyKey: key}); !errors.Is(err, crashAnswer(s.fp, crash)) {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		e.fp = nil
@@ -91,7 +92,7 @@ func TestCrashThenRetry(t *testing.T) {
 			}
 		}
 		c2 := e.connect()
-		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.01"), To: bob.keys.MetaAddress, IdempotencyKey: key}); err != nil {
+		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(c2, "SOL"), Amount: amt("0.01"), To: bob.keys.MetaAddress, IdempotencyKey: key}); err != nil {
 			t.Fatalf("step %d: retry: %v", i, err)
 		}
 	}
@@ -123,24 +124,24 @@ func TestSendErrors(t *testing.T) {
 		{"stellar meta", alice, "st:xlm:" + bob.keys.MetaAddress[7:], "1", "SOL", chains.ErrInvalidAddress},
 	}
 	for _, c := range cases {
-		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, chains.SendRequest{Asset: c.asset, Amount: amt(c.amt), To: c.meta, IdempotencyKey: "err-" + c.name})
+		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, c.asset), Amount: amt(c.amt), To: c.meta, IdempotencyKey: "err-" + c.name})
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: "err-below rent-exempt minimum"}); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.001"), To: bob.keys.MetaAddress, IdempotencyKey: "err-below rent-exempt minimum"}); err != nil {
 		t.Fatalf("reuse of a rejected key: %v", err)
 	}
 	mine, _ := e.find(bob, "")
 	ref := alice.ref
 	ref.EphemeralPub = mine[0].EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: "SOL", All: true, IdempotencyKey: "steal"}); err == nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: chainstest.Asset(e.conn, "SOL"), All: true, IdempotencyKey: "steal"}); err == nil {
 		t.Fatal("withdrawal with the wrong key succeeded")
 	}
 	// Withdrawing part of a one-time balance must leave it rent-exempt or empty.
 	ref.EphemeralPub = mine[0].EphemeralPubKey
 	ref.AgentID = bob.id
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: "SOL", Amount: amt("0.0005"), IdempotencyKey: "dust"}); !errors.Is(err, chains.ErrInvalidAmount) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.0005"), IdempotencyKey: "dust"}); !errors.Is(err, chains.ErrInvalidAmount) {
 		t.Fatalf("withdrawal leaving dust: %v", err)
 	}
 	_ = solanago.PublicKey{}
@@ -158,7 +159,7 @@ func TestMaintainSettles(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("0.002"), To: bob.keys.MetaAddress, IdempotencyKey: "m-1"}); err == nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("0.002"), To: bob.keys.MetaAddress, IdempotencyKey: "m-1"}); err == nil {
 		t.Fatal("no crash")
 	}
 	e.fp = nil

@@ -27,7 +27,7 @@ func (c *Connector) UseRelayer(r *chains.Relayer) { c.relayer = r }
 // relayer: a token, from a one-time address, with a relayer set. A SOL
 // withdrawal pays its own fee from the SOL it moves.
 func (c *Connector) relayed(from chains.KeyRef, a asset) bool {
-	return c.relayer != nil && len(from.EphemeralPub) > 0 && !a.native()
+	return c.relayer != nil && len(from.EphemeralPub) > 0 && !a.Native()
 }
 
 // withdrawRelayed is a token withdrawal whose fee payer is the relayer.
@@ -46,10 +46,10 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 		return chains.TxResult{}, err
 	}
 	fee := uint64(0)
-	if f := c.relayer.Fee(a.symbol); f != "" {
-		v, err := chains.ParseAmount(f, a.decimals)
+	if f := c.relayer.Fee(a.Symbol); f != "" {
+		v, err := chains.ParseAmount(f, a.Decimals)
 		if err != nil {
-			return chains.TxResult{}, fmt.Errorf("solana: the relayer's %s fee %q: %w", a.symbol, f, err)
+			return chains.TxResult{}, fmt.Errorf("solana: the relayer's %s fee %q: %w", a.Symbol, f, err)
 		}
 		if fee, err = baseUnits(v); err != nil {
 			return chains.TxResult{}, err
@@ -59,23 +59,20 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 	if !all {
 		if amt <= fee {
 			return chains.TxResult{}, fmt.Errorf("%w: withdrawing %s %s leaves nothing after the relayer's fee of %s %s (docs/chains-solana.md, Relayer); nothing was moved",
-				chains.ErrInsufficientFunds, format(amt, a.decimals), a.symbol, format(fee, a.decimals), a.symbol)
+				chains.ErrInsufficientFunds, format(amt, a.Decimals), a.Symbol, format(fee, a.Decimals), a.Symbol)
 		}
 		amtStr = strconv.FormatUint(amt, 10)
 	}
-	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.symbol, amtStr, "relayer", rel.String()), Source: src.String(), KeyRef: from,
-		Params: map[string]string{"to": dst.String(), "asset": a.symbol, "amount": amtStr, "feePayer": rel.String()},
-		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
-			Amount: chains.NewAmount(new(big.Int).SetUint64(amt-fee), a.decimals), All: all, Recipient: dst.String()},
+	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src.String(), dst.String(), a.Symbol, amtStr, "relayer", rel.String()), Source: src.String(), KeyRef: from,
+		Params: map[string]string{"to": dst.String(), "asset": a.Symbol, "amount": amtStr, "feePayer": rel.String()},
+		Spend:  spendOf(a.Spend(key, from.AgentID, chains.NewAmount(new(big.Int).SetUint64(amt-fee), a.Decimals), dst.String())),
 		// The relayer's spend: what it pays, set by the builder per attempt.
-		Relayer: &chains.Spend{Key: "relay/" + key, AgentID: chains.RelayerID, Chain: chains.Solana, Asset: chains.Solana.NativeAsset(),
-			Amount: chains.NewAmount(big.NewInt(2*LamportsPerSignature), Decimals), Recipient: src.String()}}
+		Relayer: spendOf(c.NativeAsset().Spend("relay/"+key, chains.RelayerID, chains.NewAmount(big.NewInt(2*LamportsPerSignature), Decimals), src.String()))}
 	if all {
-		it.Spend.Amount = chains.Amount{}
+		it.Spend.Amount, it.Spend.All = chains.Amount{}, true
 	}
 	if fee > 0 {
-		it.Fee = &chains.Spend{Key: chains.RelayerFeeKey(key), AgentID: from.AgentID, Chain: chains.Solana, Asset: a.symbol,
-			Amount: chains.NewAmount(new(big.Int).SetUint64(fee), a.decimals), Recipient: rel.String()}
+		it.Fee = spendOf(a.Spend(chains.RelayerFeeKey(key), from.AgentID, chains.NewAmount(new(big.Int).SetUint64(fee), a.Decimals), rel.String()))
 	}
 	var cost uint64
 	build := func(ctx context.Context) ([]solanago.Instruction, error) {
@@ -87,12 +84,12 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 		move := amt - fee
 		if all {
 			if have <= fee {
-				return nil, fmt.Errorf("%w: %s holds %s %s, not more than the relayer's fee of %s", chains.ErrInsufficientFunds, src, format(have, a.decimals), a.symbol, format(fee, a.decimals))
+				return nil, fmt.Errorf("%w: %s holds %s %s, not more than the relayer's fee of %s", chains.ErrInsufficientFunds, src, format(have, a.Decimals), a.Symbol, format(fee, a.Decimals))
 			}
 			move = have - fee
 		}
 		if !exists || move == 0 || have < move+fee {
-			return nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, format(have, a.decimals), a.symbol)
+			return nil, fmt.Errorf("%w: %s holds %s %s", chains.ErrInsufficientFunds, src, format(have, a.Decimals), a.Symbol)
 		}
 		cost = 2 * LamportsPerSignature
 		var ixs []solanago.Instruction
@@ -125,9 +122,9 @@ func (c *Connector) withdrawRelayed(ctx context.Context, from chains.KeyRef, src
 				chains.ErrInsufficientFunds, rel, format(relBal, Decimals), format(cost, Decimals))
 		}
 		it.Relayer.Amount = chains.NewAmount(new(big.Int).SetUint64(cost), Decimals)
-		ixs = append(ixs, token.NewTransferCheckedInstruction(move, uint8(a.decimals), srcATA, a.mint, dstATA, src, nil).Build())
+		ixs = append(ixs, token.NewTransferCheckedInstruction(move, uint8(a.Decimals), srcATA, a.mint, dstATA, src, nil).Build())
 		if fee > 0 {
-			ixs = append(ixs, token.NewTransferCheckedInstruction(fee, uint8(a.decimals), srcATA, a.mint, relATA, src, nil).Build())
+			ixs = append(ixs, token.NewTransferCheckedInstruction(fee, uint8(a.Decimals), srcATA, a.mint, relATA, src, nil).Build())
 		}
 		if all {
 			// The emptied token account's rent and any SOL the address

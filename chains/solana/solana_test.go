@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 	"github.com/veilhq/veil/chains/solana"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
@@ -169,18 +170,18 @@ func TestSolanaStory(t *testing.T) {
 		t.Fatalf("resolve unknown: %v", err)
 	}
 
-	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("1.5"), To: meta, IdempotencyKey: "pay-1"})
+	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("1.5"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("1.5"), To: meta, IdempotencyKey: "pay-1"})
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("1.5"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil || again.TxHash != r1.TxHash {
 		t.Fatalf("retry: %+v %v, first %s", again, err, r1.TxHash)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "SOL", Amount: amt("2"), To: meta, IdempotencyKey: "pay-1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "SOL"), Amount: amt("2"), To: meta, IdempotencyKey: "pay-1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
 		t.Fatalf("reused key: %v", err)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "USDC", Amount: amt("12.5"), To: meta, IdempotencyKey: "pay-2"}); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "USDC"), Amount: amt("12.5"), To: meta, IdempotencyKey: "pay-2"}); err != nil {
 		t.Fatal(err)
 	}
 	mine, cursor := e.find(bob, "")
@@ -209,14 +210,14 @@ func TestSolanaStory(t *testing.T) {
 	usdc := mine[1]
 	ref := bob.ref
 	ref.EphemeralPub = usdc.EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "SOL", All: true, IdempotencyKey: "w-0"}); !errors.Is(err, chains.ErrInvalidAmount) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "SOL"), All: true, IdempotencyKey: "w-0"}); !errors.Is(err, chains.ErrInvalidAmount) {
 		t.Fatalf("closing a one-time account that still holds USDC: %v", err)
 	}
 	if b := bal(t, e.conn, usdc.StealthAddress); b.Tokens["USDC"] != "12.5" {
 		t.Fatalf("one-time balance %+v", b)
 	}
 	before := bal(t, e.conn, bob.keys.Address)
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "USDC", All: true, IdempotencyKey: "w-1"}); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "USDC"), All: true, IdempotencyKey: "w-1"}); err != nil {
 		t.Fatal(err)
 	}
 	after := bal(t, e.conn, bob.keys.Address)
@@ -234,7 +235,7 @@ func TestSolanaStory(t *testing.T) {
 	sol := mine[0]
 	ref.EphemeralPub = sol.EphemeralPubKey
 	before = after
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: sol.StealthAddress, To: bob.keys.Address, Asset: "SOL", All: true, IdempotencyKey: "w-2"}); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: sol.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "SOL"), All: true, IdempotencyKey: "w-2"}); err != nil {
 		t.Fatal(err)
 	}
 	after = bal(t, e.conn, bob.keys.Address)

@@ -41,11 +41,12 @@ func (c *Connector) TransfersTo(ctx context.Context, watches []chains.Watch, see
 			continue
 		}
 		payTo[to.String()] = true
-		a, err := c.resolveAsset(w.Asset)
+		d, err := c.Asset(w.Asset) // a watch's asset, from outside a payment request
 		if err != nil {
 			continue
 		}
-		if a.native() {
+		a := mintOf(d)
+		if a.Native() {
 			accounts = append(accounts, to)
 		} else {
 			accounts = append(accounts, ata(to, a.mint))

@@ -25,6 +25,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/network"
 	"github.com/stellar/go-stellar-sdk/strkey"
 
+	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/internal/connopts"
 )
 
@@ -142,12 +143,12 @@ func (c *Config) defaults() {
 	c.HorizonURL = strings.TrimRight(c.HorizonURL, "/")
 }
 
-// assets are what payment requests may name (PaymentTarget): XLM, then
-// the credit assets by issuer.
-func (c *Config) assets() []connopts.Asset {
-	out := []connopts.Asset{{Symbol: "XLM"}}
+// assets are the connector's own asset descriptors (chains.Asset): XLM,
+// then the credit assets by issuer, all with Stellar's 7 decimals.
+func (c *Config) assets() []chains.Asset {
+	out := []chains.Asset{{Chain: chains.Stellar, Symbol: "XLM", Decimals: Decimals}}
 	for _, a := range c.Assets {
-		out = append(out, connopts.Asset{Symbol: a.Code, Token: a.Issuer})
+		out = append(out, chains.Asset{Chain: chains.Stellar, Symbol: strings.ToUpper(a.Code), Decimals: Decimals, Ref: a.Issuer})
 	}
 	return out
 }

@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Connector, error) {
 	}
 	c.ledger = c.newLedger()
 	c.reqs = parse.Chain[string, edstealth.MetaAddress, asset]{
-		Address: parseAccount, Asset: c.resolveAsset, Decimals: func(asset) int { return Decimals },
+		Address: parseAccount, Own: c.Own, Asset: stellarAsset,
 		Meta: parse.Meta(func(s string) (edstealth.MetaAddress, error) {
 			return edstealth.ParseMetaAddressFor(edstealth.Stellar, s)
 		}),
@@ -138,7 +138,7 @@ func (c *Connector) PaymentNetwork() string { return c.cfg.NetworkPassphrase }
 // Client exposes the Horizon client (read-only uses: tests, tools).
 func (c *Connector) Client() *horizonclient.Client { return c.hc }
 
-// asset is what a symbol resolves to.
+// asset is an asset as Stellar names it (a request's: stellarAsset).
 type asset struct {
 	code   string // "XLM" for native
 	issuer string
@@ -160,20 +160,9 @@ func (a asset) key() string {
 	return a.code + ":" + a.issuer
 }
 
-func (c *Connector) resolveAsset(sym string) (asset, error) {
-	s := strings.ToUpper(strings.TrimSpace(sym))
-	if s == "" || s == "XLM" {
-		return asset{code: "XLM"}, nil
-	}
-	known := []string{"XLM"}
-	for _, a := range c.cfg.Assets {
-		if strings.ToUpper(a.Code) == s {
-			return asset{code: strings.ToUpper(a.Code), issuer: a.Issuer}, nil
-		}
-		known = append(known, a.Code)
-	}
-	return asset{}, fmt.Errorf("%w %q on stellar: use one of %s", chains.ErrUnknownAsset, sym, strings.Join(known, ", "))
-}
+// stellarAsset is a (one of the connector's own: Own) as Stellar names
+// it: its code and issuer.
+func stellarAsset(a chains.Asset) asset { return asset{code: a.Symbol, issuer: a.Ref} }
 
 func parseAccount(s string) (string, error) {
 	s = strings.TrimSpace(s)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/internal/settletest"
 	"github.com/veilhq/veil/chains/stellar"
 	"github.com/veilhq/veil/internal/faultproxy"
@@ -55,7 +56,7 @@ func TestPaymentFaults(t *testing.T) {
 			}
 			key := "fault-" + f.name
 			pay := func() (chains.TxResult, error) {
-				return c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key})
+				return c.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(c, "XLM"), Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key})
 			}
 			hit, done := proxy.Arm(f.fault, submit)
 			type answer struct {

@@ -100,8 +100,7 @@ func (c *Connector) SendStealth(ctx context.Context, from chains.KeyRef, fromAdd
 	it := &intent{Op: "send", Fingerprint: fp, Source: src, KeyRef: from, Params: map[string]string{
 		"stealthAddress": edstealth.StellarAddress(ann.OneTimePub), "payload": hex.EncodeToString(payload[:]),
 		"asset": a.key(), "amount": amt.String(), "recipient": meta.String(),
-	}, Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
-		Amount: chains.NewAmount(amt, Decimals), Recipient: meta.String()}}
+	}, Spend: spendOf(req.Asset.Spend(key, from.AgentID, chains.NewAmount(amt, Decimals), meta.String()))}
 	return c.run(ctx, key, it, c.sendBuilder(it))
 }
 
@@ -172,8 +171,8 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 	key := intents.KeyOr(req.IdempotencyKey, c.opts.Rand)
 	it := &intent{Op: "withdrawal", Fingerprint: intents.Fingerprint("withdraw", src, dst, a.key(), amtStr), Source: src, KeyRef: from,
 		Params: map[string]string{"to": dst, "asset": a.key(), "amount": amtStr},
-		Spend: &chains.Spend{Key: key, AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
-			Amount: chains.NewAmount(amt, Decimals), All: all, Recipient: dst}}
+		Spend:  spendOf(req.Asset.Spend(key, from.AgentID, chains.NewAmount(amt, Decimals), dst))}
+	it.Spend.All = all
 	// A one-time account the server's sponsor activated (an invoice's) may
 	// hold no XLM: the sponsor is the transaction's source and pays the
 	// fee; the account's key signs its operations (the spend).
@@ -199,8 +198,7 @@ func (c *Connector) Withdraw(ctx context.Context, from chains.KeyRef, req chains
 			it.Spend.Amount = chains.NewAmount(new(big.Int).Sub(amt, fee), Decimals)
 		}
 		it.Params["fee"] = fee.String()
-		it.Fee = &chains.Spend{Key: chains.RelayerFeeKey(key), AgentID: from.AgentID, Chain: chains.Stellar, Asset: a.code,
-			Amount: chains.NewAmount(fee, Decimals), Recipient: feeSrc}
+		it.Fee = spendOf(req.Asset.Spend(chains.RelayerFeeKey(key), from.AgentID, chains.NewAmount(fee, Decimals), feeSrc))
 	}
 	build := c.withdrawBuilder(src, dst, a, amt, all, fee, feeSrc)
 	if feeSrc != "" {
@@ -318,3 +316,5 @@ func (c *Connector) withdrawBuilder(src, dst string, a asset, amt *big.Int, all 
 		return ops, nil, nil
 	}
 }
+
+func spendOf(s chains.Spend) *chains.Spend { return &s }

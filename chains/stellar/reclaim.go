@@ -59,8 +59,8 @@ func (c *Connector) ReclaimDestination(ctx context.Context, key chains.KeyRef, a
 	}
 	it := &intent{Op: "reclaim", Fingerprint: fp, Source: sp.Address(), KeyRef: key,
 		Params: map[string]string{"account": p, "to": sp.Address(), "key": k},
-		Spend: &chains.Spend{Key: k, AgentID: key.AgentID, Chain: chains.Stellar, Asset: "XLM",
-			Amount: chains.NewAmount(nil, Decimals), All: true, Recipient: sp.Address()}}
+		Spend:  spendOf(c.NativeAsset().Spend(k, key.AgentID, chains.NewAmount(nil, Decimals), sp.Address()))}
+	it.Spend.All = true
 	return c.reclaimRun(ctx, k, it, build)
 }
 

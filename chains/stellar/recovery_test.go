@@ -14,6 +14,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/stellar"
 )
@@ -70,7 +71,7 @@ func TestBadSeqRebuilt(t *testing.T) {
 		return nil
 	}
 	before := bal(t, e.conn, alice.keys.Address)
-	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("7"), To: bob.keys.MetaAddress, IdempotencyKey: "badseq-1"})
+	r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("7"), To: bob.keys.MetaAddress, IdempotencyKey: "badseq-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestBadSeqRebuilt(t *testing.T) {
 		t.Fatalf("alice spent %s", d)
 	}
 	// A retry with the key answers the rebuilt transaction.
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("7"), To: bob.keys.MetaAddress, IdempotencyKey: "badseq-1"})
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("7"), To: bob.keys.MetaAddress, IdempotencyKey: "badseq-1"})
 	if err != nil || again.TxHash != r.TxHash {
 		t.Fatalf("retry: %+v, %v", again, err)
 	}
@@ -113,13 +114,13 @@ func TestCrashAfterSubmit(t *testing.T) {
 			}
 			return nil
 		}
-		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key}); !errors.Is(err, crashAnswer(fp, stellar.FailAfterSign, crash)) {
+		if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key}); !errors.Is(err, crashAnswer(fp, stellar.FailAfterSign, crash)) {
 			t.Fatalf("%s: %v", fp, err)
 		}
 		e.fp = nil
 		// A new process (new connector, same store) retries.
 		c2 := e.connect()
-		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key}); err != nil {
+		if _, err := c2.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(c2, "XLM"), Amount: amt("3"), To: bob.keys.MetaAddress, IdempotencyKey: key}); err != nil {
 			t.Fatalf("%s: retry: %v", fp, err)
 		}
 	}
@@ -151,20 +152,20 @@ func TestSendErrors(t *testing.T) {
 		{"solana meta", alice, "st:sol:" + bob.keys.MetaAddress[7:], "1", "XLM", chains.ErrInvalidAddress},
 	}
 	for _, c := range cases {
-		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, chains.SendRequest{Asset: c.asset, Amount: amt(c.amt), To: c.meta, IdempotencyKey: "err-" + c.name})
+		_, err := e.conn.SendStealth(bg, c.from.ref, c.from.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, c.asset), Amount: amt(c.amt), To: c.meta, IdempotencyKey: "err-" + c.name})
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 	// A rejected key can be used again once the cause is fixed.
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("1"), To: bob.keys.MetaAddress, IdempotencyKey: "err-below reserve"}); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("1"), To: bob.keys.MetaAddress, IdempotencyKey: "err-below reserve"}); err != nil {
 		t.Fatalf("reuse of a rejected key: %v", err)
 	}
 	// Withdrawing with another agent's key is refused before submission.
 	mine, _ := e.find(bob, "")
 	ref := alice.ref
 	ref.EphemeralPub = mine[0].EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: "XLM", All: true, IdempotencyKey: "steal"}); err == nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: mine[0].StealthAddress, To: alice.keys.Address, Asset: chainstest.Asset(e.conn, "XLM"), All: true, IdempotencyKey: "steal"}); err == nil {
 		t.Fatal("withdrawal with the wrong key succeeded")
 	}
 }
@@ -181,7 +182,7 @@ func TestMaintainSettles(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("2"), To: bob.keys.MetaAddress, IdempotencyKey: "m-1"}); err == nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("2"), To: bob.keys.MetaAddress, IdempotencyKey: "m-1"}); err == nil {
 		t.Fatal("no crash")
 	}
 	e.fp = nil

@@ -13,6 +13,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/stellar"
 )
 
@@ -87,11 +88,11 @@ func TestRelayerFee(t *testing.T) {
 	}
 
 	// Not above the fee: refused, nothing signed or moved.
-	if _, err := conn.Withdraw(bg, refU, chains.WithdrawRequest{From: pU, To: wallet.Address(), Asset: "USDC", Amount: amt("0.01"), IdempotencyKey: "w-tiny"}); !errors.Is(err, chains.ErrInsufficientFunds) {
+	if _, err := conn.Withdraw(bg, refU, chains.WithdrawRequest{From: pU, To: wallet.Address(), Asset: chainstest.Asset(conn, "USDC"), Amount: amt("0.01"), IdempotencyKey: "w-tiny"}); !errors.Is(err, chains.ErrInsufficientFunds) {
 		t.Fatalf("a withdrawal of the fee alone: %v", err)
 	}
 	w0 := bal(t, conn, wallet.Address())
-	if _, err := conn.Withdraw(bg, refU, chains.WithdrawRequest{From: pU, To: wallet.Address(), Asset: "USDC", Amount: amt("2"), IdempotencyKey: "w-2"}); err != nil {
+	if _, err := conn.Withdraw(bg, refU, chains.WithdrawRequest{From: pU, To: wallet.Address(), Asset: chainstest.Asset(conn, "USDC"), Amount: amt("2"), IdempotencyKey: "w-2"}); err != nil {
 		t.Fatalf("withdraw 2 USDC: %v", err)
 	}
 	w1 := bal(t, conn, wallet.Address())
@@ -106,7 +107,7 @@ func TestRelayerFee(t *testing.T) {
 		t.Fatalf("the fee's spend: %+v", f)
 	}
 	// Everything: the rest less the fee; the account closes.
-	if _, err := conn.Withdraw(bg, refU, chains.WithdrawRequest{From: pU, To: wallet.Address(), Asset: "USDC", All: true, IdempotencyKey: "w-all"}); err != nil {
+	if _, err := conn.Withdraw(bg, refU, chains.WithdrawRequest{From: pU, To: wallet.Address(), Asset: chainstest.Asset(conn, "USDC"), All: true, IdempotencyKey: "w-all"}); err != nil {
 		t.Fatalf("withdraw all USDC: %v", err)
 	}
 	if got := sub(bal(t, conn, wallet.Address()).Tokens["USDC"], w1.Tokens["USDC"]); got != "0.99" {
@@ -117,7 +118,7 @@ func TestRelayerFee(t *testing.T) {
 	}
 	// XLM, everything: 2 XLM less the configured 0.05.
 	w2 := bal(t, conn, wallet.Address())
-	if _, err := conn.Withdraw(bg, refX, chains.WithdrawRequest{From: pX, To: wallet.Address(), Asset: "XLM", All: true, IdempotencyKey: "w-xlm"}); err != nil {
+	if _, err := conn.Withdraw(bg, refX, chains.WithdrawRequest{From: pX, To: wallet.Address(), Asset: chainstest.Asset(conn, "XLM"), All: true, IdempotencyKey: "w-xlm"}); err != nil {
 		t.Fatalf("withdraw all XLM: %v", err)
 	}
 	if got := sub(bal(t, conn, wallet.Address()).Native, w2.Native); got != "1.95" {
@@ -150,7 +151,7 @@ func TestRelayerFee(t *testing.T) {
 		t.Fatal(err)
 	}
 	w3 := bal(t, conn, wallet.Address())
-	if _, err := conn.Withdraw(bg, refK, chains.WithdrawRequest{From: pK, To: wallet.Address(), Asset: "USDC", All: true, IdempotencyKey: "w-k"}); err != nil {
+	if _, err := conn.Withdraw(bg, refK, chains.WithdrawRequest{From: pK, To: wallet.Address(), Asset: chainstest.Asset(conn, "USDC"), All: true, IdempotencyKey: "w-k"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := sub(bal(t, conn, wallet.Address()).Tokens["USDC"], w3.Tokens["USDC"]); got != "1" || len(rs.fees("w-k")) != 0 {

@@ -117,10 +117,11 @@ func (c *Connector) PrepareDestination(ctx context.Context, key chains.KeyRef, a
 	if err != nil {
 		return chains.TxResult{}, err
 	}
-	a, err := c.resolveAsset(assetSym)
+	d, err := c.Asset(assetSym) // the invoice's asset, from outside a payment request
 	if err != nil {
 		return chains.TxResult{}, err
 	}
+	a := stellarAsset(d)
 	k := intents.KeyOr(idempotencyKey, c.opts.Rand)
 	fp := intents.Fingerprint("activate", p, a.key())
 	build := func(context.Context) ([]txnbuild.Operation, txnbuild.Memo, error) {
@@ -213,10 +214,8 @@ func (s relayerSponsor) SignTransaction(ctx context.Context, hash, _ []byte, _ s
 	if s.c.opts.Signer == nil {
 		return nil, errors.New("stellar: no Signer configured")
 	}
-	sig, err := s.c.opts.Signer.Sign(ctx, chains.SpendRequest(s.r.Key, hash, chains.Spend{
-		Key: "sponsor/" + cost.Key, AgentID: s.r.Key.AgentID, Chain: s.r.Chain, Asset: "XLM",
-		Amount: chains.NewAmount(big.NewInt(cost.Stroops), Decimals), Recipient: cost.Account,
-	}))
+	sig, err := s.c.opts.Signer.Sign(ctx, chains.SpendRequest(s.r.Key, hash,
+		s.c.NativeAsset().Spend("sponsor/"+cost.Key, s.r.Key.AgentID, chains.NewAmount(big.NewInt(cost.Stroops), Decimals), cost.Account)))
 	if err == nil {
 		s.r.Paid(big.NewInt(cost.Fee))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stellar"
 )
@@ -148,7 +149,7 @@ func TestSponsoredDestinations(t *testing.T) {
 		// account closes, the sponsor's reserve comes back.
 		// To the wallet, which trusts USDC.
 		destBefore := bal(t, e.conn, wallet.Address())
-		if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: p, To: wallet.Address(), Asset: tc.asset, All: true, IdempotencyKey: "w-" + tc.asset}); err != nil {
+		if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: p, To: wallet.Address(), Asset: chainstest.Asset(e.conn, tc.asset), All: true, IdempotencyKey: "w-" + tc.asset}); err != nil {
 			t.Fatalf("%s: withdraw: %v", tc.asset, err)
 		}
 		if _, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: p}); !horizonclient.IsNotFoundError(err) {
@@ -248,7 +249,7 @@ func TestRelayerSponsor(t *testing.T) {
 	if err := walletPay(t, hc, cfg.NetworkPassphrase, wallet, p, "3", usdc); err != nil {
 		t.Fatalf("plain payment: %v", err)
 	}
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: p, To: wallet.Address(), Asset: "USDC", All: true, IdempotencyKey: "w-r"}); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: p, To: wallet.Address(), Asset: chainstest.Asset(e.conn, "USDC"), All: true, IdempotencyKey: "w-r"}); err != nil {
 		t.Fatalf("withdraw: %v", err)
 	}
 	if got := sub(before, bal(t, e.conn, pub.Address).Native); got != "0.00007" || paid != 700 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stellar"
@@ -169,18 +170,18 @@ func TestStellarStory(t *testing.T) {
 	}
 
 	// Alice pays Bob 25 XLM and 12.5 USDC.
-	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("25"), To: meta, IdempotencyKey: "pay-1"})
+	r1, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("25"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("25"), To: meta, IdempotencyKey: "pay-1"})
+	again, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("25"), To: meta, IdempotencyKey: "pay-1"})
 	if err != nil || again.TxHash != r1.TxHash {
 		t.Fatalf("retry: %+v %v, first %s", again, err, r1.TxHash)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "XLM", Amount: amt("26"), To: meta, IdempotencyKey: "pay-1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "XLM"), Amount: amt("26"), To: meta, IdempotencyKey: "pay-1"}); !errors.Is(err, chains.ErrIdempotencyConflict) {
 		t.Fatalf("reused key: %v", err)
 	}
-	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: "USDC", Amount: amt("12.5"), To: meta, IdempotencyKey: "pay-2"}); err != nil {
+	if _, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "USDC"), Amount: amt("12.5"), To: meta, IdempotencyKey: "pay-2"}); err != nil {
 		t.Fatal(err)
 	}
 	mine, cursor := e.find(bob, "")
@@ -217,21 +218,21 @@ func TestStellarStory(t *testing.T) {
 	usdc := mine[1]
 	ref := bob.ref
 	ref.EphemeralPub = usdc.EphemeralPubKey
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "XLM", All: true, IdempotencyKey: "w-0"}); !errors.Is(err, chains.ErrInvalidAmount) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "XLM"), All: true, IdempotencyKey: "w-0"}); !errors.Is(err, chains.ErrInvalidAmount) {
 		t.Fatalf("closing a one-time account that still holds USDC: %v", err)
 	}
 	if b := bal(t, e.conn, usdc.StealthAddress); b.Tokens["USDC"] != "12.5" || b.Native != "2" {
 		t.Fatalf("one-time balance %+v", b)
 	}
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "USDC", All: true, IdempotencyKey: "w-1"}); !errors.Is(err, chains.ErrInvalidAddress) {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "USDC"), All: true, IdempotencyKey: "w-1"}); !errors.Is(err, chains.ErrInvalidAddress) {
 		t.Fatalf("withdraw USDC to an account without trustline: %v", err)
 	}
 	// Bob's account gets its trustline (and claims friendbot's USDC) with
 	// a payment of his own.
-	if _, err := e.conn.SendStealth(bg, bob.ref, bob.keys.Address, chains.SendRequest{Asset: "USDC", Amount: amt("1"), To: alice.keys.MetaAddress, IdempotencyKey: "bob-1"}); err != nil {
+	if _, err := e.conn.SendStealth(bg, bob.ref, bob.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, "USDC"), Amount: amt("1"), To: alice.keys.MetaAddress, IdempotencyKey: "bob-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: "USDC", All: true, IdempotencyKey: "w-2"}); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: usdc.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "USDC"), All: true, IdempotencyKey: "w-2"}); err != nil {
 		t.Fatal(err)
 	}
 	if b := bal(t, e.conn, bob.keys.Address); b.Tokens["USDC"] != "10011.5" {
@@ -243,7 +244,7 @@ func TestStellarStory(t *testing.T) {
 	xlm := mine[0]
 	ref.EphemeralPub = xlm.EphemeralPubKey
 	before := bal(t, e.conn, bob.keys.Address)
-	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: xlm.StealthAddress, To: bob.keys.Address, Asset: "XLM", All: true, IdempotencyKey: "w-3"}); err != nil {
+	if _, err := e.conn.Withdraw(bg, ref, chains.WithdrawRequest{From: xlm.StealthAddress, To: bob.keys.Address, Asset: chainstest.Asset(e.conn, "XLM"), All: true, IdempotencyKey: "w-3"}); err != nil {
 		t.Fatal(err)
 	}
 	after := bal(t, e.conn, bob.keys.Address)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
@@ -89,7 +90,7 @@ func TestGasFundingPassesThePolicy(t *testing.T) {
 	if _, err := store.Apply(ctx, op); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest, Asset: "USDC", All: true, IdempotencyKey: "w-capped"}, payer); !errors.Is(err, enclave.ErrPolicy) {
+	if _, err := conn.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest, Asset: chainstest.Asset(conn, "USDC"), All: true, IdempotencyKey: "w-capped"}, payer); !errors.Is(err, enclave.ErrPolicy) {
 		t.Fatalf("gas transfer over the cap: %v", err)
 	}
 	if b, _ := conn.Balance(ctx, inv.Hex()); b.Native != "0" || b.Tokens["USDC"] != "3" {
@@ -100,7 +101,7 @@ func TestGasFundingPassesThePolicy(t *testing.T) {
 	if _, err := store.Apply(ctx, op); err != nil {
 		t.Fatal(err)
 	}
-	w, err := conn.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest, Asset: "USDC", All: true, IdempotencyKey: "w-ok"}, payer)
+	w, err := conn.WithdrawWithGas(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest, Asset: chainstest.Asset(conn, "USDC"), All: true, IdempotencyKey: "w-ok"}, payer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func sendUSDC(ctx context.Context, t *testing.T, conn *evm.Connector, d *devnet.
 	}
 	defer w.Close()
 	// A withdrawal from an account key is a plain transfer.
-	r, err := w.Withdraw(ctx, chains.KeyRef{AgentID: "wallet", Chain: chains.Base}, chains.WithdrawRequest{From: k.Address, To: to.Hex(), Asset: "USDC", Amount: amt("3"), IdempotencyKey: "pay-invoice"})
+	r, err := w.Withdraw(ctx, chains.KeyRef{AgentID: "wallet", Chain: chains.Base}, chains.WithdrawRequest{From: k.Address, To: to.Hex(), Asset: chainstest.Asset(w, "USDC"), Amount: amt("3"), IdempotencyKey: "pay-invoice"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
@@ -246,7 +247,7 @@ func TestUnlinkableGraph(t *testing.T) {
 	usdc := func(s string) chains.Amount { return amt(s) }
 	pay := func(conn chains.Connector, chain chains.ID, from string, to *oneTime, asset, amount, key string) {
 		t.Helper()
-		r, err := conn.Withdraw(ctx, main(chain, from), chains.WithdrawRequest{From: mains[chain][from], To: to.address, Asset: asset, Amount: usdc(amount), IdempotencyKey: key})
+		r, err := conn.Withdraw(ctx, main(chain, from), chains.WithdrawRequest{From: mains[chain][from], To: to.address, Asset: chainstest.Asset(conn, asset), Amount: usdc(amount), IdempotencyKey: key})
 		if err != nil {
 			t.Fatalf("%s pays %s %s: %v", from, amount, asset, err)
 		}
@@ -272,7 +273,7 @@ func TestUnlinkableGraph(t *testing.T) {
 		o   *oneTime
 		all bool
 	}{{eByWallet, true}, {eByAgent, false}, {eX402In, true}, {eX402Out, true}} {
-		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Base][w.o.agent], Asset: "USDC", All: w.all, IdempotencyKey: "e-w" + string(rune('0'+i))}
+		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Base][w.o.agent], Asset: chainstest.Asset(econn, "USDC"), All: w.all, IdempotencyKey: "e-w" + string(rune('0'+i))}
 		if !w.all {
 			req.Amount = usdc("1.5")
 		}
@@ -307,7 +308,7 @@ func TestUnlinkableGraph(t *testing.T) {
 		asset  string
 		amount string
 	}{{sByWallet, "USDC", ""}, {sByAgent, "USDC", "1"}, {sSOL, "SOL", ""}} {
-		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Solana][w.o.agent], Asset: w.asset, All: w.amount == "", IdempotencyKey: "s-w" + string(rune('0'+i))}
+		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Solana][w.o.agent], Asset: chainstest.Asset(sconn, w.asset), All: w.amount == "", IdempotencyKey: "s-w" + string(rune('0'+i))}
 		if w.amount != "" {
 			req.Amount = usdc(w.amount)
 		}
@@ -349,7 +350,7 @@ func TestUnlinkableGraph(t *testing.T) {
 		asset  string
 		amount string
 	}{{xByWallet, "USDC", ""}, {xByAgent, "USDC", "1"}, {xXLM, "XLM", ""}} {
-		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Stellar][w.o.agent], Asset: w.asset, All: w.amount == "", IdempotencyKey: "x-w" + string(rune('0'+i))}
+		req := chains.WithdrawRequest{From: w.o.address, To: dest[chains.Stellar][w.o.agent], Asset: chainstest.Asset(xconn, w.asset), All: w.amount == "", IdempotencyKey: "x-w" + string(rune('0'+i))}
 		if w.amount != "" {
 			req.Amount = usdc(w.amount)
 		}
@@ -377,7 +378,7 @@ func TestUnlinkableGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	r, err := plain.WithdrawWithGas(ctx, ctrl.ref, chains.WithdrawRequest{From: ctrl.address, To: dest[chains.Base]["agent-a"], Asset: "USDC", All: true, IdempotencyKey: "ctrl"},
+	r, err := plain.WithdrawWithGas(ctx, ctrl.ref, chains.WithdrawRequest{From: ctrl.address, To: dest[chains.Base]["agent-a"], Asset: chainstest.Asset(plain, "USDC"), All: true, IdempotencyKey: "ctrl"},
 		chains.GasPayer{Key: main(chains.Base, "agent-a"), Address: mains[chains.Base]["agent-a"]})
 	if err != nil {
 		t.Fatal(err)

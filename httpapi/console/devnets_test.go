@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/solana"
@@ -87,7 +88,7 @@ func TestExplorerOnEd25519Devnets(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := conn.SendStealth(ctx, chains.KeyRef{AgentID: "alice", Chain: tc.chain}, alice.Address,
-				chains.SendRequest{Chain: tc.chain, Asset: tc.chain.NativeAsset(), Amount: amount, To: bob.MetaAddress, IdempotencyKey: "pay-1"})
+				chains.SendRequest{Chain: tc.chain, Asset: chainstest.Asset(conn, ""), Amount: amount, To: bob.MetaAddress, IdempotencyKey: "pay-1"})
 			if err != nil {
 				t.Fatal(err)
 			}

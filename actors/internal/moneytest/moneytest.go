@@ -184,10 +184,33 @@ func (c *Chain) Balance(context.Context, string) (chains.Balance, error) {
 	return chains.Balance{Native: "0", Tokens: map[string]string{}}, nil
 }
 
+// Assets implements chains.Connector: the native asset, USDC (6
+// decimals; 7 on Stellar) and, off horizen, the ZEN token (18), each
+// token with a contract of its own.
+func (c *Chain) Assets() []chains.Asset {
+	native := c.ID.NativeAsset()
+	out := []chains.Asset{{Chain: c.ID, Symbol: native, Decimals: chains.NativeDecimals(c.ID)}}
+	usdc := 6
+	if c.ID == chains.Stellar {
+		usdc = 7
+	}
+	for _, t := range []chains.Asset{{Symbol: "USDC", Decimals: usdc}, {Symbol: "ZEN", Decimals: 18}} {
+		if t.Symbol != native {
+			t.Chain, t.Ref = c.ID, "0xfake"+t.Symbol
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func (c *Chain) SendStealth(_ context.Context, _ chains.KeyRef, from string, req chains.SendRequest) (chains.TxResult, error) {
-	meta, amount, asset, key := req.To, req.Amount.String(), req.Asset, req.IdempotencyKey
+	meta, amount, asset, key := req.To, req.Amount.String(), req.Asset.Symbol, req.IdempotencyKey
 	if key == "" {
 		return chains.TxResult{}, fmt.Errorf("no idempotency key")
+	}
+	// Like the real connectors, it pays only in one of its own assets.
+	if err := chains.Owns(c.Assets(), req.Asset); err != nil {
+		return chains.TxResult{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

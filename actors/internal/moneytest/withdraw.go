@@ -59,7 +59,7 @@ func (c *Chain) withdrawOnce(ctx context.Context, from chains.KeyRef, req chains
 	if done {
 		return chains.TxResult{TxHash: w.TxHash}, nil
 	}
-	asset := req.Asset
+	asset := req.Asset.Symbol
 	if asset == "" {
 		asset = c.ID.NativeAsset()
 	}
@@ -212,7 +212,7 @@ func (c *Chain) Withdraw(ctx context.Context, from chains.KeyRef, req chains.Wit
 		if err != nil {
 			return chains.TxResult{}, err
 		}
-		asset := req.Asset
+		asset := req.Asset.Symbol
 		if asset == "" {
 			asset = c.ID.NativeAsset()
 		}
