@@ -114,6 +114,8 @@ type fakeChains struct {
 	// assetLists counts Assets calls: the tools' one binding of a
 	// payment's asset, per payment.
 	assetLists int
+	// carries, when set, replaces a chain's assets (fakeAssets).
+	carries map[chains.ID][]chains.Asset
 }
 
 // fakeAssets is what the fake connector of chain c carries: the tools'
@@ -134,6 +136,9 @@ func (f *fakeChains) Assets(ctx context.Context, c chains.ID) ([]chains.Asset, e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.assetLists++
+	if as, ok := f.carries[c]; ok {
+		return as, nil
+	}
 	return fakeAssets(c), nil
 }
 

@@ -295,6 +295,25 @@ func TestWithdrawalParsedOnce(t *testing.T) {
 	}
 }
 
+// TestPaymentBoundToTheConnectorsAsset: a payment's asset is bound to
+// the chain's connector's own descriptor at the tool boundary; an asset
+// the connector does not carry (here, a node configured without USDC on
+// base) is refused there, and nothing reaches the chain.
+func TestPaymentBoundToTheConnectorsAsset(t *testing.T) {
+	f := newFixture(t)
+	f.chain.carries = map[chains.ID][]chains.Asset{chains.Base: fakeAssets(chains.Base)[:1]}
+	_, err := f.run(t, "send_payment", "send bob 1 USDC on base", `{"recipient":"bob","amount":"1","asset":"USDC","chain":"base"}`)
+	if !errors.Is(err, chains.ErrUnknownAsset) || !strings.Contains(err.Error(), "nothing was signed") {
+		t.Fatalf("send in an asset the connector does not carry: %v; want ErrUnknownAsset, nothing signed", err)
+	}
+	if len(f.chain.requests) != 0 || len(f.chain.moneyMoves()) != 0 {
+		t.Fatalf("requests %v reached the chain, moves %v", f.chain.requests, f.chain.moneyMoves())
+	}
+	if f.chain.assetLists != 1 {
+		t.Errorf("the chain's assets were listed %d times, want once", f.chain.assetLists)
+	}
+}
+
 // tokenOn is the fake connector's descriptor of symbol on c.
 func tokenOn(t *testing.T, c chains.ID, symbol string) chains.Asset {
 	t.Helper()
