@@ -206,6 +206,12 @@ func (a *Actor) sendWaiting(ctx context.Context, w tools.OutgoingPayment) (tools
 	if err == nil {
 		pr, err = tools.StoredWithdrawal(w.Source, p.Payment, w.Amount.String(), w.All, w.Recipient, w.IdempotencyKey)
 	}
+	if err == nil {
+		// Bound to the connector's own asset where it runs, once.
+		if pr, err = a.bound(pr); errors.Is(err, chains.ErrUnavailable) {
+			return w, err // not a refusal: tried again when the reminder comes back
+		}
+	}
 	if err != nil {
 		// Nothing can be sent from what was kept: it ends here, nothing
 		// signed, and the user is told why.

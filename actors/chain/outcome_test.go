@@ -11,7 +11,6 @@ import (
 
 	"github.com/veilhq/veil/actors/chain"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/chainstest"
 )
 
 // gateConn is a connector whose SendStealth waits for the test: the key
@@ -52,7 +51,7 @@ func TestWriteAnswersWhatItSigned(t *testing.T) {
 	}
 	defer r.Stop()
 	send := func(ctx context.Context, key string) (chains.TxResult, error) {
-		return r.SendStealth(ctx, chains.KeyRef{}, "0xsame", chains.SendRequest{Asset: chainstest.Asset(r, ""), IdempotencyKey: key})
+		return r.SendStealth(ctx, chains.KeyRef{}, "0xsame", chains.SendRequest{IdempotencyKey: key})
 	}
 
 	// Running when its deadline passes: the connector's answer comes back.

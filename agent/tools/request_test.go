@@ -469,8 +469,18 @@ func TestStoredWithdrawal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if _, err := got.WithdrawRequest(); !errors.Is(err, ErrUnparsedPayment) {
+				t.Fatalf("unbound stored withdrawal: %v; want ErrUnparsedPayment", err)
+			}
+			if got, err = got.Bind(fakeAssets(p.Chain)); err != nil {
+				t.Fatal(err)
+			}
+			want, err := c.want.Bind(fakeAssets(p.Chain))
+			if err != nil {
+				t.Fatal(err)
+			}
 			gw, err1 := got.WithdrawRequest()
-			ww, err2 := c.want.WithdrawRequest()
+			ww, err2 := want.WithdrawRequest()
 			if err1 != nil || err2 != nil || !reflect.DeepEqual(gw, ww) || !reflect.DeepEqual(got.Record(), c.want.Record()) {
 				t.Fatalf("stored withdrawal %+v %+v (%v); want %+v %+v (%v)", gw, got.Record(), err1, ww, c.want.Record(), err2)
 			}
