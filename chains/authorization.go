@@ -44,7 +44,13 @@ type TransferAuthorizer interface {
 	// AuthorizationDomain answers an authorization of asset on this chain
 	// with only its EIP-712 domain (Name, Version, ChainID, Contract) and
 	// Asset filled, read from the token contract.
+	// asset is a symbol from outside a payment request (an x402
+	// requirement's invoice), found once among the connector's assets.
 	AuthorizationDomain(ctx context.Context, asset string) (TransferAuthorization, error)
+	// TokenDomain is AuthorizationDomain of a, one of the connector's own
+	// assets (Connector.Assets, checked by identity, never looked up by
+	// symbol); anything else is ErrUnknownAsset.
+	TokenDomain(ctx context.Context, a Asset) (TransferAuthorization, error)
 	// SignAuthorization has from's key sign auth (whose From must be
 	// from's address) as a spend of auth.Value of auth.Asset to auth.To
 	// under idempotencyKey, which the enclave checks against the owner's

@@ -12,7 +12,6 @@ import (
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
-	"github.com/veilhq/veil/chains/payuri"
 	"github.com/veilhq/veil/enclave"
 )
 
@@ -20,8 +19,13 @@ import (
 // token an x402 requirement names, and sign its EIP-3009 authorization as
 // a spend.
 
-// AuthorizationDomain implements tools.ChainOps.
+// AuthorizationDomain implements tools.ChainOps: the token is found among
+// the connectors' own assets by its contract (identity, not symbol), and
+// its domain (read from the token) must be for chainID. A chain whose
+// token could not be read answers its error when no other chain is the
+// one.
 func (o *chainOps) AuthorizationDomain(ctx context.Context, chainID *big.Int, contract string) (chains.ID, chains.TransferAuthorization, error) {
+	var failed error
 	for _, id := range o.agent.Chains {
 		if id.Family() != chains.FamilyEVM {
 			continue
@@ -30,18 +34,24 @@ func (o *chainOps) AuthorizationDomain(ctx context.Context, chainID *big.Int, co
 		if err != nil {
 			continue
 		}
-		t, ok := c.Connector().(payuri.Target)
-		if !ok {
-			continue
-		}
-		for _, a := range tools.Assets(id) {
-			cid, token, ok := t.PaymentTarget(a.Symbol)
-			if !ok || token == "" || new(big.Int).SetUint64(cid).Cmp(chainID) != 0 || !strings.EqualFold(token, contract) {
+		for _, a := range c.Assets() {
+			if a.Native() || !strings.EqualFold(a.Ref, contract) {
 				continue
 			}
-			dom, err := c.AuthorizationDomain(ctx, a.Symbol)
-			return id, dom, err
+			dom, err := c.TokenDomain(ctx, a)
+			if err != nil {
+				if failed == nil {
+					failed = err
+				}
+				continue
+			}
+			if dom.ChainID != nil && dom.ChainID.Cmp(chainID) == 0 {
+				return id, dom, nil
+			}
 		}
+	}
+	if failed != nil {
+		return "", chains.TransferAuthorization{}, failed
 	}
 	return "", chains.TransferAuthorization{}, fmt.Errorf("%w: the agent has no chain with id %s holding a token at %s", chains.ErrNoAuthorizations, chainID, contract)
 }

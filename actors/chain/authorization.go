@@ -27,6 +27,16 @@ func (r *Ref) AuthorizationDomain(ctx context.Context, asset string) (chains.Tra
 	return as[chains.TransferAuthorization](v, err)
 }
 
+// TokenDomain reads concurrently with everything else.
+func (r *Ref) TokenDomain(ctx context.Context, a chains.Asset) (chains.TransferAuthorization, error) {
+	ta, err := r.authorizer()
+	if err != nil {
+		return chains.TransferAuthorization{}, err
+	}
+	v, err := r.do(ctx, "authorization_domain", "", func(ctx context.Context) (any, error) { return ta.TokenDomain(ctx, a) })
+	return as[chains.TransferAuthorization](v, err)
+}
+
 // AuthorizationUsed reads concurrently with everything else.
 func (r *Ref) AuthorizationUsed(ctx context.Context, auth chains.TransferAuthorization) (bool, error) {
 	ta, err := r.authorizer()

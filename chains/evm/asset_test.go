@@ -83,4 +83,11 @@ func TestForeignAssetDescriptorRefused(t *testing.T) {
 	if signer.n.Load() == 0 {
 		t.Fatal("a payment in its own USDC was not signed")
 	}
+	// The x402 token domain too takes only its own descriptors.
+	if _, err := c.TokenDomain(ctx, sixDecimalZen); !errors.Is(err, chains.ErrUnknownAsset) {
+		t.Errorf("TokenDomain(USDC with ZEN's contract) = %v; want ErrUnknownAsset", err)
+	}
+	if dom, err := c.TokenDomain(ctx, usdc); err != nil || dom.Contract != usdc.Ref || dom.Asset != "USDC" {
+		t.Errorf("TokenDomain(its own USDC) = %+v, %v", dom, err)
+	}
 }

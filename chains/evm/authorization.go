@@ -64,6 +64,15 @@ func (c *Connector) AuthorizationDomain(ctx context.Context, assetSym string) (c
 	if err != nil {
 		return chains.TransferAuthorization{}, err
 	}
+	return c.TokenDomain(ctx, d)
+}
+
+// TokenDomain reads the EIP-712 name and version of d, one of the
+// connector's own tokens (Own).
+func (c *Connector) TokenDomain(ctx context.Context, d chains.Asset) (chains.TransferAuthorization, error) {
+	if err := c.Own(d); err != nil {
+		return chains.TransferAuthorization{}, err
+	}
 	a := tokenOf(d)
 	if a.Native() {
 		return chains.TransferAuthorization{}, fmt.Errorf("%w: %s is the native asset of %s; EIP-3009 moves tokens only", chains.ErrNoAuthorizations, a.Symbol, c.cfg.Chain)
