@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -367,31 +366,4 @@ func TestANewProcessAtAKnownAddressGetsAFreshEndpoint(t *testing.T) {
 			t.Errorf("%s: dropped endpoints %v, want %v", s.name, got, s.wantDropped)
 		}
 	}
-}
-
-// TestAnEndedConnectionFailsItsRequestsAtOnce: the requests in flight to
-// an address whose endpoint ended fail (host.ErrMemberLost, saying why);
-// the others, and an event for this member's own address, change nothing.
-func TestAnEndedConnectionFailsItsRequestsAtOnce(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := &Member{cfg: Config{Log: log}, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), self: "127.0.0.1:1"}
-	toB, toC := &call{lost: make(chan struct{})}, &call{lost: make(chan struct{})}
-	m.inflight["127.0.0.1:2"] = map[*call]struct{}{toB: {}}
-	m.inflight["127.0.0.1:3"] = map[*call]struct{}{toC: {}}
-	m.onEndpointLost("127.0.0.1:1")
-	m.onEndpointLost("127.0.0.1:2")
-	select {
-	case <-toB.lost:
-		if !strings.Contains(toB.why, "connection") {
-			t.Errorf("why %q", toB.why)
-		}
-	default:
-		t.Fatal("a request on the ended connection is still waiting")
-	}
-	select {
-	case <-toC.lost:
-		t.Fatal("a request to another member failed")
-	default:
-	}
-	m.onEndpointLost("127.0.0.1:2") // a second event: nothing left to fail, no double close
 }

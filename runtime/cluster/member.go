@@ -187,6 +187,10 @@ type Member struct {
 	ids      map[string]bool               // live members' actor system ids
 	inflight map[string]map[*call]struct{} // forwarded requests by member
 	addrIDs  map[string]string             // the member id last seen at each address (replacedAddresses)
+	answers  *answers                      // the forwarded requests this member took (answers.go)
+	// lose, in tests only (export_test.go), makes the router lose a
+	// request ("request") or its answer ("answer") as protoactor can.
+	lose atomic.Pointer[func(what, agentID string) bool]
 	// dropEndpoint ends protoactor's endpoint for an address
 	// (endpoints.go); nil in tests without remoting.
 	dropEndpoint func(addr string)
@@ -202,8 +206,7 @@ type Member struct {
 
 // call is one forwarded request waiting for its answer.
 type call struct {
-	lost chan struct{} // closed when its member leaves the topology, or its connection ends
-	why  string        // set before lost is closed
+	lost chan struct{} // closed when its member leaves the topology
 }
 
 // Start joins the cluster with system (whose remoting it starts) and
@@ -222,7 +225,8 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 	if err != nil {
 		return nil, fmt.Errorf("cluster address %q: bad port: %w", cfg.Addr, err)
 	}
-	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	m = &Member{cfg: cfg, system: system, inflight: map[string]map[*call]struct{}{}, changed: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1),
+		answers: newAnswers(time.Now)}
 	m.fence.init()
 
 	provider, err := m.provider()
@@ -265,11 +269,8 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (m *Membe
 		cluster.WithHeartbeatExpiration(cfg.HeartbeatExpiration))
 	m.cl = cluster.New(system, ccfg)
 	system.EventStream.Subscribe(func(evt any) {
-		switch e := evt.(type) {
-		case *cluster.ClusterTopology:
-			m.onTopology(e)
-		case *remote.EndpointTerminatedEvent:
-			m.onEndpointLost(e.Address)
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
+			m.onTopology(t)
 		}
 	})
 	m.dropEndpoint = func(addr string) {

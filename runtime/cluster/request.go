@@ -92,6 +92,10 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 	// The future outlives the deadline a little so that the host's own
 	// timeout answer, not ours, reaches the caller.
 	fut := m.system.Root.RequestFuture(actor.NewPID(addr, routerName), req, time.Until(deadline)+time.Second)
+	// The name the owner knows this request by, for probes (answers.go):
+	// the deadline as the owner reads it from the envelope.
+	_, sent, _ := m.cfg.Codec.ReadRequest(req)
+	name := probeName(fut.PID().Id, id, sent)
 	type result struct {
 		v   any
 		err error
@@ -101,54 +105,81 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 		r, err := fut.Result()
 		done <- result{r, err}
 	}()
-	select {
-	case r := <-done:
-		switch {
-		case errors.Is(r.err, actor.ErrDeadLetter):
-			return nil, fmt.Errorf("no router at %s (dead letter)", addr), true
-		case errors.Is(r.err, actor.ErrTimeout):
-			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, host.ErrTimeout), false
-		case r.err != nil:
-			return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, r.err), false
-		}
-		code, ok := m.cfg.Codec.ReplyCode(r.v)
-		if !ok {
-			// Remoting answers an unknown target with a dead letter.
-			if _, dl := r.v.(*actor.DeadLetterResponse); dl {
-				return nil, fmt.Errorf("no router at %s (dead letter)", addr), true
+	probeT := time.NewTimer(probeAfter)
+	defer probeT.Stop()
+	probed := make(chan string, 1)
+	for {
+		select {
+		case r := <-done:
+			return m.answered(id, addr, r.v, r.err)
+		case <-c.lost:
+			return nil, fmt.Errorf("agent %s: member %s left the cluster with the request in flight: %w", id, addr, host.ErrMemberLost), false
+		case <-ctx.Done():
+			return nil, ctx.Err(), false
+		case <-probeT.C:
+			go func() { probed <- m.probe(addr, name) }()
+		case state := <-probed:
+			if state == probeUnknown {
+				return nil, fmt.Errorf("agent %s: %w: %w", id, errNeverTaken(addr), host.ErrMemberLost), false
 			}
-			return nil, fmt.Errorf("agent %s on member %s answered %T", id, addr, r.v), false
+			// running, done (its answer is on its way again), or no
+			// answer to the probe (an older member, a slow one): wait on.
+			probeT.Reset(probeEvery)
 		}
-		if code == codeNotOwner || code == codeFenced {
-			// Refused unprocessed: route again once the views agree (or
-			// the fenced member has left them).
-			_, why := m.cfg.Codec.DecodeReply(r.v)
-			return nil, why, true
-		}
-		v, err := m.cfg.Codec.DecodeReply(r.v)
-		return v, err, false
-	case <-c.lost:
-		why := c.why
-		if why == "" {
-			why = "member " + addr + " left the cluster with the request in flight"
-		}
-		return nil, fmt.Errorf("agent %s: %s: %w", id, why, host.ErrMemberLost), false
-	case <-ctx.Done():
-		return nil, ctx.Err(), false
 	}
+}
+
+// answered reads the answer (v, err) of a request forwarded to addr.
+func (m *Member) answered(id, addr string, v any, err error) (any, error, bool) {
+	switch {
+	case errors.Is(err, actor.ErrDeadLetter):
+		return nil, fmt.Errorf("no router at %s (dead letter)", addr), true
+	case errors.Is(err, actor.ErrTimeout):
+		return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, host.ErrTimeout), false
+	case err != nil:
+		return nil, fmt.Errorf("agent %s on member %s: %w", id, addr, err), false
+	}
+	code, ok := m.cfg.Codec.ReplyCode(v)
+	if !ok {
+		// Remoting answers an unknown target with a dead letter.
+		if _, dl := v.(*actor.DeadLetterResponse); dl {
+			return nil, fmt.Errorf("no router at %s (dead letter)", addr), true
+		}
+		return nil, fmt.Errorf("agent %s on member %s answered %T", id, addr, v), false
+	}
+	if code == codeNotOwner || code == codeFenced {
+		// Refused unprocessed: route again once the views agree (or
+		// the fenced member has left them).
+		_, why := m.cfg.Codec.DecodeReply(v)
+		return nil, why, true
+	}
+	out, err := m.cfg.Codec.DecodeReply(v)
+	return out, err, false
 }
 
 // receive is the router actor: it takes requests from other members and
 // runs each on its own goroutine, so one slow agent never holds up another.
 func (m *Member) receive(c actor.Context) {
 	req := c.Message()
-	if _, _, ok := m.cfg.Codec.ReadRequest(req); !ok {
+	if name, ok := isProbe(req); ok {
+		if sender := c.Sender(); sender != nil {
+			m.answerProbe(c, sender, name)
+		}
+		return
+	}
+	id, deadline, ok := m.cfg.Codec.ReadRequest(req)
+	if !ok {
 		return
 	}
 	sender := c.Sender()
 	if sender == nil {
 		return
 	}
+	if lose := m.lose.Load(); lose != nil && (*lose)("request", id) {
+		return
+	}
+	key := requestKey(sender, id, deadline)
+	m.answers.take(key, sender)
 	// Fencing is decided when the request is taken off the wire: one that
 	// waited in a buffer while this process was paused is refused even if
 	// the watchdog has not run yet.
@@ -162,7 +193,12 @@ func (m *Member) receive(c actor.Context) {
 		fenced = fmt.Sprintf("the sender %s is not in its topology", sender.Address)
 	}
 	go func() {
-		m.system.Root.Send(sender, m.serve(req, fenced))
+		reply := m.serve(req, fenced)
+		m.answers.done(key, reply)
+		if lose := m.lose.Load(); lose != nil && (*lose)("answer", id) {
+			return
+		}
+		m.system.Root.Send(sender, reply)
 	}()
 }
 
