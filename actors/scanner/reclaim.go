@@ -45,7 +45,7 @@ func (s *Scanner) reclaimDestinations(ctx context.Context, rep *Report) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if now.Before(d.NextAt) {
+		if !d.Due(now) {
 			continue
 		}
 		due, next, err := state.Reclaim(ctx, s.opts.Store, d, now)

@@ -102,7 +102,12 @@ func (s *Invoices) destination(ctx context.Context, c chains.ID, asset, key stri
 	if err != nil {
 		return "", nil, nil, 0, fmt.Errorf("one-time address for the invoice on %s: %w", c, err)
 	}
-	d := &Destination{AgentID: s.agentID, Chain: c, Address: addr, EphemeralPubKey: hex.EncodeToString(eph), Asset: asset, Key: key, CreatedAt: s.now().UTC()}
+	// Not due before it could be an orphan: the maintenance leaves the
+	// record alone while its create_invoice is activating the address, so
+	// that create's write (AtVersion) does not conflict with a pass.
+	now := s.now().UTC()
+	d := &Destination{AgentID: s.agentID, Chain: c, Address: addr, EphemeralPubKey: hex.EncodeToString(eph), Asset: asset, Key: key,
+		CreatedAt: now, NextAt: now.Add(OrphanAfter)}
 	ops := []persistence.Op{persistence.Put(TableInvoiceDestinations, d.key(), mustJSON(d), persistence.Absent())}
 	if key != "" {
 		ops = append(ops, persistence.Put(TableInvoiceDestinationKeys, s.key(key), []byte(d.key()), persistence.Any()))
@@ -113,6 +118,12 @@ func (s *Invoices) destination(ctx context.Context, c chains.ID, asset, key stri
 	}
 	return addr, eph, d, vs[0], nil
 }
+
+// Due reports whether the maintenance looks at d at now (its NextAt has
+// come). A destination is recorded not due until OrphanAfter, and due at
+// once when its invoice is stored (Create): its reclaim then follows the
+// invoice (Reclaim).
+func (d Destination) Due(now time.Time) bool { return !now.Before(d.NextAt) }
 
 // Destinations lists the prepared destinations recorded on chain.
 func Destinations(ctx context.Context, store persistence.Store, chain chains.ID) ([]Destination, error) {

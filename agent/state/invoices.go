@@ -224,6 +224,7 @@ func (s *Invoices) Create(ctx context.Context, inv tools.Invoice, key string) (t
 		// already started (Reclaiming) makes this batch conflict.
 		d := *dest
 		d.InvoiceID = id
+		d.NextAt = time.Time{} // due: its reclaim follows the invoice now
 		ops = append(ops, persistence.Put(TableInvoiceDestinations, d.key(), mustJSON(d), persistence.AtVersion(dv)))
 	}
 	_, err = s.store.Apply(ctx, ops...)
