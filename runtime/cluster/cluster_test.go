@@ -369,10 +369,7 @@ func waitInactive(t *testing.T, n *node) {
 // own connection once the agent answers; the next request reaches the
 // owner on a fresh connection.
 func TestARequestOutlivesItsConnection(t *testing.T) {
-	nodes, slots, _ := startCluster(t, 3)
-	owner := nodes[1]
-	id := ownedBy(t, nodes[0], owner, "c")
-	ping(t, nodes[0], id)
+	nodes, slots, owner, id := answeredOnce(t, "c")
 	inflight := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -416,10 +413,7 @@ func TestARequestOutlivesItsConnection(t *testing.T) {
 // owner sends it again, so the request is answered instead of waiting out
 // its deadline (ping's 20 s: a timeout without the probes).
 func TestALostAnswerIsSentAgain(t *testing.T) {
-	nodes, _, _ := startCluster(t, 3)
-	owner := nodes[1]
-	id := ownedBy(t, nodes[0], owner, "a")
-	ping(t, nodes[0], id)
+	nodes, _, owner, id := answeredOnce(t, "a")
 	cluster.LoseOnce(owner.member, "answer", id)
 	if p := ping(t, nodes[0], id); p.Member != owner.name || p.Count != 2 {
 		t.Fatalf("answer %+v, want %s's second answer", p, owner.name)
@@ -430,10 +424,7 @@ func TestALostAnswerIsSentAgain(t *testing.T) {
 // never runs; the requester's probe finds the owner never took it, and it
 // fails at once, retriably, instead of waiting out its deadline.
 func TestALostRequestFailsRetriably(t *testing.T) {
-	nodes, _, _ := startCluster(t, 3)
-	owner := nodes[1]
-	id := ownedBy(t, nodes[0], owner, "r")
-	ping(t, nodes[0], id)
+	nodes, _, owner, id := answeredOnce(t, "r")
 	cluster.LoseOnce(owner.member, "request", id)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -445,6 +436,19 @@ func TestALostRequestFailsRetriably(t *testing.T) {
 	if p := ping(t, nodes[0], id); p.Count != 2 {
 		t.Fatalf("answer %+v after a lost request, want count 2", p)
 	}
+}
+
+// answeredOnce starts a cluster of three with an agent (its id from
+// prefix) that nodes[1], its owner, holds and has answered once for
+// nodes[0]: a request from nodes[0] to it is forwarded, and its answer
+// counts from 2.
+func answeredOnce(t *testing.T, prefix string) (nodes []*node, slots []slot, owner *node, id string) {
+	t.Helper()
+	nodes, slots, _ = startCluster(t, 3)
+	owner = nodes[1]
+	id = ownedBy(t, nodes[0], owner, prefix)
+	ping(t, nodes[0], id)
+	return nodes, slots, owner, id
 }
 
 // ownedBy is an agent id that from's view places on owner.
