@@ -7,11 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,8 +22,6 @@ import (
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/bindings"
 	"github.com/veilhq/veil/chains/evm/evmtest"
-	"github.com/veilhq/veil/chains/evm/x402"
-	"github.com/veilhq/veil/chains/internal/settletest"
 )
 
 // TestAuthorizationLogs: the fate of an authorization whose nonce is used
@@ -46,95 +42,56 @@ func TestAuthorizationLogs(t *testing.T) {
 	cfg, _ := d.Config(chains.Base)
 	node := newLogCapNode(t, cfg.RPCURL, logRange)
 	cfg.RPCURL, cfg.LogRange = node.srv.URL, logRange
-	alice, bob := evmtest.NewAgent("logs-alice"), evmtest.NewAgent("logs-bob")
-	var mu sync.Mutex
-	clock := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	set := func(t time.Time) { mu.Lock(); clock = t; mu.Unlock() }
-	var settled settletest.Recorder
-	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.Now = now; o.OnSettled = settled.On })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, a := range []*evmtest.Agent{alice, bob} {
-		mustMined(t, c, mustFund(t, c, a.Address).TxHash)
-	}
-	payTo := crypto.PubkeyToAddress(evmtest.NewAgent("logs-payee").Account.PublicKey)
-	head, err := c.Client().HeaderByNumber(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	validBefore := time.Unix(int64(head.Time), 0).Add(time.Hour) // the chain stays before it
+	e := newAuthEnv(t, cfg, "logs")
+	validBefore := e.head.Add(time.Hour) // the chain stays before it
 
-	sign := func(t *testing.T, key string) (chains.TransferAuthorization, []byte) {
-		t.Helper()
-		auth, err := c.AuthorizationDomain(ctx, "USDC")
-		if err != nil {
-			t.Fatal(err)
-		}
-		auth.From, auth.To = alice.Address.Hex(), payTo.Hex()
-		auth.Value, auth.ValidAfter, auth.ValidBefore = units(t, "0.1", 6), big.NewInt(0), big.NewInt(validBefore.Unix())
-		auth.Nonce = x402.NonceFor(alice.ID, key)
-		sig, err := c.SignAuthorization(ctx, alice.Ref(chains.Base), auth, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return auth, sig
-	}
-	settle := func(t *testing.T, key string, auth chains.TransferAuthorization, sig []byte) string {
-		t.Helper()
-		r, err := c.SettleAuthorization(ctx, bob.Ref(chains.Base), bob.Address.Hex(), auth, sig, "settle/"+key)
-		if err != nil {
-			t.Fatalf("the payee's settlement: %v", err)
-		}
-		return r.TxHash
-	}
 	// passes runs maintenance n times past validBefore by our clock.
 	passes := func(t *testing.T, n int) {
 		t.Helper()
-		set(validBefore.Add(time.Second))
+		e.set(validBefore.Add(time.Second))
 		for range n {
-			if _, err := c.MaintainOnce(ctx, false); err != nil {
+			if _, err := e.c.MaintainOnce(e.ctx, false); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	one := func(t *testing.T, key string, want chains.SettlementStatus, tx, reason string) {
 		t.Helper()
-		got := settled.Of(key)
-		if len(got) != 1 || got[0].Status != want || got[0].TxHash != tx || got[0].AgentID != alice.ID || !strings.Contains(got[0].Reason, reason) {
+		got := e.settled.Of(key)
+		if len(got) != 1 || got[0].Status != want || got[0].TxHash != tx || got[0].AgentID != e.alice.ID || !strings.Contains(got[0].Reason, reason) {
 			t.Fatalf("settlements %+v; want one %s (tx %s, reason with %q)", got, want, tx, reason)
 		}
 	}
 
 	t.Run("canceled by the payer", func(t *testing.T) {
 		key := "x402/logs-canceled"
-		auth, _ := sign(t, key)
-		tx := cancelAuthorization(t, c, auth, alice, bob)
+		auth, _ := e.sign(t, key, "0.1", validBefore)
+		tx := cancelAuthorization(t, e.c, auth, e.alice, e.bob)
 		passes(t, 2)
 		one(t, key, chains.SettlementFailed, tx, "canceled")
-		if got := settled.Of(key)[0].Reason; !strings.Contains(got, "nothing was transferred") {
+		if got := e.settled.Of(key)[0].Reason; !strings.Contains(got, "nothing was transferred") {
 			t.Fatalf("reason %q does not say nothing was transferred", got)
 		}
 	})
 
 	t.Run("used many ranges after it was signed", func(t *testing.T) {
 		key := "x402/logs-far"
-		auth, sig := sign(t, key)
-		signedAt, err := c.Client().BlockNumber(ctx)
+		auth, sig := e.sign(t, key, "0.1", validBefore)
+		signedAt, err := e.c.Client().BlockNumber(e.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; ; i++ {
-			h, err := c.Client().BlockNumber(ctx)
+			h, err := e.c.Client().BlockNumber(e.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if h > signedAt+3*logRange {
 				break
 			}
-			mustMined(t, c, mustFund(t, c, evmtest.NewAgent("logs-filler-"+string(rune('a'+i))).Address).TxHash)
+			mustMined(t, e.c, mustFund(t, e.c, evmtest.NewAgent("logs-filler-"+string(rune('a'+i))).Address).TxHash)
 		}
-		tx := settle(t, key, auth, sig)
+		tx := e.settle(t, key, auth, sig)
 		refusedBefore := node.refused.Load()
 		passes(t, 2)
 		one(t, key, chains.SettlementConfirmed, tx, "")
@@ -145,21 +102,21 @@ func TestAuthorizationLogs(t *testing.T) {
 
 	t.Run("used, no log in reach", func(t *testing.T) {
 		key := "x402/logs-hidden"
-		auth, sig := sign(t, key)
-		tx := settle(t, key, auth, sig)
+		auth, sig := e.sign(t, key, "0.1", validBefore)
+		tx := e.settle(t, key, auth, sig)
 		node.hide.Store(true)
 		passes(t, 3)
-		if got := settled.Of(key); len(got) != 0 {
+		if got := e.settled.Of(key); len(got) != 0 {
 			t.Fatalf("settled %+v with no log to say how", got)
 		}
-		notes := settled.Of(chains.NoteKey(key))
+		notes := e.settled.Of(chains.NoteKey(key))
 		if len(notes) != 1 || notes[0].Status != chains.SettlementPending || notes[0].TxHash != "" || !strings.Contains(notes[0].Reason, "no transfer log was found") {
 			t.Fatalf("notes %+v; want one pending note saying no log was found", notes)
 		}
 		node.hide.Store(false)
 		passes(t, 2)
 		one(t, key, chains.SettlementConfirmed, tx, "found on a later check")
-		if got := settled.Of(chains.NoteKey(key)); len(got) != 1 {
+		if got := e.settled.Of(chains.NoteKey(key)); len(got) != 1 {
 			t.Fatalf("notes %+v after it was found; want the one", got)
 		}
 	})
