@@ -1,3 +1,5 @@
+//go:build !nodevnet
+
 package evm_test
 
 import (
