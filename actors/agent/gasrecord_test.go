@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/veilhq/veil/actors/agent"
-	"github.com/veilhq/veil/actors/internal/moneytest"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
@@ -21,10 +19,8 @@ import (
 // made again by a retry of the withdrawal.
 func TestGasFundingHasItsOwnRecord(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	env.Chain.AnnounceSends()
-	payer := env.CreateAgent("payer")
-	bob := env.CreateAgent("bob")
+	// bob pays the payer: a payment at a one-time address it can withdraw.
+	env, payer, from := newPaidPayer(t)
 	call := func(id, tool, args, key string) *agent.ToolCall {
 		t.Helper()
 		tc := env.Tool(id, tool, args, key)
@@ -33,27 +29,13 @@ func TestGasFundingHasItsOwnRecord(t *testing.T) {
 		}
 		return tc
 	}
-	// bob pays the payer: a payment at a one-time address it can withdraw.
-	from := env.PaidOnce(bob, payer)
 	const dest = "0x00000000000000000000000000000000000000d5"
 
 	env.Chain.NeedGas("0.0002")
 	args, _ := json.Marshal(map[string]string{"from": from, "to": dest})
 	call(payer.ID, "withdraw", string(args), "w1")
 	out := state.NewOutgoing(env.Store, payer.ID, nil)
-	records := func() map[tools.PaymentKind][]tools.OutgoingPayment {
-		t.Helper()
-		page, err := out.List(ctx, state.PaymentFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		by := map[tools.PaymentKind][]tools.OutgoingPayment{}
-		for _, p := range page.Payments {
-			by[p.Kind] = append(by[p.Kind], p)
-		}
-		return by
-	}
-	by := records()
+	by := outgoingByKind(t, out)
 	if len(by[tools.KindWithdraw]) != 1 || len(by[tools.KindGasFunding]) != 1 {
 		t.Fatalf("records %+v; want one withdrawal and one gas funding", by)
 	}
@@ -110,7 +92,7 @@ func TestGasFundingHasItsOwnRecord(t *testing.T) {
 	if tc := env.Tool(payer.ID, "withdraw", string(args), "w1"); tc.Status == "success" {
 		t.Fatalf("the same withdrawal again: %s %s", tc.Status, tc.Detail)
 	}
-	if by := records(); len(by[tools.KindGasFunding]) != 1 || len(by[tools.KindWithdraw]) != 1 || len(env.Chain.GasSent()) != 1 {
+	if by := outgoingByKind(t, out); len(by[tools.KindGasFunding]) != 1 || len(by[tools.KindWithdraw]) != 1 || len(env.Chain.GasSent()) != 1 {
 		t.Fatalf("after the retry: records %+v, gas sent %v", by, env.Chain.GasSent())
 	}
 }

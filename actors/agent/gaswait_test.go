@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/veilhq/veil/actors/agent"
-	"github.com/veilhq/veil/actors/internal/moneytest"
 	"github.com/veilhq/veil/agent/state"
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
@@ -23,27 +21,13 @@ import (
 // with nothing to move it.
 //
 // The relayer's fee in a transaction of its own before the withdrawal
-// (EVM) is the same case: the step table runs both.
+// (EVM) is the same case: withdrawSteps runs both.
 func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
-	steps := []struct {
-		name    string
-		kind    tools.PaymentKind
-		unknown func(*moneytest.Chain, bool)
-		setup   func(*moneytest.Chain)
-		failed  string
-	}{
-		{"gas", tools.KindGasFunding, (*moneytest.Chain).GasOutcomeUnknown, func(c *moneytest.Chain) { c.NeedGas("0.0002") }, "gas funding failed; nothing withdrawn"},
-		{"fee", tools.KindRelayerFee, (*moneytest.Chain).FeeOutcomeUnknown, func(c *moneytest.Chain) { c.RelayerFee("0.01", false) }, "the relayer's fee transfer failed; nothing withdrawn"},
-	}
-	for _, step := range steps {
+	for _, step := range withdrawSteps {
 		for _, outcome := range []chains.SettlementStatus{chains.SettlementFailed, chains.SettlementConfirmed} {
 			t.Run(step.name+"/"+string(outcome), func(t *testing.T) {
 				ctx := context.Background()
-				env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-				env.Chain.AnnounceSends()
-				payer := env.CreateAgent("payer")
-				bob := env.CreateAgent("bob")
-				from := env.PaidOnce(bob, payer)
+				env, payer, from := newPaidPayer(t)
 				step.setup(env.Chain)
 				step.unknown(env.Chain, true)
 				args, _ := json.Marshal(map[string]string{"from": from, "to": "0x00000000000000000000000000000000000000d5"})
@@ -57,21 +41,10 @@ func TestWithdrawalWaitingOnGasSettlesWithIt(t *testing.T) {
 					t.Fatalf("withdraw with the %s's outcome unknown answered %s", step.name, tc.Detail)
 				}
 				out := state.NewOutgoing(env.Store, payer.ID, nil)
-				page, err := out.List(ctx, state.PaymentFilter{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var w, g tools.OutgoingPayment
-				for _, p := range page.Payments {
-					switch p.Kind {
-					case tools.KindWithdraw:
-						w = p
-					case step.kind:
-						g = p
-					}
-				}
+				by := outgoingByKind(t, out)
+				w, g := only(by[tools.KindWithdraw]), only(by[step.kind])
 				if w.ID == "" || g.ID == "" || g.ForPayment != w.ID {
-					t.Fatalf("records %+v; want a withdrawal and its %s", page.Payments, step.name)
+					t.Fatalf("records %+v; want a withdrawal and its %s", by, step.name)
 				}
 				if w.Status != tools.PaymentPending || w.TxHash != "" || w.Reason == "" || g.Status != tools.PaymentPending {
 					t.Fatalf("before the gas settles: withdrawal %s %q reason %q, gas %s; want pending, no tx, a reason", w.Status, w.TxHash, w.Reason, g.Status)

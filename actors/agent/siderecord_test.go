@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/internal/moneytest"
@@ -26,11 +25,7 @@ func TestWithdrawalFeeAndRemainderHaveTheirOwnRecords(t *testing.T) {
 		name := map[bool]string{false: "fee in its own transaction", true: "fee in the withdrawal's transaction"}[sameTx]
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-			env.Chain.AnnounceSends()
-			payer := env.CreateAgent("payer")
-			bob := env.CreateAgent("bob")
-			from := env.PaidOnce(bob, payer)
+			env, payer, from := newPaidPayer(t)
 			const dest = "0x00000000000000000000000000000000000000d5"
 			env.Chain.RelayerFee("0.01", sameTx)
 			env.Chain.Remainder("0.0003")
@@ -40,14 +35,7 @@ func TestWithdrawalFeeAndRemainderHaveTheirOwnRecords(t *testing.T) {
 			}
 
 			out := state.NewOutgoing(env.Store, payer.ID, nil)
-			page, err := out.List(ctx, state.PaymentFilter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			by := map[tools.PaymentKind][]tools.OutgoingPayment{}
-			for _, p := range page.Payments {
-				by[p.Kind] = append(by[p.Kind], p)
-			}
+			by := outgoingByKind(t, out)
 			if len(by[tools.KindWithdraw]) != 1 || len(by[tools.KindRelayerFee]) != 1 || len(by[tools.KindRemainder]) != 1 {
 				t.Fatalf("records %+v; want a withdrawal, its relayer's fee and its remainder", by)
 			}
@@ -120,11 +108,7 @@ func TestSameTxFeeWithoutHashSettlesWithTheWithdrawal(t *testing.T) {
 		name := map[bool]string{true: "same transaction", false: "own transaction"}[sameTx]
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-			env.Chain.AnnounceSends()
-			payer := env.CreateAgent("payer")
-			bob := env.CreateAgent("bob")
-			from := env.PaidOnce(bob, payer)
+			env, payer, from := newPaidPayer(t)
 			env.Chain.RelayerFee("0.01", sameTx)
 			env.Chain.WithdrawOutcomeUnknown(true)
 			args, _ := json.Marshal(map[string]string{"from": from, "to": "0x00000000000000000000000000000000000000d5"})
@@ -132,21 +116,10 @@ func TestSameTxFeeWithoutHashSettlesWithTheWithdrawal(t *testing.T) {
 				t.Fatalf("withdraw with its outcome unknown: %s %s", tc.Status, tc.Detail)
 			}
 			out := state.NewOutgoing(env.Store, payer.ID, nil)
-			page, err := out.List(ctx, state.PaymentFilter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var w, f tools.OutgoingPayment
-			for _, p := range page.Payments {
-				switch p.Kind {
-				case tools.KindWithdraw:
-					w = p
-				case tools.KindRelayerFee:
-					f = p
-				}
-			}
+			by := outgoingByKind(t, out)
+			w, f := only(by[tools.KindWithdraw]), only(by[tools.KindRelayerFee])
 			if w.Status != tools.PaymentPending || w.TxHash != "" || f.ForPayment != w.ID || f.SameTx != sameTx {
-				t.Fatalf("before the settlement: withdrawal %+v, fee %+v", w, f)
+				t.Fatalf("before the settlement: withdrawal %+v, fee %+v (records %+v)", w, f, by)
 			}
 			if sameTx && (f.Status != tools.PaymentPending || f.TxHash != "") {
 				t.Fatalf("same-transaction fee before the settlement: %s %q; want pending with no hash", f.Status, f.TxHash)

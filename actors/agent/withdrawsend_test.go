@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/internal/moneytest"
@@ -30,15 +29,21 @@ type waitingWithdrawal struct {
 	out    *state.Outgoing
 }
 
+// withdrawSteps are the prerequisites a withdrawal waits on (gas funding,
+// the relayer's fee in a transaction of its own), with the withdrawal's
+// reason once it is sent (done) and once the prerequisite failed (failed).
 var withdrawSteps = []struct {
 	name    string
 	kind    tools.PaymentKind
 	unknown func(*moneytest.Chain, bool)
 	setup   func(*moneytest.Chain)
 	done    string
+	failed  string
 }{
-	{"gas", tools.KindGasFunding, (*moneytest.Chain).GasOutcomeUnknown, func(c *moneytest.Chain) { c.NeedGas("0.0002") }, "sent once its gas funding was confirmed"},
-	{"fee", tools.KindRelayerFee, (*moneytest.Chain).FeeOutcomeUnknown, func(c *moneytest.Chain) { c.RelayerFee("0.01", false) }, "sent once the relayer's fee transfer was confirmed"},
+	{"gas", tools.KindGasFunding, (*moneytest.Chain).GasOutcomeUnknown, func(c *moneytest.Chain) { c.NeedGas("0.0002") },
+		"sent once its gas funding was confirmed", "gas funding failed; nothing withdrawn"},
+	{"fee", tools.KindRelayerFee, (*moneytest.Chain).FeeOutcomeUnknown, func(c *moneytest.Chain) { c.RelayerFee("0.01", false) },
+		"sent once the relayer's fee transfer was confirmed", "the relayer's fee transfer failed; nothing withdrawn"},
 }
 
 // newWaitingWithdrawal has payer withdraw its one received payment while
@@ -53,11 +58,8 @@ func newWaitingWithdrawal(t *testing.T, step int) *waitingWithdrawal {
 func newWaitingWithdrawalOf(t *testing.T, step int, amount string) *waitingWithdrawal {
 	t.Helper()
 	s := withdrawSteps[step]
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	env.Chain.AnnounceSends()
-	ww := &waitingWithdrawal{env: env, payer: env.CreateAgent("payer")}
-	bob := env.CreateAgent("bob")
-	ww.from = env.PaidOnce(bob, ww.payer)
+	env, payer, from := newPaidPayer(t)
+	ww := &waitingWithdrawal{env: env, payer: payer, from: from}
 	s.setup(env.Chain)
 	s.unknown(env.Chain, true)
 	a := map[string]string{"from": ww.from, "to": "0x00000000000000000000000000000000000000d5"}
@@ -71,20 +73,10 @@ func newWaitingWithdrawalOf(t *testing.T, step int, amount string) *waitingWithd
 	}
 	s.unknown(env.Chain, false)
 	ww.out = state.NewOutgoing(env.Store, ww.payer.ID, nil)
-	page, err := ww.out.List(context.Background(), state.PaymentFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range page.Payments {
-		switch p.Kind {
-		case tools.KindWithdraw:
-			ww.w = p
-		case s.kind:
-			ww.pre = p
-		}
-	}
+	by := outgoingByKind(t, ww.out)
+	ww.w, ww.pre = only(by[tools.KindWithdraw]), only(by[s.kind])
 	if ww.w.Status != tools.PaymentPending || ww.w.TxHash != "" || ww.pre.ForPayment != ww.w.ID || len(env.Chain.Withdrawals()) != 0 {
-		t.Fatalf("records %+v; want a withdrawal pending with nothing withdrawn, waiting on its %s", page.Payments, s.name)
+		t.Fatalf("records %+v; want a withdrawal pending with nothing withdrawn, waiting on its %s", by, s.name)
 	}
 	return ww
 }

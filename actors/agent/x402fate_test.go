@@ -38,18 +38,7 @@ func TestX402AuthorizationFate(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-			payer := env.CreateAgent("payer")
-			out := state.NewOutgoing(env.Store, payer.ID, nil)
-			amount, err := chains.ParseAmountOf("0.25", 6)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := out.Open(ctx, tools.OutgoingPayment{Kind: tools.KindX402, Source: tools.PaymentSource{Type: tools.SourceMCP}, Chain: chains.Base,
-				Asset: "USDC", Amount: amount, Recipient: tools.PaymentRecipient{Address: "0x00000000000000000000000000000000000000a4"}, IdempotencyKey: "x402/k"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			env, payer, out, rec := newX402Record(t)
 			before := len(env.Inbox(payer.ID).Notifications)
 			s := c.settlement
 			s.Chain, s.IdempotencyKey, s.AgentID, s.Op = chains.Base, "x402/k", payer.ID, "authorization"
@@ -89,18 +78,7 @@ func TestX402AuthorizationFate(t *testing.T) {
 // nothing.
 func TestX402AuthorizationNoted(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	payer := env.CreateAgent("payer")
-	out := state.NewOutgoing(env.Store, payer.ID, nil)
-	amount, err := chains.ParseAmountOf("0.25", 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := out.Open(ctx, tools.OutgoingPayment{Kind: tools.KindX402, Source: tools.PaymentSource{Type: tools.SourceMCP}, Chain: chains.Base,
-		Asset: "USDC", Amount: amount, Recipient: tools.PaymentRecipient{Address: "0x00000000000000000000000000000000000000a4"}, IdempotencyKey: "x402/k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, payer, out, rec := newX402Record(t)
 	deliver := func(s chains.Settlement) {
 		t.Helper()
 		s.Chain, s.AgentID, s.Op = chains.Base, payer.ID, "authorization"
@@ -139,4 +117,24 @@ func TestX402AuthorizationNoted(t *testing.T) {
 	if n, e := told(); n != notes0+1 || e != events0+1 {
 		t.Fatalf("%d notifications, %d events after it confirmed (before %d, %d); want one more of each", n, e, notes0, events0)
 	}
+}
+
+// newX402Record is a money env with an agent "payer" whose x402 payment
+// of 0.25 USDC on Base, under the key "x402/k", is recorded (pending: the
+// payee has not been heard from), as fetch_paid opens it before it pays.
+func newX402Record(t *testing.T) (*moneytest.Env, *agent.Record, *state.Outgoing, tools.OutgoingPayment) {
+	t.Helper()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	payer := env.CreateAgent("payer")
+	out := state.NewOutgoing(env.Store, payer.ID, nil)
+	amount, err := chains.ParseAmountOf("0.25", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := out.Open(context.Background(), tools.OutgoingPayment{Kind: tools.KindX402, Source: tools.PaymentSource{Type: tools.SourceMCP}, Chain: chains.Base,
+		Asset: "USDC", Amount: amount, Recipient: tools.PaymentRecipient{Address: "0x00000000000000000000000000000000000000a4"}, IdempotencyKey: "x402/k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, payer, out, rec
 }
