@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,7 +157,10 @@ func isProbe(envelope any) (string, bool) {
 func (m *Member) answerProbe(c actor.Context, sender *actor.PID, name string) {
 	state, e := m.answers.state(sender.Address + "|" + name)
 	if e != nil {
-		m.system.Root.Send(e.to, e.reply) // the answer again, to the request's future
+		// The answer again, to the request's future: the first one was
+		// lost, or is slow.
+		m.system.Root.Send(e.to, e.reply)
+		m.cfg.Log.Info("cluster answer sent again to a probe", slog.String("to", sender.Address), slog.Duration("answered_ago", time.Since(e.done)))
 	}
 	c.Send(sender, &wrapperspb.StringValue{Value: state})
 }
