@@ -23,7 +23,7 @@ import (
 // answered within milliseconds.
 //
 // So the owner remembers, per request, that it is running and then its
-// answer, for answerTTL; and a requester that has waited probeAfter asks
+// answer (the last maxAnswers, for answerTTL); and a requester that has waited probeAfter asks
 // the owner's router about it (a probe: a StringValue naming the request,
 // answered with a StringValue state) every probeEvery:
 //   - "running": the agent is still at it; wait on.
@@ -43,11 +43,14 @@ import (
 const (
 	probeAfter = 2 * time.Second
 	probeEvery = 2 * time.Second
-	// answerTTL is how long an owner keeps an answer for probes: longer
-	// than a probe round trip under load, short enough to stay small.
-	answerTTL = 2 * time.Minute
-	// maxAnswers bounds the table; the oldest go first.
-	maxAnswers = 100_000
+	// answerTTL is how long an owner keeps an answer for probes: many
+	// probe rounds, under load too.
+	answerTTL = 30 * time.Second
+	// maxAnswers bounds the answers kept (a ring: the oldest go first),
+	// so memory stays at about maxAnswers answers (~1 KiB each) whatever
+	// the request rate. Requests still running are kept apart: their
+	// number is bounded by the requests in flight.
+	maxAnswers = 8192
 )
 
 // Probe states.
@@ -73,75 +76,65 @@ func probeName(futureID, agentID string, deadline time.Time) string {
 
 // answers is an owner's table of the forwarded requests it took.
 type answers struct {
-	mu    sync.Mutex
-	now   func() time.Time
-	byKey map[string]*answer
-	order []string // keys in the order taken, for expiry
+	mu      sync.Mutex
+	now     func() time.Time
+	running map[string]*actor.PID // key → the request's future
+	done    map[string]int        // key → its answer's slot in ring
+	ring    []answer
+	next    int // the ring's slot to fill next
 }
 
 type answer struct {
-	reply any        // nil while running
+	key   string
+	reply any
 	to    *actor.PID // the request's future
-	done  time.Time
+	at    time.Time  // when it was answered
 }
 
 func newAnswers(now func() time.Time) *answers {
-	return &answers{now: now, byKey: map[string]*answer{}}
+	return &answers{now: now, running: map[string]*actor.PID{}, done: map[string]int{}, ring: make([]answer, maxAnswers)}
 }
 
 // take records that the request key, answered to future, is running.
 func (a *answers) take(key string, future *actor.PID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.expire()
-	if _, ok := a.byKey[key]; ok {
-		return
+	if _, ok := a.done[key]; !ok {
+		a.running[key] = future
 	}
-	a.byKey[key] = &answer{to: future}
-	a.order = append(a.order, key)
 }
 
-// done records the request's answer.
-func (a *answers) done(key string, reply any) {
+// finish records the request's answer, in the place of the oldest one.
+func (a *answers) finish(key string, reply any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if e, ok := a.byKey[key]; ok {
-		e.reply, e.done = reply, a.now()
+	to, ok := a.running[key]
+	if !ok {
+		return
 	}
+	delete(a.running, key)
+	if old := a.ring[a.next]; old.key != "" {
+		delete(a.done, old.key)
+	}
+	a.ring[a.next] = answer{key: key, reply: reply, to: to, at: a.now()}
+	a.done[key] = a.next
+	a.next = (a.next + 1) % len(a.ring)
 }
 
-// state is a probe's answer for key, and the answer to send again when done.
+// state is a probe's answer for key, and the answer to send again when
+// done. An answer older than answerTTL, or pushed out of the ring, is
+// unknown: the request then fails retriably, as when it was lost.
 func (a *answers) state(key string) (string, *answer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	e, ok := a.byKey[key]
-	switch {
-	case !ok:
-		return probeUnknown, nil
-	case e.reply == nil:
+	if _, ok := a.running[key]; ok {
 		return probeRunning, nil
-	default:
-		return probeDone, e
 	}
-}
-
-// expire drops answers older than answerTTL, and the oldest entries over
-// maxAnswers. Entries still running are kept unless over the bound.
-func (a *answers) expire() {
-	now := a.now()
-	drop := 0
-	for drop < len(a.order) {
-		e := a.byKey[a.order[drop]]
-		over := len(a.order)-drop > maxAnswers
-		if e != nil && !over && (e.reply == nil || now.Sub(e.done) < answerTTL) {
-			break
-		}
-		delete(a.byKey, a.order[drop])
-		drop++
+	if i, ok := a.done[key]; ok && a.now().Sub(a.ring[i].at) < answerTTL {
+		e := a.ring[i]
+		return probeDone, &e
 	}
-	if drop > 0 {
-		a.order = append(a.order[:0:0], a.order[drop:]...)
-	}
+	return probeUnknown, nil
 }
 
 // isProbe reports whether envelope is a probe, and its name.
@@ -160,7 +153,7 @@ func (m *Member) answerProbe(c actor.Context, sender *actor.PID, name string) {
 		// The answer again, to the request's future: the first one was
 		// lost, or is slow.
 		m.system.Root.Send(e.to, e.reply)
-		m.cfg.Log.Info("cluster answer sent again to a probe", slog.String("to", sender.Address), slog.Duration("answered_ago", time.Since(e.done)))
+		m.cfg.Log.Info("cluster answer sent again to a probe", slog.String("to", sender.Address), slog.Duration("answered_ago", m.answers.now().Sub(e.at)))
 	}
 	c.Send(sender, &wrapperspb.StringValue{Value: state})
 }
@@ -180,7 +173,8 @@ func (m *Member) probe(addr, name string) string {
 	return v.GetValue()
 }
 
-// errNeverTaken is why a request its owner says it never took failed.
+// errNeverTaken is why a request its owner does not know failed: it was
+// lost on the way, or the owner restarted (or, long answered, forgot it).
 func errNeverTaken(addr string) error {
 	return fmt.Errorf("member %s never took the request (lost on the way, or it restarted)", addr)
 }

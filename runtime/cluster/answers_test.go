@@ -9,8 +9,8 @@ import (
 )
 
 // TestAnswersTable: a request is unknown until taken, running until
-// answered, done with its answer for answerTTL, then forgotten; a running
-// one is kept however old, and the table holds at most maxAnswers.
+// answered (however long), then done with its answer for answerTTL while
+// it is among the last maxAnswers answers, and unknown after.
 func TestAnswersTable(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	a := newAnswers(func() time.Time { return now })
@@ -27,36 +27,45 @@ func TestAnswersTable(t *testing.T) {
 	if s, _ := a.state(key); s != probeRunning {
 		t.Fatalf("taken: %s", s)
 	}
-	a.done(key, "the answer")
+	a.finish(key, "the answer")
 	s, e := a.state(key)
 	if s != probeDone || e == nil || e.reply != "the answer" || e.to != future {
 		t.Fatalf("answered: %s %+v", s, e)
 	}
-	other := requestKey(future, "agent", deadline.Add(time.Nanosecond))
-	if s, _ := a.state(other); s != probeUnknown {
+	if s, _ := a.state(requestKey(future, "agent", deadline.Add(time.Nanosecond))); s != probeUnknown {
 		t.Fatalf("another deadline (a new process reusing the future id) sees %s", s)
 	}
 
-	running := requestKey(future, "slow", deadline)
-	a.take(running, future)
+	slow := requestKey(future, "slow", deadline)
+	a.take(slow, future)
 	now = now.Add(answerTTL)
-	a.take(requestKey(future, "later", deadline), future) // expires on the way
 	if s, _ := a.state(key); s != probeUnknown {
 		t.Fatalf("after answerTTL: %s, want forgotten", s)
 	}
-	// The running one was taken before the expired answer's neighbour and
-	// is kept: only answers expire by age.
-	if s, _ := a.state(running); s != probeRunning {
-		t.Fatalf("a running request after answerTTL: %s", s)
+	if s, _ := a.state(slow); s != probeRunning {
+		t.Fatalf("a request running past answerTTL: %s", s)
 	}
 
-	for i := 0; i < maxAnswers+10; i++ {
-		a.take(fmt.Sprintf("k%d", i), future)
+	// The ring: maxAnswers more answers push the first out; the running
+	// one stays.
+	first := requestKey(future, "first", deadline)
+	a.take(first, future)
+	a.finish(first, "1")
+	for i := 0; i < maxAnswers; i++ {
+		k := fmt.Sprintf("k%d", i)
+		a.take(k, future)
+		a.finish(k, i)
 	}
-	if n := len(a.byKey); n > maxAnswers+1 {
-		t.Fatalf("%d entries, want at most %d", n, maxAnswers+1)
+	if s, _ := a.state(first); s != probeUnknown {
+		t.Fatalf("an answer pushed out of the ring: %s", s)
 	}
-	if s, _ := a.state(running); s != probeUnknown {
-		t.Fatalf("the oldest entry over the bound: %s, want dropped", s)
+	if s, _ := a.state(fmt.Sprintf("k%d", maxAnswers-1)); s != probeDone {
+		t.Fatalf("the newest answer: %s", s)
+	}
+	if s, _ := a.state(slow); s != probeRunning {
+		t.Fatalf("the running request after the ring turned: %s", s)
+	}
+	if len(a.done) != maxAnswers || len(a.running) != 1 {
+		t.Fatalf("%d answers and %d running kept, want %d and 1", len(a.done), len(a.running), maxAnswers)
 	}
 }

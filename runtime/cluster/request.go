@@ -194,7 +194,7 @@ func (m *Member) receive(c actor.Context) {
 	}
 	go func() {
 		reply := m.serve(req, fenced)
-		m.answers.done(key, reply)
+		m.answers.finish(key, reply)
 		if lose := m.lose.Load(); lose != nil && (*lose)("answer", id) {
 			return
 		}
