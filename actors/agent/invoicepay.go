@@ -81,11 +81,15 @@ func (l invoiceLookup) PayLink(id string) string {
 // payToAddress. pr is the payment as pay_invoice parsed it; its
 // recipient's name labels the payee for the approval and the record.
 func (o *chainOps) PayAddress(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
-	if _, err := pr.SendRequest(); err != nil {
+	if err := holdable(pr); err != nil {
 		return chains.TxResult{}, err // not parsed: nothing is held or signed
 	}
 	if err := o.a.hold(ctx, policy.Hold{AgentID: o.agent.ID, Kind: policy.KindInvoice, Chain: pr.Chain(), Asset: pr.Asset().Symbol, Amount: pr.Amount(),
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
+		return chains.TxResult{}, err
+	}
+	pr, err := o.a.ensureBound(pr)
+	if err != nil {
 		return chains.TxResult{}, err
 	}
 	return o.a.payToAddress(ctx, pr)

@@ -205,7 +205,7 @@ func (o *chainOps) Balance(ctx context.Context, id chains.ID) (chains.Balance, e
 // "Parse once"): the approval rules, the record and the signing request
 // all take it as it is; an unparsed request is refused before anything.
 func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
-	if _, err := pr.SendRequest(); err != nil {
+	if err := holdable(pr); err != nil {
 		return chains.TxResult{}, err // not parsed: nothing is held or signed
 	}
 	// Shown as this request's directory knows the meta-address.
@@ -218,12 +218,43 @@ func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (ch
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
+	pr, err := o.a.ensureBound(pr)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	return o.a.sendStealth(ctx, pr)
+}
+
+// holdable refuses, before the owner's approval rules are even asked, a
+// payment no tool read (the zero PaymentRequest) or of a kind the
+// send and invoice paths do not pay: nothing is held or signed. Binding
+// its asset to the connector's comes after the hold (ensureBound), so a
+// chain out of reach does not stop a payment the owner holds.
+func holdable(pr tools.PaymentRequest) error {
+	if !pr.Parsed() || pr.Kind() == tools.KindWithdraw || pr.Kind() == tools.KindX402 {
+		return fmt.Errorf("%w: nothing was signed", tools.ErrUnparsedPayment)
+	}
+	return nil
+}
+
+// ensureBound is pr bound to its chain's connector's asset (bound), unless
+// its tool bound it already (or no tool read it: the request's own checks
+// refuse that); a chain out of reach answers its error
+// (chains.ErrUnavailable), nothing signed.
+func (a *Actor) ensureBound(pr tools.PaymentRequest) (tools.PaymentRequest, error) {
+	if pr.Bound() || !pr.Parsed() {
+		return pr, nil
+	}
+	return a.bound(pr)
 }
 
 // Withdraw spends pr, the withdrawal as its tool parsed it: recorded as
 // pr.Record, signed as exactly pr.WithdrawRequest.
 func (o *chainOps) Withdraw(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
+	pr, err := o.a.ensureBound(pr)
+	if err != nil {
+		return chains.TxResult{}, err
+	}
 	req, err := pr.WithdrawRequest()
 	if err != nil {
 		return chains.TxResult{}, err

@@ -136,23 +136,33 @@ func (r PaymentRequest) Bind(assets []chains.Asset) (PaymentRequest, error) {
 // (ChainOps.Assets): a payment tool does it once, right before the
 // request is paid, so a request kept for later (a schedule) does not need
 // the chain.
+//
+// A chain this node cannot reach now (chains.ErrUnavailable) leaves req
+// unbound, and no error: the owner's approval rules still come first (a
+// payment they hold waits for its chain, which is needed only when it
+// runs), and the chain ops bind it when they pay it, answering the
+// chain's own error if it is still out of reach. Nothing unbound is
+// signed (SendRequest, WithdrawRequest).
 func bind(ctx context.Context, env *Env, req PaymentRequest) (PaymentRequest, error) {
 	assets, err := env.Chains.Assets(ctx, req.chain)
+	if errors.Is(err, chains.ErrUnavailable) {
+		return req, nil
+	}
 	if err != nil {
 		return req, err
 	}
 	return req.Bind(assets)
 }
 
-// bound reports whether r is parsed and bound (Bind).
-func (r PaymentRequest) bound() bool { return r.Parsed() && r.token.Symbol != "" }
+// Bound reports whether r is parsed and bound (Bind).
+func (r PaymentRequest) Bound() bool { return r.Parsed() && r.token.Symbol != "" }
 
 // SendRequest is the spend the chain's connector signs (and the enclave
 // checks): exactly the parsed chain, bound asset, amount, recipient
 // address and key. A request not parsed or not bound answers
 // ErrUnparsedPayment.
 func (r PaymentRequest) SendRequest() (chains.SendRequest, error) {
-	if !r.bound() || r.kind == KindWithdraw || r.kind == KindX402 {
+	if !r.Bound() || r.kind == KindWithdraw || r.kind == KindX402 {
 		return chains.SendRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
 	return chains.SendRequest{Chain: r.chain, Asset: r.token, Amount: r.amount, To: r.to.Address, IdempotencyKey: r.key}, nil
@@ -163,7 +173,7 @@ func (r PaymentRequest) SendRequest() (chains.SendRequest, error) {
 // address, bound asset, amount (or all), destination and key. Any other
 // request, or one not bound, answers ErrUnparsedPayment.
 func (r PaymentRequest) WithdrawRequest() (chains.WithdrawRequest, error) {
-	if !r.bound() || r.kind != KindWithdraw {
+	if !r.Bound() || r.kind != KindWithdraw {
 		return chains.WithdrawRequest{}, fmt.Errorf("%w: nothing was signed", ErrUnparsedPayment)
 	}
 	return chains.WithdrawRequest{Chain: r.chain, From: r.from, Asset: r.token, Amount: r.amount, All: r.all, To: r.to.Address, IdempotencyKey: r.key}, nil
