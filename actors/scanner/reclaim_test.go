@@ -27,6 +27,7 @@ import (
 	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/stellardev"
 	"github.com/veilhq/veil/chains/stellar"
+	"github.com/veilhq/veil/chains/stellar/stellartest"
 	"github.com/veilhq/veil/client"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
@@ -218,12 +219,8 @@ func TestReclaimStellarDestinations(t *testing.T) {
 	// 4. The pending invoice is paid by a wallet; its account is kept
 	// while it holds the money and closed once the agent withdrew it.
 	wallet := keypair.MustRandom()
-	if _, err := conn.Fund(ctx, wallet.Address()); err != nil {
-		t.Fatal(err)
-	}
-	usdc := txnbuild.CreditAsset{Code: "USDC", Issuer: cfg.Assets[0].Issuer}
-	walletSubmit(t, hc, cfg.NetworkPassphrase, wallet, claimOps(t, hc, wallet, usdc)...)
-	walletSubmit(t, hc, cfg.NetworkPassphrase, wallet, &txnbuild.Payment{Destination: paid.PayTo, Amount: "5", Asset: usdc})
+	stellartest.TrustUSDC(ctx, t, conn, wallet)
+	stellartest.Pay(t, hc, cfg.NetworkPassphrase, wallet, paid.PayTo, "5", stellartest.USDC(conn))
 	if rep := pass(); rep.InvoicesPaid != 1 || rep.Reclaimed != 0 || gone(paid.PayTo) {
 		t.Fatalf("paid invoice: %+v", rep)
 	}
@@ -252,7 +249,7 @@ func TestReclaimStellarDestinations(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Minute)
-	walletSubmit(t, hc, cfg.NetworkPassphrase, wallet, &txnbuild.Payment{Destination: late.PayTo, Amount: "0.3", Asset: txnbuild.NativeAsset{}})
+	stellartest.Pay(t, hc, cfg.NetworkPassphrase, wallet, late.PayTo, "0.3", txnbuild.NativeAsset{})
 	if rep := pass(); rep.New != 1 || rep.Reclaimed != 0 || gone(late.PayTo) {
 		t.Fatalf("late payment: %+v", rep)
 	}
@@ -299,40 +296,6 @@ func TestReclaimStellarDestinations(t *testing.T) {
 	if spent.Sign() <= 0 || spent.Cmp(big.NewInt(10_000)) > 0 {
 		t.Fatalf("the relayer spent %s stroops beyond the locked reserve, want fees only", spent)
 	}
-}
-
-// walletSubmit sends ops from kp's account as a wallet does.
-func walletSubmit(t *testing.T, hc *horizonclient.Client, passphrase string, kp *keypair.Full, ops ...txnbuild.Operation) {
-	t.Helper()
-	acc, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: kp.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{SourceAccount: &acc, IncrementSequenceNum: true, BaseFee: 100,
-		Operations: ops, Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(60)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tx, err = tx.Sign(passphrase, kp); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := hc.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// claimOps give kp a USDC trustline and claim the USDC friendbot left it.
-func claimOps(t *testing.T, hc *horizonclient.Client, kp *keypair.Full, usdc txnbuild.CreditAsset) []txnbuild.Operation {
-	t.Helper()
-	cbs, err := hc.ClaimableBalances(horizonclient.ClaimableBalanceRequest{Claimant: kp.Address()})
-	if err != nil || len(cbs.Embedded.Records) == 0 {
-		t.Fatalf("friendbot's USDC: %v %+v", err, cbs)
-	}
-	ops := []txnbuild.Operation{&txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: usdc}, Limit: "1000000"}}
-	for _, cb := range cbs.Embedded.Records {
-		ops = append(ops, &txnbuild.ClaimClaimableBalance{BalanceID: cb.BalanceID})
-	}
-	return ops
 }
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }

@@ -12,9 +12,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	solanago "github.com/gagliardetto/solana-go"
-	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
-	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains"
@@ -28,6 +26,7 @@ import (
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/chains/stellar"
+	"github.com/veilhq/veil/chains/stellar/stellartest"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/enclave/software"
 )
@@ -183,7 +182,7 @@ func TestUnlinkableGraph(t *testing.T) {
 	xwallet := keypair.MustRandom()
 	xdest := map[string]*keypair.Full{"agent-a": keypair.MustRandom(), "agent-b": keypair.MustRandom()}
 	for _, kp := range []*keypair.Full{xwallet, xdest["agent-a"], xdest["agent-b"]} {
-		stellarTrustUSDC(ctx, t, xconn, kp)
+		stellartest.TrustUSDC(ctx, t, xconn, kp)
 	}
 	mains[chains.Stellar]["wallet"] = xwallet.Address()
 	main := func(chain chains.ID, id string) chains.KeyRef { return chains.KeyRef{AgentID: id, Chain: chain} }
@@ -330,9 +329,7 @@ func TestUnlinkableGraph(t *testing.T) {
 			t.Fatalf("activate %s for %s: %v", inv.o.address, inv.asset, err)
 		}
 	}
-	xcfg := xconn.Config()
-	xusdc := txnbuild.CreditAsset{Code: "USDC", Issuer: xcfg.Assets[0].Issuer}
-	stellarPay(t, xconn.Client(), xcfg.NetworkPassphrase, xwallet, xByWallet.address, "2", xusdc)
+	stellartest.Pay(t, xconn.Client(), xconn.Config().NetworkPassphrase, xwallet, xByWallet.address, "2", stellartest.USDC(xconn))
 	pay(xconn, chains.Stellar, "agent-b", xByAgent, "USDC", "4", "x-agent")
 	pay(xconn, chains.Stellar, "agent-b", xXLM, "XLM", "5", "x-xlm")
 	if b, _ := xconn.Balance(ctx, xByWallet.address); b.Native != "0" || b.Tokens["USDC"] != "2" {
@@ -393,51 +390,5 @@ func TestUnlinkableGraph(t *testing.T) {
 	xg.check(t, chains.Stellar, mains[chains.Stellar], []*oneTime{xByWallet, xByAgent, xXLM})
 	if !xg[xCtrl.address][mains[chains.Stellar]["agent-a"]] {
 		t.Errorf("Stellar control: the graph does not show agent A's main account paying its own invoice account %s: it could not catch a link", xCtrl.address)
-	}
-}
-
-// stellarTrustUSDC funds kp with friendbot and has it trust the devnet's
-// USDC, claiming what friendbot left it.
-func stellarTrustUSDC(ctx context.Context, t *testing.T, c *stellar.Connector, kp *keypair.Full) {
-	t.Helper()
-	if _, err := c.Fund(ctx, kp.Address()); err != nil {
-		t.Fatal(err)
-	}
-	cfg := c.Config()
-	usdc := txnbuild.CreditAsset{Code: "USDC", Issuer: cfg.Assets[0].Issuer}
-	hc := c.Client()
-	ops := []txnbuild.Operation{&txnbuild.ChangeTrust{Line: txnbuild.ChangeTrustAssetWrapper{Asset: usdc}, Limit: "1000000"}}
-	cbs, err := hc.ClaimableBalances(horizonclient.ClaimableBalanceRequest{Claimant: kp.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cb := range cbs.Embedded.Records {
-		ops = append(ops, &txnbuild.ClaimClaimableBalance{BalanceID: cb.BalanceID})
-	}
-	stellarSubmit(t, hc, cfg.NetworkPassphrase, kp, ops...)
-}
-
-// stellarPay is a SEP-7 wallet's plain payment of amount asset to dest.
-func stellarPay(t *testing.T, hc *horizonclient.Client, passphrase string, kp *keypair.Full, dest, amount string, asset txnbuild.Asset) {
-	t.Helper()
-	stellarSubmit(t, hc, passphrase, kp, &txnbuild.Payment{Destination: dest, Amount: amount, Asset: asset})
-}
-
-func stellarSubmit(t *testing.T, hc *horizonclient.Client, passphrase string, kp *keypair.Full, ops ...txnbuild.Operation) {
-	t.Helper()
-	acc, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: kp.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{SourceAccount: &acc, IncrementSequenceNum: true, BaseFee: 100,
-		Operations: ops, Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(60)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tx, err = tx.Sign(passphrase, kp); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := hc.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true}); err != nil {
-		t.Fatalf("submit %T…: %v", ops[0], err)
 	}
 }
