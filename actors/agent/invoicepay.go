@@ -88,7 +88,7 @@ func (o *chainOps) PayAddress(ctx context.Context, pr tools.PaymentRequest) (cha
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	pr, err := o.a.ensureBound(pr)
+	pr, err := o.a.bound(pr)
 	if err != nil {
 		return chains.TxResult{}, err
 	}

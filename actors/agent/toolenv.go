@@ -182,10 +182,18 @@ func chainAssets(cs ChainSet, id chains.ID) ([]chains.Asset, error) {
 	return nil, fmt.Errorf("%w: %s: not connected yet", chains.ErrUnavailable, id)
 }
 
-// bound binds pr, a payment kept to be made later and read back where it
-// runs (a schedule's slot, an approved payment: tools.StoredPayment), to
-// its chain's connector's own asset (tools.PaymentRequest.Bind), once.
+// bound binds pr to its chain's connector's own asset
+// (tools.PaymentRequest.Bind), once: a payment kept to be made later and
+// read back where it runs (a schedule's slot, an approved payment:
+// tools.StoredPayment), or one its tool left unbound because the chain
+// was out of reach (bound after the owner's hold). A request already
+// bound, or that no tool read (its own checks refuse it), is pr itself;
+// a chain out of reach answers its error (chains.ErrUnavailable),
+// nothing signed.
 func (a *Actor) bound(pr tools.PaymentRequest) (tools.PaymentRequest, error) {
+	if pr.Bound() || !pr.Parsed() {
+		return pr, nil
+	}
 	as, err := chainAssets(a.deps.Chains, pr.Chain())
 	if err != nil {
 		return pr, err
@@ -218,7 +226,7 @@ func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (ch
 		Recipient: pr.Recipient().Name, PayTo: pr.Recipient().Address, Key: pr.IdempotencyKey(), ConversationID: o.convID}); err != nil {
 		return chains.TxResult{}, err
 	}
-	pr, err := o.a.ensureBound(pr)
+	pr, err := o.a.bound(pr)
 	if err != nil {
 		return chains.TxResult{}, err
 	}
@@ -228,7 +236,7 @@ func (o *chainOps) SendStealth(ctx context.Context, pr tools.PaymentRequest) (ch
 // holdable refuses, before the owner's approval rules are even asked, a
 // payment no tool read (the zero PaymentRequest) or of a kind the
 // send and invoice paths do not pay: nothing is held or signed. Binding
-// its asset to the connector's comes after the hold (ensureBound), so a
+// its asset to the connector's comes after the hold (bound), so a
 // chain out of reach does not stop a payment the owner holds.
 func holdable(pr tools.PaymentRequest) error {
 	if !pr.Parsed() || pr.Kind() == tools.KindWithdraw || pr.Kind() == tools.KindX402 {
@@ -237,21 +245,10 @@ func holdable(pr tools.PaymentRequest) error {
 	return nil
 }
 
-// ensureBound is pr bound to its chain's connector's asset (bound), unless
-// its tool bound it already (or no tool read it: the request's own checks
-// refuse that); a chain out of reach answers its error
-// (chains.ErrUnavailable), nothing signed.
-func (a *Actor) ensureBound(pr tools.PaymentRequest) (tools.PaymentRequest, error) {
-	if pr.Bound() || !pr.Parsed() {
-		return pr, nil
-	}
-	return a.bound(pr)
-}
-
 // Withdraw spends pr, the withdrawal as its tool parsed it: recorded as
 // pr.Record, signed as exactly pr.WithdrawRequest.
 func (o *chainOps) Withdraw(ctx context.Context, pr tools.PaymentRequest) (chains.TxResult, error) {
-	pr, err := o.a.ensureBound(pr)
+	pr, err := o.a.bound(pr)
 	if err != nil {
 		return chains.TxResult{}, err
 	}

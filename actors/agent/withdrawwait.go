@@ -65,15 +65,7 @@ const (
 // prerequisite with nothing of its own signed: pending, no transaction,
 // its reason one of waitReasons' waiting or arrived.
 func waitingToSend(w tools.OutgoingPayment) bool {
-	if w.Kind != tools.KindWithdraw || w.Status != tools.PaymentPending || w.TxHash != "" {
-		return false
-	}
-	for _, wr := range []waitReasons{gasWait, feeWait} {
-		if w.Reason == wr.waiting || w.Reason == wr.arrived {
-			return true
-		}
-	}
-	return false
+	return w.Kind == tools.KindWithdraw && w.Status == tools.PaymentPending && w.TxHash == "" && doneReason(w.Reason) != ""
 }
 
 // prerequisitesReady reports whether every transfer withdrawal w waits on

@@ -65,8 +65,11 @@ const (
 // deadline, to the nanosecond, which a new process at the same address
 // reusing a future id does not repeat.
 func requestKey(future *actor.PID, agentID string, deadline time.Time) string {
-	return future.Address + "|" + probeName(future.Id, agentID, deadline)
+	return probedKey(future.Address, probeName(future.Id, agentID, deadline))
 }
+
+// probedKey is the requestKey of the request a probe from addr names.
+func probedKey(addr, name string) string { return addr + "|" + name }
 
 // probeName is what a probe carries: the key less the address, which the
 // probe's own sender gives.
@@ -148,7 +151,7 @@ func isProbe(envelope any) (string, bool) {
 
 // answerProbe is the router's answer to a probe from sender.
 func (m *Member) answerProbe(c actor.Context, sender *actor.PID, name string) {
-	state, e := m.answers.state(sender.Address + "|" + name)
+	state, e := m.answers.state(probedKey(sender.Address, name))
 	if e != nil {
 		// The answer again, to the request's future: the first one was
 		// lost, or is slow.
