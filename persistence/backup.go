@@ -21,6 +21,11 @@ func (s *Bolt) WriteTo(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer s.c.Leave()
+	// The copy is of bbolt: first let it hold every write acknowledged
+	// so far (the write-ahead log is not copied).
+	if err := s.waitApplied(); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
@@ -31,11 +36,22 @@ func (s *Bolt) WriteTo(w io.Writer) (int64, error) {
 }
 
 // CopyBoltFile writes a consistent copy of the bbolt file at path to w.
-// Use it when no server runs: it takes the file's shared lock, so it
-// fails with ErrLocked after lockTimeout while a veild holds it.
+// Use it when no server runs: it takes the file's lock, so it fails with
+// ErrLocked after lockTimeout while a veild holds it. A write-ahead log
+// left by a process that did not close the file (a crash) is replayed into
+// it first, as the next start would.
 func CopyBoltFile(path string, w io.Writer, lockTimeout time.Duration) (int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, err
+	}
+	if _, err := os.Stat(LogDir(path)); err == nil {
+		s, err := OpenBolt(path, BoltOptions{LockTimeout: lockTimeout})
+		if err != nil {
+			return 0, err
+		}
+		if err := s.Close(); err != nil {
+			return 0, err
+		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
 	if err != nil {

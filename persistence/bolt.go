@@ -15,6 +15,7 @@ import (
 
 	"github.com/veilhq/veil/persistence/internal/groupcommit"
 	keyprefix "github.com/veilhq/veil/persistence/internal/prefix"
+	"github.com/veilhq/veil/persistence/internal/wal"
 )
 
 // Errors OpenBolt wraps so that veild can tell an operator what to do
@@ -30,7 +31,14 @@ var (
 type BoltOptions struct {
 	// NoGroupCommit gives every Apply its own transaction and fsync. It
 	// exists to measure what group commit buys; do not use it in production.
+	// It implies NoLog.
 	NoGroupCommit bool
+	// NoLog commits every group to bbolt itself, as before the write-ahead
+	// log (bolt_log.go): the baseline the log is measured against.
+	NoLog bool
+	// ObserveApply, when set, is called after the applier writes logged
+	// groups into bbolt, with how many and how long its transaction took.
+	ObserveApply func(groups int, took time.Duration)
 	// MaxGroup caps how many Apply batches share one commit (default 1024).
 	// The cap bounds the size of a transaction, hence its memory and the
 	// time the next group waits.
@@ -99,6 +107,15 @@ type Bolt struct {
 	hooks testHooks
 
 	watches watches // records whose version is kept in memory (bolt_watch.go)
+
+	// The write-ahead log, unless NoLog (bolt_log.go): the committer
+	// appends to log, the applier (bolt_apply.go) writes into bbolt behind
+	// it, and pending holds what it has not yet written. nil without it.
+	log     *wal.Log
+	logID   wal.ID
+	pending *pending
+	apply   *applier
+	logBuf  []byte // the committer's encoding buffer
 }
 
 // testHooks lets the package's own tests observe and steer the committer
@@ -107,6 +124,8 @@ type testHooks struct {
 	enqueued func()                   // a batch joined the queue
 	taken    func(group int)          // the committer took a group, before its transaction
 	observe  func(int, time.Duration) // called like Observe
+	// applyTaken is called before the applier looks for groups to apply.
+	applyTaken func()
 }
 
 // OpenBolt opens (or creates) the data file at path. It fails within
@@ -158,6 +177,15 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 		return nil, err
 	}
 	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
+	if !opts.NoLog && !opts.NoGroupCommit {
+		log, meta, err := openLog(db, LogDir(path), 0)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open data file %s: %w", path, err)
+		}
+		s.log, s.logID, s.pending = log, meta.id, newPending()
+		s.startApplier(meta.applied)
+	}
 	s.c = groupcommit.Start(groupcommit.Config[batch]{
 		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup,
 		Commit: s.commitGroup, Enqueued: hooks.enqueued,
@@ -181,6 +209,9 @@ func checkSize(db *bolt.DB, path string) error {
 	})
 }
 
+// LogDir is where the write-ahead log of the data file at path lives.
+func LogDir(path string) string { return path + ".wal" }
+
 // Path returns the data file's path.
 func (s *Bolt) Path() string { return s.path }
 
@@ -190,6 +221,18 @@ func (s *Bolt) Path() string { return s.path }
 func (s *Bolt) Close() error {
 	if !s.c.Close() {
 		return nil
+	}
+	if s.log != nil {
+		// Every admitted write is logged; apply them all, so that a
+		// cleanly closed data file holds everything and needs no log.
+		err := s.stopApplier()
+		if cerr := s.log.Close(err == nil); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			s.db.Close()
+			return fmt.Errorf("close data file %s (its write-ahead log %s keeps what is not applied; the next open replays it): %w", s.path, LogDir(s.path), err)
+		}
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close data file %s: %w", s.path, err)
@@ -206,6 +249,16 @@ func (s *Bolt) Get(ctx context.Context, table, key string) (Record, error) {
 		return Record{}, err
 	}
 	defer s.c.Leave()
+	// The pending writes first: one the applier drops meanwhile is in
+	// bbolt before the read below begins.
+	if s.pending != nil {
+		if raw, decided := s.pending.get(table, key); decided {
+			if raw == nil {
+				return Record{}, fmt.Errorf("%w: %s/%q", ErrNotFound, table, key)
+			}
+			return storedRecord(table, key, raw)
+		}
+	}
 	var rec Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(table))
@@ -216,22 +269,29 @@ func (s *Bolt) Get(ctx context.Context, table, key string) (Record, error) {
 		if raw == nil {
 			return nil
 		}
-		v, val, err := decodeRecord(raw)
-		if err != nil {
-			return fmt.Errorf("%s/%q: %w", table, key, err)
-		}
 		// raw points into the mmap, valid only inside the transaction.
-		rec = Record{Key: key, Value: bytes.Clone(val), Version: v}
-		if rec.Value == nil {
-			rec.Value = []byte{}
-		}
-		return nil
+		var err error
+		rec, err = storedRecord(table, key, raw)
+		return err
 	})
 	if err != nil {
 		return Record{}, fmt.Errorf("persistence: get: %w", err)
 	}
 	if rec.Version == 0 {
 		return Record{}, fmt.Errorf("%w: %s/%q", ErrNotFound, table, key)
+	}
+	return rec, nil
+}
+
+// storedRecord decodes a stored record into a Record the caller owns.
+func storedRecord(table, key string, raw []byte) (Record, error) {
+	v, val, err := decodeRecord(raw)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s/%q: %w", table, key, err)
+	}
+	rec := Record{Key: key, Value: bytes.Clone(val), Version: v}
+	if rec.Value == nil {
+		rec.Value = []byte{}
 	}
 	return rec, nil
 }
@@ -248,45 +308,99 @@ func (s *Bolt) List(ctx context.Context, table string, q Query) ([]Record, error
 		return nil, err
 	}
 	defer s.c.Leave()
-	var out []Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(table))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		prefix := []byte(q.Prefix)
-		var k, raw []byte
-		if q.Reverse {
-			k, raw = seekReverse(c, prefix, []byte(q.After))
-		} else {
-			k, raw = seekForward(c, prefix, []byte(q.After))
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, raw = advance(c, q.Reverse) {
-			if q.Limit > 0 && len(out) >= q.Limit {
-				break
-			}
-			if raw == nil { // a nested bucket; Veil never makes them
-				continue
-			}
-			if len(out)%listCtxEvery == listCtxEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			v, val, err := decodeRecord(raw)
-			if err != nil {
-				return fmt.Errorf("%s/%q: %w", table, k, err)
-			}
-			out = append(out, Record{Key: string(k), Value: append([]byte{}, val...), Version: v})
-		}
-		return nil
-	})
+	tx, snap, err := s.listTx(table, q)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: list: %w", err)
+	}
+	defer tx.Rollback()
+	out, err := listRange(ctx, tx, table, q, snap)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("persistence: list: %w", err)
+	}
+	return out, nil
+}
+
+// listTx begins a read transaction and, while writes wait for the
+// applier, takes their state of q's range as of the same instant
+// (pending's comment says why that instant is one).
+func (s *Bolt) listTx(table string, q Query) (*bolt.Tx, pendingRange, error) {
+	if s.pending == nil || s.pending.count.Load() == 0 {
+		tx, err := s.db.Begin(false)
+		return tx, pendingRange{}, err
+	}
+	s.pending.mu.RLock()
+	defer s.pending.mu.RUnlock()
+	snap := s.pending.snapshot(table, q)
+	tx, err := s.db.Begin(false)
+	return tx, snap, err
+}
+
+// listRange walks q's range of table in tx, merged with the pending
+// writes of snap: a key snap decides is answered from it (or skipped when
+// deleted), and bbolt's records under a pending prefix deletion are
+// skipped.
+func listRange(ctx context.Context, tx *bolt.Tx, table string, q Query, snap pendingRange) ([]Record, error) {
+	var out []Record
+	full := func() bool { return q.Limit > 0 && len(out) >= q.Limit }
+	emit := func(key string, raw []byte) error {
+		if len(out)%listCtxEvery == listCtxEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		v, val, err := decodeRecord(raw)
+		if err != nil {
+			return fmt.Errorf("%s/%q: %w", table, key, err)
+		}
+		out = append(out, Record{Key: key, Value: append([]byte{}, val...), Version: v})
+		return nil
+	}
+	// before: pending key a comes before bbolt key b in the walk.
+	before := func(a string, b []byte) bool {
+		if q.Reverse {
+			return a > string(b)
+		}
+		return a < string(b)
+	}
+	pend := snap.keys
+	var c *bolt.Cursor
+	var k, raw []byte
+	prefix := []byte(q.Prefix)
+	if b := tx.Bucket([]byte(table)); b != nil {
+		c = b.Cursor()
+		if q.Reverse {
+			k, raw = seekReverse(c, prefix, []byte(q.After))
+		} else {
+			k, raw = seekForward(c, prefix, []byte(q.After))
+		}
+	}
+	for !full() {
+		inBolt := k != nil && bytes.HasPrefix(k, prefix)
+		if len(pend) > 0 && (!inBolt || before(pend[0].key, k) || pend[0].key == string(k)) {
+			if inBolt && pend[0].key == string(k) {
+				k, raw = advance(c, q.Reverse) // the pending write decides
+			}
+			if pend[0].rec != nil {
+				if err := emit(pend[0].key, pend[0].rec); err != nil {
+					return nil, err
+				}
+			}
+			pend = pend[1:]
+			continue
+		}
+		if !inBolt {
+			break
+		}
+		// raw nil is a nested bucket; Veil never makes them.
+		if raw != nil && !snap.hides(k) {
+			if err := emit(string(k), raw); err != nil {
+				return nil, err
+			}
+		}
+		k, raw = advance(c, q.Reverse)
 	}
 	return out, nil
 }

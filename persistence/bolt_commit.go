@@ -88,13 +88,17 @@ func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
 // each. A request whose expectations fail gets its *ConflictError and
 // changes nothing; only a failure of the transaction itself reaches all.
 func (s *Bolt) commitGroup(group []*request) {
+	if s.log != nil {
+		s.commitLogged(group)
+		return
+	}
 	if s.hooks.taken != nil {
 		s.hooks.taken(len(group))
 	}
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range group {
-			versions, err := plan(tx, r.Batch)
+			versions, err := plan(boltVersions{tx}, r.Batch)
 			if err != nil {
 				r.Err = err
 				continue
@@ -123,13 +127,154 @@ func (s *Bolt) commitGroup(group []*request) {
 	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
 }
 
-// overlay is the state a batch sees while it is planned: the transaction
-// plus the effects of the batch's earlier ops. A version of 0 means absent.
-// A batch that never reads its own effects (batch.overlay false: most of
-// them, a chat turn's included) tracks none, so planning it allocates
-// nothing in the committer.
+// commitLogged commits a group through the write-ahead log: its batches
+// are checked against bbolt and the pending writes, the effects of those
+// that hold are appended to the log as one record (one write, one
+// fdatasync), and only then are they visible (pending) and answered. The
+// applier writes them into bbolt later.
+func (s *Bolt) commitLogged(group []*request) {
+	if s.hooks.taken != nil {
+		s.hooks.taken(len(group))
+	}
+	start := time.Now()
+	var ops []logOp
+	err := s.waitForRoom()
+	if err == nil {
+		ops, err = s.planLogged(group)
+	}
+	if err == nil {
+		err = Hit(s.opts.Failpoint, FailBeforeCommit)
+	}
+	logged := false
+	var seq uint64
+	if err == nil && len(ops) > 0 {
+		s.logBuf = encodeLogOps(s.logBuf[:0], ops)
+		seq, err = s.log.Write(s.logBuf)
+		logged = err == nil
+		if cap(s.logBuf) > 4<<20 {
+			s.logBuf = nil // one large group must not pin its buffer
+		}
+	}
+	if err == nil {
+		err = Hit(s.opts.Failpoint, FailAfterCommit)
+	}
+	if logged {
+		// Durable, whatever the failpoint said: readers must see it.
+		s.pending.add(seq, ops)
+		s.apply.kick()
+	}
+	elapsed := time.Since(start)
+	if err != nil {
+		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
+		for _, r := range group {
+			r.Versions, r.Err = nil, err
+		}
+	} else {
+		s.noteWatched(group)
+	}
+	if logged {
+		// A segment left behind on an error is only replayed over (its
+		// records are at or below bbolt's position), so it is not one.
+		_ = s.log.Release(s.apply.applied.Load())
+	}
+	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
+}
+
+// planLogged checks every batch of group in order against bbolt, the
+// pending writes and the batches before it in the group, and answers the
+// effects of those that hold. It holds pending's read lock from before its
+// bbolt transaction begins to its end, so that what the applier drops is
+// in one or the other.
+func (s *Bolt) planLogged(group []*request) ([]logOp, error) {
+	p := s.pending
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	g := &overlay{next: pendingVersions{p, boltVersions{tx}}, keys: map[string]map[string]uint64{}, deleted: map[string][]string{}}
+	var ops []logOp
+	for _, r := range group {
+		versions, err := plan(g, r.Batch)
+		if err != nil {
+			r.Err = err
+			continue
+		}
+		for i, op := range r.Batch.ops {
+			switch op.Kind {
+			case OpPut:
+				rec := r.Batch.recs[i]
+				binary.BigEndian.PutUint64(rec, versions[i])
+				ops = append(ops, logOp{kind: OpPut, table: op.Table, key: op.Key, rec: rec})
+				g.set(op.Table, op.Key, versions[i])
+			case OpDelete:
+				ops = append(ops, logOp{kind: OpDelete, table: op.Table, key: op.Key})
+				g.set(op.Table, op.Key, 0)
+			case OpDeletePrefix:
+				ops = append(ops, logOp{kind: OpDeletePrefix, table: op.Table, key: op.Key})
+				g.deletePrefix(op.Table, op.Key)
+			}
+		}
+		r.Versions = versions
+	}
+	return ops, nil
+}
+
+// versionSource answers a record's current version (0: absent).
+type versionSource interface {
+	version(table, key string) (uint64, error)
+}
+
+// boltVersions reads versions from a bbolt transaction.
+type boltVersions struct{ tx *bolt.Tx }
+
+func (v boltVersions) version(table, key string) (uint64, error) {
+	b := v.tx.Bucket([]byte(table))
+	if b == nil {
+		return 0, nil
+	}
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return 0, nil
+	}
+	ver, _, err := decodeRecord(raw)
+	if err != nil {
+		return 0, fmt.Errorf("persistence: %s/%q: %w", table, key, err)
+	}
+	return ver, nil
+}
+
+// pendingVersions answers from the pending writes, then from next. The
+// caller holds pending's lock.
+type pendingVersions struct {
+	p    *pending
+	next versionSource
+}
+
+func (v pendingVersions) version(table, key string) (uint64, error) {
+	raw, decided := v.p.lookup(table, key)
+	if !decided {
+		return v.next.version(table, key)
+	}
+	if raw == nil {
+		return 0, nil
+	}
+	ver, _, err := decodeRecord(raw)
+	if err != nil {
+		return 0, fmt.Errorf("persistence: %s/%q: %w", table, key, err)
+	}
+	return ver, nil
+}
+
+// overlay is the state a batch sees while it is planned: the state below
+// it (next) plus the effects of the ops before it. A version of 0 means
+// absent. A batch that never reads its own effects (batch.overlay false:
+// most of them, a chat turn's included) tracks none, so planning it
+// allocates nothing in the committer.
 type overlay struct {
-	tx      *bolt.Tx
+	next    versionSource
 	keys    map[string]map[string]uint64 // table -> key -> version
 	deleted map[string][]string          // table -> prefixes deleted so far
 }
@@ -143,19 +288,7 @@ func (o *overlay) version(table, key string) (uint64, error) {
 			return 0, nil
 		}
 	}
-	b := o.tx.Bucket([]byte(table))
-	if b == nil {
-		return 0, nil
-	}
-	raw := b.Get([]byte(key))
-	if raw == nil {
-		return 0, nil
-	}
-	v, _, err := decodeRecord(raw)
-	if err != nil {
-		return 0, fmt.Errorf("persistence: %s/%q: %w", table, key, err)
-	}
-	return v, nil
+	return o.next.version(table, key)
 }
 
 func (o *overlay) set(table, key string, v uint64) {
@@ -176,15 +309,15 @@ func (o *overlay) deletePrefix(table, prefix string) {
 	o.deleted[table] = append(o.deleted[table], prefix)
 }
 
-// plan checks every expectation of the batch, in order, against tx as
+// plan checks every expectation of the batch, in order, against below as
 // modified by the ops before it, without writing anything, and answers the
 // version each op leaves (a Put's new version; 0 otherwise). bbolt has no
 // savepoints, so deciding before writing is what keeps a failed batch from
 // touching the transaction its group shares.
-func plan(tx *bolt.Tx, b batch) ([]uint64, error) {
+func plan(below versionSource, b batch) ([]uint64, error) {
 	ops := b.ops
 	versions := make([]uint64, len(ops))
-	o := overlay{tx: tx}
+	o := overlay{next: below}
 	if b.overlay {
 		o.keys, o.deleted = map[string]map[string]uint64{}, map[string][]string{}
 	}

@@ -172,3 +172,32 @@ func TestBoltObserveCountsEveryBatch(t *testing.T) {
 	}
 	t.Logf("%d batches in %d commits", batches, commits)
 }
+
+// heldStore keeps every write in the write-ahead log until it is closed,
+// so that the conformance suite's reads all go through the pending
+// overlay merged with bbolt.
+type heldStore struct {
+	*persistence.Bolt
+	release func()
+}
+
+func (s heldStore) Close() error {
+	s.release()
+	return s.Bolt.Close()
+}
+
+func TestBoltConformanceLogNotApplied(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		s, release, err := persistence.OpenBoltHeld(filepath.Join(t.TempDir(), "veil.db"), persistence.BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return heldStore{s, release}
+	})
+}
+
+func TestBoltConformanceNoLog(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openTemp(t, persistence.BoltOptions{NoLog: true})
+	})
+}

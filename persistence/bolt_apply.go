@@ -1,0 +1,207 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The applier writes the groups the committer logged into bbolt, behind
+// it, as many at a time as have accumulated (up to applyMaxBytes): the
+// bbolt commit, with its scattered page writes and its fsyncs, leaves the
+// path every write waits on, and its cost is shared by more groups the
+// busier the store. Its transaction also records the last sequence number
+// it applied (bolt_log.go), so a replay starts after it.
+
+const (
+	// applyMaxBytes bounds one bbolt transaction's effects: bbolt holds a
+	// write transaction's dirty pages in memory.
+	applyMaxBytes = 32 << 20
+	// pendingMaxBytes and pendingMaxGroups bound what waits for the
+	// applier; past them the committer waits for it (backpressure), which
+	// bounds the overlay's memory and the replay after a crash.
+	pendingMaxBytes  = 64 << 20
+	pendingMaxGroups = 8192
+	// applyRetry is the pause before the applier tries a failed bbolt
+	// transaction again.
+	applyRetry = 100 * time.Millisecond
+)
+
+// Failpoints of the applier (see BoltOptions.Failpoint).
+const (
+	// FailApplyBeforeCommit: logged groups are written into the applier's
+	// bbolt transaction, which has not committed. A crash here must lose
+	// nothing: the log still holds them.
+	FailApplyBeforeCommit = "apply.before-commit"
+	// FailApplyAfterCommit: bbolt holds the groups durably and the overlay
+	// still has them. A crash here replays nothing twice: bbolt's recorded
+	// position is past them.
+	FailApplyAfterCommit = "apply.after-commit"
+)
+
+type applier struct {
+	wake chan struct{} // capacity 1
+	quit chan struct{}
+	exit chan struct{}
+
+	applied atomic.Uint64 // last sequence number bbolt holds durably
+
+	mu  sync.Mutex
+	err error // the last failure, nil once a transaction succeeds
+}
+
+func (s *Bolt) startApplier(applied uint64) {
+	a := &applier{wake: make(chan struct{}, 1), quit: make(chan struct{}), exit: make(chan struct{})}
+	a.applied.Store(applied)
+	s.apply = a
+	go s.runApplier()
+}
+
+// kick tells the applier there is work.
+func (a *applier) kick() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (a *applier) failure() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *applier) setFailure(err error) {
+	a.mu.Lock()
+	a.err = err
+	a.mu.Unlock()
+}
+
+func (s *Bolt) runApplier() {
+	a := s.apply
+	defer close(a.exit)
+	quitting := false
+	for {
+		if !quitting {
+			select {
+			case <-a.wake:
+			case <-a.quit:
+				quitting = true
+			}
+		}
+		for {
+			if s.hooks.applyTaken != nil {
+				s.hooks.applyTaken()
+			}
+			groups := s.pending.take(applyMaxBytes)
+			if len(groups) == 0 {
+				break
+			}
+			if err := s.applyGroups(groups); err != nil {
+				a.setFailure(err)
+				s.pending.wakeWaiters() // a committer waiting for room fails now
+				if quitting {
+					return // Close reports it; the log keeps the groups
+				}
+				select {
+				case <-time.After(applyRetry):
+				case <-a.quit:
+					quitting = true
+				}
+				continue
+			}
+			a.setFailure(nil)
+		}
+		if quitting {
+			return
+		}
+	}
+}
+
+// applyGroups writes groups into bbolt in one transaction, then drops
+// them from the overlay.
+func (s *Bolt) applyGroups(groups []loggedGroup) error {
+	last := groups[len(groups)-1].seq
+	start := time.Now()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, g := range groups {
+			if err := applyLogOps(tx, g.ops); err != nil {
+				return err
+			}
+		}
+		if err := writeLogMeta(tx, logMeta{id: s.logID, applied: last}); err != nil {
+			return err
+		}
+		return Hit(s.opts.Failpoint, FailApplyBeforeCommit)
+	})
+	if err == nil {
+		err = Hit(s.opts.Failpoint, FailApplyAfterCommit)
+	}
+	if err != nil {
+		return fmt.Errorf("persistence: apply the log to %s: %w", s.path, err)
+	}
+	s.apply.applied.Store(last)
+	s.pending.drop(groups)
+	if s.opts.ObserveApply != nil {
+		s.opts.ObserveApply(len(groups), time.Since(start))
+	}
+	return nil
+}
+
+// waitForRoom holds the committer while the applier is too far behind. It
+// fails when the applier is failing and there is no room: the group could
+// not be applied, and waiting would hang every writer.
+func (s *Bolt) waitForRoom() error {
+	p := s.pending
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.bytes >= pendingMaxBytes || len(p.groups) >= pendingMaxGroups {
+		if err := s.apply.failure(); err != nil {
+			return fmt.Errorf("the data file is not taking writes: %w", err)
+		}
+		p.room.Wait()
+	}
+	return nil
+}
+
+// waitApplied returns once bbolt holds every write acknowledged before
+// the call.
+func (s *Bolt) waitApplied() error {
+	if s.pending == nil {
+		return nil
+	}
+	p := s.pending
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.groups) == 0 {
+		return nil
+	}
+	target := p.groups[len(p.groups)-1].seq
+	s.apply.kick()
+	for len(p.groups) > 0 && p.groups[0].seq <= target {
+		if err := s.apply.failure(); err != nil {
+			return fmt.Errorf("the data file is not taking writes: %w", err)
+		}
+		p.room.Wait()
+	}
+	return nil
+}
+
+// stopApplier applies everything pending and stops the applier. It
+// reports whether the log is fully applied.
+func (s *Bolt) stopApplier() error {
+	close(s.apply.quit)
+	<-s.apply.exit
+	if s.pending.count.Load() > 0 {
+		err := s.apply.failure()
+		if err == nil {
+			err = errors.New("persistence: writes left unapplied")
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package persistence
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/veilhq/veil/persistence/internal/wal"
+)
+
+// The write-ahead log (issue 38). The committer makes a group durable by
+// appending its effects to the log (internal/wal: one write, one
+// fdatasync) instead of committing it to bbolt; the applier
+// (bolt_apply.go) writes the logged groups into bbolt behind it, many
+// groups per bbolt transaction, and until it has, reads see them through
+// the pending overlay (bolt_pending.go). Opening the store replays into
+// bbolt whatever the log holds beyond what bbolt applied, so an
+// acknowledged write survives a crash exactly as before: it is on disk
+// before its Apply returns. docs/storage.md.
+
+// logMetaBucket holds the log's id and the last sequence number bbolt has
+// applied. Its name is longer than MaxTableLen, so no table can be it.
+const logMetaBucket = "persistence: the write-ahead log position (bolt_log.go); not a table."
+
+var logMetaKey = []byte("log")
+
+func init() {
+	if len(logMetaBucket) <= MaxTableLen {
+		panic("logMetaBucket must be longer than any table name")
+	}
+}
+
+// logMeta is what bbolt records about the log, in the transaction that
+// applies the log's records.
+type logMeta struct {
+	id      wal.ID
+	applied uint64
+}
+
+func (m logMeta) encode() []byte {
+	buf := make([]byte, len(m.id)+8)
+	copy(buf, m.id[:])
+	binary.BigEndian.PutUint64(buf[len(m.id):], m.applied)
+	return buf
+}
+
+func readLogMeta(tx *bolt.Tx) (logMeta, bool, error) {
+	b := tx.Bucket([]byte(logMetaBucket))
+	if b == nil {
+		return logMeta{}, false, nil
+	}
+	raw := b.Get(logMetaKey)
+	if len(raw) != len(wal.ID{})+8 {
+		return logMeta{}, false, fmt.Errorf("%w: write-ahead log position of %d bytes", ErrCorrupt, len(raw))
+	}
+	var m logMeta
+	copy(m.id[:], raw)
+	m.applied = binary.BigEndian.Uint64(raw[len(m.id):])
+	return m, true, nil
+}
+
+func writeLogMeta(tx *bolt.Tx, m logMeta) error {
+	b, err := tx.CreateBucketIfNotExists([]byte(logMetaBucket))
+	if err != nil {
+		return err
+	}
+	return b.Put(logMetaKey, m.encode())
+}
+
+// logOp is one effect of a committed batch, as logged and applied: a Put
+// with its stored form (the version, then the value: encodeRecord), a
+// Delete or a DeletePrefix. Checks and failed batches leave none.
+type logOp struct {
+	kind  OpKind
+	table string
+	key   string
+	rec   []byte
+}
+
+// encodeLogOps appends ops to buf: per op its kind (1 byte), table (1-byte
+// length), key (2-byte length) and, for a Put, its record (4-byte length).
+func encodeLogOps(buf []byte, ops []logOp) []byte {
+	for _, op := range ops {
+		buf = append(buf, byte(op.kind), byte(len(op.table)))
+		buf = append(buf, op.table...)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(op.key)))
+		buf = append(buf, op.key...)
+		if op.kind == OpPut {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(op.rec)))
+			buf = append(buf, op.rec...)
+		}
+	}
+	return buf
+}
+
+var errLogRecord = errors.New("malformed write-ahead log record")
+
+// decodeLogOps reads what encodeLogOps wrote. The records share buf.
+func decodeLogOps(buf []byte) ([]logOp, error) {
+	var ops []logOp
+	for len(buf) > 0 {
+		if len(buf) < 2 {
+			return nil, errLogRecord
+		}
+		op := logOp{kind: OpKind(buf[0])}
+		n := int(buf[1])
+		buf = buf[2:]
+		if len(buf) < n+2 {
+			return nil, errLogRecord
+		}
+		op.table = string(buf[:n])
+		buf = buf[n:]
+		n = int(binary.BigEndian.Uint16(buf))
+		buf = buf[2:]
+		if len(buf) < n {
+			return nil, errLogRecord
+		}
+		op.key = string(buf[:n])
+		buf = buf[n:]
+		switch op.kind {
+		case OpPut:
+			if len(buf) < 4 {
+				return nil, errLogRecord
+			}
+			n = int(binary.BigEndian.Uint32(buf))
+			buf = buf[4:]
+			if len(buf) < n || n < versionLen {
+				return nil, errLogRecord
+			}
+			op.rec = buf[:n:n]
+			buf = buf[n:]
+		case OpDelete, OpDeletePrefix:
+		default:
+			return nil, fmt.Errorf("%w: op kind %d", errLogRecord, op.kind)
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// applyLogOps writes logged effects into tx.
+func applyLogOps(tx *bolt.Tx, ops []logOp) error {
+	for _, op := range ops {
+		switch op.kind {
+		case OpPut:
+			b, err := tx.CreateBucketIfNotExists([]byte(op.table))
+			if err != nil {
+				return fmt.Errorf("create table %s: %w", op.table, err)
+			}
+			if err := b.Put([]byte(op.key), op.rec); err != nil {
+				return fmt.Errorf("put %s/%q: %w", op.table, op.key, err)
+			}
+		case OpDelete:
+			if b := tx.Bucket([]byte(op.table)); b != nil {
+				if err := b.Delete([]byte(op.key)); err != nil {
+					return fmt.Errorf("delete %s/%q: %w", op.table, op.key, err)
+				}
+			}
+		case OpDeletePrefix:
+			if b := tx.Bucket([]byte(op.table)); b != nil {
+				if err := deletePrefix(b, []byte(op.key)); err != nil {
+					return fmt.Errorf("delete prefix %s/%q: %w", op.table, op.key, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// openLog replays the log at dir into db, beyond what db applied, in one
+// transaction, and starts a fresh log after it. A data file from before
+// the log (or a new one) gets its id here.
+func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, error) {
+	var meta logMeta
+	err := db.Update(func(tx *bolt.Tx) error {
+		m, ok, err := readLogMeta(tx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if _, err := rand.Read(m.id[:]); err != nil {
+				return err
+			}
+		}
+		last, err := wal.Replay(dir, m.id, m.applied, func(seq uint64, payload []byte) error {
+			ops, err := decodeLogOps(payload)
+			if err != nil {
+				return fmt.Errorf("%w: record %d: %w", wal.ErrCorrupt, seq, err)
+			}
+			return applyLogOps(tx, ops)
+		})
+		if err != nil {
+			return err
+		}
+		if ok && last == m.applied {
+			meta = m
+			return nil // nothing to write
+		}
+		m.applied = last
+		meta = m
+		return writeLogMeta(tx, m)
+	})
+	if err != nil {
+		if errors.Is(err, wal.ErrForeign) {
+			return nil, logMeta{}, fmt.Errorf("%w (move the directory %s away if this data file was restored: a restore leaves no log)", err, dir)
+		}
+		return nil, logMeta{}, fmt.Errorf("replay write-ahead log %s: %w", dir, err)
+	}
+	log, err := wal.Create(dir, meta.id, meta.applied+1, segmentSize)
+	if err != nil {
+		return nil, logMeta{}, err
+	}
+	return log, meta, nil
+}

@@ -1,0 +1,243 @@
+package persistence
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// pending holds the groups that are durable in the write-ahead log but not
+// yet in bbolt, in order, and indexes their effects by table and key, so
+// that reads and the committer's checks see every acknowledged write.
+//
+// Only the committer adds (after the group's log write is durable, so no
+// read ever sees a write that a crash could lose) and only the applier
+// drops (after the bbolt transaction that holds the groups has
+// committed). A reader that must see bbolt and pending as of one instant
+// takes mu for reading, then begins its bbolt transaction, then releases
+// mu: a drop, which needs mu, then happens after the reader's snapshot,
+// and what it drops was committed before the reader's transaction began
+// or is still in the snapshot.
+type pending struct {
+	mu     sync.RWMutex
+	tables map[string]*pendingTable
+	groups []loggedGroup
+	bytes  int
+	// count is len(groups), readable without mu: a read that finds 0 goes
+	// straight to bbolt (anything added later is concurrent with it).
+	count atomic.Int64
+	// room is signalled when the applier drops groups (backpressure).
+	room *sync.Cond
+}
+
+type pendingTable struct {
+	keys map[string]pendingEntry
+	// prefixes are the DeletePrefix ops not yet applied: they hide bbolt's
+	// records under them. Keys written after one are in keys.
+	prefixes []pendingPrefix
+}
+
+// pendingEntry is a key's latest logged state: its stored record (version
+// then value), or nil when it was deleted.
+type pendingEntry struct {
+	seq uint64
+	rec []byte
+}
+
+type pendingPrefix struct {
+	seq    uint64
+	prefix string
+}
+
+// loggedGroup is one log record: a committed group's effects.
+type loggedGroup struct {
+	seq   uint64
+	ops   []logOp
+	bytes int
+}
+
+func newPending() *pending {
+	p := &pending{tables: map[string]*pendingTable{}}
+	p.room = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *pending) table(name string) *pendingTable {
+	t := p.tables[name]
+	if t == nil {
+		t = &pendingTable{keys: map[string]pendingEntry{}}
+		p.tables[name] = t
+	}
+	return t
+}
+
+// add records a group whose log write is durable.
+func (p *pending) add(seq uint64, ops []logOp) {
+	g := loggedGroup{seq: seq, ops: ops}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, op := range ops {
+		g.bytes += len(op.table) + len(op.key) + len(op.rec)
+		t := p.table(op.table)
+		switch op.kind {
+		case OpPut:
+			t.keys[op.key] = pendingEntry{seq: seq, rec: op.rec}
+		case OpDelete:
+			t.keys[op.key] = pendingEntry{seq: seq}
+		case OpDeletePrefix:
+			for k := range t.keys {
+				if strings.HasPrefix(k, op.key) {
+					t.keys[k] = pendingEntry{seq: seq}
+				}
+			}
+			t.prefixes = append(t.prefixes, pendingPrefix{seq: seq, prefix: op.key})
+		}
+	}
+	p.groups = append(p.groups, g)
+	p.bytes += g.bytes
+	p.count.Store(int64(len(p.groups)))
+}
+
+// take returns the oldest groups not yet applied, up to maxBytes of
+// effects (at least one group).
+func (p *pending) take(maxBytes int) []loggedGroup {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n, size := 0, 0
+	for n < len(p.groups) {
+		if n > 0 && size+p.groups[n].bytes > maxBytes {
+			break
+		}
+		size += p.groups[n].bytes
+		n++
+	}
+	return slices.Clone(p.groups[:n])
+}
+
+// drop forgets groups, the oldest pending ones, now that bbolt holds them
+// durably. A key written again by a later group keeps its entry.
+func (p *pending) drop(groups []loggedGroup) {
+	if len(groups) == 0 {
+		return
+	}
+	upTo := groups[len(groups)-1].seq
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range groups {
+		for _, op := range g.ops {
+			t := p.tables[op.table]
+			if t == nil {
+				continue
+			}
+			if op.kind == OpDeletePrefix {
+				for k, e := range t.keys {
+					if e.seq <= upTo && strings.HasPrefix(k, op.key) {
+						delete(t.keys, k)
+					}
+				}
+				t.prefixes = slices.DeleteFunc(t.prefixes, func(x pendingPrefix) bool { return x.seq <= upTo })
+			} else if e, ok := t.keys[op.key]; ok && e.seq <= upTo {
+				delete(t.keys, op.key)
+			}
+			if len(t.keys) == 0 && len(t.prefixes) == 0 {
+				delete(p.tables, op.table)
+			}
+		}
+		p.bytes -= g.bytes
+	}
+	n := copy(p.groups, p.groups[len(groups):])
+	clear(p.groups[n:])
+	p.groups = p.groups[:n]
+	p.count.Store(int64(len(p.groups)))
+	p.room.Broadcast()
+}
+
+// wakeWaiters wakes a committer waiting for room, to look again.
+func (p *pending) wakeWaiters() {
+	p.mu.Lock()
+	p.room.Broadcast()
+	p.mu.Unlock()
+}
+
+// lookup answers what the pending writes say of a key: decided is false
+// when they say nothing (bbolt knows), else rec is its record or nil when
+// it is deleted. The caller holds mu.
+func (p *pending) lookup(table, key string) (rec []byte, decided bool) {
+	t := p.tables[table]
+	if t == nil {
+		return nil, false
+	}
+	if e, ok := t.keys[key]; ok {
+		return e.rec, true
+	}
+	for _, x := range t.prefixes {
+		if strings.HasPrefix(key, x.prefix) {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// get is lookup for a reader: it takes mu.
+func (p *pending) get(table, key string) ([]byte, bool) {
+	if p.count.Load() == 0 {
+		return nil, false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.lookup(table, key)
+}
+
+// pendingKV is one key of a snapshot: rec nil means deleted.
+type pendingKV struct {
+	key string
+	rec []byte
+}
+
+// pendingRange is what the pending writes say of a List's range: the keys
+// they decide, in the walk's order, and the prefixes whose bbolt records
+// they hide.
+type pendingRange struct {
+	keys     []pendingKV
+	prefixes []string
+}
+
+// hides reports whether a pending prefix deletion hides bbolt's key.
+func (r *pendingRange) hides(key []byte) bool {
+	for _, p := range r.prefixes {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshot collects the pending state of q's range in table. The caller
+// holds mu.
+func (p *pending) snapshot(table string, q Query) pendingRange {
+	t := p.tables[table]
+	if t == nil {
+		return pendingRange{}
+	}
+	var r pendingRange
+	for _, x := range t.prefixes {
+		r.prefixes = append(r.prefixes, x.prefix)
+	}
+	for k, e := range t.keys {
+		if !strings.HasPrefix(k, q.Prefix) {
+			continue
+		}
+		if q.After != "" && (!q.Reverse && k <= q.After || q.Reverse && k >= q.After) {
+			continue
+		}
+		r.keys = append(r.keys, pendingKV{key: k, rec: e.rec})
+	}
+	slices.SortFunc(r.keys, func(a, b pendingKV) int {
+		if q.Reverse {
+			return strings.Compare(b.key, a.key)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return r
+}

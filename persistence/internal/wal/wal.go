@@ -1,0 +1,366 @@
+// Package wal is the bbolt store's write-ahead log: numbered records
+// appended to segment files in one directory, each record made durable by
+// one write and one fdatasync before its writer is answered.
+//
+// The log exists because a bbolt commit is the one serial stage of every
+// write (issue 38): it rewrites and fsyncs every page its batches dirtied,
+// scattered over the file, so its cost grows with the pages a group
+// touches. Appending a group to a log costs one sequential write and one
+// fdatasync; the store applies the logged groups to bbolt in larger
+// transactions behind the log (persistence/bolt_apply.go), and replays
+// what bbolt had not yet applied when the process died.
+//
+// A record is [len u32][crc32c u32][seq u64][payload]: len counts seq and
+// payload, the checksum covers them. Sequence numbers start at 1 and grow
+// by one per record across segments. A segment starts with a header that
+// names its log (the id stored in the bbolt file it belongs to), so a log
+// left next to another data file (a restore) is refused, not replayed
+// into it. A segment's file name is the first sequence number it holds.
+package wal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ID names a log: the bbolt file it belongs to keeps the same id.
+type ID [16]byte
+
+// Errors Replay wraps.
+var (
+	// ErrForeign reports a segment that belongs to another data file.
+	ErrForeign = errors.New("write-ahead log belongs to another data file")
+	// ErrCorrupt reports a damaged record that is not the torn tail of the
+	// last segment (the only place a crash can leave one).
+	ErrCorrupt = errors.New("write-ahead log is damaged")
+)
+
+const (
+	magic     = "VEILWAL1"
+	headerLen = len(magic) + len(ID{})
+	// recordHead is len, crc and seq.
+	recordHead = 4 + 4 + 8
+	// maxRecord bounds a record's length as read back, so that a damaged
+	// length cannot make Replay allocate gigabytes.
+	maxRecord = 1 << 30
+	suffix    = ".wal"
+	// DefaultSegmentSize is the size past which Write starts a new
+	// segment, so that applied segments can be removed whole.
+	DefaultSegmentSize = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segment is one file of the log.
+type segment struct {
+	first uint64 // first sequence number, from the file name
+	path  string
+}
+
+// segments lists dir's segment files in order. A missing directory has none.
+func segments(dir string) ([]segment, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []segment
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		first, err := strconv.ParseUint(strings.TrimSuffix(name, suffix), 16, 64)
+		if err != nil {
+			continue // not ours
+		}
+		out = append(out, segment{first: first, path: filepath.Join(dir, name)})
+	}
+	slices.SortFunc(out, func(a, b segment) int {
+		switch {
+		case a.first < b.first:
+			return -1
+		case a.first > b.first:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+func segmentName(first uint64) string { return fmt.Sprintf("%016x%s", first, suffix) }
+
+// Replay calls fn, in order, with every record of the log in dir whose
+// sequence number is above after, and returns the last sequence number it
+// read (after when there is none). A torn record at the end of the last
+// segment ends the log: it was never acknowledged. Any other damage, a gap
+// in the numbering or a segment of another log fails with ErrCorrupt or
+// ErrForeign, before fn sees the record.
+func Replay(dir string, id ID, after uint64, fn func(seq uint64, payload []byte) error) (uint64, error) {
+	segs, err := segments(dir)
+	if err != nil {
+		return 0, fmt.Errorf("read write-ahead log %s: %w", dir, err)
+	}
+	last := after
+	for i, sg := range segs {
+		lastSeg := i == len(segs)-1
+		n, err := replaySegment(sg, id, after, last, lastSeg, fn)
+		if err != nil {
+			return 0, err
+		}
+		last = n
+	}
+	return last, nil
+}
+
+func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(uint64, []byte) error) (uint64, error) {
+	f, err := os.Open(sg.path)
+	if err != nil {
+		return 0, fmt.Errorf("read write-ahead log: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var head [headerLen]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		if lastSeg && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			return last, nil // created, header not yet durable: empty
+		}
+		return 0, fmt.Errorf("%s: %w: short header", sg.path, ErrCorrupt)
+	}
+	if string(head[:len(magic)]) != magic {
+		return 0, fmt.Errorf("%s: %w: not a segment", sg.path, ErrCorrupt)
+	}
+	if ID(head[len(magic):]) != id {
+		return 0, fmt.Errorf("%s: %w", sg.path, ErrForeign)
+	}
+	for {
+		seq, payload, err := readRecord(r)
+		if errors.Is(err, io.EOF) {
+			return last, nil
+		}
+		if err != nil {
+			if lastSeg {
+				return last, nil // the torn tail of the last write
+			}
+			return 0, fmt.Errorf("%s: %w: %w", sg.path, ErrCorrupt, err)
+		}
+		if seq <= after {
+			last = max(last, seq)
+			continue
+		}
+		if seq != last+1 {
+			return 0, fmt.Errorf("%s: %w: record %d follows %d", sg.path, ErrCorrupt, seq, last)
+		}
+		if err := fn(seq, payload); err != nil {
+			return 0, err
+		}
+		last = seq
+	}
+}
+
+// readRecord reads one record; io.EOF means a clean end.
+func readRecord(r *bufio.Reader) (uint64, []byte, error) {
+	var head [recordHead]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, nil, io.EOF
+		}
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(head[0:4])
+	sum := binary.BigEndian.Uint32(head[4:8])
+	if n < 8 || n > maxRecord {
+		if n == 0 && sum == 0 {
+			return 0, nil, errors.New("zeroes where a record should be")
+		}
+		return 0, nil, fmt.Errorf("record length %d", n)
+	}
+	body := make([]byte, n)
+	copy(body, head[8:])
+	if _, err := io.ReadFull(r, body[8:]); err != nil {
+		return 0, nil, fmt.Errorf("short record: %w", err)
+	}
+	if crc32.Checksum(body, castagnoli) != sum {
+		return 0, nil, errors.New("checksum mismatch")
+	}
+	return binary.BigEndian.Uint64(body[:8]), body[8:], nil
+}
+
+// Log appends records. It is not safe for concurrent use: the store's
+// committer is its only writer.
+type Log struct {
+	dir         string
+	id          ID
+	segmentSize int64
+	f           *os.File
+	size        int64
+	cur         segment
+	closed      []segment // older segments, oldest first
+	next        uint64
+	buf         []byte
+	// err, once set, fails every later write: after a failed write or
+	// fdatasync the file's state is unknown, and appending after it could
+	// leave an acknowledged record behind a damaged one.
+	err error
+}
+
+// Create starts the log in dir (made if needed) at sequence number next,
+// after removing every segment there: call it once Replay's records are
+// durable elsewhere. segmentSize 0 means DefaultSegmentSize.
+func Create(dir string, id ID, next uint64, segmentSize int64) (*Log, error) {
+	if segmentSize <= 0 {
+		segmentSize = DefaultSegmentSize
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create write-ahead log %s: %w", dir, err)
+	}
+	old, err := segments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read write-ahead log %s: %w", dir, err)
+	}
+	for _, sg := range old {
+		if err := os.Remove(sg.path); err != nil {
+			return nil, fmt.Errorf("remove replayed segment: %w", err)
+		}
+	}
+	l := &Log{dir: dir, id: id, segmentSize: segmentSize, next: next}
+	if err := l.open(next); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// open starts a segment whose first record will be first, and makes its
+// header and its name durable.
+func (l *Log) open(first uint64) error {
+	sg := segment{first: first, path: filepath.Join(l.dir, segmentName(first))}
+	f, err := os.OpenFile(sg.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("create write-ahead log segment: %w", err)
+	}
+	head := append([]byte(magic), l.id[:]...)
+	if _, err := f.Write(head); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = syncDir(l.dir)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("create write-ahead log segment %s: %w", sg.path, err)
+	}
+	l.f, l.cur, l.size = f, sg, int64(len(head))
+	return nil
+}
+
+// Next is the sequence number the next Write will use.
+func (l *Log) Next() uint64 { return l.next }
+
+// Write appends payload as one record, makes it durable (write and
+// fdatasync) and returns its sequence number. An error leaves the log
+// unusable: every later Write fails with it.
+func (l *Log) Write(payload []byte) (uint64, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	if l.size >= l.segmentSize {
+		if err := l.rotate(); err != nil {
+			l.err = err
+			return 0, err
+		}
+	}
+	seq := l.next
+	n := 8 + len(payload)
+	l.buf = slices.Grow(l.buf[:0], recordHead+len(payload))[:recordHead]
+	binary.BigEndian.PutUint32(l.buf[0:4], uint32(n))
+	binary.BigEndian.PutUint64(l.buf[8:16], seq)
+	l.buf = append(l.buf, payload...)
+	binary.BigEndian.PutUint32(l.buf[4:8], crc32.Checksum(l.buf[8:], castagnoli))
+	if _, err := l.f.Write(l.buf); err != nil {
+		l.err = fmt.Errorf("write-ahead log %s: %w", l.cur.path, err)
+		return 0, l.err
+	}
+	if err := fdatasync(l.f); err != nil {
+		l.err = fmt.Errorf("write-ahead log %s: fdatasync: %w", l.cur.path, err)
+		return 0, l.err
+	}
+	l.size += int64(len(l.buf))
+	l.next++
+	if cap(l.buf) > 4<<20 {
+		l.buf = nil // one large group must not pin its buffer
+	}
+	return seq, nil
+}
+
+// rotate closes the current segment (every record in it is durable) and
+// starts the next.
+func (l *Log) rotate() error {
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("close write-ahead log segment: %w", err)
+	}
+	l.closed = append(l.closed, l.cur)
+	return l.open(l.next)
+}
+
+// Release removes the closed segments whose every record is at or below
+// applied: those the data file holds durably.
+func (l *Log) Release(applied uint64) error {
+	n := 0
+	for i, sg := range l.closed {
+		end := l.cur.first
+		if i+1 < len(l.closed) {
+			end = l.closed[i+1].first
+		}
+		if end-1 > applied {
+			break
+		}
+		if err := os.Remove(sg.path); err != nil {
+			return fmt.Errorf("remove applied segment: %w", err)
+		}
+		n++
+	}
+	l.closed = slices.Delete(l.closed, 0, n)
+	return nil
+}
+
+// Segments is the number of segment files, the current one included.
+func (l *Log) Segments() int { return len(l.closed) + 1 }
+
+// Close closes the current segment. With removeAll (every record is
+// applied durably) it also removes every segment and the directory, so
+// that a cleanly closed data file needs no log.
+func (l *Log) Close(removeAll bool) error {
+	err := l.f.Close()
+	if !removeAll || err != nil {
+		return err
+	}
+	for _, sg := range append(l.closed, l.cur) {
+		if err := os.Remove(sg.path); err != nil {
+			return fmt.Errorf("remove applied segment: %w", err)
+		}
+	}
+	if err := os.Remove(l.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil // something else lives there; leave it
+	}
+	return syncDir(filepath.Dir(l.dir))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
