@@ -165,7 +165,8 @@ func fetchBackup(ctx context.Context, dir string, w io.Writer) (int64, error) {
 
 // restoreCmd is `veild restore --data DIR --from FILE`: replaces the
 // bbolt file of a stopped server with a checked backup, keeping the file
-// it replaces as veil.db.before-restore-<time>.
+// it replaces, and its write-ahead log if it has one, as
+// veil.db.before-restore-<time> (and that name's .wal).
 func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("veild restore", stderr)
 	data := fs.String("data", "./data", "data directory of the (stopped) server")
@@ -221,6 +222,18 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := os.Stat(dst); err == nil {
 		kept = dst + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
 		if err := os.Rename(dst, kept); err != nil {
+			return err
+		}
+	}
+	// The replaced file's write-ahead log goes with it: left in place, the
+	// next start would refuse the restored file (another file's log), and
+	// its writes belong to the file kept, which replays them if it is ever
+	// put back.
+	if _, err := os.Stat(persistence.LogDir(dst)); err == nil {
+		if kept == "" {
+			kept = dst + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+		}
+		if err := os.Rename(persistence.LogDir(dst), persistence.LogDir(kept)); err != nil {
 			return err
 		}
 	}

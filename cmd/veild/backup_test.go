@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/veilhq/veil/chains/walletsig"
 	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/persistence"
 )
 
 func veildRun(t *testing.T, args ...string) (string, error) {
@@ -102,6 +104,35 @@ func TestBackupAndRestore(t *testing.T) {
 		if status != 200 || !strings.Contains(string(body), "backed-up") {
 			t.Fatalf("restored agent: %d %s", status, body)
 		}
-		q.stop(t, syscall.SIGTERM)
+		if backup == online {
+			q.stop(t, syscall.SIGTERM)
+			continue
+		}
+		// A server that dies leaves its write-ahead log; a restore over it
+		// moves the log aside with the file it replaces, so the restored
+		// file starts (a log of another file would stop it), and nothing
+		// of the log is replayed into the restored file.
+		_ = q.cmd.Process.Kill()
+		_ = q.cmd.Wait()
+		dst := filepath.Join(fresh, dbFile)
+		if _, err := os.Stat(persistence.LogDir(dst)); err != nil {
+			t.Fatalf("a killed server left no write-ahead log: %v", err)
+		}
+		out, err := veildRun(t, "restore", "--data", fresh, "--from", online)
+		if err != nil {
+			t.Fatalf("restore over a killed server: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(persistence.LogDir(dst)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the replaced file's log is still in place: %v", err)
+		}
+		kept, _ := filepath.Glob(dst + ".before-restore-*.wal")
+		if len(kept) != 1 {
+			t.Fatalf("the replaced file's log kept as %v, want one %s.before-restore-<time>.wal", kept, dst)
+		}
+		r := start(t, fresh)
+		if status, body := call(t, "GET", "http://"+r.addr+"/agent/"+id, key, nil); status != 200 {
+			t.Fatalf("agent after a restore over a killed server: %d %s", status, body)
+		}
+		r.stop(t, syscall.SIGTERM)
 	}
 }
