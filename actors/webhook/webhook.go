@@ -212,7 +212,14 @@ func (r *Registry) Create(ctx context.Context, accountID, url string, events []s
 	if events == nil {
 		events = []string{}
 	}
-	w := &Webhook{ID: uuid.NewString(), AccountID: accountID, URL: url, Events: events, AgentID: agentID,
+	// A time-ordered id (UUIDv7, increasing within this process even in
+	// one millisecond) breaks the tie of two webhooks created in the same
+	// millisecond in the order they were created: List is oldest first.
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	w := &Webhook{ID: id.String(), AccountID: accountID, URL: url, Events: events, AgentID: agentID,
 		Secret: NewSecret(), CreatedAt: r.now().UTC().Truncate(time.Millisecond)}
 	raw, err := json.Marshal(w)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -539,5 +541,33 @@ func TestOldDeliveriesAreTrimmed(t *testing.T) {
 	ds, err := reg.Deliveries(ctx, "acct", hook.ID, 10)
 	if err != nil || len(ds) != 1 || ds[0].Type != "payment_received" {
 		t.Fatalf("after trimming: %+v %v", ds, err)
+	}
+}
+
+// Webhooks created in one millisecond (the clock stands still) are listed
+// in the order they were created, as the API promises (oldest first).
+func TestListKeepsCreationOrderWithinAMillisecond(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
+	defer st.Close()
+	reg := NewRegistry(st, (&clock{now: t0}).Now)
+	var want []string
+	for i := range 20 {
+		w, err := reg.Create(ctx, "acct", fmt.Sprintf("https://example.com/%d", i), nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, w.ID)
+	}
+	list, err := reg.List(ctx, "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range list {
+		got = append(got, w.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed %v, created %v", got, want)
 	}
 }
