@@ -116,6 +116,12 @@ func (s *Bolt) commitGroup(group []*request) {
 	if err == nil {
 		err = Hit(s.opts.Failpoint, FailAfterCommit)
 	}
+	s.answer(group, elapsed, err)
+}
+
+// answer answers every request of a group: the commit's error reaches
+// all; without one, the watches learn the new versions first.
+func (s *Bolt) answer(group []*request, elapsed time.Duration, err error) {
 	if err != nil {
 		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
 		for _, r := range group {
@@ -163,21 +169,12 @@ func (s *Bolt) commitLogged(group []*request) {
 		s.pending.add(seq, ops)
 		s.apply.kick()
 	}
-	elapsed := time.Since(start)
-	if err != nil {
-		err = fmt.Errorf("persistence: commit to %s: %w", s.path, err)
-		for _, r := range group {
-			r.Versions, r.Err = nil, err
-		}
-	} else {
-		s.noteWatched(group)
-	}
 	if logged {
 		// A segment left behind on an error is only replayed over (its
 		// records are at or below bbolt's position), so it is not one.
 		_ = s.log.Release(s.apply.applied.Load())
 	}
-	groupcommit.Answer(group, elapsed, s.opts.Observe, s.hooks.observe)
+	s.answer(group, time.Since(start), err)
 }
 
 // planLogged checks every batch of group in order against bbolt, the
@@ -202,19 +199,13 @@ func (s *Bolt) planLogged(group []*request) ([]logOp, error) {
 			r.Err = err
 			continue
 		}
-		for i, op := range r.Batch.ops {
-			switch op.Kind {
-			case OpPut:
-				rec := r.Batch.recs[i]
-				binary.BigEndian.PutUint64(rec, versions[i])
-				ops = append(ops, logOp{kind: OpPut, table: op.Table, key: op.Key, rec: rec})
-				g.set(op.Table, op.Key, versions[i])
-			case OpDelete:
-				ops = append(ops, logOp{kind: OpDelete, table: op.Table, key: op.Key})
-				g.set(op.Table, op.Key, 0)
-			case OpDeletePrefix:
-				ops = append(ops, logOp{kind: OpDeletePrefix, table: op.Table, key: op.Key})
-				g.deletePrefix(op.Table, op.Key)
+		n := len(ops)
+		ops = effects(ops, r.Batch, versions)
+		for _, op := range ops[n:] {
+			if op.kind == OpDeletePrefix {
+				g.deletePrefix(op.table, op.key)
+			} else {
+				g.set(op.table, op.key, recVersion(op.rec))
 			}
 		}
 		r.Versions = versions
@@ -343,36 +334,28 @@ func plan(below versionSource, b batch) ([]uint64, error) {
 	return versions, nil
 }
 
+// effects appends to ops what a planned batch does, with the versions
+// plan answered written into its Puts' stored forms: what the log records
+// and bbolt applies. Checks do nothing.
+func effects(ops []logOp, bt batch, versions []uint64) []logOp {
+	for i, op := range bt.ops {
+		e := logOp{kind: op.Kind, table: op.Table, key: op.Key, kb: bt.keys[i]}
+		switch op.Kind {
+		case OpPut:
+			e.rec = bt.recs[i]
+			binary.BigEndian.PutUint64(e.rec, versions[i])
+		case OpCheck:
+			continue
+		}
+		ops = append(ops, e)
+	}
+	return ops
+}
+
 // write applies a planned batch. An error here leaves the batch half done,
 // so the caller must roll the transaction back.
 func write(tx *bolt.Tx, bt batch, versions []uint64) error {
-	for i, op := range bt.ops {
-		switch op.Kind {
-		case OpPut:
-			b, err := tx.CreateBucketIfNotExists([]byte(op.Table))
-			if err != nil {
-				return fmt.Errorf("create table %s: %w", op.Table, err)
-			}
-			rec := bt.recs[i]
-			binary.BigEndian.PutUint64(rec, versions[i])
-			if err := b.Put(bt.keys[i], rec); err != nil {
-				return fmt.Errorf("put %s/%q: %w", op.Table, op.Key, err)
-			}
-		case OpDelete:
-			if b := tx.Bucket([]byte(op.Table)); b != nil {
-				if err := b.Delete(bt.keys[i]); err != nil {
-					return fmt.Errorf("delete %s/%q: %w", op.Table, op.Key, err)
-				}
-			}
-		case OpDeletePrefix:
-			if b := tx.Bucket([]byte(op.Table)); b != nil {
-				if err := deletePrefix(b, []byte(op.Key)); err != nil {
-					return fmt.Errorf("delete prefix %s/%q: %w", op.Table, op.Key, err)
-				}
-			}
-		}
-	}
-	return nil
+	return applyLogOps(tx, effects(make([]logOp, 0, len(bt.ops)), bt, versions))
 }
 
 func deletePrefix(b *bolt.Bucket, prefix []byte) error {

@@ -77,7 +77,16 @@ type logOp struct {
 	kind  OpKind
 	table string
 	key   string
+	kb    []byte // key as bytes, for bbolt (shares the batch's or the record's)
 	rec   []byte
+}
+
+// recVersion is the version of a stored record, 0 for none (a delete).
+func recVersion(rec []byte) uint64 {
+	if len(rec) < versionLen {
+		return 0
+	}
+	return binary.BigEndian.Uint64(rec)
 }
 
 // encodeLogOps appends ops to buf: per op its kind (1 byte), table (1-byte
@@ -118,7 +127,8 @@ func decodeLogOps(buf []byte) ([]logOp, error) {
 		if len(buf) < n {
 			return nil, errLogRecord
 		}
-		op.key = string(buf[:n])
+		op.kb = buf[:n:n]
+		op.key = string(op.kb)
 		buf = buf[n:]
 		switch op.kind {
 		case OpPut:
@@ -150,18 +160,18 @@ func applyLogOps(tx *bolt.Tx, ops []logOp) error {
 			if err != nil {
 				return fmt.Errorf("create table %s: %w", op.table, err)
 			}
-			if err := b.Put([]byte(op.key), op.rec); err != nil {
+			if err := b.Put(op.kb, op.rec); err != nil {
 				return fmt.Errorf("put %s/%q: %w", op.table, op.key, err)
 			}
 		case OpDelete:
 			if b := tx.Bucket([]byte(op.table)); b != nil {
-				if err := b.Delete([]byte(op.key)); err != nil {
+				if err := b.Delete(op.kb); err != nil {
 					return fmt.Errorf("delete %s/%q: %w", op.table, op.key, err)
 				}
 			}
 		case OpDeletePrefix:
 			if b := tx.Bucket([]byte(op.table)); b != nil {
-				if err := deletePrefix(b, []byte(op.key)); err != nil {
+				if err := deletePrefix(b, op.kb); err != nil {
 					return fmt.Errorf("delete prefix %s/%q: %w", op.table, op.key, err)
 				}
 			}
