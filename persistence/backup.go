@@ -23,7 +23,7 @@ func (s *Bolt) WriteTo(w io.Writer) (int64, error) {
 	defer s.c.Leave()
 	// The copy is of bbolt: first let it hold every write acknowledged
 	// so far (the write-ahead log is not copied).
-	if err := s.waitApplied(); err != nil {
+	if err := s.WaitApplied(); err != nil {
 		return 0, err
 	}
 	var n int64

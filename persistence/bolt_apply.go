@@ -168,9 +168,10 @@ func (s *Bolt) waitForRoom() error {
 	return nil
 }
 
-// waitApplied returns once bbolt holds every write acknowledged before
-// the call.
-func (s *Bolt) waitApplied() error {
+// WaitApplied returns once bbolt holds every write acknowledged before
+// the call: before a copy of the file (WriteTo), or before a benchmark
+// reads WriteStats, which counts what the applier wrote.
+func (s *Bolt) WaitApplied() error {
 	if s.pending == nil {
 		return nil
 	}
