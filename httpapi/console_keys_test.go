@@ -1,3 +1,5 @@
+//go:build !nodevnet
+
 package httpapi_test
 
 import (

@@ -331,3 +331,18 @@ func (e *env) waitMined(t *testing.T, txHash string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// waitFor polls cond until it holds. The bound only ends a test that
+// would otherwise hang: it is generous because CI runs on a loaded machine
+// (a fresh-clone run at load 5 once took more than 30 s here).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); sleep50ms() {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting (2 min): %s", what)
+}
+
+func sleep50ms() { time.Sleep(50 * time.Millisecond) }

@@ -5,7 +5,6 @@ package httpapi_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/runtime/audit"
@@ -142,19 +141,6 @@ func TestScannerSettlesInvoiceAndOnDemandScanAgrees(t *testing.T) {
 			t.Fatalf("payment_received names the sender: %q", n.Body)
 		}
 	}
-}
-
-// waitFor polls cond until it holds. The bound only ends a test that
-// would otherwise hang: it is generous because CI runs on a loaded machine
-// (a fresh-clone run at load 5 once took more than 30 s here).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); sleep50ms() {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting (2 min): %s", what)
 }
 
 // TestPublicClaimSettlesOnce: POST /pay/:id/paid, without an API key,

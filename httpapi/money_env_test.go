@@ -327,5 +327,3 @@ func countType(in agent.Inbox, typ string) int {
 	}
 	return n
 }
-
-func sleep50ms() { time.Sleep(50 * time.Millisecond) }
