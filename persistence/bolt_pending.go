@@ -5,6 +5,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/google/btree"
+
+	keyprefix "github.com/veilhq/veil/persistence/internal/prefix"
 )
 
 // pending holds the groups that are durable in the write-ahead log but not
@@ -32,10 +36,36 @@ type pending struct {
 }
 
 type pendingTable struct {
-	keys map[string]pendingEntry
+	// keys holds each key's latest pending state, in key order, so that a
+	// List reads only its range (a continued chat lists its conversation's
+	// messages on every turn, while the messages table has the most
+	// pending keys).
+	keys *btree.BTreeG[pendingItem]
 	// prefixes are the DeletePrefix ops not yet applied: they hide bbolt's
 	// records under them. Keys written after one are in keys.
 	prefixes []pendingPrefix
+}
+
+type pendingItem struct {
+	key string
+	pendingEntry
+}
+
+func lessItem(a, b pendingItem) bool { return a.key < b.key }
+
+// ascendPrefix calls fn with every item whose key starts with prefix, in
+// order, until fn returns false.
+func (t *pendingTable) ascendPrefix(prefix string, fn func(pendingItem) bool) {
+	t.keys.AscendGreaterOrEqual(pendingItem{key: prefix}, func(it pendingItem) bool {
+		return strings.HasPrefix(it.key, prefix) && fn(it)
+	})
+}
+
+// prefixItems returns the items under prefix.
+func (t *pendingTable) prefixItems(prefix string) []pendingItem {
+	var out []pendingItem
+	t.ascendPrefix(prefix, func(it pendingItem) bool { out = append(out, it); return true })
+	return out
 }
 
 // pendingEntry is a key's latest logged state: its stored record (version
@@ -66,7 +96,7 @@ func newPending() *pending {
 func (p *pending) table(name string) *pendingTable {
 	t := p.tables[name]
 	if t == nil {
-		t = &pendingTable{keys: map[string]pendingEntry{}}
+		t = &pendingTable{keys: btree.NewG(16, lessItem)}
 		p.tables[name] = t
 	}
 	return t
@@ -82,14 +112,12 @@ func (p *pending) add(seq uint64, ops []logOp) {
 		t := p.table(op.table)
 		switch op.kind {
 		case OpPut:
-			t.keys[op.key] = pendingEntry{seq: seq, rec: op.rec}
+			t.keys.ReplaceOrInsert(pendingItem{op.key, pendingEntry{seq: seq, rec: op.rec}})
 		case OpDelete:
-			t.keys[op.key] = pendingEntry{seq: seq}
+			t.keys.ReplaceOrInsert(pendingItem{op.key, pendingEntry{seq: seq}})
 		case OpDeletePrefix:
-			for k := range t.keys {
-				if strings.HasPrefix(k, op.key) {
-					t.keys[k] = pendingEntry{seq: seq}
-				}
+			for _, it := range t.prefixItems(op.key) {
+				t.keys.ReplaceOrInsert(pendingItem{it.key, pendingEntry{seq: seq}})
 			}
 			t.prefixes = append(t.prefixes, pendingPrefix{seq: seq, prefix: op.key})
 		}
@@ -131,16 +159,16 @@ func (p *pending) drop(groups []loggedGroup) {
 				continue
 			}
 			if op.kind == OpDeletePrefix {
-				for k, e := range t.keys {
-					if e.seq <= upTo && strings.HasPrefix(k, op.key) {
-						delete(t.keys, k)
+				for _, it := range t.prefixItems(op.key) {
+					if it.seq <= upTo {
+						t.keys.Delete(it)
 					}
 				}
 				t.prefixes = slices.DeleteFunc(t.prefixes, func(x pendingPrefix) bool { return x.seq <= upTo })
-			} else if e, ok := t.keys[op.key]; ok && e.seq <= upTo {
-				delete(t.keys, op.key)
+			} else if it, ok := t.keys.Get(pendingItem{key: op.key}); ok && it.seq <= upTo {
+				t.keys.Delete(it)
 			}
-			if len(t.keys) == 0 && len(t.prefixes) == 0 {
+			if t.keys.Len() == 0 && len(t.prefixes) == 0 {
 				delete(p.tables, op.table)
 			}
 		}
@@ -168,8 +196,8 @@ func (p *pending) lookup(table, key string) (rec []byte, decided bool) {
 	if t == nil {
 		return nil, false
 	}
-	if e, ok := t.keys[key]; ok {
-		return e.rec, true
+	if it, ok := t.keys.Get(pendingItem{key: key}); ok {
+		return it.rec, true
 	}
 	for _, x := range t.prefixes {
 		if strings.HasPrefix(key, x.prefix) {
@@ -224,20 +252,34 @@ func (p *pending) snapshot(table string, q Query) pendingRange {
 	for _, x := range t.prefixes {
 		r.prefixes = append(r.prefixes, x.prefix)
 	}
-	for k, e := range t.keys {
-		if !strings.HasPrefix(k, q.Prefix) {
-			continue
+	take := func(it pendingItem) bool {
+		if !strings.HasPrefix(it.key, q.Prefix) {
+			return false
 		}
-		if q.After != "" && (!q.Reverse && k <= q.After || q.Reverse && k >= q.After) {
-			continue
-		}
-		r.keys = append(r.keys, pendingKV{key: k, rec: e.rec})
+		r.keys = append(r.keys, pendingKV{key: it.key, rec: it.rec})
+		return true
 	}
-	slices.SortFunc(r.keys, func(a, b pendingKV) int {
-		if q.Reverse {
-			return strings.Compare(b.key, a.key)
+	switch {
+	case !q.Reverse && q.After != "" && q.After >= q.Prefix:
+		t.keys.AscendGreaterOrEqual(pendingItem{key: q.After}, func(it pendingItem) bool {
+			return it.key == q.After || take(it)
+		})
+	case !q.Reverse:
+		t.keys.AscendGreaterOrEqual(pendingItem{key: q.Prefix}, take)
+	default:
+		// Down from the end of the range: below After when it is set
+		// (and within the prefix), else from the prefix's last key.
+		hi, bounded := keyprefix.End([]byte(q.Prefix))
+		if q.After != "" && (!bounded || q.After < string(hi)) {
+			hi, bounded = []byte(q.After), true
 		}
-		return strings.Compare(a.key, b.key)
-	})
+		if bounded {
+			t.keys.DescendLessOrEqual(pendingItem{key: string(hi)}, func(it pendingItem) bool {
+				return it.key == string(hi) || take(it)
+			})
+		} else {
+			t.keys.Descend(take)
+		}
+	}
 	return r
 }
