@@ -43,6 +43,11 @@ type BoltOptions struct {
 	// The cap bounds the size of a transaction, hence its memory and the
 	// time the next group waits.
 	MaxGroup int
+	// MaxGroupBytes caps the value bytes of one group (default 32 MiB), as
+	// the PostgreSQL store's does: a group is one record of the
+	// write-ahead log and one bbolt transaction, both held in memory. A
+	// batch larger than the cap gets a group of its own.
+	MaxGroupBytes int
 	// LockTimeout is how long Open waits for another process to release the
 	// file (default 1s). Waiting forever would hang a second veild silently.
 	LockTimeout time.Duration
@@ -88,6 +93,7 @@ const (
 
 const (
 	defaultMaxGroup    = 1024
+	defaultMaxBytes    = 32 << 20
 	defaultLockTimeout = time.Second
 	// versionLen is the size of the big-endian version that prefixes every
 	// stored value.
@@ -142,6 +148,9 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = defaultLockTimeout
 	}
+	if opts.MaxGroupBytes <= 0 {
+		opts.MaxGroupBytes = defaultMaxBytes
+	}
 	// bbolt trusts the file's meta pages; a file that passes their checksum
 	// but is otherwise damaged can make it panic, or fault on a page the
 	// mmap maps past the end of a truncated file. Report both as a corrupt
@@ -187,7 +196,7 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 		s.startApplier(meta.applied)
 	}
 	s.c = groupcommit.Start(groupcommit.Config[batch]{
-		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup,
+		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup, MaxBytes: opts.MaxGroupBytes,
 		Commit: s.commitGroup, Enqueued: hooks.enqueued,
 	})
 	return s, nil

@@ -81,7 +81,11 @@ func (s *Bolt) Apply(ctx context.Context, ops ...Op) ([]uint64, error) {
 	if err := ValidateBatch(ops); err != nil {
 		return nil, err
 	}
-	return s.c.Apply(ctx, groupcommit.NewRequest(newBatch(ops), 0))
+	size := 0
+	for _, op := range ops {
+		size += len(op.Value)
+	}
+	return s.c.Apply(ctx, groupcommit.NewRequest(newBatch(ops), size))
 }
 
 // commitGroup runs every request of group in one transaction and answers

@@ -49,9 +49,10 @@ const (
 	headerLen = len(magic) + len(ID{})
 	// recordHead is len, crc and seq.
 	recordHead = 4 + 4 + 8
-	// maxRecord bounds a record's length as read back, so that a damaged
-	// length cannot make Replay allocate gigabytes.
-	maxRecord = 1 << 30
+	// maxRecord is the largest record: its length field is 32 bits.
+	// Write refuses a larger payload (the store's groups are bounded far
+	// below it, MaxGroupBytes, but a single batch is not).
+	maxRecord = 1<<32 - 1
 	suffix    = ".wal"
 	// DefaultSegmentSize is the size past which Write starts a new
 	// segment, so that applied segments can be removed whole.
@@ -130,6 +131,11 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 		return 0, fmt.Errorf("read write-ahead log: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("read write-ahead log: %w", err)
+	}
+	left := fi.Size() - int64(headerLen) // bytes after the header, for the records
 	r := bufio.NewReaderSize(f, 1<<20)
 	var head [headerLen]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
@@ -145,7 +151,8 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 		return 0, fmt.Errorf("%s: %w", sg.path, ErrForeign)
 	}
 	for {
-		seq, payload, err := readRecord(r)
+		seq, payload, err := readRecord(r, left)
+		left -= int64(recordHead + len(payload))
 		if errors.Is(err, io.EOF) {
 			return last, nil
 		}
@@ -169,8 +176,10 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 	}
 }
 
-// readRecord reads one record; io.EOF means a clean end.
-func readRecord(r *bufio.Reader) (uint64, []byte, error) {
+// readRecord reads one record of at most left bytes (what the file has
+// after it: a damaged length must not allocate more); io.EOF means a clean
+// end.
+func readRecord(r *bufio.Reader, left int64) (uint64, []byte, error) {
 	var head [recordHead]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -180,11 +189,14 @@ func readRecord(r *bufio.Reader) (uint64, []byte, error) {
 	}
 	n := binary.BigEndian.Uint32(head[0:4])
 	sum := binary.BigEndian.Uint32(head[4:8])
-	if n < 8 || n > maxRecord {
+	if n < 8 {
 		if n == 0 && sum == 0 {
 			return 0, nil, errors.New("zeroes where a record should be")
 		}
 		return 0, nil, fmt.Errorf("record length %d", n)
+	}
+	if int64(n)+8 > left {
+		return 0, nil, fmt.Errorf("record of %d bytes where %d are left", n, left-8)
 	}
 	body := make([]byte, n)
 	copy(body, head[8:])
@@ -273,6 +285,9 @@ func (l *Log) Next() uint64 { return l.next }
 func (l *Log) Write(payload []byte) (uint64, error) {
 	if l.err != nil {
 		return 0, l.err
+	}
+	if uint64(len(payload))+8 > maxRecord {
+		return 0, fmt.Errorf("write-ahead log: a record of %d bytes is over the limit of %d", len(payload), maxRecord-8)
 	}
 	if l.size >= l.segmentSize {
 		if err := l.rotate(); err != nil {
