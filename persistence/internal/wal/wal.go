@@ -151,14 +151,23 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 		return 0, fmt.Errorf("%s: %w", sg.path, ErrForeign)
 	}
 	for {
+		off := fi.Size() - left // where the record starts
 		seq, payload, err := readRecord(r, left)
 		left -= int64(recordHead + len(payload))
 		if errors.Is(err, io.EOF) {
 			return last, nil
 		}
 		if err != nil {
+			// A crash can only tear the last write: nothing follows it.
+			// An intact record after the damage was acknowledged.
 			if lastSeg {
-				return last, nil // the torn tail of the last write
+				found, ferr := intactAfter(sg.path, off, last)
+				if ferr != nil {
+					return 0, fmt.Errorf("read write-ahead log: %w", ferr)
+				}
+				if !found {
+					return last, nil // the torn tail of the last write
+				}
 			}
 			return 0, fmt.Errorf("%s: %w: %w", sg.path, ErrCorrupt, err)
 		}
@@ -174,6 +183,51 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 		}
 		last = seq
 	}
+}
+
+// intactAfter reports whether the segment at path holds, somewhere past
+// the start (off) of its damaged record, which is last+1, intact records
+// numbered from last+2, one after another, up to the end of the file:
+// records written after the damaged one, so the damage is not the torn
+// tail of the last write. Requiring the damaged record's successor and a
+// chain to the end keeps a value that merely contains a record's bytes,
+// in a write that was torn, from passing for one.
+func intactAfter(path string, off int64, last uint64) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	// intact answers the seq and end of an intact record at i.
+	intact := func(i int64) (uint64, int64, bool) {
+		if i+recordHead > int64(len(data)) {
+			return 0, 0, false
+		}
+		n := int64(binary.BigEndian.Uint32(data[i:]))
+		if n < 8 || i+8+n > int64(len(data)) {
+			return 0, 0, false
+		}
+		if crc32.Checksum(data[i+8:i+8+n], castagnoli) != binary.BigEndian.Uint32(data[i+4:]) {
+			return 0, 0, false
+		}
+		return binary.BigEndian.Uint64(data[i+8:]), i + 8 + n, true
+	}
+	for i := off + 1; i+recordHead <= int64(len(data)); i++ {
+		seq, end, ok := intact(i)
+		if !ok || seq != last+2 {
+			continue
+		}
+		for end < int64(len(data)) {
+			next, e, ok := intact(end)
+			if !ok || next != seq+1 {
+				break
+			}
+			seq, end = next, e
+		}
+		if end == int64(len(data)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // readRecord reads one record of at most left bytes (what the file has
@@ -289,7 +343,9 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 	if uint64(len(payload))+8 > maxRecord {
 		return 0, fmt.Errorf("write-ahead log: a record of %d bytes is over the limit of %d", len(payload), maxRecord-8)
 	}
-	if l.size >= l.segmentSize {
+	// A segment holds at least one record: rotating an empty one would
+	// open a second segment of the same first number, the same name.
+	if l.size >= l.segmentSize && l.next > l.cur.first {
 		if err := l.rotate(); err != nil {
 			l.err = err
 			return 0, err
