@@ -331,7 +331,9 @@ func plan(below versionSource, b batch) ([]uint64, error) {
 		if op.Kind == OpPut {
 			versions[i] = cur + 1
 		}
-		if b.overlay {
+		// A Check leaves the record as it is: only a Put or a Delete
+		// changes what the later ops of the batch see.
+		if b.overlay && op.Kind != OpCheck {
 			o.set(op.Table, op.Key, versions[i])
 		}
 	}

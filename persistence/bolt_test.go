@@ -201,3 +201,38 @@ func TestBoltConformanceNoLog(t *testing.T) {
 		return openTemp(t, persistence.BoltOptions{NoLog: true})
 	})
 }
+
+// A Check leaves its record as it is for the later ops of its batch
+// (Apply's contract: each op sees the state the earlier ones left). The
+// planner once recorded a checked key as absent for the rest of the
+// batch, so a Check then a Put at the checked version conflicted, and a
+// Check then a Put expecting absence overwrote the record at version 1.
+func TestCheckLeavesTheRecordForLaterOps(t *testing.T) {
+	stores := map[string]func(t *testing.T) persistence.Store{
+		"log":      func(t *testing.T) persistence.Store { return openTemp(t, persistence.BoltOptions{}) },
+		"no log":   func(t *testing.T) persistence.Store { return openTemp(t, persistence.BoltOptions{NoLog: true}) },
+		"no group": func(t *testing.T) persistence.Store { return openTemp(t, persistence.BoltOptions{NoGroupCommit: true}) },
+		"log not applied": func(t *testing.T) persistence.Store {
+			s, release, err := persistence.OpenBoltHeld(filepath.Join(t.TempDir(), "veil.db"), persistence.BoltOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return heldStore{s, release}
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			defer s.Close()
+			m := model{}
+			applyBoth(t, s, m, persistence.Put("t", "k", []byte("1"), persistence.Absent()))
+			applyBoth(t, s, m, persistence.Put("t", "k", []byte("2"), persistence.AtVersion(1)))
+			applyBoth(t, s, m, persistence.Check("t", "k", persistence.AtVersion(2)), persistence.Put("t", "k", []byte("3"), persistence.AtVersion(2)))
+			if err := applyBoth(t, s, m, persistence.Check("t", "k", persistence.Any()), persistence.Put("t", "k", []byte("lost"), persistence.Absent())); err == nil {
+				t.Fatal("a Put expecting absence of an existing record succeeded")
+			}
+			applyBoth(t, s, m, persistence.Check("t", "k", persistence.AtVersion(3)), persistence.Delete("t", "k", persistence.AtVersion(3)), persistence.Check("t", "k", persistence.Absent()))
+			checkAll(t, s, m, []string{"t"}, []string{"k"})
+		})
+	}
+}
