@@ -130,8 +130,10 @@ type testHooks struct {
 	enqueued func()                   // a batch joined the queue
 	taken    func(group int)          // the committer took a group, before its transaction
 	observe  func(int, time.Duration) // called like Observe
-	// applyTaken is called before the applier looks for groups to apply.
-	applyTaken func()
+	// applyTaken is called before the applier looks for groups to apply;
+	// false stops the applier there, applying nothing more (a simulated
+	// crash: export_test.go's Abandon).
+	applyTaken func() bool
 }
 
 // OpenBolt opens (or creates) the data file at path. It fails within

@@ -17,7 +17,9 @@ import (
 // busier the store. Its transaction also records the last sequence number
 // it applied (bolt_log.go), so a replay starts after it.
 
-const (
+// The applier's limits; variables only so that tests can shrink them
+// (export_test.go) while no store is open.
+var (
 	// applyMaxBytes bounds one bbolt transaction's effects: bbolt holds a
 	// write transaction's dirty pages in memory.
 	applyMaxBytes = 32 << 20
@@ -94,8 +96,8 @@ func (s *Bolt) runApplier() {
 			}
 		}
 		for {
-			if s.hooks.applyTaken != nil {
-				s.hooks.applyTaken()
+			if s.hooks.applyTaken != nil && !s.hooks.applyTaken() {
+				return // a test's crash: nothing more is applied
 			}
 			groups := s.pending.take(applyMaxBytes)
 			if len(groups) == 0 {

@@ -24,7 +24,8 @@ import (
 // with os.Exit as veild's VEIL_FAILPOINTS does, at a commit chosen at
 // random: right before the shared transaction commits (the group is
 // written into it, nothing is on disk) or right after (durable, nobody
-// answered). Unlike the SIGKILL test, the crash lands at the exact
+// answered); or from inside the applier, before or after the bbolt
+// transaction that applies logged groups commits. Unlike the SIGKILL test, the crash lands at the exact
 // instant that decides whether a group is durable, on every round.
 const (
 	fpPathEnv  = "VEIL_PERSISTENCE_FP_DB"
@@ -97,16 +98,29 @@ func TestGroupCommitFailpoints(t *testing.T) {
 		t.Skip("spawns child processes")
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
-	for _, name := range []string{persistence.FailBeforeCommit, persistence.FailAfterCommit} {
+	// The applier's failpoints end the process with groups durable in
+	// the write-ahead log only: before the bbolt transaction that applies
+	// them commits, or after it, with the log not yet released. The
+	// applier runs a transaction for many commits, hence fewer hits.
+	for _, fp := range []struct {
+		name string
+		hits int
+	}{
+		{persistence.FailBeforeCommit, 300},
+		{persistence.FailAfterCommit, 300},
+		{persistence.FailApplyBeforeCommit, 40},
+		{persistence.FailApplyAfterCommit, 40},
+	} {
+		name := fp.name
 		t.Run(strings.ReplaceAll(name, "/", "-"), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "veil.db")
 			acked := map[string]bool{}
 			// Every round reopens a file the previous crash left.
 			for round := range 4 {
-				after := 1 + rng.IntN(300)
+				after := 1 + rng.IntN(fp.hits)
 				n := failpointRound(t, path, name, round, after, acked)
 				present := verifyCrashFile(t, path, acked)
-				t.Logf("round %d: exit at commit %d, %d acknowledged (%d in total), %d pairs on disk", round, after, n, len(acked), present)
+				t.Logf("round %d: exit at hit %d of the failpoint, %d acknowledged (%d in total), %d pairs on disk", round, after, n, len(acked), present)
 			}
 		})
 	}
