@@ -316,7 +316,8 @@ func (l *Log) open(first uint64) error {
 		return fmt.Errorf("create write-ahead log segment: %w", err)
 	}
 	head := append([]byte(magic), l.id[:]...)
-	if _, err := f.Write(head); err == nil {
+	_, err = f.Write(head)
+	if err == nil {
 		err = f.Sync()
 	}
 	if err == nil {
