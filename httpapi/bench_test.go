@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -209,19 +212,38 @@ func BenchmarkChatAtRate(b *testing.B) {
 	}
 }
 
+// The store's side of every chat (issue 38) is reported per chat: the
+// Apply calls, the committer's groups (batches/commit, commit-ms: with the
+// write-ahead log that is one append and fdatasync; without it, the bbolt
+// transaction) and its busy time per chat (commit-us/chat: the serial
+// stage's cost), the pages bbolt wrote and their bytes (with the log, the
+// applier's; the measured window ends once it has applied every chat), the
+// applier's transactions (apply-tx/chat, groups/apply-tx, apply-tx-ms,
+// apply-us/chat; with the log only), and what the process handed the disk
+// (disk-B/chat: /proc/self/io write_bytes, the log and bbolt together, in
+// whole pages; Linux only). VEIL_BENCH_STORE_LOG=false runs it on the
+// pre-log path (storeLogEnv), with the same names, for benchstat:
+//
+//	go test -c -o httpapi.test ./httpapi/
+//	VEIL_BENCH_STORE_LOG=false ./httpapi.test -test.run '^$' -test.bench '^BenchmarkChat$' -test.benchtime 1500x -test.benchmem >nolog.txt
+//	./httpapi.test -test.run '^$' -test.bench '^BenchmarkChat$' -test.benchtime 1500x -test.benchmem >log.txt
+//	benchstat nolog.txt log.txt
 func BenchmarkChat(b *testing.B) {
 	for _, bc := range []struct{ name, msg string }{
 		{"NoTool", "hello"},
 		{"OneTool", "show my agent info"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			// The store's side (issue 38): Apply calls per chat, and the
-			// group commit's batches per commit and commit time.
 			var applies, commits, batches, commitNs atomic.Int64
+			var applyTx, applyGroups, applyNs atomic.Int64
 			e := newEnv(b, envOptions{applies: &applies, observe: func(n int, d time.Duration) {
 				commits.Add(1)
 				batches.Add(int64(n))
 				commitNs.Add(int64(d))
+			}, observeApply: func(g int, d time.Duration) {
+				applyTx.Add(1)
+				applyGroups.Add(int64(g))
+				applyNs.Add(int64(d))
 			}})
 			ids := agentsFor(b, e, clients)
 			bodies := make([][]byte, clients)
@@ -229,18 +251,31 @@ func BenchmarkChat(b *testing.B) {
 				bodies[i], _ = json.Marshal(map[string]string{"message": bc.msg})
 			}
 			b.ReportAllocs()
+			applied(b, e) // the agents' creation is not the chats'
 			a0, c0, n0, t0 := applies.Load(), commits.Load(), batches.Load(), commitNs.Load()
+			x0, g0, at0 := applyTx.Load(), applyGroups.Load(), applyNs.Load()
 			w0 := e.bolt.WriteStats()
+			d0, disk := diskWritten()
 			defer func() {
+				applied(b, e) // the applier's work for these chats is theirs
+				per := func(v int64) float64 { return float64(v) / float64(b.N) }
 				c := float64(max(1, commits.Load()-c0))
-				// The work inside the one committer per chat (issue 38):
-				// pages the commits dirtied and wrote, and their bytes.
 				w := e.bolt.WriteStats()
-				b.ReportMetric(float64(w.Pages-w0.Pages)/float64(b.N), "pages/chat")
-				b.ReportMetric(float64(w.Bytes-w0.Bytes)/float64(b.N), "B-written/chat")
-				b.ReportMetric(float64(applies.Load()-a0)/float64(b.N), "applies/chat")
+				b.ReportMetric(per(w.Pages-w0.Pages), "pages/chat")
+				b.ReportMetric(per(w.Bytes-w0.Bytes), "B-written/chat")
+				if d1, ok := diskWritten(); ok && disk {
+					b.ReportMetric(per(d1-d0), "disk-B/chat")
+				}
+				b.ReportMetric(per(applies.Load()-a0), "applies/chat")
 				b.ReportMetric(float64(batches.Load()-n0)/c, "batches/commit")
 				b.ReportMetric(float64(commitNs.Load()-t0)/c/1e6, "commit-ms")
+				b.ReportMetric(per(commitNs.Load()-t0)/1e3, "commit-us/chat")
+				if x := applyTx.Load() - x0; x > 0 {
+					b.ReportMetric(per(x), "apply-tx/chat")
+					b.ReportMetric(float64(applyGroups.Load()-g0)/float64(x), "groups/apply-tx")
+					b.ReportMetric(float64(applyNs.Load()-at0)/float64(x)/1e6, "apply-tx-ms")
+					b.ReportMetric(per(applyNs.Load()-at0)/1e3, "apply-us/chat")
+				}
 			}()
 			load(b, b.N, 200, func(c *http.Client, i int) int {
 				req, _ := http.NewRequest("POST", e.url+"/agent/"+ids[i%clients]+"/chat", bytes.NewReader(bodies[i%clients]))
@@ -255,4 +290,32 @@ func BenchmarkChat(b *testing.B) {
 			})
 		})
 	}
+}
+
+// applied returns once bbolt holds every write answered so far: the
+// log's applier has caught up (a backup waits for it first; without the
+// log there is nothing to wait for). The copy it makes is discarded.
+func applied(b *testing.B, e *env) {
+	b.Helper()
+	if _, err := e.bolt.WriteTo(io.Discard); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// diskWritten is the bytes this process has caused to be sent to storage
+// (write_bytes of /proc/self/io: whole pages, counted when a clean page is
+// dirtied, so an append after an fdatasync counts its page again), and
+// whether the kernel tells.
+func diskWritten() (int64, bool) {
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,6 +82,27 @@ type envOptions struct {
 	applies *atomic.Int64
 	// observe is the store's commit hook (BoltOptions.Observe).
 	observe func(batches int, commit time.Duration)
+	// observeApply is the log applier's hook (BoltOptions.ObserveApply).
+	observeApply func(groups int, took time.Duration)
+}
+
+// storeLogEnv set to false opens every env's bbolt store without its
+// write-ahead log (BoltOptions.NoLog, veild --store-log=false): the
+// pre-log path, so that one test binary measures both (docs/BENCHMARKS.md,
+// "A write-ahead log in front of bbolt"). Unset or true: the log.
+const storeLogEnv = "VEIL_BENCH_STORE_LOG"
+
+// envNoLog reads storeLogEnv.
+func envNoLog(t testing.TB) bool {
+	v, ok := os.LookupEnv(storeLogEnv)
+	if !ok || v == "" {
+		return false
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		t.Fatalf("%s=%q: want true or false", storeLogEnv, v)
+	}
+	return !on
 }
 
 // countedStore counts Apply calls.
@@ -102,7 +125,9 @@ func (s *countedStore) Watch(ctx context.Context, table, key string) (func() uin
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	dir := t.TempDir()
-	bolt, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{Observe: opts.observe})
+	bolt, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{
+		Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: envNoLog(t),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

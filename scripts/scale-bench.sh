@@ -4,9 +4,13 @@
 # fresh single-node veild (bbolt, embedded devnets, --rate-limit 0) pinned to
 # the first P cores with GOMAXPROCS=P, creates the agents once, then runs
 # each workload with veil-load pinned to the remaining cores, and prints one
-# table row per (P, workload, clients) with the store's commit metrics of
-# that run (commits/s, write batches per commit, mean commit time) read from
-# veild's /metrics before and after it.
+# table row per (P, store, workload, clients) with the store's metrics of
+# that run read from veild's /metrics before and after it: the committer's
+# (commits/s, write batches per commit, mean commit time: with the
+# write-ahead log, one append and fdatasync) and, with the log, its
+# applier's (bbolt transactions/s, logged groups per transaction, mean
+# transaction time). BASELINE=1 runs every P again on a veild with
+# --store-log=false (the pre-log path) and prints both rows.
 #
 #   scripts/scale-bench.sh build DIR   # static binaries (CGO_ENABLED=0,
 #                                      # -trimpath -ldflags "-s -w") into DIR
@@ -25,6 +29,10 @@
 #                            workload:clients; mixed = 80% GET /agent/:id + 20% chat,
 #                            chat = chat only, get = GET only
 #   MESSAGE=hello            the chat message (the builtin planner answers it)
+#   BASELINE=""              1: after each P's sweep on the write-ahead log (store "log"),
+#                            the same sweep on a fresh veild --store-log=false (store
+#                            "nolog": groups committed to bbolt itself), same minutes
+#   VEILD_ARGS=""            more flags for every veild serve (split on spaces)
 #   VEILD, LOAD              the binaries (built into $out/bin when unset)
 #   PROFILE=""               workload:clients (e.g. "chat:64") run again at each P on a
 #                            fresh veild --pprof, taking its CPU (5 s), block, mutex and
@@ -55,6 +63,10 @@ DURATION=${DURATION:-20s}
 WORKLOADS=${WORKLOADS:-mixed:128 chat:64 chat:128 chat:512 get:256}
 MESSAGE=${MESSAGE:-hello}
 PROFILE=${PROFILE:-}
+BASELINE=${BASELINE:-}
+VEILD_ARGS=${VEILD_ARGS:-}
+stores=log
+[ "$BASELINE" != 1 ] || stores="log nolog"
 rm -rf "$out" && mkdir -p "$out"
 if [ -z "${VEILD:-}" ] || [ -z "${LOAD:-}" ]; then
 	command -v go >/dev/null || { echo "no Go toolchain: set VEILD and LOAD to prebuilt binaries (scripts/scale-bench.sh build DIR on a machine with Go)" >&2; exit 2; }
@@ -84,17 +96,20 @@ pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }; }
 trap stop EXIT
 
-# start P: a fresh veild on cores 0..P-1; sets addr, maddr, key. A port can
-# be taken between choosing and binding it: a start that fails on its port
-# is tried again with other ports.
+# start P STORE [PROFILED]: a fresh veild on cores 0..P-1 (STORE log or
+# nolog); sets addr, maddr, key. A port can be taken between choosing and
+# binding it: a start that fails on its port is tried again with other ports.
 start() {
-	local p=$1 profiled=${2:-} data=$out/p$1${2:+-pprof} try
+	local p=$1 store=$2 profiled=${3:-} data=$out/p$1-$2${3:+-pprof} try
 	for try in 1 2 3 4 5; do
 		rm -rf "$data" && mkdir -p "$data"
 		addr=127.0.0.1:$((20000 + RANDOM % 20000)) maddr=127.0.0.1:$((40000 + RANDOM % 20000))
 		local cmd=(env GOMAXPROCS="$p" "$VEILD" serve --data "$data" --addr "$addr" --metrics-addr "$maddr"
 			--devnet-base-port 0 --rate-limit 0 --log-level warn)
 		[ -z "$profiled" ] || cmd+=(--pprof)
+		[ "$store" = log ] || cmd+=(--store-log=false)
+		# shellcheck disable=SC2206 # VEILD_ARGS is split on spaces on purpose
+		[ -z "$VEILD_ARGS" ] || cmd+=($VEILD_ARGS)
 		[ "$pin" = 0 ] || cmd=(taskset -c "0-$((p - 1))" "${cmd[@]}")
 		"${cmd[@]}" >"$data.out" 2>"$data.err" &
 		pid=$!
@@ -129,10 +144,11 @@ load() { # load P ARGS…: veil-load on the cores veild does not use
 table=$out/table.txt
 {
 	echo "# scale-bench $(date -u +%FT%TZ) on $(uname -m), $ncpu cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "# veild: bbolt, embedded devnets, --rate-limit 0; $AGENTS agents; $DURATION per run; veild on cores 0..P-1 with GOMAXPROCS=P"
-	printf '| %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s |\n' \
-		P workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms
-	printf '|%s|\n' "-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------"
+	echo "# veild: bbolt (store log: the write-ahead log, the default; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1 with GOMAXPROCS=P"
+	echo "# commit: the committer's groups (with the log: append + fdatasync); apply: the log applier's bbolt transactions"
+	printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s |\n' \
+		P store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms
+	printf '|%s|\n' "-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------"
 } | tee "$table"
 
 for p in $CORES; do
@@ -140,56 +156,65 @@ for p in $CORES; do
 		echo "skipping P=$p: this machine has $ncpu cores and veil-load needs one" | tee -a "$table" >&2
 		continue
 	fi
-	# The sweep on a plain veild, then the profiled workloads (PROFILE) on
-	# a fresh one with --pprof: profiling slows what it watches.
-	for pass in plain profiled; do
-		if [ $pass = plain ]; then list=$WORKLOADS prof=""; else list=$PROFILE prof=1; fi
-		[ -n "$list" ] || continue
-		start "$p" "$prof"
-		load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-create.txt" 2>&1 ||
-			{ echo "creating agents failed; see $out/p$p-create.txt" >&2; exit 1; }
-		for w in $list; do
-			kind=${w%%:*} clients=${w##*:}
-			case $kind in
-			mixed) ratio=0.2 line=total ;;
-			chat) ratio=1 line=chat ;;
-			get) ratio=0 line=read ;;
-			*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
-			esac
-			run=$out/p$p-$kind-$clients${prof:+-pprof}
-			httpget "$maddr" /metrics >"$run.m0"
-			if [ -n "$prof" ]; then
-				# The profiles are taken in the middle of the run: block and
-				# mutex are cumulative, so the run's share is after minus before.
-				(sleep 2
-					httpget "$maddr" /debug/pprof/block >"$run.block0.pb.gz" 2>/dev/null
-					httpget "$maddr" /debug/pprof/mutex >"$run.mutex0.pb.gz" 2>/dev/null
-					httpget "$maddr" "/debug/pprof/profile?seconds=5" 20 >"$run.cpu.pb.gz" 2>/dev/null
-					httpget "$maddr" /debug/pprof/block >"$run.block.pb.gz" 2>/dev/null
-					httpget "$maddr" /debug/pprof/mutex >"$run.mutex.pb.gz" 2>/dev/null
-					httpget "$maddr" /debug/pprof/goroutine >"$run.goroutine.pb.gz" 2>/dev/null) &
-				profpid=$!
-			fi
-			load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
-			[ -z "$prof" ] || wait "$profpid" # not a bare wait: veild is a child too
-			httpget "$maddr" /metrics >"$run.m1"
-			row=$(grep -E "^$line " "$run.txt" | tail -1)
-			[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
-			secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
-			rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
-			p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
-			p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
-			errs=$(awk '{ print $NF }' <<<"$row")
-			c0=$(metric veil_store_commit_seconds_count "$run.m0") c1=$(metric veil_store_commit_seconds_count "$run.m1")
-			s0=$(metric veil_store_commit_seconds_sum "$run.m0") s1=$(metric veil_store_commit_seconds_sum "$run.m1")
-			b0=$(metric veil_store_commit_batches_sum "$run.m0") b1=$(metric veil_store_commit_batches_sum "$run.m1")
-			read -r cps bpc cms < <(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v t="$secs" 'BEGIN {
-				n = c1 - c0; if (n <= 0) { print "0 - -"; exit }
-				printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
-			printf '| %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s |\n' \
-				"$p" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" | tee -a "$table"
+	# For each store, the sweep on a plain veild, then the profiled
+	# workloads (PROFILE) on a fresh one with --pprof: profiling slows what
+	# it watches.
+	for store in $stores; do
+		for pass in plain profiled; do
+			if [ $pass = plain ]; then list=$WORKLOADS prof=""; else list=$PROFILE prof=1; fi
+			[ -n "$list" ] || continue
+			start "$p" "$store" "$prof"
+			load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-$store-create.txt" 2>&1 ||
+				{ echo "creating agents failed; see $out/p$p-$store-create.txt" >&2; exit 1; }
+			for w in $list; do
+				kind=${w%%:*} clients=${w##*:}
+				case $kind in
+				mixed) ratio=0.2 line=total ;;
+				chat) ratio=1 line=chat ;;
+				get) ratio=0 line=read ;;
+				*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
+				esac
+				run=$out/p$p-$store-$kind-$clients${prof:+-pprof}
+				httpget "$maddr" /metrics >"$run.m0"
+				if [ -n "$prof" ]; then
+					# The profiles are taken in the middle of the run: block and
+					# mutex are cumulative, so the run's share is after minus before.
+					(sleep 2
+						httpget "$maddr" /debug/pprof/block >"$run.block0.pb.gz" 2>/dev/null
+						httpget "$maddr" /debug/pprof/mutex >"$run.mutex0.pb.gz" 2>/dev/null
+						httpget "$maddr" "/debug/pprof/profile?seconds=5" 20 >"$run.cpu.pb.gz" 2>/dev/null
+						httpget "$maddr" /debug/pprof/block >"$run.block.pb.gz" 2>/dev/null
+						httpget "$maddr" /debug/pprof/mutex >"$run.mutex.pb.gz" 2>/dev/null
+						httpget "$maddr" /debug/pprof/goroutine >"$run.goroutine.pb.gz" 2>/dev/null) &
+					profpid=$!
+				fi
+				load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
+				[ -z "$prof" ] || wait "$profpid" # not a bare wait: veild is a child too
+				httpget "$maddr" /metrics >"$run.m1"
+				row=$(grep -E "^$line " "$run.txt" | tail -1)
+				[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
+				secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
+				rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
+				p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
+				p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
+				errs=$(awk '{ print $NF }' <<<"$row")
+				c0=$(metric veil_store_commit_seconds_count "$run.m0") c1=$(metric veil_store_commit_seconds_count "$run.m1")
+				s0=$(metric veil_store_commit_seconds_sum "$run.m0") s1=$(metric veil_store_commit_seconds_sum "$run.m1")
+				b0=$(metric veil_store_commit_batches_sum "$run.m0") b1=$(metric veil_store_commit_batches_sum "$run.m1")
+				read -r cps bpc cms < <(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v t="$secs" 'BEGIN {
+					n = c1 - c0; if (n <= 0) { print "0 - -"; exit }
+					printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
+				a0=$(metric veil_store_apply_seconds_count "$run.m0") a1=$(metric veil_store_apply_seconds_count "$run.m1")
+				as0=$(metric veil_store_apply_seconds_sum "$run.m0") as1=$(metric veil_store_apply_seconds_sum "$run.m1")
+				g0=$(metric veil_store_apply_groups_sum "$run.m0") g1=$(metric veil_store_apply_groups_sum "$run.m1")
+				read -r aps gpa ams < <(awk -v c0="$a0" -v c1="$a1" -v s0="$as0" -v s1="$as1" -v b0="$g0" -v b1="$g1" -v t="$secs" 'BEGIN {
+					n = c1 - c0; if (n <= 0) { print "- - -"; exit }
+					printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
+				printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s |\n' \
+					"$p" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" | tee -a "$table"
+			done
+			stop
 		done
-		stop
 	done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); table in $table, runs in $out" | tee -a "$table"

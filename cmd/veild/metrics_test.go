@@ -69,7 +69,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(t, "GET", "http://"+p.addr+"/agent/"+a.ID, key, nil)
 
 	fams := scrape(t, p.metrics)
-	for _, name := range []string{"veil_http_requests_total", "veil_store_commit_seconds", "veil_runtime_activations_total", "veil_chain_call_seconds", "veil_build_info"} {
+	for _, name := range []string{"veil_http_requests_total", "veil_store_commit_seconds", "veil_store_apply_seconds", "veil_store_apply_groups", "veil_runtime_activations_total", "veil_chain_call_seconds", "veil_build_info"} {
 		if fams[name] == nil {
 			t.Fatalf("missing %s", name)
 		}
@@ -110,6 +110,14 @@ func TestMetricsEndpoint(t *testing.T) {
 	for scrape(t, p.metrics)["veil_chain_scan_pass_seconds"] == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("no scanner pass reported")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The log's applier reports its transactions (the create above was
+	// logged, then applied behind the answer).
+	for f := scrape(t, p.metrics)["veil_store_apply_groups"]; f.Metric[0].GetHistogram().GetSampleCount() == 0; f = scrape(t, p.metrics)["veil_store_apply_groups"] {
+		if time.Now().After(deadline) {
+			t.Fatal("no applier transaction reported")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -55,7 +55,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mets := prom.New(cfg.MetricsLabelCap)
 	build := buildinfo.Read(version)
 	mets.SetBuildInfo(build.Version, build.Revision, build.GoVersion)
-	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, mets.Commit)
+	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, storeOptions{
+		observe: mets.Commit, observeApply: mets.LogApply, noLog: !cfg.StoreLog,
+	})
 	if err != nil {
 		return err
 	}
@@ -325,7 +327,7 @@ func apikeyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *account == "" {
 		return &usageError{"--account NAME is required"}
 	}
-	store, err := openStore(ctx, *storeKind, *data, *dsn, nil)
+	store, err := openStore(ctx, *storeKind, *data, *dsn, storeOptions{})
 	if errors.Is(err, persistence.ErrLocked) {
 		// The server holds the file: keys are made through it now.
 		return fmt.Errorf("%w\nveild is serving on this data directory: create the key through it instead, with an admin key:\n    veil keys create NAME --scope full [--account %s]\n(or POST /keys; docs/api.md, API keys)", err, *account)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,23 +18,45 @@ const dbFile = "veil.db"
 // migrations at start, so that a wrong DSN is an error, not a hang.
 const storeOpenTimeout = 60 * time.Second
 
+// storeOptions are what openStore passes to the store beyond where it is.
+// The zero value is the production setting without metrics.
+type storeOptions struct {
+	// observe receives every group commit of either store, so the commit
+	// metrics mean the same on both (on bbolt with its log: the append and
+	// fdatasync of the group, not the bbolt transaction).
+	observe func(batches int, commit time.Duration)
+	// observeApply receives every transaction of bbolt's log applier: how
+	// many logged groups it wrote into the file and how long it took.
+	observeApply func(groups int, took time.Duration)
+	// noLog commits every group to bbolt itself, the path before the
+	// write-ahead log (--store-log=false, for measuring).
+	noLog bool
+}
+
 // openStore opens the configured store: the bbolt file in dir (created if
-// needed), or the PostgreSQL database at dsn. observe receives every group
-// commit of either, so the commit metrics mean the same on both.
-func openStore(ctx context.Context, kind, dir, dsn string, observe func(batches int, commit time.Duration)) (persistence.Store, error) {
+// needed), or the PostgreSQL database at dsn.
+func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (persistence.Store, error) {
 	switch kind {
 	case "bolt", "":
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
-		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{Observe: observe, Failpoint: failpoints.Hook()})
+		path := filepath.Join(dir, dbFile)
+		if opts.noLog {
+			if err := checkNoLog(path); err != nil {
+				return nil, err
+			}
+		}
+		return persistence.OpenBolt(path, persistence.BoltOptions{
+			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
+		})
 	case "postgres":
 		if dsn == "" {
 			return nil, &usageError{"--store postgres needs --postgres-dsn (or VEIL_POSTGRES_DSN)"}
 		}
 		octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 		defer cancel()
-		s, err := postgres.Open(octx, dsn, postgres.Options{Observe: observe, Failpoint: failpoints.Hook()})
+		s, err := postgres.Open(octx, dsn, postgres.Options{Observe: opts.observe, Failpoint: failpoints.Hook()})
 		if err != nil {
 			return nil, fmt.Errorf("open the PostgreSQL store: %w", err)
 		}
@@ -41,4 +64,20 @@ func openStore(ctx context.Context, kind, dir, dsn string, observe func(batches 
 	default:
 		return nil, &usageError{fmt.Sprintf("--store %q: want bolt or postgres", kind)}
 	}
+}
+
+// checkNoLog refuses to open the data file at path without its write-ahead
+// log while the log's directory is there: a clean close applies the log
+// and removes it, so one left behind (a crash, a kill) may hold
+// acknowledged writes the file lacks. Opened without the log they would
+// be missing, and replayed by a later start with it, over what was
+// written since.
+func checkNoLog(path string) error {
+	dir := persistence.LogDir(path)
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("--store-log=false: the write-ahead log %s is still there (veild stopped without applying it) and may hold writes the data file lacks: start once with --store-log (the default), which replays it, stop veild cleanly, then use --store-log=false", dir)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--store-log=false: %w", err)
+	}
+	return nil
 }

@@ -53,6 +53,8 @@ type Metrics struct {
 
 	commitLatency prometheus.Histogram
 	commitBatch   prometheus.Histogram
+	applyLatency  prometheus.Histogram
+	applyGroups   prometheus.Histogram
 
 	httpRequests *prometheus.CounterVec
 	httpLatency  *prometheus.HistogramVec
@@ -108,6 +110,8 @@ func New(labelCap int) *Metrics {
 	m.inflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_runtime_requests_in_flight", Help: "Requests waiting for or being handled by agent actors (their mailboxes' depth, summed)."})
 	m.commitLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_store_commit_seconds", Help: "Store group-commit latency (one fsync).", Buckets: latencyBuckets})
 	m.commitBatch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_store_commit_batches", Help: "Write batches per group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)})
+	m.applyLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_store_apply_seconds", Help: "bbolt store with its write-ahead log: time of one applier transaction, which writes logged groups into the data file (fsync included).", Buckets: latencyBuckets})
+	m.applyGroups = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_store_apply_groups", Help: "bbolt store with its write-ahead log: logged groups (group commits) per applier transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 14)})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_http_requests_total", Help: "HTTP requests, by route pattern, method and status."}, []string{"route", "method", "status"})
 	m.httpLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_http_request_seconds", Help: "HTTP request latency by route pattern, method (known methods, else OTHER) and status code (common codes exactly, others as their class).", Buckets: latencyBuckets}, []string{"route", "method", "code"})
 	m.chainCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "veil_chain_call_seconds", Help: "Chain actor calls (RPC included), by chain and operation.", Buckets: latencyBuckets}, []string{"chain", "op"})
@@ -132,7 +136,7 @@ func New(labelCap int) *Metrics {
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "veil_build_info", Help: "Always 1; the labels say which build runs (version, VCS revision, Go version)."}, []string{"version", "revision", "goversion"})
 	f(m.buildInfo)
 	for _, c := range []prometheus.Collector{m.activeActors, m.activations, m.activationDur, m.passivations, m.panics, m.inflight,
-		m.commitLatency, m.commitBatch, m.httpRequests, m.httpLatency, m.chainCalls, m.chainErrors, m.chainMaintenance, m.scanned, m.scanLag} {
+		m.commitLatency, m.commitBatch, m.applyLatency, m.applyGroups, m.httpRequests, m.httpLatency, m.chainCalls, m.chainErrors, m.chainMaintenance, m.scanned, m.scanLag} {
 		f(c)
 	}
 	m.registerWebhooks()
@@ -226,6 +230,14 @@ func (m *Metrics) Payment(id string, chain chains.ID) {
 func (m *Metrics) Commit(batches int, d time.Duration) {
 	m.commitBatch.Observe(float64(batches))
 	m.commitLatency.Observe(d.Seconds())
+}
+
+// LogApply is the observer of the bbolt store's log applier
+// (persistence.BoltOptions.ObserveApply): groups written into the data
+// file by one transaction, and its time.
+func (m *Metrics) LogApply(groups int, d time.Duration) {
+	m.applyGroups.Observe(float64(groups))
+	m.applyLatency.Observe(d.Seconds())
 }
 
 // SetBuildInfo sets veil_build_info{version, revision, goversion} to 1

@@ -87,13 +87,14 @@ func TestPerAgentSeriesAreCappedAndRemovedOnPassivation(t *testing.T) {
 func TestRuntimeStoreHTTPAndChainSeries(t *testing.T) {
 	m := prom.New(0)
 	m.Commit(12, 3*time.Millisecond)
+	m.LogApply(40, 9*time.Millisecond)
 	m.Request("GET", "/agent/{id}", 200, time.Millisecond)
 	m.Request("GET", "", 404, time.Millisecond)
 	m.Call(chains.Base, "SendStealth", 40*time.Millisecond, nil)
 	m.Call(chains.Base, "SendStealth", 40*time.Millisecond, io.EOF)
 	m.Scanned(chains.Base, 7, time.Now().Add(-2*time.Second))
 	fams := scrape(t, m)
-	for _, name := range []string{"veil_store_commit_seconds", "veil_store_commit_batches", "veil_http_requests_total",
+	for _, name := range []string{"veil_store_commit_seconds", "veil_store_commit_batches", "veil_store_apply_seconds", "veil_store_apply_groups", "veil_http_requests_total",
 		"veil_http_request_seconds", "veil_chain_call_seconds", "veil_chain_call_errors_total",
 		"veil_chain_announcements_scanned_total", "veil_chain_scan_lag_seconds", "go_goroutines"} {
 		if fams[name] == nil {
@@ -110,6 +111,12 @@ func TestRuntimeStoreHTTPAndChainSeries(t *testing.T) {
 	}
 	if !routes["/agent/{id}"] || !routes["unmatched"] || len(routes) != 2 {
 		t.Fatalf("routes = %v (raw paths must never become labels)", routes)
+	}
+	for name, want := range map[string]float64{"veil_store_apply_groups": 40, "veil_store_apply_seconds": 0.009} {
+		h := fams[name].Metric[0].GetHistogram()
+		if h.GetSampleCount() != 1 || h.GetSampleSum() != want {
+			t.Fatalf("%s: %d samples, sum %v; want 1, %v", name, h.GetSampleCount(), h.GetSampleSum(), want)
+		}
 	}
 	if lag := fams["veil_chain_scan_lag_seconds"].Metric[0].GetGauge().GetValue(); lag < 2 || lag > 60 {
 		t.Fatalf("scan lag = %v", lag)

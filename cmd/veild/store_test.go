@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/veilhq/veil/persistence"
+)
+
+// --store-log (and VEIL_STORE_LOG) choose whether bbolt commits through
+// its write-ahead log: with it the data file has a log directory and the
+// applier's observer hears of the write; without it neither, and the
+// commit observer still does.
+func TestStoreLogFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     string // VEIL_STORE_LOG, "" unset
+		wantLog bool
+	}{
+		{"default", nil, "", true},
+		{"flag off", []string{"--store-log=false"}, "", false},
+		{"env off", nil, "false", false},
+		{"flag wins over env", []string{"--store-log=true"}, "false", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("VEIL_STORE_LOG", tc.env)
+			} else {
+				os.Unsetenv("VEIL_STORE_LOG") // t.Setenv restores any outer value
+			}
+			var cfg config
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			cfg.bindFlags(fs)
+			if err := parseFlags(fs, tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.StoreLog != tc.wantLog {
+				t.Fatalf("StoreLog = %v, want %v", cfg.StoreLog, tc.wantLog)
+			}
+			dir := t.TempDir()
+			var commits, applied atomic.Int64
+			st, err := openStore(context.Background(), "bolt", dir, "", storeOptions{
+				observe:      func(n int, _ time.Duration) { commits.Add(int64(n)) },
+				observeApply: func(g int, _ time.Duration) { applied.Add(int64(g)) },
+				noLog:        !cfg.StoreLog,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Apply(context.Background(), persistence.Put("t", "k", []byte("v"), persistence.Absent())); err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Stat(persistence.LogDir(filepath.Join(dir, dbFile)))
+			if hasLog := statErr == nil; hasLog != tc.wantLog {
+				t.Fatalf("log directory present = %v (%v), want %v", hasLog, statErr, tc.wantLog)
+			}
+			// Close applies what the log holds, and reports it first.
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if commits.Load() != 1 {
+				t.Fatalf("commit observer saw %d batches, want 1", commits.Load())
+			}
+			if want := map[bool]int64{true: 1, false: 0}[tc.wantLog]; applied.Load() != want {
+				t.Fatalf("apply observer saw %d groups, want %d", applied.Load(), want)
+			}
+		})
+	}
+}
+
+// Without the log, a data file whose log was left behind (a crash) is
+// refused: the log may hold acknowledged writes the file lacks, and a
+// later start with the log would replay them over newer ones. With the
+// log it opens (and replays).
+func TestStoreLogFalseRefusesALeftoverLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, dbFile)
+	if err := os.MkdirAll(persistence.LogDir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(context.Background(), "bolt", dir, "", storeOptions{noLog: true})
+	if err == nil {
+		st.Close()
+		t.Fatal("opened without the log while its directory was there")
+	}
+	if !strings.Contains(err.Error(), persistence.LogDir(path)) || !strings.Contains(err.Error(), "--store-log") {
+		t.Fatalf("the error does not name the log and the flag: %v", err)
+	}
+	st, err = openStore(context.Background(), "bolt", dir, "", storeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The clean close removed the log: now it opens without.
+	st, err = openStore(context.Background(), "bolt", dir, "", storeOptions{noLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
