@@ -196,6 +196,9 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 		}
 		s.log, s.logID, s.pending = log, meta.id, newPending()
 		s.startApplier(meta.applied)
+	} else if err := replayLeftoverLog(db, LogDir(path)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open data file %s: %w", path, err)
 	}
 	s.c = groupcommit.Start(groupcommit.Config[batch]{
 		Direct: opts.NoGroupCommit, MaxGroup: opts.MaxGroup, MaxBytes: opts.MaxGroupBytes,

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -224,4 +225,20 @@ func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, err
 		return nil, logMeta{}, err
 	}
 	return log, meta, nil
+}
+
+// replayLeftoverLog is for a store opened without the log (NoLog): a log a
+// crash left next to the file may hold acknowledged writes the file lacks,
+// so it is replayed into the file and removed, as an open with the log and
+// a clean close would. Left in place, those writes would be missing, and a
+// later open with the log would replay them over what was written since.
+func replayLeftoverLog(db *bolt.DB, dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	log, _, err := openLog(db, dir, 0)
+	if err != nil {
+		return err
+	}
+	return log.Close(true)
 }

@@ -146,6 +146,41 @@ func TestAbandonedLogIsReplayed(t *testing.T) {
 	}
 }
 
+// A store opened without the log (NoLog, veild --store-log=false) after
+// a crash replays the log left behind and removes it: its writes are
+// there, and a later open with the log has nothing to replay over them.
+func TestNoLogOpenReplaysALeftoverLog(t *testing.T) {
+	for _, opts := range []persistence.BoltOptions{{NoLog: true}, {NoGroupCommit: true}} {
+		path := filepath.Join(t.TempDir(), "veil.db")
+		s, m := walScenario(t, path)
+		if err := s.Abandon(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := persistence.OpenBolt(path, opts)
+		if err != nil {
+			t.Fatalf("%+v: %v", opts, err)
+		}
+		if _, err := os.Stat(persistence.LogDir(path)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%+v: the replayed log is still there: %v", opts, err)
+		}
+		checkAll(t, n, m, walTables, walKeys)
+		// Written without the log, then opened with it: nothing older
+		// comes back over it.
+		applyBoth(t, n, m, persistence.Delete("t3", "k", persistence.Any()))
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := persistence.OpenBolt(path, persistence.BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAll(t, l, m, walTables, walKeys)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // CopyBoltFile of a data file a crash left with a log copies every
 // acknowledged write, the logged ones included.
 func TestCopyBoltFileReplaysLeftoverLog(t *testing.T) {

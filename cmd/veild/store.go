@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,13 +40,7 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
-		path := filepath.Join(dir, dbFile)
-		if opts.noLog {
-			if err := checkNoLog(path); err != nil {
-				return nil, err
-			}
-		}
-		return persistence.OpenBolt(path, persistence.BoltOptions{
+		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{
 			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
 		})
 	case "postgres":
@@ -64,20 +57,4 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 	default:
 		return nil, &usageError{fmt.Sprintf("--store %q: want bolt or postgres", kind)}
 	}
-}
-
-// checkNoLog refuses to open the data file at path without its write-ahead
-// log while the log's directory is there: a clean close applies the log
-// and removes it, so one left behind (a crash, a kill) may hold
-// acknowledged writes the file lacks. Opened without the log they would
-// be missing, and replayed by a later start with it, over what was
-// written since.
-func checkNoLog(path string) error {
-	dir := persistence.LogDir(path)
-	if _, err := os.Stat(dir); err == nil {
-		return fmt.Errorf("--store-log=false: the write-ahead log %s is still there (veild stopped without applying it) and may hold writes the data file lacks: start once with --store-log (the default), which replays it, stop veild cleanly, then use --store-log=false", dir)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("--store-log=false: %w", err)
-	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,40 +71,5 @@ func TestStoreLogFlag(t *testing.T) {
 				t.Fatalf("apply observer saw %d groups, want %d", applied.Load(), want)
 			}
 		})
-	}
-}
-
-// Without the log, a data file whose log was left behind (a crash) is
-// refused: the log may hold acknowledged writes the file lacks, and a
-// later start with the log would replay them over newer ones. With the
-// log it opens (and replays).
-func TestStoreLogFalseRefusesALeftoverLog(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, dbFile)
-	if err := os.MkdirAll(persistence.LogDir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	st, err := openStore(context.Background(), "bolt", dir, "", storeOptions{noLog: true})
-	if err == nil {
-		st.Close()
-		t.Fatal("opened without the log while its directory was there")
-	}
-	if !strings.Contains(err.Error(), persistence.LogDir(path)) || !strings.Contains(err.Error(), "--store-log") {
-		t.Fatalf("the error does not name the log and the flag: %v", err)
-	}
-	st, err = openStore(context.Background(), "bolt", dir, "", storeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The clean close removed the log: now it opens without.
-	st, err = openStore(context.Background(), "bolt", dir, "", storeOptions{noLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
