@@ -18,3 +18,13 @@ func BreakWrites(l *Log) (restore func(), err error) {
 		l.f = good
 	}, nil
 }
+
+// WaitSpare returns once the spare segment being zero-filled, if any, is
+// ready, so that the next rotation takes it.
+func WaitSpare(l *Log) {
+	if !l.preparing {
+		return
+	}
+	sp := <-l.spare
+	l.spare <- sp
+}

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ID names a log: the bbolt file it belongs to keeps the same id.
@@ -158,6 +159,19 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 			return last, nil
 		}
 		if err != nil {
+			// A segment zero-filled ahead of the writer (Log.prepare)
+			// ends where its zeroes begin, be they shorter than a
+			// record's header. An acknowledged record is never zeroes:
+			// its length is not 0.
+			zero, zerr := zeroFrom(sg.path, off)
+			if zerr != nil {
+				return 0, fmt.Errorf("read write-ahead log: %w", zerr)
+			}
+			if zero {
+				return last, nil
+			}
+		}
+		if err != nil {
 			// A crash can only tear the last write: nothing follows it.
 			// An intact record after the damage was acknowledged.
 			if lastSeg {
@@ -230,6 +244,32 @@ func intactAfter(path string, off int64, last uint64) (bool, error) {
 	return false, nil
 }
 
+// zeroFrom reports whether the file at path holds only zero bytes from off
+// to its end.
+func zeroFrom(path string, off int64) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := f.ReadAt(buf, off)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
 // readRecord reads one record of at most left bytes (what the file has
 // after it: a damaged length must not allocate more); io.EOF means a clean
 // end.
@@ -265,12 +305,21 @@ func readRecord(r *bufio.Reader, left int64) (uint64, []byte, error) {
 
 // Log appends records. It is not safe for concurrent use: the store's
 // committer is its only writer.
+//
+// Segments after the first are zero-filled and made durable before they
+// are used (prepare, in the background while the one before fills): a
+// record written over zeroes changes no file size, so its fdatasync
+// flushes data only, where an append must also commit the new size (on
+// ext4 a journal commit, which waits behind every other file's; measured
+// in docs/BENCHMARKS.md). Segments grow from firstSegment, doubling, up to
+// the segment size, so a small store never fills megabytes of zeroes.
 type Log struct {
 	dir         string
 	id          ID
 	segmentSize int64
 	f           *os.File
-	size        int64
+	size        int64 // where the next record goes
+	limit       int64 // the current segment's size: rotate past it
 	cur         segment
 	closed      []segment // older segments, oldest first
 	next        uint64
@@ -279,7 +328,29 @@ type Log struct {
 	// fdatasync the file's state is unknown, and appending after it could
 	// leave an acknowledged record behind a damaged one.
 	err error
+
+	// The spare segment being prepared, at most one at a time: preparing
+	// is set from its start until the committer takes it from spare.
+	preparing bool
+	spare     chan spareFile
+	quit      chan struct{}
+	wg        sync.WaitGroup
 }
+
+// spareFile is a zero-filled, durable file of size bytes, ready to become
+// the next segment, or why it could not be made.
+type spareFile struct {
+	f    *os.File
+	path string
+	size int64
+	err  error
+}
+
+const (
+	// firstSegment is the size of a log's first segment.
+	firstSegment = 256 << 10
+	spareSuffix  = ".spare"
+)
 
 // Create starts the log in dir (made if needed) at sequence number next,
 // after removing every segment there: call it once Replay's records are
@@ -295,40 +366,95 @@ func Create(dir string, id ID, next uint64, segmentSize int64) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read write-ahead log %s: %w", dir, err)
 	}
+	spares, _ := filepath.Glob(filepath.Join(dir, "*"+spareSuffix))
 	for _, sg := range old {
-		if err := os.Remove(sg.path); err != nil {
+		spares = append(spares, sg.path)
+	}
+	for _, path := range spares {
+		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("remove replayed segment: %w", err)
 		}
 	}
-	l := &Log{dir: dir, id: id, segmentSize: segmentSize, next: next}
+	l := &Log{dir: dir, id: id, segmentSize: segmentSize, next: next, spare: make(chan spareFile, 1), quit: make(chan struct{})}
 	if err := l.open(next); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-// open starts a segment whose first record will be first, and makes its
-// header and its name durable.
+// open starts a segment whose first record will be first, appended to a
+// new file, and makes its header and its name durable.
 func (l *Log) open(first uint64) error {
 	sg := segment{first: first, path: filepath.Join(l.dir, segmentName(first))}
 	f, err := os.OpenFile(sg.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("create write-ahead log segment: %w", err)
 	}
+	if err := l.start(f, sg, min(firstSegment, l.segmentSize)); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// start makes f, whose name is already sg's, the current segment: its
+// header is written and made durable, then its name.
+func (l *Log) start(f *os.File, sg segment, limit int64) error {
 	head := append([]byte(magic), l.id[:]...)
-	_, err = f.Write(head)
+	_, err := f.WriteAt(head, 0)
 	if err == nil {
-		err = f.Sync()
+		err = fdatasync(f)
 	}
 	if err == nil {
 		err = syncDir(l.dir)
 	}
 	if err != nil {
-		f.Close()
 		return fmt.Errorf("create write-ahead log segment %s: %w", sg.path, err)
 	}
-	l.f, l.cur, l.size = f, sg, int64(len(head))
+	l.f, l.cur, l.size, l.limit = f, sg, int64(len(head)), max(limit, int64(len(head)))
 	return nil
+}
+
+// prepare zero-fills a spare file of size bytes and makes it durable, in
+// the background, unless one is already under way.
+func (l *Log) prepare(size int64) {
+	if l.preparing {
+		return
+	}
+	l.preparing = true
+	path := filepath.Join(l.dir, segmentName(l.next)+spareSuffix)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		sp := spareFile{path: path, size: size}
+		sp.f, sp.err = zeroFile(path, size, l.quit)
+		if sp.err != nil && sp.f != nil {
+			sp.f.Close()
+			sp.f = nil
+		}
+		l.spare <- sp // capacity 1, and one spare at a time
+	}()
+}
+
+// zeroFile creates path with size zero bytes, durable. It stops early
+// when quit closes.
+func zeroFile(path string, size int64, quit <-chan struct{}) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	zeroes := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size; off += int64(len(zeroes)) {
+		select {
+		case <-quit:
+			return f, errors.New("write-ahead log closed")
+		default:
+		}
+		if _, err := f.WriteAt(zeroes[:min(int64(len(zeroes)), size-off)], off); err != nil {
+			return f, err
+		}
+	}
+	return f, f.Sync()
 }
 
 // Next is the sequence number the next Write will use.
@@ -344,22 +470,22 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 	if uint64(len(payload))+8 > maxRecord {
 		return 0, fmt.Errorf("write-ahead log: a record of %d bytes is over the limit of %d", len(payload), maxRecord-8)
 	}
+	n := int64(recordHead + len(payload))
 	// A segment holds at least one record: rotating an empty one would
 	// open a second segment of the same first number, the same name.
-	if l.size >= l.segmentSize && l.next > l.cur.first {
+	if l.size+n > l.limit && l.next > l.cur.first {
 		if err := l.rotate(); err != nil {
 			l.err = err
 			return 0, err
 		}
 	}
 	seq := l.next
-	n := 8 + len(payload)
-	l.buf = slices.Grow(l.buf[:0], recordHead+len(payload))[:recordHead]
-	binary.BigEndian.PutUint32(l.buf[0:4], uint32(n))
+	l.buf = slices.Grow(l.buf[:0], int(n))[:recordHead]
+	binary.BigEndian.PutUint32(l.buf[0:4], uint32(8+len(payload)))
 	binary.BigEndian.PutUint64(l.buf[8:16], seq)
 	l.buf = append(l.buf, payload...)
 	binary.BigEndian.PutUint32(l.buf[4:8], crc32.Checksum(l.buf[8:], castagnoli))
-	if _, err := l.f.Write(l.buf); err != nil {
+	if _, err := l.f.WriteAt(l.buf, l.size); err != nil {
 		l.err = fmt.Errorf("write-ahead log %s: %w", l.cur.path, err)
 		return 0, l.err
 	}
@@ -367,21 +493,42 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 		l.err = fmt.Errorf("write-ahead log %s: fdatasync: %w", l.cur.path, err)
 		return 0, l.err
 	}
-	l.size += int64(len(l.buf))
+	l.size += n
 	l.next++
 	if cap(l.buf) > 4<<20 {
 		l.buf = nil // one large group must not pin its buffer
+	}
+	if l.size > l.limit/2 {
+		l.prepare(min(2*l.limit, l.segmentSize))
 	}
 	return seq, nil
 }
 
 // rotate closes the current segment (every record in it is durable) and
-// starts the next.
+// starts the next: the spare when it is ready, else a file appended to.
 func (l *Log) rotate() error {
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("close write-ahead log segment: %w", err)
 	}
 	l.closed = append(l.closed, l.cur)
+	select {
+	case sp := <-l.spare:
+		l.preparing = false
+		if sp.err == nil {
+			sg := segment{first: l.next, path: filepath.Join(l.dir, segmentName(l.next))}
+			err := os.Rename(sp.path, sg.path)
+			if err == nil {
+				err = l.start(sp.f, sg, sp.size)
+			}
+			if err != nil {
+				sp.f.Close()
+				return fmt.Errorf("start write-ahead log segment: %w", err)
+			}
+			return nil
+		}
+		_ = os.Remove(sp.path) // could not be made: append instead
+	default: // not ready yet: append, and take it next time
+	}
 	return l.open(l.next)
 }
 
@@ -413,6 +560,15 @@ func (l *Log) Segments() int { return len(l.closed) + 1 }
 // applied durably) it also removes every segment and the directory, so
 // that a cleanly closed data file needs no log.
 func (l *Log) Close(removeAll bool) error {
+	close(l.quit)
+	l.wg.Wait()
+	if l.preparing {
+		sp := <-l.spare
+		if sp.f != nil {
+			sp.f.Close()
+		}
+		_ = os.Remove(sp.path) // a spare holds no record
+	}
 	err := l.f.Close()
 	if !removeAll || err != nil {
 		return err

@@ -1,0 +1,98 @@
+package wal_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/veilhq/veil/persistence/internal/wal"
+)
+
+// spareLog writes n records to a log whose segments after the first are
+// zero-filled spares: it waits for each spare before the write that
+// rotates, so every rotation takes one. It returns the segment files.
+func spareLog(t *testing.T, dir string, segmentSize int64, n int) []string {
+	t.Helper()
+	l, err := wal.Create(dir, idA, 1, segmentSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		wal.WaitSpare(l)
+		if _, err := l.Write([]byte(payload(uint64(i + 1)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	return segFiles(t, dir)
+}
+
+// Segments zero-filled ahead end where their zeroes begin: every record
+// replays, in order, from segments whose files are longer than their
+// records, and no spare is left behind by Close.
+func TestSpareSegmentsReplay(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	const segmentSize = segHeader + 4*recSize
+	segs := spareLog(t, dir, segmentSize, 11) // 1-4 appended, 5-8 and 9-11 in spares
+	if want := []string{segName(1), segName(5), segName(9)}; !slices.Equal(segs, want) {
+		t.Fatalf("segments %v, want %v", segs, want)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(segs) {
+		t.Fatalf("files %v: a spare was left behind", entries)
+	}
+	// The last segment is zero-filled past its three records.
+	fi, err := os.Stat(filepath.Join(dir, segName(9)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written := int64(segHeader + 3*recSize); fi.Size() <= written {
+		t.Fatalf("segment 9 is %d bytes, its records end at %d: not zero-filled ahead", fi.Size(), written)
+	}
+	got, last, err := replay(dir, idA, 0)
+	if err != nil || last != 11 || !slices.Equal(got, want(1, 11)) {
+		t.Fatalf("replay = %v, %d, %v; want records 1..11", got, last, err)
+	}
+}
+
+// A non-zero byte in the zeroes after a segment's records is damage: in
+// the last segment it can be a torn write (the records before it stand),
+// in an earlier one it cannot, and the replay stops with ErrCorrupt.
+func TestSpareSegmentsDamagedZeroes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		segment uint64
+		wantErr error
+	}{
+		{"last segment", 9, nil},
+		{"earlier segment", 5, wal.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "log")
+			// 1-4, then spares 5-8 and 9-11, each with zeroes after
+			// its records (10 bytes past four records).
+			spareLog(t, dir, segHeader+4*recSize+10, 11)
+			path := filepath.Join(dir, segName(tc.segment))
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := f.Stat()
+			if _, err := f.WriteAt([]byte{0x5a}, fi.Size()-1); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			got, last, err := replay(dir, idA, 0)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("replay: %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == nil && (last != 11 || !slices.Equal(got, want(1, 11))) {
+				t.Fatalf("replay = %v, %d; want records 1..11", got, last)
+			}
+		})
+	}
+}
