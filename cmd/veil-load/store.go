@@ -133,6 +133,11 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 			k = len(ids)
 		}
 		passivateAll(host)
+		// Writes the log holds in memory until bbolt has them (the
+		// store's pending overlay) are not an actor's: measure with none.
+		if err := st.WaitApplied(); err != nil {
+			return err
+		}
 		before := heap()
 		rssBefore := rss()
 		var sitesBefore heapSites
@@ -143,6 +148,9 @@ func runStore(ctx context.Context, o storeOptions, w io.Writer) error {
 			return err
 		}
 		if err := activate(ctx, host, ids[:k], o.concurrency); err != nil {
+			return err
+		}
+		if err := st.WaitApplied(); err != nil {
 			return err
 		}
 		after := heap()
