@@ -84,30 +84,11 @@ func BenchmarkApply(b *testing.B) {
 				s := benchStore(b, opts)
 				value := make([]byte, 256)
 				ctx := context.Background()
-				var next atomic.Uint64
-				waits := make([][]time.Duration, writers)
-				var wg sync.WaitGroup
 				b.ResetTimer()
-				start := time.Now()
-				for w := range writers {
-					wg.Go(func() {
-						for {
-							i := next.Add(1)
-							if i > uint64(b.N) {
-								return
-							}
-							t0 := time.Now()
-							_, err := s.Apply(ctx, persistence.Put("t", benchKey(i), value, persistence.Absent()))
-							waits[w] = append(waits[w], time.Since(t0))
-							if err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				elapsed := time.Since(start)
+				elapsed, all := runWriters(b, writers, func(i uint64) error {
+					_, err := s.Apply(ctx, persistence.Put("t", benchKey(i), value, persistence.Absent()))
+					return err
+				})
 				b.StopTimer()
 				// A backup first waits for the applier; the copy is small.
 				t0 := time.Now()
@@ -115,8 +96,6 @@ func BenchmarkApply(b *testing.B) {
 					b.Fatal(err)
 				}
 				drain := time.Since(t0)
-				all := slices.Concat(waits...)
-				slices.Sort(all)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
 				b.ReportMetric(float64(percentile(all, 50).Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(percentile(all, 99).Microseconds())/1000, "p99-ms")
@@ -131,6 +110,39 @@ func BenchmarkApply(b *testing.B) {
 			})
 		}
 	}
+}
+
+// runWriters runs write(i) for i = 1..b.N, shared among writers
+// goroutines, each waiting for its write like an actor persisting before
+// it replies, and answers how long it all took and each write's wait,
+// sorted. The first error fails the benchmark.
+func runWriters(b *testing.B, writers int, write func(i uint64) error) (time.Duration, []time.Duration) {
+	var next atomic.Uint64
+	waits := make([][]time.Duration, writers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > uint64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				err := write(i)
+				waits[w] = append(waits[w], time.Since(t0))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(waits...)
+	slices.Sort(all)
+	return elapsed, all
 }
 
 func percentile(sorted []time.Duration, p int) time.Duration {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,45 +52,25 @@ func BenchmarkTurns(b *testing.B) {
 					ids[i] = fmt.Sprintf("0x%016x%016x%08x", r.Uint64(), r.Uint64(), r.Uint32())
 				}
 				user, answer, conv, audit := make([]byte, 600), make([]byte, 900), make([]byte, 700), make([]byte, 400)
-				var next, msg atomic.Uint64
-				waits := make([][]time.Duration, writers)
+				var msg atomic.Uint64
 				before := s.WriteStats()
 				b.ResetTimer()
-				start := time.Now()
-				var wg sync.WaitGroup
-				for w := range writers {
-					wg.Go(func() {
-						for {
-							i := next.Add(1)
-							if i > uint64(b.N) {
-								return
-							}
-							agent := ids[i%agents]
-							m := msg.Add(2)
-							t0 := time.Now()
-							_, err := s.Apply(ctx,
-								persistence.Put("messages", fmt.Sprintf("%s/c1/%016x", agent, m-1), user, persistence.Absent()),
-								persistence.Put("messages", fmt.Sprintf("%s/c1/%016x", agent, m), answer, persistence.Absent()),
-								persistence.Put("conversations", agent+"/c1", conv, persistence.Any()),
-								persistence.Put("audit", fmt.Sprintf("acct/%016x/%08x", t0.UnixNano(), i), audit, persistence.Absent()),
-							)
-							waits[w] = append(waits[w], time.Since(t0))
-							if err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				elapsed := time.Since(start)
+				elapsed, all := runWriters(b, writers, func(i uint64) error {
+					agent := ids[i%agents]
+					m := msg.Add(2)
+					_, err := s.Apply(ctx,
+						persistence.Put("messages", fmt.Sprintf("%s/c1/%016x", agent, m-1), user, persistence.Absent()),
+						persistence.Put("messages", fmt.Sprintf("%s/c1/%016x", agent, m), answer, persistence.Absent()),
+						persistence.Put("conversations", agent+"/c1", conv, persistence.Any()),
+						persistence.Put("audit", fmt.Sprintf("acct/%016x/%08x", time.Now().UnixNano(), i), audit, persistence.Absent()),
+					)
+					return err
+				})
 				b.StopTimer()
 				if err := s.WaitApplied(); err != nil {
 					b.Fatal(err)
 				}
 				after := s.WriteStats()
-				all := slices.Concat(waits...)
-				slices.Sort(all)
 				n := float64(b.N)
 				commitUs := float64(commitNs.Load()) / 1e3 / n
 				applyUs := float64(applyNs.Load()) / 1e3 / n
