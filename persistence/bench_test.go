@@ -7,13 +7,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/storetest"
 )
 
 // benchDirEnv places the benchmarks' data files. The default, the test's
@@ -85,7 +84,7 @@ func BenchmarkApply(b *testing.B) {
 				value := make([]byte, 256)
 				ctx := context.Background()
 				b.ResetTimer()
-				elapsed, all := runWriters(b, writers, func(i uint64) error {
+				elapsed, all := storetest.RunWriters(b, writers, func(i uint64) error {
 					_, err := s.Apply(ctx, persistence.Put("t", benchKey(i), value, persistence.Absent()))
 					return err
 				})
@@ -97,8 +96,8 @@ func BenchmarkApply(b *testing.B) {
 				}
 				drain := time.Since(t0)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
-				b.ReportMetric(float64(percentile(all, 50).Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(percentile(all, 99).Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(storetest.Percentile(all, 50).Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(storetest.Percentile(all, 99).Microseconds())/1000, "p99-ms")
 				if g := groups.Load(); g > 0 {
 					b.ReportMetric(float64(batches.Load())/float64(g), "batches/commit")
 				}
@@ -110,46 +109,6 @@ func BenchmarkApply(b *testing.B) {
 			})
 		}
 	}
-}
-
-// runWriters runs write(i) for i = 1..b.N, shared among writers
-// goroutines, each waiting for its write like an actor persisting before
-// it replies, and answers how long it all took and each write's wait,
-// sorted. The first error fails the benchmark.
-func runWriters(b *testing.B, writers int, write func(i uint64) error) (time.Duration, []time.Duration) {
-	var next atomic.Uint64
-	waits := make([][]time.Duration, writers)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range writers {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > uint64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				err := write(i)
-				waits[w] = append(waits[w], time.Since(t0))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	all := slices.Concat(waits...)
-	slices.Sort(all)
-	return elapsed, all
-}
-
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[(len(sorted)-1)*p/100]
 }
 
 // BenchmarkGet measures point reads from a 10,000-record table, from all

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/storetest"
 )
 
 // BenchmarkTurns measures the store alone under chat turns (issue 38):
@@ -55,7 +56,7 @@ func BenchmarkTurns(b *testing.B) {
 				var msg atomic.Uint64
 				before := s.WriteStats()
 				b.ResetTimer()
-				elapsed, all := runWriters(b, writers, func(i uint64) error {
+				elapsed, all := storetest.RunWriters(b, writers, func(i uint64) error {
 					agent := ids[i%agents]
 					m := msg.Add(2)
 					_, err := s.Apply(ctx,
@@ -75,8 +76,8 @@ func BenchmarkTurns(b *testing.B) {
 				commitUs := float64(commitNs.Load()) / 1e3 / n
 				applyUs := float64(applyNs.Load()) / 1e3 / n
 				b.ReportMetric(n/elapsed.Seconds(), "turns/s")
-				b.ReportMetric(float64(percentile(all, 50).Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(percentile(all, 99).Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(storetest.Percentile(all, 50).Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(storetest.Percentile(all, 99).Microseconds())/1000, "p99-ms")
 				b.ReportMetric(commitUs, "commit-µs/turn")
 				b.ReportMetric(applyUs, "apply-µs/turn")
 				b.ReportMetric(1e6/max(commitUs, applyUs), "turns-ceiling/s")

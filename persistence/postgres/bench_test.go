@@ -5,13 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/persistence"
+	"github.com/veilhq/veil/persistence/storetest"
 )
 
 // The benchmarks mirror persistence/bench_test.go (bbolt) so that the two
@@ -56,49 +55,21 @@ func BenchmarkApply(b *testing.B) {
 				s := openHooked(b, freshDB(b), mode.opts, hooks)
 				value := make([]byte, 256)
 				ctx := context.Background()
-				var next atomic.Uint64
-				waits := make([][]time.Duration, writers)
-				var wg sync.WaitGroup
 				b.ResetTimer()
-				start := time.Now()
-				for w := range writers {
-					wg.Go(func() {
-						for {
-							i := next.Add(1)
-							if i > uint64(b.N) {
-								return
-							}
-							t0 := time.Now()
-							_, err := s.Apply(ctx, persistence.Put("t", benchKey(i), value, persistence.Absent()))
-							waits[w] = append(waits[w], time.Since(t0))
-							if err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				elapsed := time.Since(start)
+				elapsed, all := storetest.RunWriters(b, writers, func(i uint64) error {
+					_, err := s.Apply(ctx, persistence.Put("t", benchKey(i), value, persistence.Absent()))
+					return err
+				})
 				b.StopTimer()
-				all := slices.Concat(waits...)
-				slices.Sort(all)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
-				b.ReportMetric(float64(percentile(all, 50).Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(percentile(all, 99).Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(storetest.Percentile(all, 50).Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(storetest.Percentile(all, 99).Microseconds())/1000, "p99-ms")
 				if g := groups.Load(); g > 0 {
 					b.ReportMetric(float64(batches.Load())/float64(g), "batches/commit")
 				}
 			})
 		}
 	}
-}
-
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[(len(sorted)-1)*p/100]
 }
 
 // BenchmarkGet measures point reads from a 10,000-record table, from all
