@@ -130,6 +130,9 @@ type testHooks struct {
 	enqueued func()                   // a batch joined the queue
 	taken    func(group int)          // the committer took a group, before its transaction
 	observe  func(int, time.Duration) // called like Observe
+	// viewBegun is called by beginView between its bbolt transaction's
+	// beginning and its taking pending's lock.
+	viewBegun func()
 	// applyTaken is called before the applier looks for groups to apply;
 	// false stops the applier there, applying nothing more (a simulated
 	// crash: export_test.go's Abandon).
@@ -338,18 +341,19 @@ func (s *Bolt) List(ctx context.Context, table string, q Query) ([]Record, error
 }
 
 // listTx begins a read transaction and, while writes wait for the
-// applier, takes their state of q's range as of the same instant
-// (pending's comment says why that instant is one).
+// applier, takes their state of q's range as of the same state
+// (beginView).
 func (s *Bolt) listTx(table string, q Query) (*bolt.Tx, pendingRange, error) {
 	if s.pending == nil || s.pending.count.Load() == 0 {
 		tx, err := s.db.Begin(false)
 		return tx, pendingRange{}, err
 	}
-	s.pending.mu.RLock()
+	tx, err := s.beginView()
+	if err != nil {
+		return nil, pendingRange{}, err
+	}
 	defer s.pending.mu.RUnlock()
-	snap := s.pending.snapshot(table, q)
-	tx, err := s.db.Begin(false)
-	return tx, snap, err
+	return tx, s.pending.snapshot(table, q), nil
 }
 
 // listRange walks q's range of table in tx, merged with the pending
@@ -489,11 +493,19 @@ type WriteStats struct {
 	Writes int64
 	// Spills is the number of nodes serialized into pages.
 	Spills int64
+	// LogBytes is what the write-ahead log appended (its records), and
+	// LogZeroBytes the zeroes it filled ahead for later segments: with
+	// Bytes, what the store handed the disk. Both 0 without the log.
+	LogBytes, LogZeroBytes int64
 }
 
 // WriteStats answers the write figures summed over every transaction
 // finished so far.
 func (s *Bolt) WriteStats() WriteStats {
 	st := s.db.Stats().TxStats
-	return WriteStats{Pages: st.GetPageCount(), Bytes: st.GetPageAlloc(), Writes: st.GetWrite(), Spills: st.GetSpill()}
+	w := WriteStats{Pages: st.GetPageCount(), Bytes: st.GetPageAlloc(), Writes: st.GetWrite(), Spills: st.GetSpill()}
+	if s.log != nil {
+		w.LogBytes, w.LogZeroBytes = s.log.Bytes()
+	}
+	return w
 }

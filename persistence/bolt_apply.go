@@ -159,6 +159,10 @@ func (s *Bolt) applyGroups(groups []loggedGroup) error {
 // not be applied, and waiting would hang every writer.
 func (s *Bolt) waitForRoom() error {
 	p := s.pending
+	// Only the committer adds, so room seen here stays until it adds.
+	if p.size.Load() < int64(pendingMaxBytes) && p.count.Load() < int64(pendingMaxGroups) {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for p.bytes >= pendingMaxBytes || len(p.groups) >= pendingMaxGroups {

@@ -181,17 +181,15 @@ func (s *Bolt) commitLogged(group []*request) {
 
 // planLogged checks every batch of group in order against bbolt, the
 // pending writes and the batches before it in the group, and answers the
-// effects of those that hold. It holds pending's read lock from before its
-// bbolt transaction begins to its end, so that what the applier drops is
-// in one or the other.
+// effects of those that hold. It reads bbolt and the pending writes as one
+// state (beginView).
 func (s *Bolt) planLogged(group []*request) ([]logOp, error) {
 	p := s.pending
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	tx, err := s.db.Begin(false)
+	tx, err := s.beginView()
 	if err != nil {
 		return nil, err
 	}
+	defer p.mu.RUnlock()
 	defer tx.Rollback()
 	g := &overlay{next: pendingVersions{p, boltVersions{tx}}, keys: map[string]map[string]uint64{}, deleted: map[string][]string{}}
 	var ops []logOp
@@ -213,6 +211,37 @@ func (s *Bolt) planLogged(group []*request) ([]logOp, error) {
 		r.Versions = versions
 	}
 	return ops, nil
+}
+
+// beginView begins a bbolt read transaction and returns it with
+// pending's read lock held (the caller releases it), once the transaction
+// holds every group the applier has dropped from pending: then what the
+// transaction lacks is still pending, and the two read together are one
+// state. The transaction begins before the lock is taken, so that waiting
+// for bbolt (its readers share one mutex) never holds up a drop, behind
+// which every reader of pending would wait. A drop between the two makes
+// it begin again.
+func (s *Bolt) beginView() (*bolt.Tx, error) {
+	for {
+		tx, err := s.db.Begin(false)
+		if err != nil {
+			return nil, err
+		}
+		m, _, err := readLogMeta(tx)
+		if err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+		if s.hooks.viewBegun != nil {
+			s.hooks.viewBegun()
+		}
+		s.pending.mu.RLock()
+		if s.pending.dropped <= m.applied {
+			return tx, nil
+		}
+		s.pending.mu.RUnlock()
+		tx.Rollback()
+	}
 }
 
 // versionSource answers a record's current version (0: absent).

@@ -19,18 +19,23 @@ import (
 // read ever sees a write that a crash could lose) and only the applier
 // drops (after the bbolt transaction that holds the groups has
 // committed). A reader that must see bbolt and pending as of one instant
-// takes mu for reading, then begins its bbolt transaction, then releases
-// mu: a drop, which needs mu, then happens after the reader's snapshot,
-// and what it drops was committed before the reader's transaction began
-// or is still in the snapshot.
+// (Bolt.beginView) begins its bbolt transaction, then takes mu for
+// reading and checks that the transaction holds everything dropped so far
+// (it begins again if not): the pending writes it then sees are every
+// group the transaction lacks, so the two together are one state.
 type pending struct {
 	mu     sync.RWMutex
 	tables map[string]*pendingTable
 	groups []loggedGroup
 	bytes  int
-	// count is len(groups), readable without mu: a read that finds 0 goes
-	// straight to bbolt (anything added later is concurrent with it).
-	count atomic.Int64
+	// dropped is the last sequence number drop forgot: bbolt holds it
+	// and everything before it (beginView).
+	dropped uint64
+	// count is len(groups) and size is bytes, readable without mu: a read
+	// that finds no group goes straight to bbolt (anything added later is
+	// concurrent with it), and the committer checks for room without
+	// taking mu.
+	count, size atomic.Int64
 	// room is signalled when the applier drops groups (backpressure).
 	room *sync.Cond
 }
@@ -125,6 +130,7 @@ func (p *pending) add(seq uint64, ops []logOp) {
 	p.groups = append(p.groups, g)
 	p.bytes += g.bytes
 	p.count.Store(int64(len(p.groups)))
+	p.size.Store(int64(p.bytes))
 }
 
 // take returns the oldest groups not yet applied, up to maxBytes of
@@ -152,6 +158,7 @@ func (p *pending) drop(groups []loggedGroup) {
 	upTo := groups[len(groups)-1].seq
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.dropped = upTo
 	for _, g := range groups {
 		for _, op := range g.ops {
 			t := p.tables[op.table]
@@ -178,6 +185,7 @@ func (p *pending) drop(groups []loggedGroup) {
 	clear(p.groups[n:])
 	p.groups = p.groups[:n]
 	p.count.Store(int64(len(p.groups)))
+	p.size.Store(int64(p.bytes))
 	p.room.Broadcast()
 }
 

@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // applierControl steers the applier of a store a test opened, through
@@ -17,6 +18,8 @@ type applierControl struct {
 	free chan struct{} // closed: the applier runs unhindered
 	stop chan struct{} // closed: the applier stops, applying nothing (Abandon)
 	once sync.Once
+	// between runs once where beginView calls its hook.
+	between atomic.Pointer[func()]
 }
 
 func (c *applierControl) hook() bool {
@@ -47,6 +50,18 @@ func (c *applierControl) hook() bool {
 
 func (c *applierControl) release() { c.once.Do(func() { close(c.free) }) }
 
+// viewBegun runs the function set by BetweenViewBeginAndLock, once.
+func (c *applierControl) viewBegun() {
+	if f := c.between.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
+// BetweenViewBeginAndLock has the store's next read of bbolt and the
+// pending writes together (a List, the committer's checks) run f after
+// its bbolt transaction began and before it looks at the pending writes.
+func (st *ApplyStepper) BetweenViewBeginAndLock(f func()) { st.c.between.Store(&f) }
+
 // controls maps the stores opened by the helpers below to their control.
 var controls sync.Map // *Bolt -> *applierControl
 
@@ -55,7 +70,7 @@ func openControlled(path string, opts BoltOptions, c *applierControl) (*Bolt, er
 	if c.free == nil {
 		c.free = make(chan struct{})
 	}
-	s, err := openBolt(path, opts, testHooks{applyTaken: c.hook})
+	s, err := openBolt(path, opts, testHooks{applyTaken: c.hook, viewBegun: c.viewBegun})
 	if err == nil {
 		controls.Store(s, c)
 	}

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // ID names a log: the bbolt file it belongs to keeps the same id.
@@ -335,7 +336,15 @@ type Log struct {
 	spare     chan spareFile
 	quit      chan struct{}
 	wg        sync.WaitGroup
+
+	// written and zeroed count the bytes of records written and of
+	// zeroes filled ahead since Create (Bytes), for the store's figures.
+	written, zeroed atomic.Int64
 }
+
+// Bytes answers the bytes of records this log wrote and of zeroes it
+// filled ahead for later segments, since Create: what it handed the disk.
+func (l *Log) Bytes() (records, zeroes int64) { return l.written.Load(), l.zeroed.Load() }
 
 // spareFile is a zero-filled, durable file of size bytes, ready to become
 // the next segment, or why it could not be made.
@@ -428,6 +437,9 @@ func (l *Log) prepare(size int64) {
 		defer l.wg.Done()
 		sp := spareFile{path: path, size: size}
 		sp.f, sp.err = zeroFile(path, size, l.quit)
+		if sp.err == nil {
+			l.zeroed.Add(size)
+		}
 		if sp.err != nil && sp.f != nil {
 			sp.f.Close()
 			sp.f = nil
@@ -494,6 +506,7 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 		return 0, l.err
 	}
 	l.size += n
+	l.written.Add(n)
 	l.next++
 	if cap(l.buf) > 4<<20 {
 		l.buf = nil // one large group must not pin its buffer
