@@ -1,6 +1,7 @@
 package wal_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -94,5 +95,41 @@ func TestSpareSegmentsDamagedZeroes(t *testing.T) {
 				t.Fatalf("replay = %v, %d; want records 1..11", got, last)
 			}
 		})
+	}
+}
+
+// A spare carries its segment header before it is renamed into place, so
+// a crash right after the rename leaves a valid, empty segment.
+func TestSpareHasItsHeaderBeforeTheRename(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l, err := wal.Create(dir, idA, 1, segHeader+4*recSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(false)
+	for i := range 3 { // past half the first segment: a spare is made
+		if _, err := l.Write([]byte(payload(uint64(i + 1)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wal.WaitSpare(l)
+	spares, _ := filepath.Glob(filepath.Join(dir, "*.spare"))
+	if len(spares) != 1 {
+		t.Fatalf("spares %v, want one", spares)
+	}
+	raw, err := os.ReadFile(spares[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append([]byte("VEILWAL1"), idA[:]...); len(raw) < segHeader || !bytes.Equal(raw[:segHeader], want) {
+		t.Fatalf("spare starts %x, want the header %x", raw[:min(len(raw), segHeader)], want)
+	}
+	// Renamed as a crash would leave it: a valid segment with no record.
+	if err := os.Rename(spares[0], filepath.Join(dir, segName(4))); err != nil {
+		t.Fatal(err)
+	}
+	got, last, err := replay(dir, idA, 0)
+	if err != nil || last != 3 || !slices.Equal(got, want(1, 3)) {
+		t.Fatalf("replay = %v, %d, %v; want records 1..3", got, last, err)
 	}
 }

@@ -436,7 +436,7 @@ func (l *Log) prepare(size int64) {
 	go func() {
 		defer l.wg.Done()
 		sp := spareFile{path: path, size: size}
-		sp.f, sp.err = zeroFile(path, size, l.quit)
+		sp.f, sp.err = zeroFile(path, size, append([]byte(magic), l.id[:]...), l.quit)
 		if sp.err == nil {
 			l.zeroed.Add(size)
 		}
@@ -448,15 +448,20 @@ func (l *Log) prepare(size int64) {
 	}()
 }
 
-// zeroFile creates path with size zero bytes, durable. It stops early
-// when quit closes.
-func zeroFile(path string, size int64, quit <-chan struct{}) (*os.File, error) {
+// zeroFile creates path with size bytes, head then zeroes, durable: a
+// segment's header comes with it, so that once renamed to a segment's
+// name it is a valid segment even if a crash follows at once. It stops
+// early when quit closes.
+func zeroFile(path string, size int64, head []byte, quit <-chan struct{}) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := f.WriteAt(head, 0); err != nil {
+		return f, err
+	}
 	zeroes := make([]byte, min(size, 1<<20))
-	for off := int64(0); off < size; off += int64(len(zeroes)) {
+	for off := int64(len(head)); off < size; off += int64(len(zeroes)) {
 		select {
 		case <-quit:
 			return f, errors.New("write-ahead log closed")
