@@ -218,24 +218,24 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	kept := ""
+	// What the restore replaces is kept under one name: the file, and its
+	// write-ahead log if a server that died left one. Left in place, the
+	// log would stop the restored file's start (another file's log); its
+	// writes belong to the file kept, which replays them if it is ever put
+	// back.
+	kept := dst + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+	keptFile, keptLog := false, false
 	if _, err := os.Stat(dst); err == nil {
-		kept = dst + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
 		if err := os.Rename(dst, kept); err != nil {
 			return err
 		}
+		keptFile = true
 	}
-	// The replaced file's write-ahead log goes with it: left in place, the
-	// next start would refuse the restored file (another file's log), and
-	// its writes belong to the file kept, which replays them if it is ever
-	// put back.
 	if _, err := os.Stat(persistence.LogDir(dst)); err == nil {
-		if kept == "" {
-			kept = dst + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
-		}
 		if err := os.Rename(persistence.LogDir(dst), persistence.LogDir(kept)); err != nil {
 			return err
 		}
+		keptLog = true
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return err
@@ -244,8 +244,11 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "restored %s from %s\n", dst, *from)
-	if kept != "" {
+	if keptFile {
 		fmt.Fprintf(stdout, "the file it replaced is %s (delete it once the server runs well)\n", kept)
+	}
+	if keptLog {
+		fmt.Fprintf(stdout, "its write-ahead log is %s, with it\n", persistence.LogDir(kept))
 	}
 	return nil
 }
