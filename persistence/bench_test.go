@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"sync/atomic"
@@ -89,9 +88,8 @@ func BenchmarkApply(b *testing.B) {
 					return err
 				})
 				b.StopTimer()
-				// A backup first waits for the applier; the copy is small.
 				t0 := time.Now()
-				if _, err := s.WriteTo(io.Discard); err != nil {
+				if err := s.WaitApplied(); err != nil {
 					b.Fatal(err)
 				}
 				drain := time.Since(t0)
