@@ -369,11 +369,11 @@ func listRange(ctx context.Context, tx *bolt.Tx, table string, q Query, snap pen
 				return err
 			}
 		}
-		v, val, err := decodeRecord(raw)
+		rec, err := storedRecord(table, key, raw)
 		if err != nil {
-			return fmt.Errorf("%s/%q: %w", table, key, err)
+			return err
 		}
-		out = append(out, Record{Key: key, Value: append([]byte{}, val...), Version: v})
+		out = append(out, rec)
 		return nil
 	}
 	// before: pending key a comes before bbolt key b in the walk.

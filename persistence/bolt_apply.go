@@ -154,42 +154,49 @@ func (s *Bolt) applyGroups(groups []loggedGroup) error {
 	return nil
 }
 
-// waitForRoom holds the committer while the applier is too far behind. It
-// fails when the applier is failing and there is no room: the group could
-// not be applied, and waiting would hang every writer.
+// waitForRoom holds the committer while the applier is too far behind,
+// which bounds the pending writes.
 func (s *Bolt) waitForRoom() error {
 	p := s.pending
+	room := func() bool {
+		return p.size.Load() < int64(pendingMaxBytes) && p.count.Load() < int64(pendingMaxGroups)
+	}
 	// Only the committer adds, so room seen here stays until it adds.
-	if p.size.Load() < int64(pendingMaxBytes) && p.count.Load() < int64(pendingMaxGroups) {
+	if room() {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for p.bytes >= pendingMaxBytes || len(p.groups) >= pendingMaxGroups {
-		if err := s.apply.failure(); err != nil {
-			return fmt.Errorf("the data file is not taking writes: %w", err)
-		}
-		p.room.Wait()
-	}
-	return nil
+	return s.waitPending(room)
 }
 
 // WaitApplied returns once bbolt holds every write acknowledged before
 // the call: before a copy of the file (WriteTo), or before a benchmark
 // reads WriteStats, which counts what the applier wrote.
 func (s *Bolt) WaitApplied() error {
-	if s.pending == nil {
+	p := s.pending
+	if p == nil {
 		return nil
 	}
+	p.mu.RLock()
+	var target uint64
+	if n := len(p.groups); n > 0 {
+		target = p.groups[n-1].seq
+	}
+	p.mu.RUnlock()
+	if target == 0 {
+		return nil
+	}
+	s.apply.kick()
+	return s.waitPending(func() bool { return len(p.groups) == 0 || p.groups[0].seq > target })
+}
+
+// waitPending waits, holding pending's lock while it looks, until done
+// holds; the applier signals each drop. It fails when the applier is
+// failing: what it waits for may never come, and waiting would hang.
+func (s *Bolt) waitPending(done func() bool) error {
 	p := s.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.groups) == 0 {
-		return nil
-	}
-	target := p.groups[len(p.groups)-1].seq
-	s.apply.kick()
-	for len(p.groups) > 0 && p.groups[0].seq <= target {
+	for !done() {
 		if err := s.apply.failure(); err != nil {
 			return fmt.Errorf("the data file is not taking writes: %w", err)
 		}

@@ -276,18 +276,11 @@ type pendingVersions struct {
 }
 
 func (v pendingVersions) version(table, key string) (uint64, error) {
-	raw, decided := v.p.lookup(table, key)
+	rec, decided := v.p.lookup(table, key)
 	if !decided {
 		return v.next.version(table, key)
 	}
-	if raw == nil {
-		return 0, nil
-	}
-	ver, _, err := decodeRecord(raw)
-	if err != nil {
-		return 0, fmt.Errorf("persistence: %s/%q: %w", table, key, err)
-	}
-	return ver, nil
+	return recVersion(rec), nil // nil: deleted
 }
 
 // overlay is the state a batch sees while it is planned: the state below

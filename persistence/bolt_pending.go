@@ -27,14 +27,13 @@ type pending struct {
 	mu     sync.RWMutex
 	tables map[string]*pendingTable
 	groups []loggedGroup
-	bytes  int
 	// dropped is the last sequence number drop forgot: bbolt holds it
 	// and everything before it (beginView).
 	dropped uint64
-	// count is len(groups) and size is bytes, readable without mu: a read
-	// that finds no group goes straight to bbolt (anything added later is
-	// concurrent with it), and the committer checks for room without
-	// taking mu.
+	// count is len(groups) and size the bytes of their effects, written
+	// under mu and readable without it: a read that finds no group goes
+	// straight to bbolt (anything added later is concurrent with it), and
+	// the committer checks for room without taking mu.
 	count, size atomic.Int64
 	// room is signalled when the applier drops groups (backpressure).
 	room *sync.Cond
@@ -128,9 +127,8 @@ func (p *pending) add(seq uint64, ops []logOp) {
 		}
 	}
 	p.groups = append(p.groups, g)
-	p.bytes += g.bytes
 	p.count.Store(int64(len(p.groups)))
-	p.size.Store(int64(p.bytes))
+	p.size.Add(int64(g.bytes))
 }
 
 // take returns the oldest groups not yet applied, up to maxBytes of
@@ -179,13 +177,12 @@ func (p *pending) drop(groups []loggedGroup) {
 				delete(p.tables, op.table)
 			}
 		}
-		p.bytes -= g.bytes
+		p.size.Add(-int64(g.bytes))
 	}
 	n := copy(p.groups, p.groups[len(groups):])
 	clear(p.groups[n:])
 	p.groups = p.groups[:n]
 	p.count.Store(int64(len(p.groups)))
-	p.size.Store(int64(p.bytes))
 	p.room.Broadcast()
 }
 
