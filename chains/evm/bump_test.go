@@ -22,11 +22,9 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
 	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock := newTestClock()
 	signer := &recordingSigner{Signer: evmtest.NewSigner(alice, bob)}
-	c := connect(t, cfg, openStore(t, t.TempDir()), signer, func(o *evm.Options) { o.Now = clock })
+	c := connect(t, cfg, openStore(t, t.TempDir()), signer, func(o *evm.Options) { o.Now = clock.Now })
 	ctx := context.Background()
 	f, err := c.Fund(ctx, alice.Address.Hex())
 	if err != nil {
@@ -43,9 +41,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	if err != nil || rep.Bumped != 0 || rep.Pending != 1 {
 		t.Fatalf("fresh tx: %+v %v", rep, err)
 	}
-	mu.Lock()
-	now = now.Add(cfg.StuckAfter + time.Second)
-	mu.Unlock()
+	clock.Advance(cfg.StuckAfter + time.Second)
 	rep, err = c.MaintainOnce(ctx, false)
 	if err != nil || rep.Bumped != 1 {
 		t.Fatalf("stuck tx: %+v %v", rep, err)
@@ -122,16 +118,13 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
 	alice, bob := evmtest.NewAgent("restart-alice"), evmtest.NewAgent("restart-bob")
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock := newTestClock()
 	signer := evmtest.NewSigner(alice, bob)
 	dir := t.TempDir()
 	store := openStore(t, dir)
 	t.Cleanup(func() { _ = store.Close() })
 	ctx := context.Background()
-	first := connect(t, cfg, store, signer, func(o *evm.Options) { o.Now = clock })
+	first := connect(t, cfg, store, signer, func(o *evm.Options) { o.Now = clock.Now })
 	f, err := first.Fund(ctx, alice.Address.Hex())
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +138,8 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	first.Close()
 
 	// The restart comes after StuckAfter.
-	advance(cfg.StuckAfter + time.Second)
-	restarted := connect(t, cfg, store, signer, func(o *evm.Options) { o.Now = clock })
+	clock.Advance(cfg.StuckAfter + time.Second)
+	restarted := connect(t, cfg, store, signer, func(o *evm.Options) { o.Now = clock.Now })
 	rep, err := restarted.MaintainOnce(ctx, true)
 	if err != nil || rep.Rebroadcast != 1 || rep.Bumped != 0 {
 		t.Fatalf("restart pass: %+v %v; want the transaction sent again, not bumped", rep, err)
@@ -154,7 +147,7 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	if rep, err = restarted.MaintainOnce(ctx, false); err != nil || rep.Bumped != 0 || rep.Pending != 1 {
 		t.Fatalf("right after the restart pass: %+v %v; want it pending, not bumped", rep, err)
 	}
-	advance(cfg.StuckAfter + time.Second)
+	clock.Advance(cfg.StuckAfter + time.Second)
 	if rep, err = restarted.MaintainOnce(ctx, false); err != nil || rep.Bumped != 1 {
 		t.Fatalf("StuckAfter after the restart pass: %+v %v; want one bump", rep, err)
 	}
@@ -163,4 +156,25 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	net.SetMining(true)
 	waitSettled(t, restarted)
 	checkNonces(t, restarted, alice.Address, 0, 1)
+}
+
+// testClock is a clock the test moves: Now is the connector's
+// Options.Now, Advance moves it on.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.Now()} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }

@@ -5,7 +5,6 @@ package evm_test
 import (
 	"context"
 	"math/big"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,10 +25,8 @@ func TestReplacedNonceIsDroppedOnlyAfterDropAfter(t *testing.T) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
 	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.Now = clock })
+	clock := newTestClock()
+	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.Now = clock.Now })
 	ctx := context.Background()
 	f, err := c.Fund(ctx, alice.Address.Hex())
 	if err != nil {
@@ -76,15 +73,11 @@ func TestReplacedNonceIsDroppedOnlyAfterDropAfter(t *testing.T) {
 	if err != nil || rep.Dropped != 0 || rep.Pending != 1 {
 		t.Fatalf("first sighting of the taken nonce: %+v %v; want it kept pending", rep, err)
 	}
-	mu.Lock()
-	now = now.Add(evm.DropAfter / 2)
-	mu.Unlock()
+	clock.Advance(evm.DropAfter / 2)
 	if rep, err = c.MaintainOnce(ctx, false); err != nil || rep.Dropped != 0 {
 		t.Fatalf("within DropAfter: %+v %v; want it kept", rep, err)
 	}
-	mu.Lock()
-	now = now.Add(evm.DropAfter)
-	mu.Unlock()
+	clock.Advance(evm.DropAfter)
 	if rep, err = c.MaintainOnce(ctx, false); err != nil || rep.Dropped != 1 {
 		t.Fatalf("after DropAfter: %+v %v; want it dropped", rep, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,10 +97,8 @@ func TestStaleOwnersRefusedPaymentIsNeverSentLater(t *testing.T) {
 		return persistence.WithFence(ctx, persistence.Fence{Table: "agent_epochs", Key: "alice", Version: v})
 	}
 
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	current := connect(t, cfg, money, signer, func(o *evm.Options) { o.Now = clock }) // the new owner's member
+	clock := newTestClock()
+	current := connect(t, cfg, money, signer, func(o *evm.Options) { o.Now = clock.Now }) // the new owner's member
 	f, err := current.Fund(ctx, alice.Address.Hex())
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +162,7 @@ func TestStaleOwnersRefusedPaymentIsNeverSentLater(t *testing.T) {
 	if _, err := current.MaintainOnce(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	now = now.Add(cfg.StuckAfter + time.Minute)
-	mu.Unlock()
+	clock.Advance(cfg.StuckAfter + time.Minute)
 	if _, err := current.MaintainOnce(ctx, false); err != nil {
 		t.Fatal(err)
 	}
