@@ -29,13 +29,7 @@ func TestBoltBackup(t *testing.T) {
 	if _, err := s.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	copyPath := filepath.Join(dir, "copy.db")
-	if err := os.WriteFile(copyPath, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := persistence.CheckBoltFile(copyPath, time.Second); err != nil {
-		t.Fatal(err)
-	}
+	copyPath := writeChecked(t, filepath.Join(dir, "copy.db"), buf.Bytes())
 	// The open store's file is locked for a second process.
 	if _, err := persistence.CopyBoltFile(path, &bytes.Buffer{}, 100*time.Millisecond); !errors.Is(err, persistence.ErrLocked) {
 		t.Fatalf("copy of a held file: %v", err)
@@ -60,4 +54,17 @@ func TestBoltBackup(t *testing.T) {
 	if err := persistence.CheckBoltFile(junk, time.Second); !errors.Is(err, persistence.ErrCorrupt) {
 		t.Fatalf("junk: %v", err)
 	}
+}
+
+// writeChecked writes a copy of a data file to path and checks every page
+// of it (CheckBoltFile), as veild backup does; it returns path.
+func writeChecked(t *testing.T, path string, raw []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := persistence.CheckBoltFile(path, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

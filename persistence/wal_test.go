@@ -194,13 +194,7 @@ func TestCopyBoltFileReplaysLeftoverLog(t *testing.T) {
 	if _, err := persistence.CopyBoltFile(path, &buf, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	copyPath := filepath.Join(dir, "copy.db")
-	if err := os.WriteFile(copyPath, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := persistence.CheckBoltFile(copyPath, time.Second); err != nil {
-		t.Fatal(err)
-	}
+	copyPath := writeChecked(t, filepath.Join(dir, "copy.db"), buf.Bytes())
 	c, err := persistence.OpenBolt(copyPath, persistence.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
