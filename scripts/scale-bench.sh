@@ -92,6 +92,19 @@ httpget() { # httpget HOST:PORT PATH [SECONDS]: the body, within SECONDS (defaul
 # metric NAME FILE: the value of an unlabelled sample in a /metrics dump (0 when absent).
 metric() { awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print 0 }' "$2"; }
 
+# rates SECONDS SIZE RUN SECS NONE: between RUN's two scrapes (RUN.m0 and
+# RUN.m1, SECS apart), the events of histogram SECONDS per second, the mean
+# of histogram SIZE per event and the milliseconds per event; NONE when
+# there was no event. The commit and the applier's columns.
+rates() {
+	awk -v t="$4" -v none="$5" \
+		-v c0="$(metric "$1_count" "$3.m0")" -v c1="$(metric "$1_count" "$3.m1")" \
+		-v s0="$(metric "$1_sum" "$3.m0")" -v s1="$(metric "$1_sum" "$3.m1")" \
+		-v b0="$(metric "$2_sum" "$3.m0")" -v b1="$(metric "$2_sum" "$3.m1")" 'BEGIN {
+		n = c1 - c0; if (n <= 0) { print none; exit }
+		printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }'
+}
+
 pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }; }
 trap stop EXIT
@@ -198,18 +211,8 @@ for p in $CORES; do
 				p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
 				p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
 				errs=$(awk '{ print $NF }' <<<"$row")
-				c0=$(metric veil_store_commit_seconds_count "$run.m0") c1=$(metric veil_store_commit_seconds_count "$run.m1")
-				s0=$(metric veil_store_commit_seconds_sum "$run.m0") s1=$(metric veil_store_commit_seconds_sum "$run.m1")
-				b0=$(metric veil_store_commit_batches_sum "$run.m0") b1=$(metric veil_store_commit_batches_sum "$run.m1")
-				read -r cps bpc cms < <(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v t="$secs" 'BEGIN {
-					n = c1 - c0; if (n <= 0) { print "0 - -"; exit }
-					printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
-				a0=$(metric veil_store_apply_seconds_count "$run.m0") a1=$(metric veil_store_apply_seconds_count "$run.m1")
-				as0=$(metric veil_store_apply_seconds_sum "$run.m0") as1=$(metric veil_store_apply_seconds_sum "$run.m1")
-				g0=$(metric veil_store_apply_groups_sum "$run.m0") g1=$(metric veil_store_apply_groups_sum "$run.m1")
-				read -r aps gpa ams < <(awk -v c0="$a0" -v c1="$a1" -v s0="$as0" -v s1="$as1" -v b0="$g0" -v b1="$g1" -v t="$secs" 'BEGIN {
-					n = c1 - c0; if (n <= 0) { print "- - -"; exit }
-					printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }')
+				read -r cps bpc cms < <(rates veil_store_commit_seconds veil_store_commit_batches "$run" "$secs" "0 - -")
+				read -r aps gpa ams < <(rates veil_store_apply_seconds veil_store_apply_groups "$run" "$secs" "- - -")
 				printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s |\n' \
 					"$p" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" | tee -a "$table"
 			done
