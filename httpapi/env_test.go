@@ -105,6 +105,28 @@ func envNoLog(t testing.TB) bool {
 	return !on
 }
 
+// applyDelayEnv, when set, is the applier's delay of every env's bbolt
+// store (BoltOptions.ApplyDelay, veild --store-apply-delay; 0: none), so
+// that one test binary measures several (docs/BENCHMARKS.md, "The
+// applier's delay"). Unset: the store's default.
+const applyDelayEnv = "VEIL_BENCH_APPLY_DELAY"
+
+// envApplyDelay reads applyDelayEnv, as a BoltOptions.ApplyDelay.
+func envApplyDelay(t testing.TB) time.Duration {
+	v := os.Getenv(applyDelayEnv)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		t.Fatalf("%s=%q: want a duration such as 100ms, or 0 for none", applyDelayEnv, v)
+	}
+	if d == 0 {
+		return -1 // none
+	}
+	return d
+}
+
 // countedStore counts Apply calls.
 type countedStore struct {
 	persistence.Store
@@ -126,7 +148,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	dir := t.TempDir()
 	bolt, err := persistence.OpenBolt(filepath.Join(dir, "veil.db"), persistence.BoltOptions{
-		Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: envNoLog(t),
+		Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: envNoLog(t), ApplyDelay: envApplyDelay(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,11 @@ import (
 )
 
 // The applier writes the groups the committer logged into bbolt, behind
-// it, as many at a time as have accumulated (up to applyMaxBytes): the
-// bbolt commit, with its scattered page writes and its fsyncs, leaves the
-// path every write waits on, and its cost is shared by more groups the
-// busier the store. Its transaction also records the last sequence number
+// it, as many at a time as have accumulated (up to applyMaxBytes), and
+// starts at most one transaction per BoltOptions.ApplyDelay: the bbolt
+// commit, with its scattered page writes and its fsyncs, leaves the path
+// every write waits on, and its cost is shared by more groups the busier
+// the store and the longer the delay. Its transaction also records the last sequence number
 // it applied (bolt_log.go), so a replay starts after it.
 
 // The applier's limits; variables only so that tests can shrink them
@@ -31,6 +32,9 @@ var (
 	// applyRetry is the pause before the applier tries a failed bbolt
 	// transaction again.
 	applyRetry = 100 * time.Millisecond
+	// applyHurryBytes: once this much waits, the applier does not wait
+	// out its ApplyDelay (a burst of large writes).
+	applyHurryBytes int64 = 8 << 20
 )
 
 // Failpoints of the applier (see BoltOptions.Failpoint).
@@ -46,9 +50,16 @@ const (
 )
 
 type applier struct {
-	wake chan struct{} // capacity 1
-	quit chan struct{}
-	exit chan struct{}
+	wake  chan struct{} // capacity 1
+	hurry chan struct{} // capacity 1: look again whether to wait (urgent)
+	// delay is the least time between the starts of two transactions
+	// (BoltOptions.ApplyDelay); 0: none.
+	delay time.Duration
+	// hurryTo is the highest sequence number a caller waits for bbolt to
+	// hold (WaitApplied): until applied reaches it, no delay.
+	hurryTo atomic.Uint64
+	quit    chan struct{}
+	exit    chan struct{}
 
 	applied atomic.Uint64 // last sequence number bbolt holds durably
 
@@ -57,7 +68,11 @@ type applier struct {
 }
 
 func (s *Bolt) startApplier(applied uint64) {
-	a := &applier{wake: make(chan struct{}, 1), quit: make(chan struct{}), exit: make(chan struct{})}
+	a := &applier{
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
+		quit: make(chan struct{}), exit: make(chan struct{}),
+		delay: s.opts.ApplyDelay,
+	}
 	a.applied.Store(applied)
 	s.apply = a
 	go s.runApplier()
@@ -69,6 +84,41 @@ func (a *applier) kick() {
 	case a.wake <- struct{}{}:
 	default:
 	}
+}
+
+// rush wakes the applier from its delay, to look again whether what
+// waits is urgent.
+func (a *applier) rush() {
+	select {
+	case a.hurry <- struct{}{}:
+	default:
+	}
+}
+
+// urgent reports whether what waits must be applied without waiting out
+// the delay: a caller waits for bbolt to hold it (WaitApplied), the
+// committer is about to wait for room (backpressure), or it is a burst
+// past applyHurryBytes. It is a state, not a message, so that it holds
+// for every pass until it is over: a WaitApplied may need several.
+func (s *Bolt) urgent() bool {
+	p, a := s.pending, s.apply
+	return a.hurryTo.Load() > a.applied.Load() ||
+		p.size.Load() >= min(applyHurryBytes, int64(pendingMaxBytes)) ||
+		p.count.Load() >= int64(pendingMaxGroups)
+}
+
+// pause waits d, or less when rushed; it reports whether Close asked the
+// applier to quit meanwhile.
+func (a *applier) pause(d time.Duration) (quit bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-a.hurry:
+	case <-a.quit:
+		return true
+	}
+	return false
 }
 
 func (a *applier) failure() error {
@@ -87,6 +137,7 @@ func (s *Bolt) runApplier() {
 	a := s.apply
 	defer close(a.exit)
 	quitting := false
+	var began time.Time // the last transaction's start
 	for {
 		if !quitting {
 			select {
@@ -96,6 +147,16 @@ func (s *Bolt) runApplier() {
 			}
 		}
 		for {
+			// At most one transaction per delay: what arrives meanwhile
+			// joins the next one. After a quiet spell the first group
+			// goes at once.
+			for !quitting && !s.urgent() {
+				wait := a.delay - time.Since(began)
+				if wait <= 0 {
+					break
+				}
+				quitting = a.pause(wait)
+			}
 			if s.hooks.applyTaken != nil && !s.hooks.applyTaken() {
 				return // a test's crash: nothing more is applied
 			}
@@ -103,6 +164,7 @@ func (s *Bolt) runApplier() {
 			if len(groups) == 0 {
 				break
 			}
+			began = time.Now()
 			if err := s.applyGroups(groups); err != nil {
 				a.setFailure(err)
 				s.pending.wakeWaiters() // a committer waiting for room fails now
@@ -165,6 +227,7 @@ func (s *Bolt) waitForRoom() error {
 	if room() {
 		return nil
 	}
+	s.apply.rush()
 	return s.waitPending(room)
 }
 
@@ -185,7 +248,14 @@ func (s *Bolt) WaitApplied() error {
 	if target == 0 {
 		return nil
 	}
+	for {
+		old := s.apply.hurryTo.Load()
+		if old >= target || s.apply.hurryTo.CompareAndSwap(old, target) {
+			break
+		}
+	}
 	s.apply.kick()
+	s.apply.rush()
 	return s.waitPending(func() bool { return len(p.groups) == 0 || p.groups[0].seq > target })
 }
 

@@ -172,6 +172,9 @@ func (s *Bolt) commitLogged(group []*request) {
 		// Durable, whatever the failpoint said: readers must see it.
 		s.pending.add(seq, ops)
 		s.apply.kick()
+		if s.pending.size.Load() >= applyHurryBytes {
+			s.apply.rush()
+		}
 		// A segment left behind on an error is only replayed over (its
 		// records are at or below bbolt's position), so it is not one.
 		_ = s.log.Release(s.apply.applied.Load())

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,9 @@ type ApplyStepper struct {
 // says so. Call Free before Close, or Abandon the store.
 func OpenBoltStepped(path string, opts BoltOptions) (*Bolt, *ApplyStepper, error) {
 	c := &applierControl{at: make(chan struct{})}
+	if opts.ApplyDelay == 0 {
+		opts.ApplyDelay = -1 // the test decides when the applier passes
+	}
 	s, err := openControlled(path, opts, c)
 	return s, &ApplyStepper{s: s, c: c}, err
 }
@@ -180,4 +184,25 @@ func SetApplyLimits(applyBytes, pendingGroups int) (restore func()) {
 		pendingMaxGroups = pendingGroups
 	}
 	return func() { applyMaxBytes, pendingMaxGroups = ab, pg }
+}
+
+// SetApplyHurryBytes sets how much pending data makes the applier skip
+// its delay (bolt_apply.go) until restore; only while no store is open.
+func SetApplyHurryBytes(n int64) (restore func()) {
+	old := applyHurryBytes
+	applyHurryBytes = n
+	return func() { applyHurryBytes = old }
+}
+
+// WaitDrained waits, without hurrying the applier (WaitApplied does),
+// until no logged group is pending, or until ctx ends.
+func (s *Bolt) WaitDrained(ctx context.Context) error {
+	p := s.pending
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.room.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	return s.waitPending(func() bool { return len(p.groups) == 0 || ctx.Err() != nil })
 }

@@ -57,6 +57,9 @@ func TestFailpointChild(t *testing.T) {
 	s, err := persistence.OpenBolt(path, persistence.BoltOptions{
 		// Small groups: more commits, so the failpoint lands among many.
 		MaxGroup: 8,
+		// A short delay: the applier still gathers groups, and its
+		// failpoints come often enough for the rounds to be quick.
+		ApplyDelay: 2 * time.Millisecond,
 		Failpoint: func(fp string) error {
 			if fp != name || hits.Add(1) < int64(after) {
 				return nil

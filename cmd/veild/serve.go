@@ -56,7 +56,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	build := buildinfo.Read(version)
 	mets.SetBuildInfo(build.Version, build.Revision, build.GoVersion)
 	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, storeOptions{
-		observe: mets.Commit, observeApply: mets.LogApply, noLog: !cfg.StoreLog,
+		observe: mets.Commit, observeApply: mets.LogApply, noLog: !cfg.StoreLog, applyDelay: cfg.StoreApplyDelay,
 	})
 	if err != nil {
 		return err

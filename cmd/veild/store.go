@@ -30,6 +30,8 @@ type storeOptions struct {
 	// noLog commits every group to bbolt itself, the path before the
 	// write-ahead log (--store-log=false, for measuring).
 	noLog bool
+	// applyDelay is the log applier's delay (--store-apply-delay); 0: none.
+	applyDelay time.Duration
 }
 
 // openStore opens the configured store: the bbolt file in dir (created if
@@ -42,6 +44,7 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 		}
 		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{
 			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
+			ApplyDelay: boltApplyDelay(opts.applyDelay),
 		})
 	case "postgres":
 		if dsn == "" {
@@ -57,4 +60,13 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 	default:
 		return nil, &usageError{fmt.Sprintf("--store %q: want bolt or postgres", kind)}
 	}
+}
+
+// boltApplyDelay turns --store-apply-delay into BoltOptions.ApplyDelay,
+// where 0 means the default and a negative delay none.
+func boltApplyDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

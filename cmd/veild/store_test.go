@@ -73,3 +73,42 @@ func TestStoreLogFlag(t *testing.T) {
 		})
 	}
 }
+
+// --store-apply-delay (and VEIL_STORE_APPLY_DELAY) set the bbolt log
+// applier's delay; 0 turns it off, which BoltOptions spells as negative
+// (its 0 is the default).
+func TestStoreApplyDelayFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		env      string // VEIL_STORE_APPLY_DELAY, "" unset
+		wantFlag time.Duration
+		wantOpt  time.Duration // what OpenBolt gets
+	}{
+		{"default", nil, "", persistence.DefaultApplyDelay, persistence.DefaultApplyDelay},
+		{"flag", []string{"--store-apply-delay=250ms"}, "", 250 * time.Millisecond, 250 * time.Millisecond},
+		{"off", []string{"--store-apply-delay=0"}, "", 0, -1},
+		{"env", nil, "20ms", 20 * time.Millisecond, 20 * time.Millisecond},
+		{"env off", nil, "0s", 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("VEIL_STORE_APPLY_DELAY", tc.env)
+			} else {
+				os.Unsetenv("VEIL_STORE_APPLY_DELAY") // t.Setenv restores any outer value
+			}
+			var cfg config
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			cfg.bindFlags(fs)
+			if err := parseFlags(fs, tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.StoreApplyDelay != tc.wantFlag {
+				t.Fatalf("StoreApplyDelay = %v, want %v", cfg.StoreApplyDelay, tc.wantFlag)
+			}
+			if got := boltApplyDelay(cfg.StoreApplyDelay); got != tc.wantOpt {
+				t.Fatalf("BoltOptions.ApplyDelay = %v, want %v", got, tc.wantOpt)
+			}
+		})
+	}
+}
