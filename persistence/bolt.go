@@ -108,7 +108,7 @@ const (
 	defaultMaxBytes = 32 << 20
 	// DefaultApplyDelay is BoltOptions.ApplyDelay's default, chosen by
 	// measurement (docs/BENCHMARKS.md, "The applier's delay"): against no
-	// delay, bbolt writes 42-62% fewer pages per chat and chat serves ~17%
+	// delay, bbolt writes 42-62% fewer pages per chat and chat serves 17-34%
 	// more per second on two cores.
 	DefaultApplyDelay  = 100 * time.Millisecond
 	defaultLockTimeout = time.Second
