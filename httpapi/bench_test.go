@@ -222,7 +222,8 @@ func BenchmarkChatAtRate(b *testing.B) {
 // /proc/self/io's write_bytes is not used: it counts a dirtied page cache
 // folio whole, so on kernels with large folios a few KiB written into a
 // zero-filled segment count as up to a MiB, which the disk never sees.
-// VEIL_BENCH_STORE_LOG=false runs it on the
+// VEIL_BENCH_APPLY_DELAY sets the log applier's delay (applyDelayEnv;
+// 0: none). VEIL_BENCH_STORE_LOG=false runs it on the
 // pre-log path (storeLogEnv), with the same names, for benchstat:
 //
 //	go test -c -o httpapi.test ./httpapi/

@@ -32,7 +32,8 @@
 #   BASELINE=""              1: after each P's sweep on the write-ahead log (store "log"),
 #                            the same sweep on a fresh veild --store-log=false (store
 #                            "nolog": groups committed to bbolt itself), same minutes
-#   VEILD_ARGS=""            more flags for every veild serve (split on spaces)
+#   VEILD_ARGS=""            more flags for every veild serve (split on spaces), e.g.
+#                            "--store-apply-delay=0" to compare the log applier with no delay
 #   VEILD, LOAD              the binaries (built into $out/bin when unset)
 #   PROFILE=""               workload:clients (e.g. "chat:64") run again at each P on a
 #                            fresh veild --pprof, taking its CPU (5 s), block, mutex and
