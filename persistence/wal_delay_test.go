@@ -46,6 +46,22 @@ func drained(t *testing.T, s *persistence.Bolt) {
 	}
 }
 
+// waitApplied calls WaitApplied, which must not wait out the applier's
+// delay: a minute's bound turns that into a failure, not a hung test.
+func waitApplied(t *testing.T, s *persistence.Bolt) {
+	t.Helper()
+	waited := make(chan error, 1)
+	go func() { waited <- s.WaitApplied() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("WaitApplied waited out the applier's delay: %d groups still pending", s.PendingGroups())
+	}
+}
+
 // The applier's delay (BoltOptions.ApplyDelay) gathers the groups logged
 // within it into one bbolt transaction; the first group after a quiet
 // spell goes at once, and nothing that needs bbolt to hold every write
@@ -74,16 +90,7 @@ func TestApplyDelayGathersGroups(t *testing.T) {
 		t.Fatalf("%d groups pending within the delay, want 2", n)
 	}
 	checkAll(t, s, m, []string{"t"}, keys)
-	waited := make(chan error, 1)
-	go func() { waited <- s.WaitApplied() }()
-	select {
-	case err := <-waited:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("WaitApplied waited out the applier's delay")
-	}
+	waitApplied(t, s)
 	if got := txs.get(); len(got) != 2 || got[1] != 2 {
 		t.Fatalf("after WaitApplied: transactions %v, want [1 2] (both groups in one)", got)
 	}
@@ -139,16 +146,7 @@ func TestApplyDelayHurriesEveryPass(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		put(i)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- s.WaitApplied() }()
-	select {
-	case err := <-waited:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("WaitApplied waited out the delay: %d groups still pending", s.PendingGroups())
-	}
+	waitApplied(t, s)
 	if got := txs.get(); len(got) != 4 {
 		t.Fatalf("transactions %v, want 4 of one group each", got)
 	}

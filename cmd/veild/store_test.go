@@ -12,6 +12,25 @@ import (
 	"github.com/veilhq/veil/persistence"
 )
 
+// parseWithEnv parses args as veild serve does, with the variable name
+// set to value, or unset when value is "".
+func parseWithEnv(t *testing.T, name, value string, args []string) config {
+	t.Helper()
+	if value != "" {
+		t.Setenv(name, value)
+	} else {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)
+	}
+	var cfg config
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cfg.bindFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // --store-log (and VEIL_STORE_LOG) choose whether bbolt commits through
 // its write-ahead log: with it the data file has a log directory and the
 // applier's observer hears of the write; without it neither, and the
@@ -29,17 +48,7 @@ func TestStoreLogFlag(t *testing.T) {
 		{"flag wins over env", []string{"--store-log=true"}, "false", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("VEIL_STORE_LOG", tc.env)
-			} else {
-				os.Unsetenv("VEIL_STORE_LOG") // t.Setenv restores any outer value
-			}
-			var cfg config
-			fs := flag.NewFlagSet("t", flag.ContinueOnError)
-			cfg.bindFlags(fs)
-			if err := parseFlags(fs, tc.args); err != nil {
-				t.Fatal(err)
-			}
+			cfg := parseWithEnv(t, "VEIL_STORE_LOG", tc.env, tc.args)
 			if cfg.StoreLog != tc.wantLog {
 				t.Fatalf("StoreLog = %v, want %v", cfg.StoreLog, tc.wantLog)
 			}
@@ -92,17 +101,7 @@ func TestStoreApplyDelayFlag(t *testing.T) {
 		{"env off", nil, "0s", 0, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("VEIL_STORE_APPLY_DELAY", tc.env)
-			} else {
-				os.Unsetenv("VEIL_STORE_APPLY_DELAY") // t.Setenv restores any outer value
-			}
-			var cfg config
-			fs := flag.NewFlagSet("t", flag.ContinueOnError)
-			cfg.bindFlags(fs)
-			if err := parseFlags(fs, tc.args); err != nil {
-				t.Fatal(err)
-			}
+			cfg := parseWithEnv(t, "VEIL_STORE_APPLY_DELAY", tc.env, tc.args)
 			if cfg.StoreApplyDelay != tc.wantFlag {
 				t.Fatalf("StoreApplyDelay = %v, want %v", cfg.StoreApplyDelay, tc.wantFlag)
 			}
