@@ -15,8 +15,9 @@ import (
 // starts at most one transaction per BoltOptions.ApplyDelay: the bbolt
 // commit, with its scattered page writes and its fsyncs, leaves the path
 // every write waits on, and its cost is shared by more groups the busier
-// the store and the longer the delay. Its transaction also records the last sequence number
-// it applied (bolt_log.go), so a replay starts after it.
+// the store and the longer the delay. Its transaction also records the
+// last sequence number it applied (bolt_log.go), so a replay starts after
+// it.
 
 // The applier's limits; variables only so that tests can shrink them
 // (export_test.go) while no store is open.
