@@ -218,8 +218,8 @@ type call struct {
 	// while it was still queued is never started (nothing was signed);
 	// one already running is waited for (see do).
 	state atomic.Int32
-	// done receives the call's answer (buffered: a caller that gave up
-	// may never read it).
+	// done receives a lane call's answer too (buffered), for a caller
+	// whose future expired while it ran.
 	done chan *result
 }
 
@@ -264,34 +264,20 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 	if err != nil {
 		return nil, err
 	}
-	// The answer comes on m.done, not through a protoactor future: a
-	// future that times out while the actor answers has its result
-	// written after it resolved, unsynchronized with the reader (a data
-	// race inside protoactor-go's Future), and the answer of a write that
-	// started is exactly what must not be lost.
 	m := &call{ctx: ctx, op: op, lane: laneKey, fn: fn, done: make(chan *result, 1)}
-	r.system.Root.Send(r.pid, m)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var out *result
-	var timedOut bool
-	select {
-	case out = <-m.done:
-	case <-timer.C:
-		timedOut = true
-	case <-r.bgctx.Done(): // stopped: a call queued behind the stop is never answered
-	}
-	if out == nil && laneKey != "" && !m.state.CompareAndSwap(callQueued, callAbandoned) {
+	f := r.system.Root.RequestFuture(r.pid, m, timeout)
+	res, err := f.Result()
+	if err != nil && laneKey != "" && !m.state.CompareAndSwap(callQueued, callAbandoned) {
 		// The write started before its caller gave up: it may have signed
 		// and recorded a transaction, so its own answer (the hash, an
 		// unknown outcome) is what the caller gets, not its context's
 		// error. The connector bounds the call once ctx has ended.
-		out = <-m.done
+		res, err = <-m.done, nil
 	}
-	if out == nil {
-		if _, has := ctx.Deadline(); has && timedOut {
-			// The time-out is ctx's deadline: the error is the caller's
-			// context's, whichever timer fired first.
+	if err != nil {
+		if _, has := ctx.Deadline(); has && errors.Is(err, actor.ErrTimeout) {
+			// The future's time-out is ctx's deadline: its error is
+			// the caller's context's, whichever timer fired first.
 			<-ctx.Done()
 		}
 		if ctx.Err() != nil {
@@ -300,7 +286,11 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 		if r.stopped.Load() {
 			return nil, ErrStopped
 		}
-		return nil, fmt.Errorf("%w: %s actor: no answer within %v", chains.ErrUnavailable, r.id, timeout)
+		return nil, fmt.Errorf("%w: %s actor: %v", chains.ErrUnavailable, r.id, err)
+	}
+	out, ok := res.(*result)
+	if !ok {
+		return nil, fmt.Errorf("chain: %s actor answered %T", r.id, res)
 	}
 	return out.v, out.err
 }
@@ -340,10 +330,12 @@ func (a *chainActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *call:
 		if m.lane == "" {
+			sender := c.Sender()
+			system := c.ActorSystem()
 			go func() {
 				a.reads <- struct{}{}
 				defer func() { <-a.reads }()
-				m.done <- a.ref.run(m)
+				system.Root.Send(sender, a.ref.run(m))
 			}()
 			return
 		}
@@ -425,6 +417,7 @@ func (l *laneActor) Receive(c actor.Context) {
 			res = &result{err: m.ctx.Err()}
 		}
 		m.done <- res
+		c.Respond(res)
 		c.Send(c.Parent(), laneIdle{key: l.key})
 	}
 }
