@@ -29,6 +29,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/internal/deadline"
 	"github.com/veilhq/veil/internal/defaults"
+	"github.com/veilhq/veil/internal/futures"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -266,7 +267,7 @@ func (r *Ref) do(ctx context.Context, op, laneKey string, fn func(context.Contex
 	}
 	m := &call{ctx: ctx, op: op, lane: laneKey, fn: fn, done: make(chan *result, 1)}
 	f := r.system.Root.RequestFuture(r.pid, m, timeout)
-	res, err := f.Result()
+	res, err := futures.Result(f)
 	if err != nil && laneKey != "" && !m.state.CompareAndSwap(callQueued, callAbandoned) {
 		// The write started before its caller gave up: it may have signed
 		// and recorded a transaction, so its own answer (the hash, an

@@ -23,6 +23,7 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/enclave"
 	"github.com/veilhq/veil/internal/deadline"
+	"github.com/veilhq/veil/internal/futures"
 )
 
 // DefaultTimeout bounds a request whose context has no deadline.
@@ -156,14 +157,14 @@ func request[T any](ctx context.Context, r *Ref, msg any) (T, error) {
 	fut := r.system.Root.RequestFuture(r.pid, msg, timeout)
 	var res any
 	if ctx.Done() == nil {
-		res, err = fut.Result()
+		res, err = futures.Result(fut)
 	} else {
 		type result struct {
 			res any
 			err error
 		}
 		ch := make(chan result, 1)
-		go func() { res, err := fut.Result(); ch <- result{res, err} }()
+		go func() { res, err := futures.Result(fut); ch <- result{res, err} }()
 		select {
 		case got := <-ch:
 			res, err = got.res, got.err

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/veilhq/veil/internal/futures"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -165,7 +167,7 @@ func (m *Member) answerProbe(c actor.Context, sender *actor.PID, name string) {
 // or "" when it gave none in time (an older member, a slow one).
 func (m *Member) probe(addr, name string) string {
 	fut := m.system.Root.RequestFuture(actor.NewPID(addr, routerName), &wrapperspb.StringValue{Value: name}, probeEvery)
-	r, err := fut.Result()
+	r, err := futures.Result(fut)
 	if err != nil {
 		return ""
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/veilhq/veil/internal/futures"
+
 	"github.com/veilhq/veil/runtime/host"
 )
 
@@ -102,7 +104,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := fut.Result()
+		r, err := futures.Result(fut)
 		done <- result{r, err}
 	}()
 	probeT := time.NewTimer(probeAfter)

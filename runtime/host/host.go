@@ -18,6 +18,7 @@ import (
 
 	"github.com/veilhq/veil/internal/deadline"
 	"github.com/veilhq/veil/internal/defaults"
+	"github.com/veilhq/veil/internal/futures"
 )
 
 // Errors the host returns. Match them with errors.Is.
@@ -264,7 +265,7 @@ func (h *Host) SweepIdle() int {
 	}
 	n := 0
 	for _, f := range futs {
-		if v, err := f.Result(); err == nil {
+		if v, err := futures.Result(f); err == nil {
 			k, _ := v.(int)
 			n += k
 		}
@@ -310,7 +311,7 @@ func (h *Host) Request(ctx context.Context, id string, msg any) (any, error) {
 		return nil, err
 	}
 	fut := h.system.Root.RequestFuture(h.shardOf(id), &request{id: id, msg: msg, ctx: ctx}, timeout)
-	res, err := fut.Result()
+	res, err := futures.Result(fut)
 	if err != nil {
 		if errors.Is(err, actor.ErrTimeout) {
 			if _, ok := ctx.Deadline(); ok {
