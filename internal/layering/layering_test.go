@@ -84,6 +84,7 @@ func TestViolations(t *testing.T) {
 		{"persistence/postgres", "persistence", true},
 		{"chains/stealth/secp256k1", "chains/stealth", true},
 		{"cmd/veild", "httpapi", true},
+		{"actors/internal/moneytest", "internal/fakeclock", true},
 		{"runtime/cluster", "actors/msg", false}, // the envelope comes in through cluster.Codec
 		{"runtime/host", "actors/agent", false},
 		{"chains/evm", "actors/chain", false},
