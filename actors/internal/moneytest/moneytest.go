@@ -28,39 +28,16 @@ import (
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/enclave/software"
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/host"
 )
 
-// Clock is a fake clock.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock starts at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t.UTC()} }
-
-// Now is the current fake time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t.UTC()
-	c.mu.Unlock()
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// NewClock is the services' fake clock, standing at t in UTC: the
+// services store times in UTC, so a test's expected times and the clock's
+// read the same. Set keeps what it is given; the tests set times they
+// read from this clock or from the store, already in UTC.
+func NewClock(t time.Time) *fakeclock.Clock { return fakeclock.New(t.UTC()) }
 
 // Send is one payment the fake chain accepted.
 type Send struct {
@@ -311,7 +288,7 @@ type Env struct {
 	Chain    *Chain
 	Ref      *chainactor.Ref
 	Host     *host.Host
-	Clock    *Clock
+	Clock    *fakeclock.Clock
 	Log      *slog.Logger
 	Failures func(string) error
 	// Configure, when set, adjusts the agents' dependencies (a model, a
@@ -323,7 +300,7 @@ type Env struct {
 }
 
 // NewEnv starts everything; Restart replaces the host (a node restart).
-func NewEnv(t testing.TB, clock *Clock) *Env {
+func NewEnv(t testing.TB, clock *fakeclock.Clock) *Env {
 	t.Helper()
 	e := &Env{Chain: NewChain()}
 	e.start(t, clock, func(persistence.Store, chains.Signer) chains.Connector { return e.Chain })
@@ -333,14 +310,14 @@ func NewEnv(t testing.TB, clock *Clock) *Env {
 // NewEnvOn is NewEnv on a real chain: connect builds the connector over
 // the env's store, signing with its enclave. The agents are created on
 // that chain; Chain is nil.
-func NewEnvOn(t testing.TB, clock *Clock, connect func(store persistence.Store, signer chains.Signer) chains.Connector) *Env {
+func NewEnvOn(t testing.TB, clock *fakeclock.Clock, connect func(store persistence.Store, signer chains.Signer) chains.Connector) *Env {
 	t.Helper()
 	e := &Env{}
 	e.start(t, clock, connect)
 	return e
 }
 
-func (e *Env) start(t testing.TB, clock *Clock, connect func(persistence.Store, chains.Signer) chains.Connector) {
+func (e *Env) start(t testing.TB, clock *fakeclock.Clock, connect func(persistence.Store, chains.Signer) chains.Connector) {
 	e.T, e.Dir, e.Clock, e.Log, e.Snapshots = t, t.TempDir(), clock, slog.New(slog.DiscardHandler), agent.NewSnapshots()
 	var root [32]byte
 	root[0] = 9
