@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/internal/netguard"
 	"github.com/veilhq/veil/persistence"
 )
@@ -61,23 +62,6 @@ func (r *receiver) requests() []received {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]received(nil), r.got...)
-}
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
 }
 
 func openStore(t *testing.T, path string) *persistence.Bolt {
@@ -144,7 +128,7 @@ func TestRetriesWithBackoffUntilDelivered(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	rcv := newReceiver(t, 500, 503, 404)
 	reg := NewRegistry(st, clk.Now)
 	hook, err := reg.Create(ctx, "acct", rcv.srv.URL+"/hook", nil, "")
@@ -205,7 +189,7 @@ func TestFailsAfterMaxAge(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	codes := make([]int, 1000)
 	for i := range codes {
 		codes[i] = 500
@@ -248,7 +232,7 @@ func TestCrashBetweenCommitAndDelivery(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v.db")
 	st := openStore(t, path)
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	rcv := newReceiver(t)
 	hook, err := NewRegistry(st, clk.Now).Create(ctx, "acct", rcv.srv.URL, nil, "")
 	if err != nil {
@@ -293,7 +277,7 @@ func TestFanOutScope(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	rcv := newReceiver(t)
 	reg := NewRegistry(st, clk.Now)
 	all, _ := reg.Create(ctx, "acct", rcv.srv.URL+"/all", nil, "")
@@ -450,7 +434,7 @@ func TestDeliveryRefusesEveryClassAtDialTime(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	rcv := newReceiver(t)
 	_, port, _ := strings.Cut(strings.TrimPrefix(rcv.srv.URL, "http://"), ":")
 	classes := dnsAnswers{
@@ -494,7 +478,7 @@ func TestDeliveryToForbiddenAddressIsRetried(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	rcv := newReceiver(t)
 	reg := NewRegistry(st, clk.Now)
 	// Stored through the registry directly: the API would refuse the
@@ -519,7 +503,7 @@ func TestOldDeliveriesAreTrimmed(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	clk := &clock{now: t0}
+	clk := fakeclock.New(t0)
 	rcv := newReceiver(t)
 	reg := NewRegistry(st, clk.Now)
 	hook, _ := reg.Create(ctx, "acct", rcv.srv.URL, nil, "")
@@ -550,7 +534,7 @@ func TestListKeepsCreationOrderWithinAMillisecond(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, filepath.Join(t.TempDir(), "v.db"))
 	defer st.Close()
-	reg := NewRegistry(st, (&clock{now: t0}).Now)
+	reg := NewRegistry(st, fakeclock.New(t0).Now)
 	var want []string
 	for i := range 20 {
 		w, err := reg.Create(ctx, "acct", fmt.Sprintf("https://example.com/%d", i), nil, "")
