@@ -10,6 +10,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // TestAMaintenancePassDuringACreateLeavesItsDestinationAlone: the scanner's
@@ -22,7 +23,7 @@ import (
 func TestAMaintenancePassDuringACreateLeavesItsDestinationAlone(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	var gens atomic.Int64
 	gen := func(ctx context.Context, c chains.ID) (string, []byte, error) {
 		return fmt.Sprintf("G%055d", gens.Add(1)), []byte{1, 2, 3}, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // TestInvoiceExpiry: an expiry is stored and read back; one not in the
@@ -18,7 +19,7 @@ import (
 // refuses with ErrExpired from the expiry on, changing nothing.
 func TestInvoiceExpiry(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	var gens atomic.Int64
 	gen := func(ctx context.Context, c chains.ID) (string, []byte, error) {
 		return fmt.Sprintf("0x%040x", gens.Add(1)), []byte{1, 2, 3}, nil

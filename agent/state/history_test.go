@@ -11,6 +11,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // payment_history over the real payment records: filters by recipient,
@@ -19,7 +20,7 @@ import (
 // payment by id prefix; bad arguments are refused.
 func TestPaymentHistoryOverRecords(t *testing.T) {
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC))
 	st := openStore(t)
 	out := NewOutgoing(st, "a1", clk.Now)
 	type pay struct {
@@ -154,7 +155,7 @@ func TestPaymentHistoryOverRecords(t *testing.T) {
 func TestCancelInvoiceOverStore(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	alice := keysFor(t, "alice")
 	invs := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", StealthAddresses(alice.meta, cryptoRand{}))
 	env := &tools.Env{Agent: tools.Agent{ID: "agent-a", Name: "alice", Chains: []chains.ID{chains.Base}, MetaAddresses: map[chains.ID]string{chains.Base: alice.meta[chains.Base]}},

@@ -12,6 +12,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // TestCursorRoundTrip: a cursor reads back as itself; anything else the
@@ -37,7 +38,7 @@ func TestCursorRoundTrip(t *testing.T) {
 // arrive between pages), and refuses a bad status or limit.
 func TestInvoicePages(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	var gens atomic.Int64
 	gen := func(ctx context.Context, c chains.ID) (string, []byte, error) {
 		return fmt.Sprintf("0x%040x", gens.Add(1)), []byte{1, 2, 3}, nil

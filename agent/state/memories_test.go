@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/veilhq/veil/agent/tools"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 func TestMemories(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	m := NewMemories(s, "agent-a", clk.Now)
 	a, err := m.Save(ctx, tools.Memory{Content: "Prefers USDC", Type: "preference"})
 	if err != nil || a.Importance != 3 || a.ID == "" || !a.CreatedAt.Equal(clk.Now()) {
@@ -59,7 +60,7 @@ func TestMemories(t *testing.T) {
 
 func TestMemoryCapUnderConcurrency(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	m := NewMemories(s, "agent-a", clk.Now)
 	var wg sync.WaitGroup
 	for w := range 4 {

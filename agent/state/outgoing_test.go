@@ -9,6 +9,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 func outgoingPayment(t *testing.T, key, amount string) tools.OutgoingPayment {
@@ -41,7 +42,7 @@ func TestPaymentStatusOnlyMovesForward(t *testing.T) {
 
 func TestOutgoingLifecycle(t *testing.T) {
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
 	st := openStore(t)
 	s := NewOutgoing(st, "a1", clk.Now)
 
@@ -126,7 +127,7 @@ func TestOutgoingRefusedKeyGetsANewRecord(t *testing.T) {
 
 func TestOutgoingListPagesAndFilters(t *testing.T) {
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
 	s := NewOutgoing(openStore(t), "a1", clk.Now)
 	var ids []string
 	for i := range 7 {
@@ -196,7 +197,7 @@ func TestOutgoingListPagesAndFilters(t *testing.T) {
 
 func TestOutgoingFindRecent(t *testing.T) {
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
 	s := NewOutgoing(openStore(t), "a1", clk.Now)
 	open := func(key, amount string) tools.OutgoingPayment {
 		p, err := s.Open(ctx, outgoingPayment(t, key, amount))
@@ -272,7 +273,7 @@ func TestOutgoingIDsOrderWithinAMillisecond(t *testing.T) {
 // agents are not in it (issue 32 item 6: get_balance mentions them).
 func TestOutgoingOpenOn(t *testing.T) {
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
 	st := openStore(t)
 	s := NewOutgoing(st, "a1", clk.Now)
 	open := func(key, amount string, c chains.ID, to tools.PaymentStatus) tools.OutgoingPayment {
@@ -292,7 +293,7 @@ func TestOutgoingOpenOn(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		clk.t = clk.t.Add(time.Second)
+		clk.Advance(time.Second)
 		return rec
 	}
 	pending := open("k-pending", "0.1", chains.Base, tools.PaymentPending)

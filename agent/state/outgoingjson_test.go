@@ -11,6 +11,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -53,7 +54,7 @@ func TestOutgoingJSONIsStable(t *testing.T) {
 // the caller's mistake.
 func TestStoredRecordWithUnknownChainIsRefused(t *testing.T) {
 	ctx := context.Background()
-	clk := &fakeClock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
 	st := openStore(t)
 	s := NewOutgoing(st, "a1", clk.Now)
 	p, err := s.Open(ctx, outgoingPayment(t, "k-bad", "0.5"))

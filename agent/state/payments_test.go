@@ -10,11 +10,12 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 func TestPayments(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	p := NewPayments(s, "agent-a", clk.Now)
 	addr := "0xAbCdEf0000000000000000000000000000000001"
 	pay := tools.Payment{Chain: chains.Base, StealthAddress: addr, EphemeralPubKey: "02ab", Asset: "USDC", Amount: "5", TxHash: "0xt1"}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // TestReceivedPages: an agent's received payments page newest first by
@@ -19,7 +20,7 @@ import (
 // bad filter is ErrInvalid.
 func TestReceivedPages(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	p := NewPayments(s, "agent-a", clk.Now)
 	other := NewPayments(s, "agent-b", clk.Now)
 	n := 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -50,7 +51,7 @@ func newSchedule(t *testing.T, sch *Schedules, id, interval string, end *time.Ti
 
 func TestScheduleTransitions(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	sch := NewSchedules(s, "agent-a", clk.Now)
 	a := newSchedule(t, sch, "abcd0000-0000-4000-8000-000000000001", tools.Monthly, nil)
 	b := newSchedule(t, sch, "abcd1111-0000-4000-8000-000000000002", tools.Weekly, nil)
@@ -101,7 +102,7 @@ func TestScheduleTransitions(t *testing.T) {
 
 func TestScheduleSlotsWithFakeClock(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	sch := NewSchedules(s, "agent-a", clk.Now)
 	m := newSchedule(t, sch, "", tools.Monthly, nil)
 	// Each slot runs on time: Jan 31 → Feb 28 → Mar 31 → Apr 30.
@@ -222,7 +223,7 @@ func TestScheduleSlotsWithFakeClock(t *testing.T) {
 // wake-up, downtime across missed slots (one run, then the next slot).
 func TestScheduleWeekdayAndHourlySlotsWithFakeClock(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")} // a Sunday
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z")) // a Sunday
 	sch := NewSchedules(s, "agent-w", clk.Now)
 	fri := newSchedule(t, sch, "", "friday", nil)
 	six := newSchedule(t, sch, "", "every-6-hours", nil)
@@ -264,7 +265,7 @@ func TestScheduleWeekdayAndHourlySlotsWithFakeClock(t *testing.T) {
 
 func TestScheduleCreateIdempotentAndAtomic(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	sch := NewSchedules(s, "agent-a", clk.Now)
 	id := "aaaa0000-0000-4000-8000-000000000001"
 	var wg sync.WaitGroup
@@ -302,7 +303,7 @@ func TestScheduleCreateIdempotentAndAtomic(t *testing.T) {
 // schedules exactly afterwards, and every reply must be a legal state.
 func TestScheduleConcurrentTransitions(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	var ids []string
 	for a := range 2 {
 		sch := NewSchedules(s, fmt.Sprint("agent-", a), clk.Now)
@@ -365,7 +366,7 @@ func TestScheduleConcurrentTransitions(t *testing.T) {
 
 func TestDueSchedulesPaging(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	var want []string
 	for i := range 300 {
 		clk.Set(at(t, "2027-01-31T10:00:00Z").Add(time.Duration(i) * time.Second))

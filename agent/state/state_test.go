@@ -21,6 +21,7 @@ import (
 	"github.com/veilhq/veil/chains/stealth/edstealth"
 	"github.com/veilhq/veil/chains/stealth/secp256k1"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -32,24 +33,6 @@ func openStore(t testing.TB) persistence.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// fakeClock is a settable clock safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 func at(t testing.TB, s string) time.Time {
@@ -142,7 +125,7 @@ func keys(t testing.TB, s persistence.Store, table string) []string {
 
 func TestInvoices(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	k := keysFor(t, "alice")
 	inv := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test/", StealthAddresses(k.meta, cryptoRand{}))
 
@@ -254,7 +237,7 @@ var (
 
 func TestInvoiceValidationAndIdempotency(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	var gens atomic.Int64
 	gen := func(ctx context.Context, c chains.ID) (string, []byte, error) {
 		return fmt.Sprintf("0x%040x", gens.Add(1)), []byte{1, 2, 3}, nil
@@ -351,7 +334,7 @@ func TestInvoiceIDsAreRandom(t *testing.T) {
 	seen := map[string]bool{}
 	for range 4 {
 		s := openStore(t)
-		clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+		clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 		got, err := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", gen).Create(ctx, req, "create_invoice/same-key")
 		if err != nil {
 			t.Fatal(err)
@@ -372,7 +355,7 @@ func TestInvoiceIDsAreRandom(t *testing.T) {
 
 	// An invoice stored under an old derived id is still found by it.
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	old := uuid.NewSHA1(uuid.NameSpaceOID, []byte("veil/tools/create_invoice/agent-a/k")).String()
 	rec := InvoiceRecord{Invoice: tools.Invoice{Invoice: client.Invoice{ID: old, Amount: "5", Asset: "USDC", Memo: "logo", Status: InvoicePending}, AgentID: "agent-a", Chain: chains.Base, PayTo: "0x01"}, AgentID: "agent-a"}
 	if _, err := s.Apply(ctx,

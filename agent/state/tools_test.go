@@ -10,13 +10,14 @@ import (
 
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // TestToolsOverStore runs the record-keeping tools against the
 // store-backed services, as the agent actor wires them.
 func TestToolsOverStore(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	alice := keysFor(t, "alice")
 	env := &tools.Env{
 		Agent: tools.Agent{ID: "agent-a", Name: "alice", Chains: []chains.ID{chains.Base, chains.Stellar},

@@ -9,6 +9,7 @@ import (
 	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/client"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // TestInvoiceWatches: a Solana invoice gets a fresh Solana Pay reference
@@ -17,7 +18,7 @@ import (
 // scanned chain-wide (EVM, Stellar) has neither.
 func TestInvoiceWatches(t *testing.T) {
 	s := openStore(t)
-	clk := &fakeClock{t: at(t, "2027-01-31T10:00:00Z")}
+	clk := fakeclock.New(at(t, "2027-01-31T10:00:00Z"))
 	inv := NewInvoices(s, "agent-a", clk.Now, "alice", "https://veil.test", StealthAddresses(keysFor(t, "alice").meta, cryptoRand{}))
 	exp := clk.Now().Add(time.Hour)
 	refs := map[string]bool{}
