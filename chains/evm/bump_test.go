@@ -14,6 +14,7 @@ import (
 	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // A transaction stuck in the pool is resubmitted at the same nonce with a
@@ -22,7 +23,7 @@ func TestStuckTransactionIsBumped(t *testing.T) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
 	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
-	clock := newTestClock()
+	clock := fakeclock.New(time.Now())
 	signer := &recordingSigner{Signer: evmtest.NewSigner(alice, bob)}
 	c := connect(t, cfg, openStore(t, t.TempDir()), signer, func(o *evm.Options) { o.Now = clock.Now })
 	ctx := context.Background()
@@ -118,7 +119,7 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
 	alice, bob := evmtest.NewAgent("restart-alice"), evmtest.NewAgent("restart-bob")
-	clock := newTestClock()
+	clock := fakeclock.New(time.Now())
 	signer := evmtest.NewSigner(alice, bob)
 	dir := t.TempDir()
 	store := openStore(t, dir)
@@ -156,25 +157,4 @@ func TestRestartSendsAgainBeforeBumping(t *testing.T) {
 	net.SetMining(true)
 	waitSettled(t, restarted)
 	checkNonces(t, restarted, alice.Address, 0, 1)
-}
-
-// testClock is a clock the test moves: Now is the connector's
-// Options.Now, Advance moves it on.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock { return &testClock{now: time.Now()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }

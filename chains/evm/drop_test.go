@@ -14,6 +14,7 @@ import (
 	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 // A payment whose nonce another transaction took (the same key used
@@ -25,7 +26,7 @@ func TestReplacedNonceIsDroppedOnlyAfterDropAfter(t *testing.T) {
 	d := startDevnet(t, chains.Ethereum)
 	cfg, _ := d.Config(chains.Ethereum)
 	alice, bob := evmtest.NewAgent("alice"), evmtest.NewAgent("bob")
-	clock := newTestClock()
+	clock := fakeclock.New(time.Now())
 	c := connect(t, cfg, openStore(t, t.TempDir()), evmtest.NewSigner(alice, bob), func(o *evm.Options) { o.Now = clock.Now })
 	ctx := context.Background()
 	f, err := c.Fund(ctx, alice.Address.Hex())

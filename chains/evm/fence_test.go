@@ -17,6 +17,7 @@ import (
 	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/evm"
 	"github.com/veilhq/veil/chains/evm/evmtest"
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/persistence"
 )
 
@@ -97,7 +98,7 @@ func TestStaleOwnersRefusedPaymentIsNeverSentLater(t *testing.T) {
 		return persistence.WithFence(ctx, persistence.Fence{Table: "agent_epochs", Key: "alice", Version: v})
 	}
 
-	clock := newTestClock()
+	clock := fakeclock.New(time.Now())
 	current := connect(t, cfg, money, signer, func(o *evm.Options) { o.Now = clock.Now }) // the new owner's member
 	f, err := current.Fund(ctx, alice.Address.Hex())
 	if err != nil {
