@@ -5,41 +5,24 @@ package solana_test
 import (
 	"errors"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/chains"
 	"github.com/veilhq/veil/chains/chainstest"
 	"github.com/veilhq/veil/chains/devnet/solanadev"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
-
-// slotClock is the devnet's clock, moved by the test: the transactions sent
-// between two moves share a slot.
-type slotClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *slotClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *slotClock) nextSlot() {
-	c.mu.Lock()
-	c.t = c.t.Add(solanadev.SlotDuration)
-	c.mu.Unlock()
-}
 
 // TestAnnouncementsInIsWhatScanReads: AnnouncementsIn returns, for each
 // payment, exactly the announcement Scan reads (every field, Position
 // included, also for two payments in one slot); nothing for a confirmed
 // transaction that announced nothing; ErrNotFound for an unknown one.
 func TestAnnouncementsInIsWhatScanReads(t *testing.T) {
-	clock := &slotClock{t: time.Now()}
-	e := newEnvAt(t, clock.now)
+	// The devnet's clock, moved a slot at a time by the test: the
+	// transactions sent between two moves share a slot.
+	clock := fakeclock.New(time.Now())
+	e := newEnvAt(t, clock.Now)
 	alice := e.agent("00000000-0000-0000-0000-00000000000a", true)
 	bob := e.agent("00000000-0000-0000-0000-00000000000b", true)
 	reg, err := e.conn.RegisterName(bg, bob.ref, bob.keys.Address, "bob", bob.keys.MetaAddress)
@@ -47,11 +30,11 @@ func TestAnnouncementsInIsWhatScanReads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clock.nextSlot()
+	clock.Advance(solanadev.SlotDuration)
 	var sent []string
 	for i, p := range []struct{ asset, amount string }{{"SOL", "1.5"}, {"USDC", "12.5"}, {"SOL", "0.25"}} {
 		if i == 2 {
-			clock.nextSlot()
+			clock.Advance(solanadev.SlotDuration)
 		}
 		r, err := e.conn.SendStealth(bg, alice.ref, alice.keys.Address, chains.SendRequest{Asset: chainstest.Asset(e.conn, p.asset), Amount: amt(p.amount), To: bob.keys.MetaAddress, IdempotencyKey: "pay-" + p.amount})
 		if err != nil {
