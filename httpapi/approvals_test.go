@@ -16,6 +16,7 @@ import (
 	"github.com/veilhq/veil/actors/reminder"
 	"github.com/veilhq/veil/agent/policy"
 	"github.com/veilhq/veil/chains/walletsig"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
 type approvalView struct {
@@ -37,13 +38,6 @@ type heldDetail struct {
 	TxHash     string `json:"txHash"`
 }
 
-// agentClock is the agents' clock: real time plus an offset the test
-// moves forward.
-type agentClock struct{ off atomic.Int64 }
-
-func (c *agentClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *agentClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
-
 func (o owner) decision(agentID, approvalID string, deny bool, at time.Time) map[string]any {
 	msg := walletsig.ApprovalMessage(approvalID, agentID, o.wallet(), deny, at)
 	d := "approve"
@@ -60,7 +54,7 @@ func (o owner) decision(agentID, approvalID string, deny bool, at time.Time) map
 // the conversation that asked. Denials, expiry, concurrent decisions and a
 // crash right after the approved payment was broadcast are covered too.
 func TestApprovalsEndToEnd(t *testing.T) {
-	clock := &agentClock{}
+	clock := &fakeclock.Offset{} // the agents' clock: real time plus an offset the test moves
 	var crash atomic.Bool
 	e := newEnv(t, envOptions{evm: true, agentNow: clock.Now, failpoint: func(name string) error {
 		if name == agent.FailAfterApprovedSend && crash.CompareAndSwap(true, false) {
@@ -293,7 +287,7 @@ func TestApprovalsEndToEnd(t *testing.T) {
 // next; a scheduled run is held the same way, and its approval's outcome
 // lands in the conversation that created the schedule.
 func TestApprovalsNewRecipientsAndSchedules(t *testing.T) {
-	clock := &agentClock{}
+	clock := &fakeclock.Offset{} // the agents' clock: real time plus an offset the test moves
 	e := newEnv(t, envOptions{evm: true, agentNow: clock.Now})
 	o := newEVMOwner(t)
 	alice := e.create(t, o, "careful", "ethereum")

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +36,7 @@ import (
 	"github.com/veilhq/veil/httpapi"
 	"github.com/veilhq/veil/httpapi/apikey"
 	"github.com/veilhq/veil/httpapi/console"
+	"github.com/veilhq/veil/internal/fakeclock"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/host"
@@ -53,27 +53,9 @@ type moneyEnv struct {
 	eth     *ethclient.Client
 	chainID *big.Int
 	cfg     evm.Config
-	clock   *testClock
+	clock   *fakeclock.Offset // the agents' clock: real time plus an offset the test moves
 	// fail is the agents' failpoint hook (nil: none).
 	fail atomic.Pointer[func(string) error]
-}
-
-// testClock is the agents' clock: real time plus an offset the test moves.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
 }
 
 // moneyOption changes what newMoneyServer starts.
@@ -131,7 +113,7 @@ func newMoneyServer(t *testing.T, cfg evm.Config, rootByte byte, opts ...moneyOp
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	// Transactions link to the console's explorer, as veild's devnets do.
 	cfg.ExplorerTx = srv.URL + "/console/explorer/tx/{hash}?chain=ethereum"
-	clock := &testClock{}
+	clock := &fakeclock.Offset{}
 	// The connector signs through the owner's policy, as veild's does; its
 	// daily budgets follow the test's clock.
 	signer := enclave.WithPolicy(prov, policy.NewStore(st, clock.Now))

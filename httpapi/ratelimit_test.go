@@ -2,28 +2,15 @@ package httpapi_test
 
 import (
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/veilhq/veil/httpapi"
+	"github.com/veilhq/veil/internal/fakeclock"
 )
 
-// fakeClock is the API's clock in tests: time moves only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestRateLimitPerKey(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) // the API's clock: time moves only when told
 	e := newEnv(t, envOptions{rates: httpapi.RateLimit{PerSecond: 1, Burst: 3}, now: clock.Now})
 	other := e.newKey("other")
 	for i := 0; i < 3; i++ {
