@@ -150,8 +150,11 @@ func (s *Server) mcpServer(account string, rec *agent.Record) *mcp.Server {
 		Logger:       s.log,
 	})
 	for _, t := range tools.All() {
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters},
-			s.mcpTool(account, rec.ID, t.Name))
+		tl := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters}
+		if t.ReadOnly {
+			tl.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+		}
+		srv.AddTool(tl, s.mcpTool(account, rec.ID, t.Name))
 	}
 	s.addReadTools(srv, account, rec.ID) // mcp_lists.go
 	base := "veil://agent/" + rec.ID + "/"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/client"
 )
 
@@ -34,6 +35,11 @@ func TestMCPReadTools(t *testing.T) {
 	for _, tl := range listed.Tools {
 		if (tl.Name == "list_payments" || tl.Name == "get_payment" || tl.Name == "list_received_payments") && tl.Annotations != nil && tl.Annotations.ReadOnlyHint {
 			readOnly++
+		}
+		// The agent's tools carry the hint exactly when they only read
+		// (tools.Tool.ReadOnly).
+		if at, ok := tools.ByName(tl.Name); ok && at.ReadOnly != (tl.Annotations != nil && tl.Annotations.ReadOnlyHint) {
+			t.Errorf("%s: readOnlyHint %v, want %v", tl.Name, tl.Annotations, at.ReadOnly)
 		}
 	}
 	if readOnly != 3 {

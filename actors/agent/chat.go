@@ -218,10 +218,19 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 			answer = text
 			break
 		}
-		if err := w.flush(ctx); err != nil {
-			return nil, err
+		// A response whose calls all only read leaves nothing to recover
+		// after a crash: its user's message and outcomes wait for the
+		// answer's commit. Any other call runs only once the user's
+		// message is durable, and under a request key taken from it.
+		readOnly := readsOnly(offered, toolCalls)
+		requestKey := ""
+		if !readOnly {
+			if err := w.flush(ctx); err != nil {
+				return nil, err
+			}
+			requestKey = w.requestKey(c)
 		}
-		results := a.runTools(ctx, env, offered, w.requestKey(c), turn, toolCalls)
+		results := a.runTools(ctx, env, offered, requestKey, turn, toolCalls)
 		for _, r := range results {
 			if movesValue(offered, r.Name) {
 				// A new request to move value replaces the action that
@@ -239,8 +248,11 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 			stored[i] = Message{Role: "tool", Text: toolContent(r)}
 		}
 		// Tool outcomes are durable before the model sees them, so a
-		// crash after a payment leaves its record.
-		if err := w.flush(ctx, stored...); err != nil {
+		// crash after a payment leaves its record; a read's outcome is
+		// stored with the answer.
+		if readOnly {
+			w.pending = append(w.pending, stored...)
+		} else if err := w.flush(ctx, stored...); err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, llm.AssistantMessage(text, toolCalls))
@@ -263,8 +275,9 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 }
 
 // chatWriter appends one chat's messages to its conversation, holding the
-// user's message until the first write that must be durable (before tools
-// run, or the answer), so that a chat without tools commits once.
+// user's message until the first write that must be durable (before a tool
+// that does more than read runs, or the answer), so that a chat that runs
+// no tool, or only tools that read (tools.Tool.ReadOnly), commits once.
 type chatWriter struct {
 	a       *Actor
 	conv    *Conversation
@@ -335,8 +348,9 @@ func (w *chatWriter) flushWith(ctx context.Context, extra []persistence.Op, msgs
 
 // requestKey names this request for its tools' idempotency keys: the
 // client's Idempotency-Key, else the HTTP request's id, else the id of the
-// user's message (stored by then, the last id taken: tools run after a
-// flush).
+// last message the request's first flush stored (the user's, or a read's
+// outcome held with it): ids are unique per agent, and the chat loop asks
+// only after a flush.
 func (w *chatWriter) requestKey(c *Chat) string {
 	switch {
 	case c.IdempotencyKey != "":

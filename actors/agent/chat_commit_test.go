@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/veilhq/veil/actors/agent"
 	"github.com/veilhq/veil/actors/internal/moneytest"
+	"github.com/veilhq/veil/agent/tools"
 	"github.com/veilhq/veil/llm"
 	"github.com/veilhq/veil/persistence"
 	"github.com/veilhq/veil/runtime/audit"
@@ -33,9 +35,11 @@ func (s *applies) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, e
 }
 
 // A chat that runs no tool stores the user's message and the answer in
-// one commit; one that runs a tool stores the user's message before the
-// tool runs, the tool's outcome, then the answer (issue 21). Every message
-// is stored either way.
+// one commit; so does one whose tools only read (tools.Tool.ReadOnly: the
+// read's outcome goes with them, issue 38). One that runs a tool that does
+// more stores the user's message before the tool runs, the tool's outcome,
+// then the answer (issue 21). Every message is stored, in order, either
+// way.
 func TestChatCommits(t *testing.T) {
 	ctx := context.Background()
 	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
@@ -47,12 +51,16 @@ func TestChatCommits(t *testing.T) {
 	env.Restart()
 	a := env.CreateAgent("talker")
 	for _, tc := range []struct {
-		msg          string
-		commits      int64
-		wantMessages int
+		msg     string
+		commits int64
+		roles   []string
 	}{
-		{"hello", 1, 2},
-		{"show my agent info", 3, 3},
+		{"hello", 1, []string{"user", "agent"}},
+		{"show my agent info", 1, []string{"user", "tool", "agent"}},
+		{"what's my balance?", 1, []string{"user", "tool", "agent"}},
+		// The user's message, the memory (the tool's own), its outcome, the
+		// answer.
+		{"remember that I prefer USDC", 4, []string{"user", "tool", "agent"}},
 	} {
 		before := store.n.Load()
 		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, Message: tc.msg, RequestID: "r-" + tc.msg})
@@ -67,8 +75,15 @@ func TestChatCommits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := len(msgs.([]agent.Message)); got != tc.wantMessages {
-			t.Errorf("%q: %d messages stored, want %d", tc.msg, got, tc.wantMessages)
+		var roles []string
+		for _, m := range msgs.([]agent.Message) {
+			roles = append(roles, m.Role)
+		}
+		if !slices.Equal(roles, tc.roles) {
+			t.Errorf("%q: messages stored %v, want %v", tc.msg, roles, tc.roles)
+		}
+		if len(reply.ToolCalls) != len(tc.roles)-2 || (len(reply.ToolCalls) == 1 && reply.ToolCalls[0].Status != "success") {
+			t.Errorf("%q: tool calls %+v", tc.msg, reply.ToolCalls)
 		}
 	}
 }
@@ -91,7 +106,8 @@ func TestChatWritesItsAuditRecordWithTheAnswer(t *testing.T) {
 		commits     int64
 	}{
 		{"hello", "", 1},
-		{"show my agent info", "tools: get_agent_info (success)", 3},
+		{"show my agent info", "tools: get_agent_info (success)", 1},
+		{"remember that I prefer USDC", "tools: save_memory (success)", 4},
 	} {
 		rec := &audit.Record{Time: time.Now(), AccountID: moneytest.Account, RequestID: fmt.Sprintf("req-%d", i), Method: "POST",
 			Route: "/agent/{id}/chat", Path: "/agent/" + a.ID + "/chat", AgentID: a.ID, Action: "agent.chat", Status: 200, Outcome: audit.OutcomeOK}
@@ -372,5 +388,52 @@ func TestConversationStateLivesInTheConversationRecord(t *testing.T) {
 	chat(fresh)
 	if recs, err := env.Store.List(ctx, agent.TableConvState, persistence.Query{Prefix: a.ID + "/"}); err != nil || len(recs) != 0 {
 		t.Errorf("conversation state records %v (%v), want none", recs, err)
+	}
+}
+
+// Every tool marked ReadOnly writes nothing when it runs (what lets the
+// chat store nothing before it): each is called with the records it reads
+// in place and must succeed without a commit.
+func TestReadOnlyToolsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	store := &applies{Store: env.Store}
+	env.Configure = func(d *agent.Deps) {
+		d.Store = store
+		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
+	}
+	env.Restart()
+	a := env.CreateAgent("reader")
+	// Something for the reads to find: an invoice and a memory.
+	for _, msg := range []string{"create an invoice for 5 USDC for consulting", "remember that I prefer USDC"} {
+		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, Message: msg, RequestID: "setup " + msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := v.(*agent.ChatReply); len(r.ToolCalls) != 1 || r.ToolCalls[0].Status != "success" {
+			t.Fatalf("%q: %+v", msg, r.ToolCalls)
+		}
+	}
+	args := map[string]string{"resolve_name": `{"name":"reader"}`}
+	ran := 0
+	for _, tl := range tools.All() {
+		if !tl.ReadOnly {
+			continue
+		}
+		ran++
+		before := store.n.Load()
+		v, err := env.Host.Request(ctx, a.ID, &agent.CallTool{AccountID: moneytest.Account, Tool: tl.Name, Arguments: args[tl.Name]})
+		if err != nil {
+			t.Fatalf("%s: %v", tl.Name, err)
+		}
+		if res := v.(*agent.ToolCall); res.Status != "success" {
+			t.Errorf("%s: %s %s", tl.Name, res.Status, res.Detail)
+		}
+		if n := store.n.Load() - before; n != 0 {
+			t.Errorf("%s is ReadOnly and made %d commits", tl.Name, n)
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no tool is ReadOnly")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -319,4 +320,19 @@ func movesValue(offered []tools.Tool, name string) bool {
 		}
 	}
 	return false
+}
+
+// readsOnly reports whether every call of calls is to an offered tool that
+// only reads (tools.Tool.ReadOnly). An unknown tool does not count as one.
+func readsOnly(offered []tools.Tool, calls []llms.ToolCall) bool {
+	for _, tc := range calls {
+		if tc.FunctionCall == nil {
+			return false
+		}
+		i := slices.IndexFunc(offered, func(t tools.Tool) bool { return t.Name == tc.FunctionCall.Name })
+		if i < 0 || !offered[i].ReadOnly {
+			return false
+		}
+	}
+	return true
 }

@@ -156,7 +156,8 @@ func pendingOutgoing(ctx context.Context, env *Env, c chains.ID) []OutgoingBrief
 
 func getBalance() Tool {
 	return onChains(Tool{
-		Name: "get_balance",
+		Name:     "get_balance",
+		ReadOnly: true,
 		Description: "Balances of this agent: its public address (native asset and tokens), the received stealth payments " +
 			"not yet withdrawn, and the outgoing payments still on their way (pendingOutgoing: amount, asset, recipient, status), per chain.",
 	}, func(ctx context.Context, env *Env, _ *args, cs []chains.ID) (any, error) {
@@ -288,6 +289,7 @@ var resolveSpec = spec{{name: "name", required: true, maxLen: 40, example: "bob.
 func resolveName() Tool {
 	return withArgs(Tool{
 		Name:        "resolve_name",
+		ReadOnly:    true,
 		Description: "Look up a name (bob or bob.veil): the chains it can be paid on and its stealth meta-addresses. Veil agents first, then the on-chain registry of this agent's chains.",
 		needs:       []service{agentDirectory},
 	}, resolveSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
@@ -361,6 +363,7 @@ var noArgs = spec{}
 func getAgentInfo() Tool {
 	return withArgs(Tool{
 		Name:        "get_agent_info",
+		ReadOnly:    true,
 		Description: "This agent's identity: name, full name (name.veil), chains, public addresses and stealth meta-addresses (what others pay).",
 	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {
 		ag := env.Agent
@@ -413,7 +416,8 @@ type LinkedAddress struct {
 
 func privacyCheck() Tool {
 	return withArgs(Tool{
-		Name: "privacy_check",
+		Name:     "privacy_check",
+		ReadOnly: true,
 		Description: "Review this agent's payment privacy: received stealth payments still unwithdrawn, withdrawals that link payments " +
 			"(several to one address, or to the agent's public address), funds on the public address; with advice.",
 		needs: []service{chainAccess, paymentRecords},

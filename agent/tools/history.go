@@ -111,7 +111,8 @@ var paymentWalker = service{"no payment records", func(env *Env) bool {
 
 func paymentHistory() Tool {
 	return withArgs(Tool{
-		Name: "payment_history",
+		Name:     "payment_history",
+		ReadOnly: true,
 		Description: "Answer questions about the payments this agent made (\"what did I pay last week?\", \"did the payment to alice go through?\", " +
 			"\"any pending payments?\", \"how much did I send on base?\") from its payment records, newest first: each payment's status " +
 			"(open: on its way, do not send it again; confirmed; failed; refused: nothing was signed), amount, asset, recipient, " +

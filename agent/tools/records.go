@@ -123,6 +123,7 @@ func invoiceIn(inv Invoice, status string, now time.Time) bool {
 func checkInvoices() Tool {
 	return withArgs(Tool{
 		Name:        "check_invoices",
+		ReadOnly:    true,
 		Description: "List this agent's invoices (newest first, at most 20) with how many are pending and paid; status narrows the list (e.g. open: \"which invoices are unpaid?\").",
 		needs:       []service{invoiceStore},
 	}, checkInvoicesSpec, func(ctx context.Context, env *Env, a *args) (any, error) {
@@ -374,6 +375,7 @@ type ScheduleList struct {
 func listSchedules() Tool {
 	return withArgs(Tool{
 		Name:        "list_schedules",
+		ReadOnly:    true,
 		Description: "List this agent's recurring payments: active and paused ones first by next run, then cancelled ones.",
 		needs:       []service{scheduleStore},
 	}, noArgs, func(ctx context.Context, env *Env, _ *args) (any, error) {

@@ -35,6 +35,15 @@ type Tool struct {
 	// withdrawals, schedules): Call runs them only behind the money gate
 	// (Gate, package intent).
 	MovesValue bool
+	// ReadOnly marks tools that only read (the agent's records, the
+	// chains, the directory): they write no record, sign nothing and
+	// notify no one, so a call leaves nothing to recover after a crash.
+	// The chat loop makes nothing durable around a response whose calls
+	// are all ReadOnly (the user's message and their outcomes are stored
+	// with the answer, in one commit), and MCP lists them with its
+	// readOnlyHint. A tool that moves value is never ReadOnly
+	// (TestReadOnlyToolsMoveNoValue).
+	ReadOnly bool
 	// Run validates args and does the work. The result is marshalled to
 	// JSON as the call's detail.
 	Run func(ctx context.Context, env *Env, args json.RawMessage) (any, error)

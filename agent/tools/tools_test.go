@@ -19,6 +19,24 @@ var designOrder = []string{
 	"payment_history", "cancel_invoice",
 }
 
+// readOnly is the set of tools that only read (Tool.ReadOnly): a change
+// to it is a change to what a chat makes durable before its tools run, so
+// it is spelled out here.
+var readOnly = map[string]bool{
+	"get_balance": true, "check_invoices": true, "resolve_name": true, "get_agent_info": true,
+	"privacy_check": true, "list_schedules": true, "payment_history": true,
+}
+
+// A tool that reads only never moves value: the chat loop stores nothing
+// before it runs, which only a tool with no effect allows.
+func TestReadOnlyToolsMoveNoValue(t *testing.T) {
+	for _, tl := range All() {
+		if tl.ReadOnly && (tl.MovesValue || tl.Payment) {
+			t.Errorf("%s is ReadOnly and moves value", tl.Name)
+		}
+	}
+}
+
 func TestAllToolsAndSchemas(t *testing.T) {
 	all := All()
 	if len(all) != 21 {
@@ -34,6 +52,9 @@ func TestAllToolsAndSchemas(t *testing.T) {
 		}
 		if tl.Payment != payment[tl.Name] {
 			t.Errorf("%s: Payment = %v", tl.Name, tl.Payment)
+		}
+		if tl.ReadOnly != readOnly[tl.Name] {
+			t.Errorf("%s: ReadOnly = %v", tl.Name, tl.ReadOnly)
 		}
 		if len(tl.Description) < 40 || tl.Run == nil {
 			t.Errorf("%s: description too short or no Run", tl.Name)
