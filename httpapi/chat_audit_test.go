@@ -8,8 +8,9 @@ import (
 	"github.com/veilhq/veil/runtime/audit"
 )
 
-// A chat is one store commit with its audit record when it runs no tool
-// (issue 38 item 1): the turn writes the record with the answer. Every
+// A chat is one store commit with its audit record when it runs no tool,
+// or only tools that read (issue 38 item 1): the turn writes the record
+// with the answer. One that runs a tool that writes commits before it too. Every
 // chat, answered or failed, leaves exactly one record, whose status is
 // the answer's; a tool's chat names the tools it ran.
 func TestChatCommitsOnceWithItsAuditRecord(t *testing.T) {
@@ -26,7 +27,9 @@ func TestChatCommitsOnceWithItsAuditRecord(t *testing.T) {
 		outcome string
 	}{
 		{"no tool", map[string]any{"message": "hello"}, http.StatusOK, 1, "", audit.OutcomeOK},
-		{"one tool", map[string]any{"message": "show my agent info"}, http.StatusOK, 3, "tools: get_agent_info (success)", audit.OutcomeOK},
+		{"one read", map[string]any{"message": "show my agent info"}, http.StatusOK, 1, "tools: get_agent_info (success)", audit.OutcomeOK},
+		// The user's message, the memory, the tool's outcome, the answer.
+		{"one write", map[string]any{"message": "remember that I prefer USDC"}, http.StatusOK, 4, "tools: save_memory (success)", audit.OutcomeOK},
 		{"unknown conversation", map[string]any{"message": "hello", "conversationId": "00000000-0000-4000-8000-000000000000"}, http.StatusNotFound, 1, "", audit.OutcomeFailed},
 		{"empty message", map[string]any{"message": " "}, http.StatusBadRequest, 1, "", audit.OutcomeFailed},
 	} {
