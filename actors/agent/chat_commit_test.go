@@ -34,6 +34,20 @@ func (s *applies) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, e
 	return s.Store.Apply(ctx, ops...)
 }
 
+// countingEnv is an agent host on the builtin model whose agents' commits
+// store counts.
+func countingEnv(t *testing.T) (*moneytest.Env, *applies) {
+	t.Helper()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	store := &applies{Store: env.Store}
+	env.Configure = func(d *agent.Deps) {
+		d.Store = store
+		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
+	}
+	env.Restart()
+	return env, store
+}
+
 // A chat that runs no tool stores the user's message and the answer in
 // one commit; so does one whose tools only read (tools.Tool.ReadOnly: the
 // read's outcome goes with them, issue 38). One that runs a tool that does
@@ -42,13 +56,7 @@ func (s *applies) Apply(ctx context.Context, ops ...persistence.Op) ([]uint64, e
 // way.
 func TestChatCommits(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	store := &applies{Store: env.Store}
-	env.Configure = func(d *agent.Deps) {
-		d.Store = store
-		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
-	}
-	env.Restart()
+	env, store := countingEnv(t)
 	a := env.CreateAgent("talker")
 	for _, tc := range []struct {
 		msg     string
@@ -93,13 +101,7 @@ func TestChatCommits(t *testing.T) {
 // record noted with the tools run, and the reply says it was written.
 func TestChatWritesItsAuditRecordWithTheAnswer(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	store := &applies{Store: env.Store}
-	env.Configure = func(d *agent.Deps) {
-		d.Store = store
-		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
-	}
-	env.Restart()
+	env, store := countingEnv(t)
 	a := env.CreateAgent("auditee")
 	for i, tc := range []struct {
 		msg, detail string
@@ -396,13 +398,7 @@ func TestConversationStateLivesInTheConversationRecord(t *testing.T) {
 // in place and must succeed without a commit.
 func TestReadOnlyToolsWriteNothing(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	store := &applies{Store: env.Store}
-	env.Configure = func(d *agent.Deps) {
-		d.Store = store
-		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
-	}
-	env.Restart()
+	env, store := countingEnv(t)
 	a := env.CreateAgent("reader")
 	// Something for the reads to find: an invoice and a memory.
 	for _, msg := range []string{"create an invoice for 5 USDC for consulting", "remember that I prefer USDC"} {
