@@ -69,6 +69,9 @@ func TestChatCommits(t *testing.T) {
 		// The user's message, the memory (the tool's own), its outcome, the
 		// answer.
 		{"remember that I prefer USDC", 4, []string{"user", "tool", "agent"}},
+		// A read beside a write is not a response of reads: the user's
+		// message first, as for the write alone.
+		{"check my balance and remember that I like short answers", 4, []string{"user", "tool", "tool", "agent"}},
 	} {
 		before := store.n.Load()
 		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, Message: tc.msg, RequestID: "r-" + tc.msg})
@@ -76,7 +79,7 @@ func TestChatCommits(t *testing.T) {
 			t.Fatalf("%q: %v", tc.msg, err)
 		}
 		if n := store.n.Load() - before; n != tc.commits {
-			t.Errorf("%q: %d commits, want %d", tc.msg, n, tc.commits)
+			t.Errorf("%q: %d commits, want %d (%+v)", tc.msg, n, tc.commits, v.(*agent.ChatReply).ToolCalls)
 		}
 		reply := v.(*agent.ChatReply)
 		msgs, err := env.Host.Request(ctx, a.ID, &agent.ListMessages{AccountID: moneytest.Account, ConversationID: reply.ConversationID})
