@@ -133,3 +133,42 @@ func TestSpareHasItsHeaderBeforeTheRename(t *testing.T) {
 		t.Fatalf("replay = %v, %d, %v; want records 1..3", got, last, err)
 	}
 }
+
+// A damaged record in a zero-filled last segment with intact records after
+// it is damage, not a torn tail: those records were written after it, so
+// it was acknowledged, and the replay stops with ErrCorrupt instead of
+// dropping it and everything after it. Damage to the last record, with
+// only zeroes after it, is the torn tail and the records before it stand.
+func TestSpareSegmentDamageBeforeRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		record  int // index of the damaged record in segment 9 (records 9, 10, 11)
+		wantErr error
+		want    []rec
+	}{
+		{"first of three", 0, wal.ErrCorrupt, nil},
+		{"second of three", 1, wal.ErrCorrupt, nil},
+		{"last", 2, nil, want(1, 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "log")
+			spareLog(t, dir, segHeader+4*recSize+10, 11)
+			path := filepath.Join(dir, segName(9))
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte{0xff}, int64(segHeader+tc.record*recSize+recordHead+3)); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			got, _, err := replay(dir, idA, 0)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("replay: %v (records %v), want %v", err, got, tc.wantErr)
+			}
+			if tc.wantErr == nil && !slices.Equal(got, tc.want) {
+				t.Fatalf("replay = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

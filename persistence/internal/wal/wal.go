@@ -202,11 +202,15 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 
 // intactAfter reports whether the segment at path holds, somewhere past
 // the start (off) of its damaged record, which is last+1, intact records
-// numbered from last+2, one after another, up to the end of the file:
-// records written after the damaged one, so the damage is not the torn
-// tail of the last write. Requiring the damaged record's successor and a
-// chain to the end keeps a value that merely contains a record's bytes,
-// in a write that was torn, from passing for one.
+// numbered from last+2, one after another, up to the end of the file or
+// to the zeroes a spare segment was filled with (Log.prepare): records
+// written after the damaged one, so the damage is not the torn tail of the
+// last write. Requiring the damaged record's successor and a chain to the
+// end keeps a value that merely contains a record's bytes, in a write that
+// was torn, from passing for one. (Every segment after a log's first is a
+// zero-filled spare: before the zeroes counted as an end, damage to any
+// record but the last of such a segment dropped the acknowledged records
+// after it without a word; TestSpareSegmentDamageBeforeRecords.)
 func intactAfter(path string, off int64, last uint64) (bool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -238,7 +242,7 @@ func intactAfter(path string, off int64, last uint64) (bool, error) {
 			}
 			seq, end = next, e
 		}
-		if end == int64(len(data)) {
+		if !slices.ContainsFunc(data[end:], func(b byte) bool { return b != 0 }) {
 			return true, nil
 		}
 	}
