@@ -218,6 +218,11 @@ func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, err
 		if errors.Is(err, wal.ErrForeign) {
 			return nil, logMeta{}, fmt.Errorf("%w (move the directory %s away if this data file was restored: a restore leaves no log)", err, dir)
 		}
+		if errors.Is(err, wal.ErrCorrupt) {
+			// An acknowledged write is damaged: the store does not open
+			// without it rather than answer as if it never was.
+			return nil, logMeta{}, fmt.Errorf("replay write-ahead log %s: %w (a write that was answered as stored is damaged on disk, so the store does not open without it: restore the latest backup (veild restore), or, to open the data file with what it holds, losing the writes logged after it, move the directory %s aside and keep it for inspection)", dir, err, dir)
+		}
 		return nil, logMeta{}, fmt.Errorf("replay write-ahead log %s: %w", dir, err)
 	}
 	log, err := wal.Create(dir, meta.id, meta.applied+1, segmentSize)

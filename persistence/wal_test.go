@@ -312,3 +312,41 @@ func TestListAcrossAnApplierPass(t *testing.T) {
 		t.Fatalf("List = %+v, want k=v and x", recs)
 	}
 }
+
+// A damaged record that is not the torn tail (records follow it) keeps
+// the store from opening, with an error that says what to do, rather than
+// opening without the acknowledged writes from it on.
+func TestDamagedLogRefusesToOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "veil.db")
+	s, _, err := persistence.OpenBoltHeld(path, persistence.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Apply(t.Context(), persistence.Put("t", fmt.Sprintf("k%d", i), []byte("value"), persistence.Absent())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	segs := walSegments(t, path)
+	if len(segs) != 1 {
+		t.Fatalf("segments %v, want one", segs)
+	}
+	for name := range segs {
+		seg := filepath.Join(persistence.LogDir(path), name)
+		data, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[walHeaderLen+20] ^= 0x40 // in the first record's payload
+		if err := os.WriteFile(seg, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = persistence.OpenBolt(path, persistence.BoltOptions{})
+	if err == nil || !strings.Contains(err.Error(), "write-ahead log is damaged") || !strings.Contains(err.Error(), "restore the latest backup") {
+		t.Fatalf("open over a damaged log: %v", err)
+	}
+}

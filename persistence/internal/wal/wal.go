@@ -176,7 +176,10 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 			// A crash can only tear the last write: nothing follows it.
 			// An intact record after the damage was acknowledged.
 			if lastSeg {
-				found, ferr := intactAfter(sg.path, off, last)
+				found, ferr := writtenAfter(sg.path, off)
+				if ferr == nil && !found {
+					found, ferr = intactAfter(sg.path, off, last)
+				}
 				if ferr != nil {
 					return 0, fmt.Errorf("read write-ahead log: %w", ferr)
 				}
@@ -200,17 +203,53 @@ func replaySegment(sg segment, id ID, after, last uint64, lastSeg bool, fn func(
 	}
 }
 
+// writtenAfter reports whether the damaged record at off in the segment at
+// path states a length, and bytes other than zero follow the end it
+// states. A crash tears only the last write, and never its length into
+// another non-zero length: the length is in the write's first bytes, which
+// reached the disk whole or left the zeroes (or the end of the file) that
+// were there. So a record whose stated end has data after it was not the
+// last write, whatever damaged it, even when nothing after it is intact.
+func writtenAfter(path string, off int64) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	var head [4]byte
+	if _, err := f.ReadAt(head[:], off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, nil // not even a length: nothing stated
+		}
+		return false, err
+	}
+	n := int64(binary.BigEndian.Uint32(head[:]))
+	if n < 8 || off+8+n >= fi.Size() {
+		return false, nil
+	}
+	zero, err := zeroFrom(path, off+8+n)
+	return !zero, err
+}
+
 // intactAfter reports whether the segment at path holds, somewhere past
 // the start (off) of its damaged record, which is last+1, intact records
-// numbered from last+2, one after another, up to the end of the file or
-// to the zeroes a spare segment was filled with (Log.prepare): records
-// written after the damaged one, so the damage is not the torn tail of the
-// last write. Requiring the damaged record's successor and a chain to the
-// end keeps a value that merely contains a record's bytes, in a write that
-// was torn, from passing for one. (Every segment after a log's first is a
-// zero-filled spare: before the zeroes counted as an end, damage to any
-// record but the last of such a segment dropped the acknowledged records
-// after it without a word; TestSpareSegmentDamageBeforeRecords.)
+// numbered from one after the damaged ones (last+2, or later when several
+// are damaged: as many as fit between), one after another, up to the end
+// of the file or to the zeroes a spare segment was filled with
+// (Log.prepare): records written after the damaged one, so the damage is
+// not the torn tail of the last write. Requiring a successor the space can
+// hold and a chain to the end keeps a value that merely contains a
+// record's bytes, in a write that was torn, from passing for one. (Every
+// segment after a log's first is a zero-filled spare: before the zeroes
+// counted as an end, damage to any record but the last of such a segment
+// dropped the acknowledged records after it without a word, as did damage
+// to two records; TestSpareSegmentDamageBeforeRecords,
+// TestReplayTwoDamagedRecords. writtenAfter catches damage that leaves
+// nothing intact after it.)
 func intactAfter(path string, off int64, last uint64) (bool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -232,7 +271,9 @@ func intactAfter(path string, off int64, last uint64) (bool, error) {
 	}
 	for i := off + 1; i+recordHead <= int64(len(data)); i++ {
 		seq, end, ok := intact(i)
-		if !ok || seq != last+2 {
+		// The records from last+1 to seq-1 lie damaged between off and i,
+		// each at least recordHead bytes: a seq further on cannot follow.
+		if !ok || seq < last+2 || (seq-last-1)*recordHead > uint64(i-off) {
 			continue
 		}
 		for end < int64(len(data)) {

@@ -559,3 +559,47 @@ func TestReplayTornRecordHoldingRecordBytes(t *testing.T) {
 		t.Fatalf("replay = %v, last %d, %v; want records 1..3", got, last, err)
 	}
 }
+
+// Two damaged records in the last segment: only the last write can be
+// torn, so the first was acknowledged and the replay stops with ErrCorrupt
+// rather than dropping it and what follows, whether an intact record
+// follows them (7 and 8) or none does (8 and 9: record 8 states a length
+// and record 9's bytes follow it). A damaged last record alone is the
+// torn tail: the records before it stand.
+func TestReplayTwoDamagedRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records []uint64 // damaged, in the last segment (7-9)
+		wantErr error
+	}{
+		{"7 and 8, 9 intact", []uint64{7, 8}, wal.ErrCorrupt},
+		{"8 and 9", []uint64{8, 9}, wal.ErrCorrupt},
+		{"9 alone", []uint64{9}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "log")
+			l := writeLog(t, dir, idA, threePerSegment, 9)
+			if err := l.Close(false); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, segName(7))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tc.records {
+				data = flip(recordHead+3)(data, segHeader+int(r-7)*recSize)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := replay(dir, idA, 0)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("replay: %v (records %v), want %v", err, got, tc.wantErr)
+			}
+			if tc.wantErr == nil && !slices.Equal(got, want(1, tc.records[0]-1)) {
+				t.Fatalf("replay = %v, want records 1..%d", got, tc.records[0]-1)
+			}
+		})
+	}
+}
