@@ -273,7 +273,7 @@ func intactAfter(path string, off int64, last uint64) (bool, error) {
 		seq, end, ok := intact(i)
 		// The records from last+1 to seq-1 lie damaged between off and i,
 		// each at least recordHead bytes: a seq further on cannot follow.
-		if !ok || seq < last+2 || (seq-last-1)*recordHead > uint64(i-off) {
+		if !ok || seq < last+2 || seq-last-1 > uint64(i-off)/recordHead {
 			continue
 		}
 		for end < int64(len(data)) {
