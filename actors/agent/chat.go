@@ -431,13 +431,7 @@ func (a *Actor) execTool(ctx context.Context, env tools.Env, offered []tools.Too
 			res = fail(errors.New("the tool failed unexpectedly"))
 		}
 	}()
-	var tool *tools.Tool
-	for i := range offered {
-		if offered[i].Name == name {
-			tool = &offered[i]
-			break
-		}
-	}
+	tool := offeredTool(offered, name)
 	if tool == nil {
 		return fail(fmt.Errorf("unknown tool %q", name))
 	}

@@ -313,13 +313,18 @@ func (a *Actor) answerPending(ctx context.Context, c *Chat, w *chatWriter, env t
 	return &ChatReply{Response: answer, ToolCalls: []ToolCall{res}, ConversationID: w.conv.ID, Audited: audited}, true, nil
 }
 
-func movesValue(offered []tools.Tool, name string) bool {
-	for _, t := range offered {
-		if t.Name == name {
-			return t.MovesValue
-		}
+// offeredTool finds the tool named name among offered: nil when the model
+// named a tool it was not offered.
+func offeredTool(offered []tools.Tool, name string) *tools.Tool {
+	if i := slices.IndexFunc(offered, func(t tools.Tool) bool { return t.Name == name }); i >= 0 {
+		return &offered[i]
 	}
-	return false
+	return nil
+}
+
+func movesValue(offered []tools.Tool, name string) bool {
+	t := offeredTool(offered, name)
+	return t != nil && t.MovesValue
 }
 
 // readsOnly reports whether every call of calls is to an offered tool that
@@ -329,8 +334,7 @@ func readsOnly(offered []tools.Tool, calls []llms.ToolCall) bool {
 		if tc.FunctionCall == nil {
 			return false
 		}
-		i := slices.IndexFunc(offered, func(t tools.Tool) bool { return t.Name == tc.FunctionCall.Name })
-		if i < 0 || !offered[i].ReadOnly {
+		if t := offeredTool(offered, tc.FunctionCall.Name); t == nil || !t.ReadOnly {
 			return false
 		}
 	}
