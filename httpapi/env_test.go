@@ -121,10 +121,7 @@ func envApplyDelay(t testing.TB) time.Duration {
 	if err != nil || d < 0 {
 		t.Fatalf("%s=%q: want a duration such as 100ms, or 0 for none", applyDelayEnv, v)
 	}
-	if d == 0 {
-		return -1 // none
-	}
-	return d
+	return persistence.ApplyDelaySetting(d)
 }
 
 // countedStore counts Apply calls.

@@ -163,6 +163,16 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	return openBolt(path, opts, testHooks{})
 }
 
+// ApplyDelaySetting is the BoltOptions.ApplyDelay for a delay given as a
+// setting (veild's --store-apply-delay, a benchmark's environment), where
+// 0 means none: in BoltOptions 0 is the default and a negative delay none.
+func ApplyDelaySetting(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err error) {
 	if opts.MaxGroup <= 0 {
 		opts.MaxGroup = defaultMaxGroup

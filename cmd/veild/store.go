@@ -44,7 +44,7 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 		}
 		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{
 			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
-			ApplyDelay: boltApplyDelay(opts.applyDelay),
+			ApplyDelay: persistence.ApplyDelaySetting(opts.applyDelay),
 		})
 	case "postgres":
 		if dsn == "" {
@@ -60,13 +60,4 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 	default:
 		return nil, &usageError{fmt.Sprintf("--store %q: want bolt or postgres", kind)}
 	}
-}
-
-// boltApplyDelay turns --store-apply-delay into BoltOptions.ApplyDelay,
-// where 0 means the default and a negative delay none.
-func boltApplyDelay(d time.Duration) time.Duration {
-	if d <= 0 {
-		return -1
-	}
-	return d
 }

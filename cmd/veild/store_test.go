@@ -105,7 +105,7 @@ func TestStoreApplyDelayFlag(t *testing.T) {
 			if cfg.StoreApplyDelay != tc.wantFlag {
 				t.Fatalf("StoreApplyDelay = %v, want %v", cfg.StoreApplyDelay, tc.wantFlag)
 			}
-			if got := boltApplyDelay(cfg.StoreApplyDelay); got != tc.wantOpt {
+			if got := persistence.ApplyDelaySetting(cfg.StoreApplyDelay); got != tc.wantOpt {
 				t.Fatalf("BoltOptions.ApplyDelay = %v, want %v", got, tc.wantOpt)
 			}
 		})
