@@ -172,7 +172,7 @@ func (s *Bolt) commitLogged(group []*request) {
 		// Durable, whatever the failpoint said: readers must see it.
 		s.pending.add(seq, ops)
 		s.apply.kick()
-		if s.pending.size.Load() >= applyHurryBytes {
+		if s.urgent() {
 			s.apply.rush()
 		}
 		// A segment left behind on an error is only replayed over (its
