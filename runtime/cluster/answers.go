@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/veilhq/veil/internal/futures"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // Answers that protoactor loses (issue 37, the heal benchmark's 30 s

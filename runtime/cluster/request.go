@@ -11,7 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/veilhq/veil/internal/futures"
-
 	"github.com/veilhq/veil/runtime/host"
 )
 
