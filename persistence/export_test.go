@@ -198,11 +198,7 @@ func SetApplyHurryBytes(n int64) (restore func()) {
 // until no logged group is pending, or until ctx ends.
 func (s *Bolt) WaitDrained(ctx context.Context) error {
 	p := s.pending
-	stop := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.room.Broadcast()
-		p.mu.Unlock()
-	})
+	stop := context.AfterFunc(ctx, p.wakeWaiters)
 	defer stop()
 	return s.waitPending(func() bool { return len(p.groups) == 0 || ctx.Err() != nil })
 }
