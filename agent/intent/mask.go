@@ -159,10 +159,14 @@ func maskSingleQuotes(b []byte) {
 // wrote", "<text> was the subject of …", "what does <text> mean", "the
 // meaning of <text>". The <text> part is blanked.
 var (
-	reChatLine  = regexp.MustCompile(`(?m)^[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(@?[A-Za-z][\w.@-]{0,30}(?:[ \t][A-Za-z][\w.-]{0,30})?)[ \t]*:[ \t]+(\S[^\n]*)$`)
-	reWhatWrote = regexp.MustCompile(`(?im)^(.{3,}?)[ \t,-]+(?:is|was|were|are|that's|thats)[ \t]+(?:exactly[ \t]+|just[ \t]+)?what[ \t]+(?:\S+[ \t]+){1,3}?(?:wrote|write|writes|said|say|says|texted|sent|posted|asked|typed|messaged|emailed|told|tweeted|suggested|meant|mean|means|put)\b`)
-	reTitleOf   = regexp.MustCompile(`(?im)^(.{3,}?)[ \t,-]+(?:is|was|were|are)[ \t]+(?:the|a|an|my|his|her|their|our)[ \t]+(?:title|subject|subject line|name|caption|heading|headline|tagline|text|content|description|first line|last line|line|message|memo|label|slogan|lyric|quote)[ \t]+(?:of|in|on|for|from)\b`)
-	reMeans     = regexp.MustCompile(`(?i)\bwhat[ \t]+(?:does|do|did|would)[ \t]+(.+?)[ \t]+(?:mean|means|imply|say)\b|\b(?:meaning|definition|translation)[ \t]+of[ \t]+(.+?)(?:\?|$)|\b(?:explain|define|interpret|quote)[ \t]+(?:to[ \t]+me[ \t]+)?(?:what[ \t]+)?(.+?)[ \t]+(?:means|meant)\b`)
+	reChatLine  = guarded{regexp.MustCompile(`(?m)^[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(@?[A-Za-z][\w.@-]{0,30}(?:[ \t][A-Za-z][\w.-]{0,30})?)[ \t]*:[ \t]+(\S[^\n]*)$`), []string{":"}}
+	reWhatWrote = guarded{regexp.MustCompile(`(?im)^(.{3,}?)[ \t,-]+(?:is|was|were|are|that's|thats)[ \t]+(?:exactly[ \t]+|just[ \t]+)?what[ \t]+(?:\S+[ \t]+){1,3}?(?:wrote|write|writes|said|say|says|texted|sent|posted|asked|typed|messaged|emailed|told|tweeted|suggested|meant|mean|means|put)\b`), []string{"what"}}
+	reTitleOf   = guarded{regexp.MustCompile(`(?im)^(.{3,}?)[ \t,-]+(?:is|was|were|are)[ \t]+(?:the|a|an|my|his|her|their|our)[ \t]+(?:title|subject|subject line|name|caption|heading|headline|tagline|text|content|description|first line|last line|line|message|memo|label|slogan|lyric|quote)[ \t]+(?:of|in|on|for|from)\b`),
+		// "headline", "tagline", "first line" and "last line" hold "line".
+		[]string{"title", "subject", "name", "caption", "heading", "line", "text", "content", "description", "message", "memo", "label", "slogan", "lyric", "quote"}}
+	reMeans = guarded{regexp.MustCompile(`(?i)\bwhat[ \t]+(?:does|do|did|would)[ \t]+(.+?)[ \t]+(?:mean|means|imply|say)\b|\b(?:meaning|definition|translation)[ \t]+of[ \t]+(.+?)(?:\?|$)|\b(?:explain|define|interpret|quote)[ \t]+(?:to[ \t]+me[ \t]+)?(?:what[ \t]+)?(.+?)[ \t]+(?:means|meant)\b`),
+		// "meaning", "means" and "meant" hold "mean".
+		[]string{"what", "mean", "definition", "translation"}}
 )
 
 // chatLabelStop: words that make "<word>: …" the user's own line ("hey
@@ -180,7 +184,7 @@ func maskFramed(b []byte) {
 			}
 		}
 	}
-	for _, m := range reChatLine.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range findAll(reChatLine, s) {
 		label := strings.Fields(strings.ToLower(s[m[2]:m[3]]))
 		stop := false
 		for _, w := range label {
@@ -192,18 +196,26 @@ func maskFramed(b []byte) {
 			blank(m[4], m[5])
 		}
 	}
-	for _, re := range []*regexp.Regexp{reWhatWrote, reTitleOf} {
-		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+	for _, re := range []guarded{reWhatWrote, reTitleOf} {
+		for _, m := range findAll(re, s) {
 			blank(m[2], m[3])
 		}
 	}
-	for _, m := range reMeans.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range findAll(reMeans, s) {
 		for g := 1; g <= 3; g++ {
 			if m[2*g] >= 0 {
 				blank(m[2*g], m[2*g+1])
 			}
 		}
 	}
+}
+
+// findAll is re's FindAllStringSubmatchIndex, skipped when re cannot match.
+func findAll(re guarded, s string) [][]int {
+	if !re.may(s) {
+		return nil
+	}
+	return re.FindAllStringSubmatchIndex(s, -1)
 }
 
 // asciiLower lowercases A-Z only, so byte offsets are kept.

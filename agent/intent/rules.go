@@ -121,11 +121,15 @@ var introducers = []string{"translate", "summarise", "summarize", "summarising",
 	"into french", "into spanish", "into german", "to french", "to spanish", "to german", "ignore previous",
 	"ignore all previous", "ignore your instructions", "new instructions", "system prompt", "you are now"}
 
-var hereIs = regexp.MustCompile(`(?i)\b(here'?s|here is|heres|this is|below is|see)\s+(an?|the|this|my|his|her|their)?\s*(email|e-mail|mail|message|msg|text|note|memo|letter|dm|chat|thread|post|tweet|reply|request|invoice)\b`)
+var hereIs = guarded{regexp.MustCompile(`(?i)\b(here'?s|here is|heres|this is|below is|see)\s+(an?|the|this|my|his|her|their)?\s*(email|e-mail|mail|message|msg|text|note|memo|letter|dm|chat|thread|post|tweet|reply|request|invoice)\b`),
+	// "here's", "here is", "heres", "this is", "below is", "see".
+	[]string{"here", "this", "below", "see"}}
 
 // reHeader finds a pasted email or chat: header lines, a greeting line,
 // an injected role or a label before a colon.
-var reHeader = regexp.MustCompile(`(?im)^\s*(from|to|subject|cc|bcc|date|sent|re|fwd?|memo|note|message|msg|email|text|content|body|transcript|input|prompt|system|assistant|user|instructions?|reminder|todo|to-do|example|examples|e\.g|eg|for example|for instance|note to self)\s*[:.]\s|\b(?:tell|forward|message|email|text|write|reply|respond|ask|remind|dm)\b[^:\n]{0,40}:|^\s*dear\s+\S+|^\s*-{3,}|^\s*on .{3,80} wrote:\s*$|\b(memo|note|message|says|said|reads|wrote|writes)\s*:`)
+var reHeader = guarded{regexp.MustCompile(`(?im)^\s*(from|to|subject|cc|bcc|date|sent|re|fwd?|memo|note|message|msg|email|text|content|body|transcript|input|prompt|system|assistant|user|instructions?|reminder|todo|to-do|example|examples|e\.g|eg|for example|for instance|note to self)\s*[:.]\s|\b(?:tell|forward|message|email|text|write|reply|respond|ask|remind|dm)\b[^:\n]{0,40}:|^\s*dear\s+\S+|^\s*-{3,}|^\s*on .{3,80} wrote:\s*$|\b(memo|note|message|says|said|reads|wrote|writes)\s*:`),
+	// A header's "[:.]", a label's colon, "dear", a "---" rule.
+	[]string{":", ".", "dear", "---"}}
 
 var reDearAgent = regexp.MustCompile(`(?i)^\s*dear\s+(veil|agent|assistant|bot)\b`)
 
@@ -135,7 +139,11 @@ var reDearAgent = regexp.MustCompile(`(?i)^\s*dear\s+(veil|agent|assistant|bot)\
 // message is pasted (len(text) when nothing is).
 func maskPasted(text, masked string) (string, int) {
 	from := len(masked)
-	for _, loc := range reHeader.FindAllStringIndex(masked, -1) {
+	var headers [][]int
+	if reHeader.may(masked) {
+		headers = reHeader.FindAllStringIndex(masked, -1)
+	}
+	for _, loc := range headers {
 		// "Dear Veil, please send …" is the user writing to the agent.
 		if reDearAgent.MatchString(masked[loc[0]:]) {
 			continue
@@ -143,8 +151,10 @@ func maskPasted(text, masked string) (string, int) {
 		from = loc[0]
 		break
 	}
-	if loc := hereIs.FindStringIndex(masked); loc != nil && loc[0] < from {
-		from = loc[0]
+	if hereIs.may(masked) {
+		if loc := hereIs.FindStringIndex(masked); loc != nil && loc[0] < from {
+			from = loc[0]
+		}
 	}
 	for _, sr := range Sentences(masked[:from]) {
 		ws := words(text, masked, sr[0], sr[1])
@@ -174,21 +184,26 @@ func maskPasted(text, masked string) (string, int) {
 	return string(b), from
 }
 
-func hasIntroducer(ws []word) bool {
+// introducerWords and introducerPhrases are introducers split once: a
+// single word is looked up, a phrase (or a word with a colon) searched.
+var introducerWords, introducerPhrases = func() (map[string]bool, []string) {
+	words := map[string]bool{}
+	var phrases []string
 	for _, p := range introducers {
-		if strings.Contains(p, " ") || strings.Contains(p, ":") {
-			if seq(ws, p) >= 0 {
-				return true
-			}
-			continue
-		}
-		for _, w := range ws {
-			if w.low == p {
-				return true
-			}
+		if strings.ContainsAny(p, " :") {
+			phrases = append(phrases, p)
+		} else {
+			words[p] = true
 		}
 	}
-	return false
+	return words, phrases
+}()
+
+func hasIntroducer(ws []word) bool {
+	if has(ws, introducerWords) {
+		return true
+	}
+	return hasSeq(ws, introducerPhrases...)
 }
 
 // readSentence gives the clauses of one sentence their moods.
@@ -268,7 +283,7 @@ func readSentence(ws []word, sr [2]int, endsWithQ bool, pasteFrom int) []Clause 
 
 func startsWith(ws []word, phrases []string) bool {
 	for _, p := range phrases {
-		if seq(ws, p) == 0 {
+		if phraseAt(ws, p) {
 			return true
 		}
 	}

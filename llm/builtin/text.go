@@ -1,8 +1,10 @@
 package builtin
 
 import (
-	"github.com/veilhq/veil/agent/intent"
 	"strings"
+	"unicode"
+
+	"github.com/veilhq/veil/agent/intent"
 )
 
 // tok is one word of the user's message. raw keeps the user's spelling
@@ -132,8 +134,20 @@ func clauses(ws []tok) [][2]int {
 	return out
 }
 
-// wordCount is a rough token count.
-func wordCount(s string) int { return len(strings.Fields(s)) }
+// wordCount is a rough token count: the words strings.Fields would
+// split s into, counted without building them (the whole history is
+// counted on every turn).
+func wordCount(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
 
 // numberWord reports whether w is part of a number in words.
 func numberWord(w string) bool {
