@@ -257,9 +257,14 @@ func BenchmarkChat(b *testing.B) {
 			a0, c0, n0, t0 := applies.Load(), commits.Load(), batches.Load(), commitNs.Load()
 			x0, g0, at0 := applyTx.Load(), applyGroups.Load(), applyNs.Load()
 			w0 := e.bolt.WriteStats()
+			cpu0, cpuOK := processCPU()
 			defer func() {
 				applied(b, e) // the applier's work for these chats is theirs
 				per := func(v int64) float64 { return float64(v) / float64(b.N) }
+				if cpu1, ok := processCPU(); ok && cpuOK {
+					// The whole process: server, applier and the load's clients.
+					b.ReportMetric(per(int64(cpu1-cpu0))/1e3, "cpu-us/chat")
+				}
 				c := float64(max(1, commits.Load()-c0))
 				w := e.bolt.WriteStats()
 				b.ReportMetric(per(w.Pages-w0.Pages), "pages/chat")
