@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,11 +94,10 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	for _, o := range options {
 		o(&opts)
 	}
-	offered := map[string]bool{}
-	for _, t := range opts.Tools {
-		if t.Function != nil {
-			offered[t.Function.Name] = true
-		}
+	// A look through the ~20 offered tools costs less than the map each
+	// turn would build.
+	offered := func(name string) bool {
+		return slices.ContainsFunc(opts.Tools, func(t llms.Tool) bool { return t.Function != nil && t.Function.Name == name })
 	}
 	now := m.now().UTC()
 
@@ -127,7 +127,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 				default:
 					parts = append(parts, a.say)
 				}
-			} else if !offered[a.tool] {
+			} else if !offered(a.tool) {
 				parts = append(parts, notOffered(a.tool))
 			}
 		}
@@ -153,7 +153,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 				says = append(says, a.say)
 				continue
 			}
-			if !offered[a.tool] {
+			if !offered(a.tool) {
 				says = append(says, notOffered(a.tool))
 				continue
 			}
