@@ -182,7 +182,7 @@ func BenchmarkAgentGetCold(b *testing.B) {
 //
 //	go test -run '^$' -bench 'ChatAtRate' -benchtime 20000x ./httpapi/
 func BenchmarkChatAtRate(b *testing.B) {
-	for _, rate := range []float64{1000, 2000, 3000} {
+	for _, rate := range []float64{1000, 2000, 3000, 4000} {
 		b.Run(fmt.Sprintf("NoTool/%.0f", rate), func(b *testing.B) {
 			e := newEnv(b, envOptions{})
 			ids := agentsFor(b, e, clients)
