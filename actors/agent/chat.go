@@ -170,7 +170,7 @@ func (a *Actor) chat(ctx context.Context, c *Chat) (*ChatReply, error) {
 	}
 	if conv == nil {
 		now := a.deps.now()
-		conv = &Conversation{ID: newID(), Title: Title(c.Message), CreatedAt: now, UpdatedAt: now}
+		conv = &Conversation{ID: newConversationID(), Title: Title(c.Message), CreatedAt: now, UpdatedAt: now}
 	} else if conv.Title == "" {
 		// A conversation created empty (POST …/conversations) is named by
 		// its first message, like one the chat creates (DESIGN.md).

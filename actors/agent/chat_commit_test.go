@@ -436,3 +436,50 @@ func TestReadOnlyToolsWriteNothing(t *testing.T) {
 		t.Fatal("no tool is ReadOnly")
 	}
 }
+
+// TestNewConversationsSortByCreation: a new conversation's id is a
+// version 7 UUID, so an agent's conversations (and their messages, keyed
+// under them) are stored in the order they were created, at the end of
+// the agent's key range: what lets one applier transaction's turns share
+// bbolt leaves. A random (version 4) id fails it.
+func TestNewConversationsSortByCreation(t *testing.T) {
+	ctx := context.Background()
+	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
+	env.Configure = func(d *agent.Deps) {
+		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
+	}
+	env.Restart()
+	a := env.CreateAgent("ordered")
+	var created []string
+	for i := range 6 {
+		if i == 3 {
+			v, err := env.Host.Request(ctx, a.ID, &agent.CreateConversation{AccountID: moneytest.Account})
+			if err != nil {
+				t.Fatal(err)
+			}
+			created = append(created, v.(*agent.Conversation).ID)
+			continue
+		}
+		v, err := env.Host.Request(ctx, a.ID, &agent.Chat{AccountID: moneytest.Account, Message: "hello", RequestID: uuid.NewString()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, v.(*agent.ChatReply).ConversationID)
+	}
+	for _, id := range created {
+		if u, err := uuid.Parse(id); err != nil || u.Version() != 7 {
+			t.Fatalf("conversation id %q: version %d (%v), want 7", id, u.Version(), err)
+		}
+	}
+	recs, err := env.Store.List(ctx, agent.TableConversations, persistence.Query{Prefix: a.ID + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, r := range recs {
+		stored = append(stored, strings.TrimPrefix(r.Key, a.ID+"/"))
+	}
+	if !slices.Equal(stored, created) {
+		t.Fatalf("conversations in key order %q, want the order they were created %q", stored, created)
+	}
+}

@@ -90,7 +90,7 @@ func (a *Actor) listConversations(ctx context.Context) ([]Conversation, error) {
 
 func (a *Actor) createConversation(ctx context.Context) (*Conversation, error) {
 	now := a.deps.now()
-	c := &Conversation{ID: uuid.NewString(), Title: "", CreatedAt: now, UpdatedAt: now, state: &convState{}}
+	c := &Conversation{ID: newConversationID(), Title: "", CreatedAt: now, UpdatedAt: now, state: &convState{}}
 	raw, err := json.Marshal(c.stored())
 	if err != nil {
 		return nil, err
