@@ -152,6 +152,17 @@ func decodeLogOps(buf []byte) ([]logOp, error) {
 	return ops, nil
 }
 
+// fillPercent is how full bbolt packs a node it splits (its default is
+// half). Most writes append: messages, conversations (version 7 ids) and
+// notifications at the end of their agent's range, audit records at the
+// end of their account's. A half-full split leaves every page of that
+// data half empty, so each transaction writes twice the pages it needs;
+// packed to 90% (etcd's setting for its appended keys), a chat turn
+// writes half the pages (docs/BENCHMARKS.md). A random insert into a
+// packed page splits it sooner, which the few tables keyed by hash or name
+// barely notice.
+const fillPercent = 0.9
+
 // applyLogOps writes logged effects into tx.
 func applyLogOps(tx *bolt.Tx, ops []logOp) error {
 	for _, op := range ops {
@@ -161,6 +172,7 @@ func applyLogOps(tx *bolt.Tx, ops []logOp) error {
 			if err != nil {
 				return fmt.Errorf("create table %s: %w", op.table, err)
 			}
+			b.FillPercent = fillPercent
 			if err := b.Put(op.kb, op.rec); err != nil {
 				return fmt.Errorf("put %s/%q: %w", op.table, op.key, err)
 			}
