@@ -9,7 +9,10 @@
 # (commits/s, write batches per commit, mean commit time: with the
 # write-ahead log, one append and fdatasync) and, with the log, its
 # applier's (bbolt transactions/s, logged groups per transaction, mean
-# transaction time). BASELINE=1 runs every P again on a veild with
+# transaction time), and veild's own CPU (from process_cpu_seconds_total):
+# the cores it kept busy and its CPU time per request, which tell a run
+# held back by a serial stage (cores below P) from one out of CPU.
+# BASELINE=1 runs every P again on a veild with
 # --store-log=false (the pre-log path) and prints both rows.
 #
 #   scripts/scale-bench.sh build DIR   # static binaries (CGO_ENABLED=0,
@@ -106,6 +109,15 @@ rates() {
 		printf "%.0f %.2f %.2f\n", n / t, (b1 - b0) / n, 1000 * (s1 - s0) / n }'
 }
 
+# cpu RUN SECS RATE: veild's CPU between RUN's two scrapes: the cores it
+# kept busy, and microseconds of CPU per request at RATE req/s.
+cpu() {
+	awk -v c0="$(metric process_cpu_seconds_total "$1.m0")" -v c1="$(metric process_cpu_seconds_total "$1.m1")" \
+		-v t="$2" -v r="$3" 'BEGIN {
+		d = c1 - c0; if (t <= 0 || r <= 0 || d <= 0) { print "- -"; exit }
+		printf "%.2f %.0f\n", d / t, 1e6 * d / (r * t) }'
+}
+
 pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }; }
 trap stop EXIT
@@ -160,9 +172,9 @@ table=$out/table.txt
 	echo "# scale-bench $(date -u +%FT%TZ) on $(uname -m), $ncpu cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# veild: bbolt (store log: the write-ahead log, the default; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1 with GOMAXPROCS=P"
 	echo "# commit: the committer's groups (with the log: append + fdatasync); apply: the log applier's bbolt transactions"
-	printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s |\n' \
-		P store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms
-	printf '|%s|\n' "-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------"
+	printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
+		P store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms veild-cores cpu-us/req
+	printf '|%s|\n' "-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------|-------------|------------"
 } | tee "$table"
 
 for p in $CORES; do
@@ -214,8 +226,9 @@ for p in $CORES; do
 				errs=$(awk '{ print $NF }' <<<"$row")
 				read -r cps bpc cms < <(rates veil_store_commit_seconds veil_store_commit_batches "$run" "$secs" "0 - -")
 				read -r aps gpa ams < <(rates veil_store_apply_seconds veil_store_apply_groups "$run" "$secs" "- - -")
-				printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s |\n' \
-					"$p" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" | tee -a "$table"
+				read -r cores cpr < <(cpu "$run" "$secs" "$rate")
+				printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
+					"$p" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" "$cores" "$cpr" | tee -a "$table"
 			done
 			stop
 		done
