@@ -278,7 +278,7 @@ func (d *directory) activate(c actor.Context, id string) (*entry, error) {
 		// every active agent, though an agent's mailbox is almost always
 		// empty (issue 38 item 4).
 		d.props = actor.PropsFromProducer(func() actor.Actor { return &agentActor{host: h} },
-			actor.WithMailbox(actor.UnboundedLockfree()))
+			actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(h.workers))
 		d.prefix = c.Self().Id + "/"
 	}
 	// The name is free: the previous activation of id, if any, has

@@ -197,7 +197,16 @@ type Host struct {
 	// bgStop ends the idle sweep and the memory monitor; bg waits for them.
 	bgStop chan struct{}
 	bg     sync.WaitGroup
+
+	// workers run the agents' mailboxes (workers.go).
+	workers     *workers
+	stopWorkers sync.Once
 }
+
+// maxIdleWorkers bounds the mailbox workers that wait for work: more than
+// the mailboxes that run at once under a steady load of a few hundred
+// clients, few enough that their stacks stay a few MB.
+const maxIdleWorkers = 256
 
 // NewHost starts the directory actors on system. obs may be nil.
 func NewHost(system *actor.ActorSystem, load Loader, cfg HostConfig, log *slog.Logger, obs Observer) *Host {
@@ -205,7 +214,8 @@ func NewHost(system *actor.ActorSystem, load Loader, cfg HostConfig, log *slog.L
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	h := &Host{system: system, cfg: cfg, load: load, log: log, observer: obs, epoch: cfg.Clock.Now(), bgStop: make(chan struct{})}
+	h := &Host{system: system, cfg: cfg, load: load, log: log, observer: obs, epoch: cfg.Clock.Now(), bgStop: make(chan struct{}),
+		workers: newWorkers(maxIdleWorkers)}
 	// A failing agent is restarted in place (its new incarnation reloads
 	// from the store); after too many failures in the window it is stopped.
 	supervisor := actor.NewOneForOneStrategy(cfg.MaxRestarts, cfg.RestartWindow, func(any) actor.Directive {
@@ -384,5 +394,6 @@ func (h *Host) Stop(ctx context.Context) error {
 			err = fmt.Errorf("runtime: stop directory: %w", perr)
 		}
 	}
+	h.stopWorkers.Do(h.workers.stop)
 	return err
 }
