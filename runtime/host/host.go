@@ -205,7 +205,8 @@ type Host struct {
 
 // maxIdleWorkers bounds the mailbox workers that wait for work: more than
 // the mailboxes that run at once under a steady load of a few hundred
-// clients, few enough that their stacks stay a few MB.
+// clients, few enough that their stacks (tens of KB each at most, and the
+// GC shrinks an idle one's) stay small next to the agents' heap.
 const maxIdleWorkers = 256
 
 // NewHost starts the directory actors on system. obs may be nil.
