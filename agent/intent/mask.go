@@ -222,9 +222,7 @@ func findAll(re guarded, s string) [][]int {
 func asciiLower(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+		b[i] = lowerASCII(c)
 	}
 	return string(b)
 }
