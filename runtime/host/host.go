@@ -199,8 +199,7 @@ type Host struct {
 	bg     sync.WaitGroup
 
 	// workers run the agents' mailboxes (workers.go).
-	workers     *workers
-	stopWorkers sync.Once
+	workers *workers
 }
 
 // maxIdleWorkers bounds the mailbox workers that wait for work: more than
@@ -395,6 +394,6 @@ func (h *Host) Stop(ctx context.Context) error {
 			err = fmt.Errorf("runtime: stop directory: %w", perr)
 		}
 	}
-	h.stopWorkers.Do(h.workers.stop)
+	h.workers.stop()
 	return err
 }

@@ -1,6 +1,9 @@
 package host
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // workers dispatches the agents' mailboxes: a mailbox with messages runs
 // on a goroutine that has run one before, when one is idle, instead of on
@@ -15,6 +18,7 @@ type workers struct {
 	waiting atomic.Int32
 	maxIdle int32
 	quit    chan struct{}
+	stopped sync.Once
 }
 
 func newWorkers(maxIdle int) *workers {
@@ -53,5 +57,5 @@ func (w *workers) run(fn func()) {
 }
 
 // stop lets the idle workers exit; a mailbox scheduled after it still
-// runs, on a goroutine that then exits.
-func (w *workers) stop() { close(w.quit) }
+// runs, on a goroutine that then exits. A second stop does nothing.
+func (w *workers) stop() { w.stopped.Do(func() { close(w.quit) }) }
