@@ -189,11 +189,7 @@ func TestChatWritesItsAuditRecordWithTheAnswer(t *testing.T) {
 // it, collides with none (a rolling upgrade's rollback).
 func TestChatTurnLeavesTheAgentRecordAndNumbersMessagesInTheConversation(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	env.Configure = func(d *agent.Deps) {
-		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
-	}
-	env.Restart()
+	env, _ := countingEnv(t)
 	a := env.CreateAgent("counter")
 
 	// A conversation as an earlier version stored it: no counter of its
@@ -444,11 +440,7 @@ func TestReadOnlyToolsWriteNothing(t *testing.T) {
 // bbolt leaves. A random (version 4) id fails it.
 func TestNewConversationsSortByCreation(t *testing.T) {
 	ctx := context.Background()
-	env := moneytest.NewEnv(t, moneytest.NewClock(time.Now()))
-	env.Configure = func(d *agent.Deps) {
-		d.Models = func(p, key string) (llms.Model, error) { return llm.Config{}.Model(llm.Provider(p), key) }
-	}
-	env.Restart()
+	env, _ := countingEnv(t)
 	a := env.CreateAgent("ordered")
 	var created []string
 	for i := range 6 {
