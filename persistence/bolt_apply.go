@@ -56,6 +56,10 @@ type applier struct {
 	// delay is the least time between the starts of two transactions
 	// (BoltOptions.ApplyDelay); 0: none.
 	delay time.Duration
+	// hurryBytes: this much pending data is urgent (applyHurryBytes,
+	// read once when the store opens, so that a test restoring it after
+	// a failure does not race the applier of a store it left open).
+	hurryBytes int64
 	// hurryTo is the highest sequence number a caller waits for bbolt to
 	// hold (WaitApplied): until applied reaches it, no delay.
 	hurryTo atomic.Uint64
@@ -72,7 +76,7 @@ func (s *Bolt) startApplier(applied uint64) {
 	a := &applier{
 		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		quit: make(chan struct{}), exit: make(chan struct{}),
-		delay: s.opts.ApplyDelay,
+		delay: s.opts.ApplyDelay, hurryBytes: min(applyHurryBytes, int64(pendingMaxBytes)),
 	}
 	a.applied.Store(applied)
 	s.apply = a
@@ -104,7 +108,7 @@ func (a *applier) rush() {
 func (s *Bolt) urgent() bool {
 	p, a := s.pending, s.apply
 	return a.hurryTo.Load() > a.applied.Load() ||
-		p.size.Load() >= min(applyHurryBytes, int64(pendingMaxBytes)) ||
+		p.size.Load() >= a.hurryBytes ||
 		p.count.Load() >= int64(pendingMaxGroups)
 }
 
@@ -210,10 +214,13 @@ func (s *Bolt) applyGroups(groups []loggedGroup) error {
 		return fmt.Errorf("persistence: apply the log to %s: %w", s.path, err)
 	}
 	s.apply.applied.Store(last)
-	s.pending.drop(groups)
+	// Observed before the drop, which wakes the waiters: whoever waited
+	// for these groups (WaitApplied, WaitDrained) finds their
+	// transaction counted already.
 	if s.opts.ObserveApply != nil {
 		s.opts.ObserveApply(len(groups), time.Since(start))
 	}
+	s.pending.drop(groups)
 	return nil
 }
 

@@ -187,7 +187,7 @@ func SetApplyLimits(applyBytes, pendingGroups int) (restore func()) {
 }
 
 // SetApplyHurryBytes sets how much pending data makes the applier skip
-// its delay (bolt_apply.go) until restore; only while no store is open.
+// its delay (bolt_apply.go) until restore; a store reads it when it opens.
 func SetApplyHurryBytes(n int64) (restore func()) {
 	old := applyHurryBytes
 	applyHurryBytes = n

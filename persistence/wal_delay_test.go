@@ -121,6 +121,36 @@ func TestApplyDelayGathersGroups(t *testing.T) {
 	checkAll(t, s, m, []string{"t"}, keys)
 }
 
+// Whoever waits for the applier (WaitApplied, WaitDrained) finds the
+// transaction that ended the wait already observed (ObserveApply): a
+// benchmark or a test that counts transactions after the wait must not
+// miss the last one. The observer dawdles so that a drop that wakes the
+// waiters before it is observed loses the race every time.
+func TestWaitersFindTheirTransactionObserved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "veil.db")
+	var txs applyLog
+	observe := func(groups int, took time.Duration) {
+		time.Sleep(20 * time.Millisecond)
+		txs.observe(groups, took)
+	}
+	s, err := persistence.OpenBolt(path, persistence.BoltOptions{ApplyDelay: time.Hour, ObserveApply: observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := model{}
+	applyBoth(t, s, m, persistence.Put("t", "a", []byte("1"), persistence.Any()))
+	drained(t, s)
+	if got := txs.get(); len(got) != 1 {
+		t.Fatalf("after WaitDrained: transactions %v, want 1", got)
+	}
+	applyBoth(t, s, m, persistence.Put("t", "b", []byte("2"), persistence.Any()))
+	waitApplied(t, s)
+	if got := txs.get(); len(got) != 2 {
+		t.Fatalf("after WaitApplied: transactions %v, want 2", got)
+	}
+}
+
 // A WaitApplied that needs several applier passes (more waits than one
 // transaction takes) gets them all without the delay between them, and
 // so does a committer held by backpressure.
