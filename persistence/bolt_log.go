@@ -28,6 +28,23 @@ const logMetaBucket = "persistence: the write-ahead log position (bolt_log.go); 
 
 var logMetaKey = []byte("log")
 
+// logTxKey records, beside logMetaKey, the bbolt transaction that last
+// wrote the log's position, and that position (8 + 8 bytes). A program
+// that knows no log (a build from before it, a tool) writes bbolt
+// without moving either, so a later transaction id with the position
+// unmoved means that bbolt was written after the log was last applied:
+// replaying the log then would undo those writes, records going back to
+// older versions. A build with the log from before this key moves the
+// position with every write, and is trusted as before. It is a key of
+// its own because those builds refuse a logMetaKey of another length.
+var logTxKey = []byte("log-tx")
+
+// ErrLogBehind reports a write-ahead log whose records bbolt has not
+// applied while bbolt was written since by something that does not know
+// the log (logTxKey): neither replaying it nor dropping it is safe to do
+// unasked.
+var ErrLogBehind = errors.New("the data file was written after its write-ahead log, by a program that does not apply the log")
+
 func init() {
 	if len(logMetaBucket) <= MaxTableLen {
 		panic("logMetaBucket must be longer than any table name")
@@ -68,7 +85,33 @@ func writeLogMeta(tx *bolt.Tx, m logMeta) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(logMetaKey, m.encode())
+	if err := b.Put(logMetaKey, m.encode()); err != nil {
+		return err
+	}
+	var rec [16]byte
+	binary.BigEndian.PutUint64(rec[:8], uint64(tx.ID())) // the id this transaction commits as
+	binary.BigEndian.PutUint64(rec[8:], m.applied)
+	return b.Put(logTxKey, rec[:])
+}
+
+// writtenBehindLog reports whether bbolt was written, since the last
+// transaction that wrote the log's position m, by a program that left m
+// as it was (logTxKey). tx is a write transaction, whose id is one past
+// the last committed.
+func writtenBehindLog(tx *bolt.Tx, m logMeta) (bool, error) {
+	b := tx.Bucket([]byte(logMetaBucket))
+	if b == nil {
+		return false, nil
+	}
+	raw := b.Get(logTxKey)
+	if raw == nil {
+		return false, nil // written by a build from before the key
+	}
+	if len(raw) != 16 {
+		return false, fmt.Errorf("%w: write-ahead log transaction record of %d bytes", ErrCorrupt, len(raw))
+	}
+	txid, applied := binary.BigEndian.Uint64(raw[:8]), binary.BigEndian.Uint64(raw[8:])
+	return applied == m.applied && txid != uint64(tx.ID()-1), nil
 }
 
 // logOp is one effect of a committed batch, as logged and applied: a Put
@@ -208,7 +251,14 @@ func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, err
 				return err
 			}
 		}
+		behind, err := writtenBehindLog(tx, m)
+		if err != nil {
+			return err
+		}
 		last, err := wal.Replay(dir, m.id, m.applied, func(seq uint64, payload []byte) error {
+			if behind {
+				return fmt.Errorf("%w: record %d and on are not in it", ErrLogBehind, seq)
+			}
 			ops, err := decodeLogOps(payload)
 			if err != nil {
 				return fmt.Errorf("%w: record %d: %w", wal.ErrCorrupt, seq, err)
@@ -218,10 +268,8 @@ func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, err
 		if err != nil {
 			return err
 		}
-		if ok && last == m.applied {
-			meta = m
-			return nil // nothing to write
-		}
+		// Written even when nothing was replayed: this transaction
+		// commits as a new bbolt transaction id, which logTxKey must name.
 		m.applied = last
 		meta = m
 		return writeLogMeta(tx, m)
@@ -229,6 +277,12 @@ func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, err
 	if err != nil {
 		if errors.Is(err, wal.ErrForeign) {
 			return nil, logMeta{}, fmt.Errorf("%w (move the directory %s away if this data file was restored: a restore leaves no log)", err, dir)
+		}
+		if errors.Is(err, ErrLogBehind) {
+			// An earlier build (before the log) or a tool wrote the file
+			// after a crash left the log: its writes and the log's are
+			// each acknowledged, and replaying would undo the former.
+			return nil, logMeta{}, fmt.Errorf("replay write-ahead log %s: %w (after a crash left the log, the file was opened and written by a build from before the log, or another tool, which never saw the log's writes; to open the file as that program left it, move the directory %s aside and keep it: it holds writes that were acknowledged and are not in the file. If it was last written by a build with the log, start that build once and stop it cleanly instead: it replays its log)", dir, err, dir)
 		}
 		if errors.Is(err, wal.ErrCorrupt) {
 			// An acknowledged write is damaged: the store does not open

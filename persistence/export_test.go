@@ -202,3 +202,9 @@ func (s *Bolt) WaitDrained(ctx context.Context) error {
 	defer stop()
 	return s.waitPending(func() bool { return len(p.groups) == 0 || ctx.Err() != nil })
 }
+
+// LogMetaBucket and LogTxKey name where bbolt records the log's position
+// and the transaction that last wrote it (bolt_log.go).
+const LogMetaBucket = logMetaBucket
+
+var LogTxKey = logTxKey
