@@ -35,6 +35,11 @@ import (
 //     or the owner restarted): it fails at once, retriably
 //     (host.ErrMemberLost), as when a member dies with it. It is not sent
 //     again: bytes held in a broken connection could still deliver it.
+//     So the owner that says "unknown" also promises it: it remembers the
+//     request as refused until its deadline, and should it arrive after
+//     all, it is refused unprocessed. Its caller was told it failed, and a
+//     payment without an Idempotency-Key that ran then would be paid again
+//     by the client's retry.
 //
 // The probe goes through the same router as requests, after them in its
 // mailbox when both come over one connection, so "unknown" is not said of
@@ -87,6 +92,10 @@ type answers struct {
 	done    map[string]int        // key → its answer's slot in ring
 	ring    []answer
 	next    int // the ring's slot to fill next
+	// refused holds the requests a probe was told are unknown, until
+	// their deadlines: past it the request is not run anyway (serve).
+	refused map[string]time.Time
+	swept   time.Time // when refused last dropped its expired keys
 }
 
 type answer struct {
@@ -97,16 +106,25 @@ type answer struct {
 }
 
 func newAnswers(now func() time.Time) *answers {
-	return &answers{now: now, running: map[string]*actor.PID{}, done: map[string]int{}, ring: make([]answer, maxAnswers)}
+	return &answers{now: now, running: map[string]*actor.PID{}, done: map[string]int{}, ring: make([]answer, maxAnswers), refused: map[string]time.Time{}}
 }
 
-// take records that the request key, answered to future, is running.
-func (a *answers) take(key string, future *actor.PID) {
+// take records that the request key, answered to future, is running. It
+// reports false, and records nothing, for a request a probe was told is
+// unknown: that request must not run.
+func (a *answers) take(key string, future *actor.PID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if until, ok := a.refused[key]; ok {
+		if a.now().Before(until) {
+			return false
+		}
+		delete(a.refused, key) // past its deadline: serve answers that
+	}
 	if _, ok := a.done[key]; !ok {
 		a.running[key] = future
 	}
+	return true
 }
 
 // finish records the request's answer, in the place of the oldest one.
@@ -128,18 +146,46 @@ func (a *answers) finish(key string, reply any) {
 
 // state is a probe's answer for key, and the answer to send again when
 // done. An answer older than answerTTL, or pushed out of the ring, is
-// unknown: the request then fails retriably, as when it was lost.
+// unknown: the request then fails retriably, as when it was lost. Unknown
+// is a promise: take refuses the request from then on, until the
+// deadline the key names.
 func (a *answers) state(key string) (string, *answer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.running[key]; ok {
 		return probeRunning, nil
 	}
-	if i, ok := a.done[key]; ok && a.now().Sub(a.ring[i].at) < answerTTL {
+	now := a.now()
+	if i, ok := a.done[key]; ok && now.Sub(a.ring[i].at) < answerTTL {
 		e := a.ring[i]
 		return probeDone, &e
 	}
+	a.refuse(key, now)
 	return probeUnknown, nil
+}
+
+// refuse records key as refused until its deadline, and now and then
+// drops the keys whose deadlines have passed, so that the table holds
+// only the refusals of the last deadline's worth of probes.
+func (a *answers) refuse(key string, now time.Time) {
+	until := now.Add(answerTTL) // a key without a readable deadline
+	if i := strings.LastIndexByte(key, '|'); i >= 0 {
+		if ns, err := strconv.ParseInt(key[i+1:], 10, 64); err == nil {
+			until = time.Unix(0, ns)
+		}
+	}
+	if !now.Before(until) {
+		return // past its deadline: serve refuses it anyway
+	}
+	a.refused[key] = until
+	if now.Sub(a.swept) >= answerTTL {
+		a.swept = now
+		for k, u := range a.refused {
+			if !now.Before(u) {
+				delete(a.refused, k)
+			}
+		}
+	}
 }
 
 // isProbe reports whether envelope is a probe, and its name.

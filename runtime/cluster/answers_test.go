@@ -10,7 +10,8 @@ import (
 
 // TestAnswersTable: a request is unknown until taken, running until
 // answered (however long), then done with its answer for answerTTL while
-// it is among the last maxAnswers answers, and unknown after.
+// it is among the last maxAnswers answers, and unknown after. A request
+// a probe found unknown is refused when it arrives, until its deadline.
 func TestAnswersTable(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	a := newAnswers(func() time.Time { return now })
@@ -20,10 +21,20 @@ func TestAnswersTable(t *testing.T) {
 	if key != "127.0.0.1:1|"+probeName("future$1", "agent", deadline) {
 		t.Fatalf("key %q does not extend the probe's name with the address", key)
 	}
-	if s, _ := a.state(key); s != probeUnknown {
+
+	late := requestKey(future, "late", deadline)
+	if s, _ := a.state(late); s != probeUnknown {
 		t.Fatalf("before take: %s", s)
 	}
-	a.take(key, future)
+	if a.take(late, future) {
+		t.Fatal("a request taken after a probe was told it is unknown")
+	}
+	if s, _ := a.state(late); s != probeUnknown {
+		t.Fatalf("a refused request: %s", s)
+	}
+	if !a.take(key, future) {
+		t.Fatal("a request no probe asked about was refused")
+	}
 	if s, _ := a.state(key); s != probeRunning {
 		t.Fatalf("taken: %s", s)
 	}
@@ -38,7 +49,18 @@ func TestAnswersTable(t *testing.T) {
 
 	slow := requestKey(future, "slow", deadline)
 	a.take(slow, future)
-	now = now.Add(answerTTL)
+	// A refusal lasts until the request's deadline, and is dropped after.
+	soon := requestKey(future, "soon", now.Add(time.Second))
+	a.state(soon)
+	if len(a.refused) != 3 { // late, the other deadline's, soon
+		t.Fatalf("%d refusals kept, want 3", len(a.refused))
+	}
+	now = now.Add(time.Second)
+	if !a.take(soon, future) {
+		t.Fatal("a refusal held past its request's deadline")
+	}
+	a.finish(soon, "late")
+	now = now.Add(answerTTL - time.Second)
 	if s, _ := a.state(key); s != probeUnknown {
 		t.Fatalf("after answerTTL: %s, want forgotten", s)
 	}
@@ -67,5 +89,12 @@ func TestAnswersTable(t *testing.T) {
 	}
 	if len(a.done) != maxAnswers || len(a.running) != 1 {
 		t.Fatalf("%d answers and %d running kept, want %d and 1", len(a.done), len(a.running), maxAnswers)
+	}
+	// The probes above found expired keys only: past every deadline, the
+	// refusals are swept.
+	now = deadline.Add(answerTTL)
+	a.state(requestKey(future, "new", now.Add(time.Minute)))
+	if len(a.refused) != 1 {
+		t.Fatalf("%d refusals kept after their deadlines, want only the new one", len(a.refused))
 	}
 }

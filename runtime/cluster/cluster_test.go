@@ -438,6 +438,28 @@ func TestALostRequestFailsRetriably(t *testing.T) {
 	}
 }
 
+// TestARequestArrivingAfterItsProbeDoesNotRun: a request held up on its
+// way (bytes of a connection that broke, delivered late) reaches its
+// owner after the requester's probe found it unknown and the caller was
+// told it failed. The owner that said "unknown" refuses it: it must not
+// run after its caller heard that it failed, which for a payment without
+// an Idempotency-Key would pay twice once the client tries again.
+func TestARequestArrivingAfterItsProbeDoesNotRun(t *testing.T) {
+	nodes, _, owner, id := answeredOnce(t, "d")
+	deliver := cluster.DelayOnce(owner.member, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := nodes[0].member.Request(ctx, id, &Ping{})
+	if !errors.Is(err, host.ErrMemberLost) || !strings.Contains(err.Error(), "never took") {
+		t.Fatalf("held request: %v, want host.ErrMemberLost saying the owner never took it", err)
+	}
+	deliver()
+	// It did not run: the next one is the agent's second.
+	if p := ping(t, nodes[0], id); p.Count != 2 {
+		t.Fatalf("answer %+v after a request delivered late, want count 2 (the late one ran)", p)
+	}
+}
+
 // answeredOnce starts a cluster of three with an agent (its id from
 // prefix) that nodes[1], its owner, holds and has answered once for
 // nodes[0]: a request from nodes[0] to it is forwarded, and its answer

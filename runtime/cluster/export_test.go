@@ -1,6 +1,10 @@
 package cluster
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
 
 // LoseOnce makes m's router lose the next request (what "request": it
 // never reaches the agent) or the next answer (what "answer": the agent
@@ -8,8 +12,44 @@ import "sync/atomic"
 // endpoint ends (answers.go). Call it before the request is sent.
 func LoseOnce(m *Member, what, agentID string) {
 	var lost atomic.Bool
-	lose := func(w, id string) bool {
+	lose := func(w, id string, _ any, _ *actor.PID) bool {
 		return w == what && id == agentID && lost.CompareAndSwap(false, true)
 	}
 	m.lose.Store(&lose)
+}
+
+// DelayOnce makes m's router lose the next request for agentID, as
+// LoseOnce does, and keep it: deliver hands it to the router again, from
+// the same sender, as bytes a broken connection held can arrive late, and
+// returns once the router has answered it (refused or run).
+func DelayOnce(m *Member, agentID string) (deliver func()) {
+	var held atomic.Bool
+	var envelope any
+	var from *actor.PID
+	kept := make(chan struct{})
+	answered := make(chan struct{})
+	lose := func(w, id string, env any, sender *actor.PID) bool {
+		if id != agentID {
+			return false
+		}
+		switch {
+		case w == "request" && held.CompareAndSwap(false, true):
+			envelope, from = env, sender
+			close(kept)
+			return true
+		case w == "answer" && held.Load():
+			select {
+			case <-answered:
+			default:
+				close(answered)
+			}
+		}
+		return false
+	}
+	m.lose.Store(&lose)
+	return func() {
+		<-kept
+		m.system.Root.RequestWithCustomSender(actor.NewPID(m.system.Address(), routerName), envelope, from)
+		<-answered
+	}
 }

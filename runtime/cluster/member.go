@@ -189,8 +189,9 @@ type Member struct {
 	addrIDs  map[string]string             // the member id last seen at each address (replacedAddresses)
 	answers  *answers                      // the forwarded requests this member took (answers.go)
 	// lose, in tests only (export_test.go), makes the router lose a
-	// request ("request") or its answer ("answer") as protoactor can.
-	lose atomic.Pointer[func(what, agentID string) bool]
+	// request ("request") or its answer ("answer") as protoactor can; it
+	// sees the envelope and its sender, to deliver it again later.
+	lose atomic.Pointer[func(what, agentID string, envelope any, sender *actor.PID) bool]
 	// dropEndpoint ends protoactor's endpoint for an address
 	// (endpoints.go); nil in tests without remoting.
 	dropEndpoint func(addr string)

@@ -176,15 +176,21 @@ func (m *Member) receive(c actor.Context) {
 	if sender == nil {
 		return
 	}
-	if lose := m.lose.Load(); lose != nil && (*lose)("request", id) {
+	if lose := m.lose.Load(); lose != nil && (*lose)("request", id, req, sender) {
 		return
 	}
 	key := requestKey(sender, id, deadline)
-	m.answers.take(key, sender)
+	taken := m.answers.take(key, sender)
 	// Fencing is decided when the request is taken off the wire: one that
 	// waited in a buffer while this process was paused is refused even if
 	// the watchdog has not run yet.
 	fenced := m.Fenced()
+	if !taken {
+		// Held up on its way past its requester's probe, which this
+		// member answered "unknown": the requester failed it then, and
+		// its caller may have been told so (answers.go).
+		fenced = "its requester's probe was told it never arrived, and failed it"
+	}
 	if fenced == "" && !m.counts(sender.Address) {
 		// From a member this one has dropped: sent before the topology
 		// change, and held up since (a partition holds the bytes and
@@ -196,7 +202,7 @@ func (m *Member) receive(c actor.Context) {
 	go func() {
 		reply := m.serve(req, fenced)
 		m.answers.finish(key, reply)
-		if lose := m.lose.Load(); lose != nil && (*lose)("answer", id) {
+		if lose := m.lose.Load(); lose != nil && (*lose)("answer", id, reply, sender) {
 			return
 		}
 		m.system.Root.Send(sender, reply)
