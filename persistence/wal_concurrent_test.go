@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,13 +32,7 @@ import (
 // answered (logged, it survives), conflicted or found the store closed
 // (it changed nothing).
 func TestLogMatchesModelUnderConcurrentWriters(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(walSeedEnv); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("%s: %v", walSeedEnv, err)
-		}
-	}
+	seed := walModelSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 39))
 	// A small applier bound or backpressure bound makes the applier and
 	// the committer's wait for room part of the run.

@@ -18,6 +18,20 @@ const (
 	walTraceEnv = "VEIL_WAL_MODEL_TRACE"
 )
 
+// walModelSeed is a model test's seed: walSeedEnv's, else a new one.
+func walModelSeed(t *testing.T) uint64 {
+	t.Helper()
+	v := os.Getenv(walSeedEnv)
+	if v == "" {
+		return uint64(time.Now().UnixNano())
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", walSeedEnv, err)
+	}
+	return seed
+}
+
 // TestLogMatchesModel applies random batches, one at a time, to a store
 // whose applier the test steps (one pass at a time, at random points,
 // each pass taking the oldest pending groups up to a byte bound that is
@@ -27,13 +41,7 @@ const (
 // other's keys and conflict. Twice it crashes the store (Abandon) and
 // reopens it, with groups still pending.
 func TestLogMatchesModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(walSeedEnv); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("%s: %v", walSeedEnv, err)
-		}
-	}
+	seed := walModelSeed(t)
 	t.Logf("seed %d (%s=%d replays this run)", seed, walSeedEnv, seed)
 	rng := rand.New(rand.NewPCG(seed, 38))
 	trace := os.Getenv(walTraceEnv) != ""
