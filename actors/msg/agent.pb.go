@@ -38,7 +38,13 @@ type AgentRequest struct {
 	// agent's work by it. 0: the host's default.
 	DeadlineUnixNano int64 `protobuf:"varint,4,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
 	// request_id ties the hosting member's log lines to the caller's.
-	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// sender_member is the sending member's id in the cluster's topology
+	// (new in every process). A process restarted at the same address
+	// has another, so the owner can refuse what the old one sent (bytes a
+	// dead process's connection delivers late), which its address alone
+	// does not tell. Empty from members before it.
+	SenderMember  string `protobuf:"bytes,6,opt,name=sender_member,json=senderMember,proto3" json:"sender_member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -104,6 +110,13 @@ func (x *AgentRequest) GetDeadlineUnixNano() int64 {
 func (x *AgentRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AgentRequest) GetSenderMember() string {
+	if x != nil {
+		return x.SenderMember
 	}
 	return ""
 }
@@ -227,14 +240,15 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\bveil.msg\"\xa4\x01\n" +
+	"\vagent.proto\x12\bveil.msg\"\xc9\x01\n" +
 	"\fAgentRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12,\n" +
 	"\x12deadline_unix_nano\x18\x04 \x01(\x03R\x10deadlineUnixNano\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"a\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12#\n" +
+	"\rsender_member\x18\x06 \x01(\tR\fsenderMember\"a\n" +
 	"\n" +
 	"AgentReply\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +

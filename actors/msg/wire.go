@@ -16,9 +16,20 @@ type Wire struct{ c *Codec }
 // NewWire adapts c.
 func NewWire(c *Codec) Wire { return Wire{c: c} }
 
-// EncodeRequest wraps m in an *AgentRequest.
-func (w Wire) EncodeRequest(agentID string, m any, deadline time.Time) (proto.Message, error) {
-	return w.c.EncodeRequest(agentID, m, deadline, "")
+// EncodeRequest wraps m in an *AgentRequest from the member sender.
+func (w Wire) EncodeRequest(agentID string, m any, deadline time.Time, sender string) (proto.Message, error) {
+	req, err := w.c.EncodeRequest(agentID, m, deadline, "")
+	if err != nil {
+		return nil, err
+	}
+	req.SenderMember = sender
+	return req, nil
+}
+
+// RequestSender reads an *AgentRequest's sending member.
+func (w Wire) RequestSender(envelope any) string {
+	req, _ := envelope.(*AgentRequest)
+	return req.GetSenderMember()
 }
 
 // ReadRequest reads an *AgentRequest's agent id and deadline.

@@ -24,17 +24,23 @@ func TestWireReadsWhatTheClusterNeeds(t *testing.T) {
 		t.Fatal("Known does not follow RegisterSentinel")
 	}
 	deadline := time.Unix(1700000000, 5)
-	req, err := w.EncodeRequest("agent-1", &ask{Who: "bob"}, deadline)
+	req, err := w.EncodeRequest("agent-1", &ask{Who: "bob"}, deadline, "member-7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if id, dl, ok := w.ReadRequest(req); !ok || id != "agent-1" || !dl.Equal(deadline) {
 		t.Fatalf("ReadRequest = %q %v %v", id, dl, ok)
 	}
+	if s := w.RequestSender(req); s != "member-7" {
+		t.Fatalf("RequestSender = %q, want member-7", s)
+	}
+	if s := w.RequestSender(w.Refusal("x", "y")); s != "" {
+		t.Fatalf("RequestSender of a reply = %q", s)
+	}
 	if m, err := w.DecodeRequest(req); err != nil || m.(*ask).Who != "bob" {
 		t.Fatalf("DecodeRequest = %+v %v", m, err)
 	}
-	noDeadline, _ := w.EncodeRequest("agent-2", &ask{}, time.Time{})
+	noDeadline, _ := w.EncodeRequest("agent-2", &ask{}, time.Time{}, "")
 	if _, dl, ok := w.ReadRequest(noDeadline); !ok || !dl.IsZero() {
 		t.Fatalf("a request without a deadline reads %v %v", dl, ok)
 	}

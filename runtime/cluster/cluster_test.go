@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/veilhq/veil/actors/msg"
 	"github.com/veilhq/veil/internal/faultproxy"
@@ -453,10 +454,51 @@ func TestARequestArrivingAfterItsProbeDoesNotRun(t *testing.T) {
 	if !errors.Is(err, host.ErrMemberLost) || !strings.Contains(err.Error(), "never took") {
 		t.Fatalf("held request: %v, want host.ErrMemberLost saying the owner never took it", err)
 	}
-	deliver()
+	if code, _ := codec().ReplyCode(deliver(nil)); code != "cluster.fenced" {
+		t.Fatalf("the late request was answered with code %q, want a refusal (cluster.fenced)", code)
+	}
 	// It did not run: the next one is the agent's second.
 	if p := ping(t, nodes[0], id); p.Count != 2 {
 		t.Fatalf("answer %+v after a request delivered late, want count 2 (the late one ran)", p)
+	}
+}
+
+// TestARequestFromAReplacedProcessDoesNotRun: bytes a dead process's
+// connection held reach the owner after a new process at the same address
+// was admitted. The address is in the owner's topology, but the sending
+// process is not: its requests were failed to its callers when it went,
+// so the owner refuses them (the envelope names its sender's member id).
+// Here the requester's own request is delivered as if an earlier process
+// at its address had sent it: it is refused, and the requester, which
+// reads the refusal as "not taken", sends it again, so it runs once.
+func TestARequestFromAReplacedProcessDoesNotRun(t *testing.T) {
+	nodes, _, owner, id := answeredOnce(t, "s")
+	deliver := cluster.DelayOnce(owner.member, id)
+	type result struct {
+		v   any
+		err error
+	}
+	answered := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		v, err := nodes[0].member.Request(ctx, id, &Ping{})
+		answered <- result{v, err}
+	}()
+	reply := deliver(func(env any) any {
+		req := proto.Clone(env.(*msg.AgentRequest)).(*msg.AgentRequest)
+		if req.GetSenderMember() == "" {
+			t.Error("a forwarded request does not name its sender's member id")
+		}
+		req.SenderMember = "an-earlier-process"
+		return req
+	})
+	if code, _ := codec().ReplyCode(reply); code != "cluster.fenced" {
+		t.Fatalf("a request from a process no longer in the topology was answered with code %q, want a refusal (cluster.fenced)", code)
+	}
+	r := <-answered
+	if p, ok := r.v.(*Pong); r.err != nil || !ok || p.Count != 2 {
+		t.Fatalf("answer %+v, %v; want the agent's second (the refused one never ran; the requester's resend did)", r.v, r.err)
 	}
 }
 

@@ -16,11 +16,15 @@ import (
 // actors' layer (internal/layering, docs/architecture.md).
 type Codec interface {
 	// EncodeRequest wraps message for the agent with this id; deadline is
-	// the caller's (zero: the hosting member's default).
-	EncodeRequest(agentID string, message any, deadline time.Time) (proto.Message, error)
+	// the caller's (zero: the hosting member's default), sender the
+	// sending member's cluster id.
+	EncodeRequest(agentID string, message any, deadline time.Time, sender string) (proto.Message, error)
 	// ReadRequest reports whether envelope is a request, and its agent id
 	// and deadline (zero when it has none).
 	ReadRequest(envelope any) (agentID string, deadline time.Time, ok bool)
+	// RequestSender is the cluster id of the member that sent a request
+	// envelope ("" from a member of an earlier version).
+	RequestSender(envelope any) string
 	// DecodeRequest recovers the Go message of a request envelope.
 	DecodeRequest(envelope any) (any, error)
 	// EncodeReply wraps an agent's answer, or its error with its kind.

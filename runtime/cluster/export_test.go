@@ -20,14 +20,15 @@ func LoseOnce(m *Member, what, agentID string) {
 
 // DelayOnce makes m's router lose the next request for agentID, as
 // LoseOnce does, and keep it: deliver hands it to the router again, from
-// the same sender, as bytes a broken connection held can arrive late, and
-// returns once the router has answered it (refused or run).
-func DelayOnce(m *Member, agentID string) (deliver func()) {
+// the same sender, as bytes a broken connection held can arrive late
+// (edit, when set, changes the envelope first), and returns the router's
+// reply to it (a refusal, or the agent's answer).
+func DelayOnce(m *Member, agentID string) (deliver func(edit func(envelope any) any) any) {
 	var held atomic.Bool
 	var envelope any
 	var from *actor.PID
 	kept := make(chan struct{})
-	answered := make(chan struct{})
+	answered := make(chan any, 1)
 	lose := func(w, id string, env any, sender *actor.PID) bool {
 		if id != agentID {
 			return false
@@ -39,17 +40,20 @@ func DelayOnce(m *Member, agentID string) (deliver func()) {
 			return true
 		case w == "answer" && held.Load():
 			select {
-			case <-answered:
+			case answered <- env: // the first answer after the hold
 			default:
-				close(answered)
 			}
 		}
 		return false
 	}
 	m.lose.Store(&lose)
-	return func() {
+	return func(edit func(any) any) any {
 		<-kept
-		m.system.Root.RequestWithCustomSender(actor.NewPID(m.system.Address(), routerName), envelope, from)
-		<-answered
+		env := envelope
+		if edit != nil {
+			env = edit(env)
+		}
+		m.system.Root.RequestWithCustomSender(actor.NewPID(m.system.Address(), routerName), env, from)
+		return <-answered
 	}
 }

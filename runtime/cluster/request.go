@@ -73,7 +73,7 @@ func (m *Member) forward(ctx context.Context, addr, id string, message any) (v a
 	if !ok {
 		deadline = time.Now().Add(m.cfg.DefaultTimeout)
 	}
-	req, err := m.cfg.Codec.EncodeRequest(id, message, deadline)
+	req, err := m.cfg.Codec.EncodeRequest(id, message, deadline, m.selfID())
 	if err != nil {
 		return nil, err, false
 	}
@@ -199,6 +199,15 @@ func (m *Member) receive(c actor.Context) {
 		// so: it must not run now.
 		fenced = fmt.Sprintf("the sender %s is not in its topology", sender.Address)
 	}
+	if fenced == "" {
+		if from := m.cfg.Codec.RequestSender(req); from != "" && !m.countsID(from) {
+			// From a process its topology does not hold, at an address it
+			// does: one restarted there since. The old one failed its
+			// requests when it went (or never answered anyone), and what
+			// it sent arrives now only as bytes its connection held.
+			fenced = fmt.Sprintf("the sender %s (member %s) is not in its topology: another process has its address", sender.Address, from)
+		}
+	}
 	go func() {
 		reply := m.serve(req, fenced)
 		m.answers.finish(key, reply)
@@ -207,6 +216,23 @@ func (m *Member) receive(c actor.Context) {
 		}
 		m.system.Root.Send(sender, reply)
 	}()
+}
+
+// selfID is this member's id in the topology, as the provider names it
+// (automanaged: the actor system's id; k8s: a label of its own), or ""
+// before this member has seen itself in one.
+func (m *Member) selfID() string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.addrIDs[m.self]
+}
+
+// countsID reports whether the member with this cluster id is in this
+// member's topology.
+func (m *Member) countsID(id string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ids[id]
 }
 
 // counts reports whether addr is in this member's topology.
