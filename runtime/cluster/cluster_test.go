@@ -427,15 +427,29 @@ func TestALostAnswerIsSentAgain(t *testing.T) {
 func TestALostRequestFailsRetriably(t *testing.T) {
 	nodes, _, owner, id := answeredOnce(t, "r")
 	cluster.LoseOnce(owner.member, "request", id)
+	failsNeverTaken(t, nodes[0], id)
+	wantSecondAnswer(t, nodes[0], id)
+}
+
+// failsNeverTaken sends a request to agent id from n, which must fail
+// retriably with host.ErrMemberLost because its owner never took it.
+func failsNeverTaken(t *testing.T, n *node, id string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := nodes[0].member.Request(ctx, id, &Ping{})
+	_, err := n.member.Request(ctx, id, &Ping{})
 	if !errors.Is(err, host.ErrMemberLost) || !strings.Contains(err.Error(), "never took") {
 		t.Fatalf("lost request: %v, want host.ErrMemberLost saying the owner never took it", err)
 	}
-	// It did not run: the next one is the agent's second.
-	if p := ping(t, nodes[0], id); p.Count != 2 {
-		t.Fatalf("answer %+v after a lost request, want count 2", p)
+}
+
+// wantSecondAnswer pings agent id from n: the agent answered once before
+// (answeredOnce), and the request that failed must not have run, so this
+// is its second answer.
+func wantSecondAnswer(t *testing.T, n *node, id string) {
+	t.Helper()
+	if p := ping(t, n, id); p.Count != 2 {
+		t.Fatalf("answer %+v after a request that failed, want count 2 (the failed one ran)", p)
 	}
 }
 
@@ -448,19 +462,11 @@ func TestALostRequestFailsRetriably(t *testing.T) {
 func TestARequestArrivingAfterItsProbeDoesNotRun(t *testing.T) {
 	nodes, _, owner, id := answeredOnce(t, "d")
 	deliver := cluster.DelayOnce(owner.member, id)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_, err := nodes[0].member.Request(ctx, id, &Ping{})
-	if !errors.Is(err, host.ErrMemberLost) || !strings.Contains(err.Error(), "never took") {
-		t.Fatalf("held request: %v, want host.ErrMemberLost saying the owner never took it", err)
-	}
+	failsNeverTaken(t, nodes[0], id)
 	if code, _ := codec().ReplyCode(deliver(nil)); code != "cluster.fenced" {
 		t.Fatalf("the late request was answered with code %q, want a refusal (cluster.fenced)", code)
 	}
-	// It did not run: the next one is the agent's second.
-	if p := ping(t, nodes[0], id); p.Count != 2 {
-		t.Fatalf("answer %+v after a request delivered late, want count 2 (the late one ran)", p)
-	}
+	wantSecondAnswer(t, nodes[0], id)
 }
 
 // TestARequestFromAReplacedProcessDoesNotRun: bytes a dead process's
