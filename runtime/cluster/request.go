@@ -191,22 +191,8 @@ func (m *Member) receive(c actor.Context) {
 		// its caller may have been told so (answers.go).
 		fenced = "its requester's probe was told it never arrived, and failed it"
 	}
-	if fenced == "" && !m.counts(sender.Address) {
-		// From a member this one has dropped: sent before the topology
-		// change, and held up since (a partition holds the bytes and
-		// delivers them when it heals). Its sender failed it when it
-		// dropped this member in turn, and its caller may have been told
-		// so: it must not run now.
-		fenced = fmt.Sprintf("the sender %s is not in its topology", sender.Address)
-	}
 	if fenced == "" {
-		if from := m.cfg.Codec.RequestSender(req); from != "" && !m.countsID(from) {
-			// From a process its topology does not hold, at an address it
-			// does: one restarted there since. The old one failed its
-			// requests when it went (or never answered anyone), and what
-			// it sent arrives now only as bytes its connection held.
-			fenced = fmt.Sprintf("the sender %s (member %s) is not in its topology: another process has its address", sender.Address, from)
-		}
+		fenced = m.senderGone(sender.Address, m.cfg.Codec.RequestSender(req))
 	}
 	go func() {
 		reply := m.serve(req, fenced)
@@ -227,19 +213,28 @@ func (m *Member) selfID() string {
 	return m.addrIDs[m.self]
 }
 
-// countsID reports whether the member with this cluster id is in this
-// member's topology.
-func (m *Member) countsID(id string) bool {
+// senderGone says why a request from the member at addr, whose process
+// the envelope names memberID ("" from an earlier version), must not run,
+// or "" when its sender is in this member's topology.
+func (m *Member) senderGone(addr, memberID string) string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.ids[id]
-}
-
-// counts reports whether addr is in this member's topology.
-func (m *Member) counts(addr string) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return slices.Contains(m.members, addr)
+	if !slices.Contains(m.members, addr) {
+		// From a member this one has dropped: sent before the topology
+		// change, and held up since (a partition holds the bytes and
+		// delivers them when it heals). Its sender failed it when it
+		// dropped this member in turn, and its caller may have been told
+		// so: it must not run now.
+		return fmt.Sprintf("the sender %s is not in its topology", addr)
+	}
+	if memberID != "" && !m.ids[memberID] {
+		// From a process its topology does not hold, at an address it
+		// does: one restarted there since. The old one failed its
+		// requests when it went (or never answered anyone), and what it
+		// sent arrives now only as bytes its connection held.
+		return fmt.Sprintf("the sender %s (member %s) is not in its topology: another process has its address", addr, memberID)
+	}
+	return ""
 }
 
 // serve runs one forwarded request on the local host, unless this member
