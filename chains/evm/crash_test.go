@@ -83,7 +83,7 @@ func TestFailpointsCrashRestart(t *testing.T) {
 func failpointsCrashRestart(t *testing.T, b backend) {
 	cfg := b.cfg
 	dir := t.TempDir()
-	prefix := "crash-" + b.name + "-"
+	prefix := onSharedNode("crash-"+b.name) + "-"
 	alice, bob := evmtest.NewAgent(prefix+"alice"), evmtest.NewAgent(prefix+"bob")
 	signer := evmtest.NewSigner(alice, bob)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

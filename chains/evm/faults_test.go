@@ -50,7 +50,7 @@ func TestPaymentFaults(t *testing.T) {
 func paymentFault(t *testing.T, b backend, name string, fault faultproxy.Fault) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	key := "fault-" + b.name + "-" + name
+	key := onSharedNode("fault-" + b.name + "-" + name)
 	alice, bob := evmtest.NewAgent(key+"-alice"), evmtest.NewAgent(key+"-bob")
 	b.fund(t, alice.Address)
 	proxy, err := faultproxy.NewHTTP(b.cfg.RPCURL)

@@ -67,6 +67,30 @@ func hardhatBackend(t *testing.T) backend {
 	return backend{name: "hardhat", cfg: cfg, fund: n.Fund}
 }
 
+// sharedNames counts the agents' names handed out by onSharedNode in this
+// process.
+var sharedNames struct {
+	sync.Mutex
+	uses map[string]int
+}
+
+// onSharedNode returns name the first time this process asks for it and a
+// new name each time after. The Hardhat node lives as long as the test
+// binary, so a test run again in the same process (go test -count=N)
+// would find its accounts' nonces, balances and names from the run before.
+func onSharedNode(name string) string {
+	sharedNames.Lock()
+	defer sharedNames.Unlock()
+	if sharedNames.uses == nil {
+		sharedNames.uses = map[string]int{}
+	}
+	sharedNames.uses[name]++
+	if n := sharedNames.uses[name]; n > 1 {
+		return fmt.Sprintf("%s-run%d", name, n)
+	}
+	return name
+}
+
 // TestInterop runs the connector's main paths on every backend.
 func TestInterop(t *testing.T) {
 	if testing.Short() {
@@ -87,7 +111,7 @@ func TestInterop(t *testing.T) {
 // agents returns two agents unique to this test (a shared node keeps
 // every earlier test's state).
 func agents(t *testing.T) (*evmtest.Agent, *evmtest.Agent, *evmtest.Signer) {
-	id := strings.NewReplacer("/", "-", " ", "-", ",", "").Replace(t.Name())
+	id := onSharedNode(strings.NewReplacer("/", "-", " ", "-", ",", "").Replace(t.Name()))
 	alice, bob := evmtest.NewAgent(id+"-alice"), evmtest.NewAgent(id+"-bob")
 	return alice, bob, evmtest.NewSigner(alice, bob)
 }
@@ -424,7 +448,7 @@ func interopGas(t *testing.T, b backend) {
 			records = append(records, recorded{g, r, err})
 			return r, err
 		}}
-	dest := evmtest.NewAgent(t.Name() + "-dest").Address
+	dest := evmtest.NewAgent(onSharedNode(t.Name() + "-dest")).Address
 
 	// Without a payer: refused, pointing at the agent's account.
 	if _, err := c.Withdraw(ctx, ref, chains.WithdrawRequest{From: inv.Hex(), To: dest.Hex(), Asset: chainstest.Asset(c, "USDC"), All: true, IdempotencyKey: "plain"}); !errors.Is(err, chains.ErrInsufficientFunds) || !strings.Contains(err.Error(), "main account") {

@@ -111,22 +111,29 @@ func TestOperatorOnHardhat(t *testing.T) {
 	}
 
 	// Withdraw everything: the agent's account pays the gas.
+	// The node outlives one run of this test (go test -count=N): the
+	// destination's balance is compared with what it held before.
 	dest := common.HexToAddress("0x00000000000000000000000000000000000000d7")
+	destUSDC := func() *big.Int {
+		out, err := eth.CallContract(ctx, ethereum.CallMsg{To: &usdc, Data: bindings.NewTestToken().PackBalanceOf(dest)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return new(big.Int).SetBytes(out)
+	}
+	want := new(big.Int).Add(destUSDC(), big.NewInt(5_000_000))
 	st, detail = chat("withdraw everything to " + dest.Hex())
 	if st != "success" || !regexp.MustCompile(`"txHash":"0x[0-9a-f]{64}"`).MatchString(detail) {
 		t.Fatalf("withdraw_all: %s %s", st, detail)
 	}
 	deadline = time.Now().Add(60 * time.Second)
 	for {
-		out, err := eth.CallContract(ctx, ethereum.CallMsg{To: &usdc, Data: bindings.NewTestToken().PackBalanceOf(dest)}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if new(big.Int).SetBytes(out).Cmp(big.NewInt(5_000_000)) == 0 {
+		got := destUSDC()
+		if got.Cmp(want) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("destination holds %s USDC units; withdraw said %s", new(big.Int).SetBytes(out), detail)
+			t.Fatalf("destination holds %s USDC units, want %s; withdraw said %s", got, want, detail)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
