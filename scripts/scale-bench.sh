@@ -2,7 +2,7 @@
 # scale-bench.sh: the scaling table of issue 38 in one command
 # (docs/BENCHMARKS.md, "Scale with cores"). For each core count P it starts a
 # fresh single-node veild (bbolt, embedded devnets, --rate-limit 0) pinned to
-# the first P cores with GOMAXPROCS=P, creates the agents once, then runs
+# the first P cores, creates the agents once, then runs
 # each workload with veil-load pinned to the remaining cores, and prints one
 # table row per (P, store, workload, clients) with the store's metrics of
 # that run read from veild's /metrics before and after it: the committer's
@@ -13,7 +13,9 @@
 # the cores it kept busy and its CPU time per request, which tell a run
 # held back by a serial stage (cores below P) from one out of CPU.
 # BASELINE=1 runs every P again on a veild with
-# --store-log=false (the pre-log path) and prints both rows.
+# --store-log=false (the pre-log path) and prints both rows. The procs
+# column is veild's GOMAXPROCS (go_sched_gomaxprocs_threads): on bbolt it
+# runs one more than its cores unless GOMAXPROCS is set (PROCS below).
 #
 #   scripts/scale-bench.sh build DIR   # static binaries (CGO_ENABLED=0,
 #                                      # -trimpath -ldflags "-s -w") into DIR
@@ -37,6 +39,10 @@
 #                            "nolog": groups committed to bbolt itself), same minutes
 #   VEILD_ARGS=""            more flags for every veild serve (split on spaces), e.g.
 #                            "--store-apply-delay=0" to compare the log applier with no delay
+#   PROCS=auto               how veild's GOMAXPROCS is chosen, a list: auto = veild's
+#                            own choice (P+1 on bbolt pinned to P cores); P = GOMAXPROCS=P,
+#                            the setting of the tables before veild chose (issue 38's);
+#                            "auto P" runs both, same minutes
 #   VEILD, LOAD              the binaries (built into $out/bin when unset)
 #   PROFILE=""               workload:clients (e.g. "chat:64") run again at each P on a
 #                            fresh veild --pprof, taking its CPU (5 s), block, mutex and
@@ -69,6 +75,8 @@ MESSAGE=${MESSAGE:-hello}
 PROFILE=${PROFILE:-}
 BASELINE=${BASELINE:-}
 VEILD_ARGS=${VEILD_ARGS:-}
+PROCS=${PROCS:-auto}
+for m in $PROCS; do [ "$m" = auto ] || [ "$m" = P ] || { echo "PROCS: $m is neither auto nor P" >&2; exit 2; }; done
 stores=log
 [ "$BASELINE" != 1 ] || stores="log nolog"
 rm -rf "$out" && mkdir -p "$out"
@@ -80,7 +88,7 @@ fi
 for b in "$VEILD" "$LOAD"; do [ -x "$b" ] || { echo "$b is not an executable" >&2; exit 2; }; done
 ncpu=$(nproc)
 pin=1
-command -v taskset >/dev/null || { echo "taskset not found: running unpinned (GOMAXPROCS still set)" >&2; pin=0; }
+command -v taskset >/dev/null || { echo "taskset not found: running unpinned (PROCS=auto then counts every core)" >&2; pin=0; }
 
 httpget() { # httpget HOST:PORT PATH [SECONDS]: the body, within SECONDS (default 5) with curl
 	if command -v curl >/dev/null; then
@@ -122,15 +130,18 @@ pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }; }
 trap stop EXIT
 
-# start P STORE [PROFILED]: a fresh veild on cores 0..P-1 (STORE log or
-# nolog); sets addr, maddr, key. A port can be taken between choosing and
-# binding it: a start that fails on its port is tried again with other ports.
+# start P STORE PROCS [PROFILED]: a fresh veild on cores 0..P-1 (STORE log
+# or nolog; PROCS auto: its own GOMAXPROCS, P: GOMAXPROCS=P); sets addr,
+# maddr, key. A port can be taken between choosing and binding it: a start
+# that fails on its port is tried again with other ports.
 start() {
-	local p=$1 store=$2 profiled=${3:-} data=$out/p$1-$2${3:+-pprof} try
+	local p=$1 store=$2 procs=$3 profiled=${4:-} data=$out/p$1-$2-$3${4:+-pprof} try
 	for try in 1 2 3 4 5; do
 		rm -rf "$data" && mkdir -p "$data"
 		addr=127.0.0.1:$((20000 + RANDOM % 20000)) maddr=127.0.0.1:$((40000 + RANDOM % 20000))
-		local cmd=(env GOMAXPROCS="$p" "$VEILD" serve --data "$data" --addr "$addr" --metrics-addr "$maddr"
+		local gmp=(-u GOMAXPROCS)
+		[ "$procs" = auto ] || gmp=(GOMAXPROCS="$p")
+		local cmd=(env "${gmp[@]}" "$VEILD" serve --data "$data" --addr "$addr" --metrics-addr "$maddr"
 			--devnet-base-port 0 --rate-limit 0 --log-level warn)
 		[ -z "$profiled" ] || cmd+=(--pprof)
 		[ "$store" = log ] || cmd+=(--store-log=false)
@@ -170,11 +181,11 @@ load() { # load P ARGS…: veil-load on the cores veild does not use
 table=$out/table.txt
 {
 	echo "# scale-bench $(date -u +%FT%TZ) on $(uname -m), $ncpu cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "# veild: bbolt (store log: the write-ahead log, the default; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1 with GOMAXPROCS=P"
+	echo "# veild: bbolt (store log: the write-ahead log, the default; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1; procs: its GOMAXPROCS (PROCS=$PROCS)"
 	echo "# commit: the committer's groups (with the log: append + fdatasync); apply: the log applier's bbolt transactions"
-	printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
-		P store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms veild-cores cpu-us/req
-	printf '|%s|\n' "-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------|-------------|------------"
+	printf '| %-5s | %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
+		P procs store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms veild-cores cpu-us/req
+	printf '|%s|\n' "-------|-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------|-------------|------------"
 } | tee "$table"
 
 for p in $CORES; do
@@ -186,10 +197,11 @@ for p in $CORES; do
 	# workloads (PROFILE) on a fresh one with --pprof: profiling slows what
 	# it watches.
 	for store in $stores; do
+		for procs in $PROCS; do
 		for pass in plain profiled; do
 			if [ $pass = plain ]; then list=$WORKLOADS prof=""; else list=$PROFILE prof=1; fi
 			[ -n "$list" ] || continue
-			start "$p" "$store" "$prof"
+			start "$p" "$store" "$procs" "$prof"
 			load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-$store-create.txt" 2>&1 ||
 				{ echo "creating agents failed; see $out/p$p-$store-create.txt" >&2; exit 1; }
 			for w in $list; do
@@ -200,7 +212,7 @@ for p in $CORES; do
 				get) ratio=0 line=read ;;
 				*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
 				esac
-				run=$out/p$p-$store-$kind-$clients${prof:+-pprof}
+				run=$out/p$p-$store-$procs-$kind-$clients${prof:+-pprof}
 				httpget "$maddr" /metrics >"$run.m0"
 				if [ -n "$prof" ]; then
 					# The profiles are taken in the middle of the run: block and
@@ -227,10 +239,12 @@ for p in $CORES; do
 				read -r cps bpc cms < <(rates veil_store_commit_seconds veil_store_commit_batches "$run" "$secs" "0 - -")
 				read -r aps gpa ams < <(rates veil_store_apply_seconds veil_store_apply_groups "$run" "$secs" "- - -")
 				read -r cores cpr < <(cpu "$run" "$secs" "$rate")
-				printf '| %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
-					"$p" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" "$cores" "$cpr" | tee -a "$table"
+				gmp=$(metric go_sched_gomaxprocs_threads "$run.m1")
+				printf '| %-5s | %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
+					"$p" "$gmp" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" "$cores" "$cpr" | tee -a "$table"
 			done
 			stop
+		done
 		done
 	done
 done

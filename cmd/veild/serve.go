@@ -51,6 +51,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := armFailpoints(log); err != nil {
 		return err
 	}
+	setStoreProcs(cfg.Store, log)
 
 	mets := prom.New(cfg.MetricsLabelCap)
 	build := buildinfo.Read(version)
