@@ -4,7 +4,7 @@
 # fresh single-node veild (bbolt, embedded devnets, --rate-limit 0) pinned to
 # the first P cores, creates the agents once, then runs
 # each workload with veil-load pinned to the remaining cores, and prints one
-# table row per (P, store, workload, clients) with the store's metrics of
+# table row per (P, procs, store, workload, clients) with the store's metrics of
 # that run read from veild's /metrics before and after it: the committer's
 # (commits/s, write batches per commit, mean commit time: with the
 # write-ahead log, one append and fdatasync) and, with the log, its
@@ -46,7 +46,7 @@
 #   VEILD, LOAD              the binaries (built into $out/bin when unset)
 #   PROFILE=""               workload:clients (e.g. "chat:64") run again at each P on a
 #                            fresh veild --pprof, taking its CPU (5 s), block, mutex and
-#                            goroutine profiles into $out/pP-KIND-CLIENTS-pprof.*.pb.gz
+#                            goroutine profiles into $out/pP-STORE-PROCS-KIND-CLIENTS-pprof.*.pb.gz
 #                            (block0/mutex0: before; read with go tool pprof -top
 #                            [-diff_base …0.pb.gz]: they carry their symbols). Profiling
 #                            slows veild: those rows are marked with *.
