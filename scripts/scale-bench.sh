@@ -179,12 +179,14 @@ load() { # load P ARGS…: veil-load on the cores veild does not use
 }
 
 table=$out/table.txt
+# One row of the table, header and rows alike.
+rowfmt='| %-5s | %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n'
 {
 	echo "# scale-bench $(date -u +%FT%TZ) on $(uname -m), $ncpu cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# veild: bbolt (store log: the write-ahead log, the default; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1; procs: its GOMAXPROCS (PROCS=$PROCS)"
 	echo "# commit: the committer's groups (with the log: append + fdatasync); apply: the log applier's bbolt transactions"
-	printf '| %-5s | %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
-		P procs store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms veild-cores cpu-us/req
+	# shellcheck disable=SC2059 # the format is $rowfmt, on purpose
+	printf "$rowfmt" P procs store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms veild-cores cpu-us/req
 	printf '|%s|\n' "-------|-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------|-------------|------------"
 } | tee "$table"
 
@@ -198,53 +200,53 @@ for p in $CORES; do
 	# it watches.
 	for store in $stores; do
 		for procs in $PROCS; do
-		for pass in plain profiled; do
-			if [ $pass = plain ]; then list=$WORKLOADS prof=""; else list=$PROFILE prof=1; fi
-			[ -n "$list" ] || continue
-			start "$p" "$store" "$procs" "$prof"
-			load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-$store-create.txt" 2>&1 ||
-				{ echo "creating agents failed; see $out/p$p-$store-create.txt" >&2; exit 1; }
-			for w in $list; do
-				kind=${w%%:*} clients=${w##*:}
-				case $kind in
-				mixed) ratio=0.2 line=total ;;
-				chat) ratio=1 line=chat ;;
-				get) ratio=0 line=read ;;
-				*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
-				esac
-				run=$out/p$p-$store-$procs-$kind-$clients${prof:+-pprof}
-				httpget "$maddr" /metrics >"$run.m0"
-				if [ -n "$prof" ]; then
-					# The profiles are taken in the middle of the run: block and
-					# mutex are cumulative, so the run's share is after minus before.
-					(sleep 2
-						httpget "$maddr" /debug/pprof/block >"$run.block0.pb.gz" 2>/dev/null
-						httpget "$maddr" /debug/pprof/mutex >"$run.mutex0.pb.gz" 2>/dev/null
-						httpget "$maddr" "/debug/pprof/profile?seconds=5" 20 >"$run.cpu.pb.gz" 2>/dev/null
-						httpget "$maddr" /debug/pprof/block >"$run.block.pb.gz" 2>/dev/null
-						httpget "$maddr" /debug/pprof/mutex >"$run.mutex.pb.gz" 2>/dev/null
-						httpget "$maddr" /debug/pprof/goroutine >"$run.goroutine.pb.gz" 2>/dev/null) &
-					profpid=$!
-				fi
-				load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
-				[ -z "$prof" ] || wait "$profpid" # not a bare wait: veild is a child too
-				httpget "$maddr" /metrics >"$run.m1"
-				row=$(grep -E "^$line " "$run.txt" | tail -1)
-				[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
-				secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
-				rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
-				p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
-				p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
-				errs=$(awk '{ print $NF }' <<<"$row")
-				read -r cps bpc cms < <(rates veil_store_commit_seconds veil_store_commit_batches "$run" "$secs" "0 - -")
-				read -r aps gpa ams < <(rates veil_store_apply_seconds veil_store_apply_groups "$run" "$secs" "- - -")
-				read -r cores cpr < <(cpu "$run" "$secs" "$rate")
-				gmp=$(metric go_sched_gomaxprocs_threads "$run.m1")
-				printf '| %-5s | %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n' \
-					"$p" "$gmp" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" "$cores" "$cpr" | tee -a "$table"
+			for pass in plain profiled; do
+				if [ $pass = plain ]; then list=$WORKLOADS prof=""; else list=$PROFILE prof=1; fi
+				[ -n "$list" ] || continue
+				start "$p" "$store" "$procs" "$prof"
+				load "$p" -agents "$AGENTS" -create "$AGENTS" -duration 0 -concurrency 32 >"$out/p$p-$store-$procs-create.txt" 2>&1 ||
+					{ echo "creating agents failed; see $out/p$p-$store-$procs-create.txt" >&2; exit 1; }
+				for w in $list; do
+					kind=${w%%:*} clients=${w##*:}
+					case $kind in
+					mixed) ratio=0.2 line=total ;;
+					chat) ratio=1 line=chat ;;
+					get) ratio=0 line=read ;;
+					*) echo "unknown workload $kind (mixed, chat or get)" >&2; exit 2 ;;
+					esac
+					run=$out/p$p-$store-$procs-$kind-$clients${prof:+-pprof}
+					httpget "$maddr" /metrics >"$run.m0"
+					if [ -n "$prof" ]; then
+						# The profiles are taken in the middle of the run: block and
+						# mutex are cumulative, so the run's share is after minus before.
+						(sleep 2
+							httpget "$maddr" /debug/pprof/block >"$run.block0.pb.gz" 2>/dev/null
+							httpget "$maddr" /debug/pprof/mutex >"$run.mutex0.pb.gz" 2>/dev/null
+							httpget "$maddr" "/debug/pprof/profile?seconds=5" 20 >"$run.cpu.pb.gz" 2>/dev/null
+							httpget "$maddr" /debug/pprof/block >"$run.block.pb.gz" 2>/dev/null
+							httpget "$maddr" /debug/pprof/mutex >"$run.mutex.pb.gz" 2>/dev/null
+							httpget "$maddr" /debug/pprof/goroutine >"$run.goroutine.pb.gz" 2>/dev/null) &
+						profpid=$!
+					fi
+					load "$p" -agents "$AGENTS" -create 0 -concurrency "$clients" -duration "$DURATION" -chat "$ratio" -message "$MESSAGE" >"$run.txt" 2>&1 || true
+					[ -z "$prof" ] || wait "$profpid" # not a bare wait: veild is a child too
+					httpget "$maddr" /metrics >"$run.m1"
+					row=$(grep -E "^$line " "$run.txt" | tail -1)
+					[ -n "$row" ] || { echo "veil-load printed no '$line' line; see $run.txt" >&2; exit 1; }
+					secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { sub("s", "", $(i + 1)); print $(i + 1) } }' <<<"$row")
+					rate=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "req/s") print $(i - 1) }' <<<"$row")
+					p50=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) }' <<<"$row")
+					p99=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"$row")
+					errs=$(awk '{ print $NF }' <<<"$row")
+					read -r cps bpc cms < <(rates veil_store_commit_seconds veil_store_commit_batches "$run" "$secs" "0 - -")
+					read -r aps gpa ams < <(rates veil_store_apply_seconds veil_store_apply_groups "$run" "$secs" "- - -")
+					read -r cores cpr < <(cpu "$run" "$secs" "$rate")
+					gmp=$(metric go_sched_gomaxprocs_threads "$run.m1")
+					# shellcheck disable=SC2059
+					printf "$rowfmt" "$p" "$gmp" "$store" "$kind${prof:+*}" "$clients" "$rate" "$p50" "$p99" "$errs" "$cps" "$bpc" "$cms" "$aps" "$gpa" "$ams" "$cores" "$cpr" | tee -a "$table"
+				done
+				stop
 			done
-			stop
-		done
 		done
 	done
 done
