@@ -69,10 +69,10 @@ func hardhatBackend(t *testing.T) backend {
 
 // sharedNames counts the agents' names handed out by onSharedNode in this
 // process.
-var sharedNames struct {
+var sharedNames = struct {
 	sync.Mutex
 	uses map[string]int
-}
+}{uses: map[string]int{}}
 
 // onSharedNode returns name the first time this process asks for it and a
 // new name each time after. The Hardhat node lives as long as the test
@@ -81,9 +81,6 @@ var sharedNames struct {
 func onSharedNode(name string) string {
 	sharedNames.Lock()
 	defer sharedNames.Unlock()
-	if sharedNames.uses == nil {
-		sharedNames.uses = map[string]int{}
-	}
 	sharedNames.uses[name]++
 	if n := sharedNames.uses[name]; n > 1 {
 		return fmt.Sprintf("%s-run%d", name, n)

@@ -28,7 +28,7 @@ import (
 // into the quota's throttling. NumCPU counts the CPUs of the process's
 // affinity mask, so veild pinned to P cores (taskset) runs P+1.
 func storeProcs(store string, envSet bool, procs, ncpu int) int {
-	if envSet || (store != "bolt" && store != "") || procs < ncpu {
+	if envSet || !isBolt(store) || procs < ncpu {
 		return 0
 	}
 	return ncpu + 1

@@ -34,11 +34,15 @@ type storeOptions struct {
 	applyDelay time.Duration
 }
 
+// isBolt reports whether the store kind names the bbolt file (the
+// default, also when no kind is given).
+func isBolt(kind string) bool { return kind == "bolt" || kind == "" }
+
 // openStore opens the configured store: the bbolt file in dir (created if
 // needed), or the PostgreSQL database at dsn.
 func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (persistence.Store, error) {
-	switch kind {
-	case "bolt", "":
+	switch {
+	case isBolt(kind):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
@@ -46,7 +50,7 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
 			ApplyDelay: persistence.ApplyDelaySetting(opts.applyDelay),
 		})
-	case "postgres":
+	case kind == "postgres":
 		if dsn == "" {
 			return nil, &usageError{"--store postgres needs --postgres-dsn (or VEIL_POSTGRES_DSN)"}
 		}
