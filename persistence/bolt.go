@@ -36,6 +36,14 @@ type BoltOptions struct {
 	// NoLog commits every group to bbolt itself, as before the write-ahead
 	// log (bolt_log.go): the baseline the log is measured against.
 	NoLog bool
+	// PlainSync makes the log's records durable with fdatasync on the
+	// committer's goroutine rather than with Linux AIO, which parks the
+	// committer while the disk syncs and leaves its P to the handlers
+	// (internal/wal, sync_linux.go; docs/BENCHMARKS.md, "The log's sync
+	// without a P"). It is the baseline AIO is measured against, and a way
+	// out on a system that mishandles AIO. Without Linux AIO the log uses
+	// fdatasync anyway.
+	PlainSync bool
 	// ObserveApply, when set, is called after the applier writes logged
 	// groups into bbolt, with how many and how long its transaction took.
 	ObserveApply func(groups int, took time.Duration)
@@ -225,7 +233,7 @@ func openBolt(path string, opts BoltOptions, hooks testHooks) (s *Bolt, err erro
 	}
 	s = &Bolt{db: db, path: path, opts: opts, hooks: hooks}
 	if !opts.NoLog && !opts.NoGroupCommit {
-		log, meta, err := openLog(db, LogDir(path), 0)
+		log, meta, err := openLog(db, LogDir(path), wal.Options{PlainSync: opts.PlainSync})
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open data file %s: %w", path, err)
@@ -531,6 +539,15 @@ type WriteStats struct {
 	// Bytes, what the store handed the disk. Both 0 without the log.
 	LogBytes, LogZeroBytes int64
 }
+
+// CommitSyncHoldsP reports whether the committer's disk sync holds one of
+// Go's Ps while the disk works: a plain fdatasync does (bbolt's own
+// commit without the log; the log with PlainSync, or where Linux AIO is
+// refused), until the runtime's sysmon takes the P back, and while it
+// holds it no handler runs there. The log's AIO sync parks the committer
+// instead. veild runs one P more than the CPUs when it holds one
+// (cmd/veild/procs.go).
+func (s *Bolt) CommitSyncHoldsP() bool { return s.log == nil || !s.log.SyncsByAIO() }
 
 // WriteStats answers the write figures summed over every transaction
 // finished so far.

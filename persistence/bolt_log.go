@@ -239,7 +239,7 @@ func applyLogOps(tx *bolt.Tx, ops []logOp) error {
 // openLog replays the log at dir into db, beyond what db applied, in one
 // transaction, and starts a fresh log after it. A data file from before
 // the log (or a new one) gets its id here.
-func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, error) {
+func openLog(db *bolt.DB, dir string, opts wal.Options) (*wal.Log, logMeta, error) {
 	var meta logMeta
 	err := db.Update(func(tx *bolt.Tx) error {
 		m, ok, err := readLogMeta(tx)
@@ -291,7 +291,7 @@ func openLog(db *bolt.DB, dir string, segmentSize int64) (*wal.Log, logMeta, err
 		}
 		return nil, logMeta{}, fmt.Errorf("replay write-ahead log %s: %w", dir, err)
 	}
-	log, err := wal.Create(dir, meta.id, meta.applied+1, segmentSize)
+	log, err := wal.Create(dir, meta.id, meta.applied+1, opts)
 	if err != nil {
 		return nil, logMeta{}, err
 	}
@@ -307,7 +307,7 @@ func replayLeftoverLog(db *bolt.DB, dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	log, _, err := openLog(db, dir, 0)
+	log, _, err := openLog(db, dir, wal.Options{PlainSync: true}) // writes nothing
 	if err != nil {
 		return err
 	}

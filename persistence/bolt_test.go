@@ -34,6 +34,40 @@ func TestBoltConformanceNoGroupCommit(t *testing.T) {
 	})
 }
 
+// The log synced with plain fdatasync (the baseline of its AIO sync)
+// keeps every promise too.
+func TestBoltConformancePlainSync(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openTemp(t, persistence.BoltOptions{PlainSync: true})
+	})
+}
+
+// Only the log's AIO sync leaves the committer's P free while the disk
+// works (veild adds a P otherwise: cmd/veild/procs.go).
+func TestCommitSyncHoldsP(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts persistence.BoltOptions
+		want bool
+	}{
+		{"the log, by AIO", persistence.BoltOptions{}, false},
+		{"the log, by fdatasync", persistence.BoltOptions{PlainSync: true}, true},
+		{"no log: bbolt's own commit", persistence.BoltOptions{NoLog: true}, true},
+		{"no group commit", persistence.BoltOptions{NoGroupCommit: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTemp(t, c.opts)
+			defer s.Close()
+			if _, err := s.Apply(context.Background(), persistence.Put("t", "k", []byte("v"), persistence.Absent())); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.CommitSyncHoldsP(); got != c.want {
+				t.Fatalf("CommitSyncHoldsP() = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 // A small group cap makes the conformance suite's concurrent tests span
 // several groups.
 func TestBoltConformanceSmallGroups(t *testing.T) {

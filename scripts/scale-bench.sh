@@ -12,10 +12,12 @@
 # transaction time), and veild's own CPU (from process_cpu_seconds_total):
 # the cores it kept busy and its CPU time per request, which tell a run
 # held back by a serial stage (cores below P) from one out of CPU.
-# BASELINE=1 runs every P again on a veild with
-# --store-log=false (the pre-log path) and prints both rows. The procs
-# column is veild's GOMAXPROCS (go_sched_gomaxprocs_threads): on bbolt it
-# runs one more than its cores unless GOMAXPROCS is set (PROCS below).
+# STORES chooses the store paths compared at each P, in the same minutes:
+# the write-ahead log synced by Linux AIO (log, the default), the log
+# synced by fdatasync (log-fd) and the pre-log path (nolog). The procs
+# column is veild's GOMAXPROCS (go_sched_gomaxprocs_threads): one more
+# than its cores where its commits' fdatasync holds a P (log-fd, nolog)
+# unless GOMAXPROCS is set (PROCS below).
 #
 #   scripts/scale-bench.sh build DIR   # static binaries (CGO_ENABLED=0,
 #                                      # -trimpath -ldflags "-s -w") into DIR
@@ -34,13 +36,15 @@
 #                            workload:clients; mixed = 80% GET /agent/:id + 20% chat,
 #                            chat = chat only, get = GET only
 #   MESSAGE=hello            the chat message (the builtin planner answers it)
-#   BASELINE=""              1: after each P's sweep on the write-ahead log (store "log"),
-#                            the same sweep on a fresh veild --store-log=false (store
-#                            "nolog": groups committed to bbolt itself), same minutes
+#   STORES=log               the store paths, a list, each on a fresh veild at each P:
+#                            log = the write-ahead log synced by Linux AIO (the default);
+#                            log-fd = the log synced by fdatasync (--store-log-aio=false);
+#                            nolog = groups committed to bbolt itself (--store-log=false)
+#   BASELINE=""              1: STORES="log nolog" (when STORES is unset)
 #   VEILD_ARGS=""            more flags for every veild serve (split on spaces), e.g.
 #                            "--store-apply-delay=0" to compare the log applier with no delay
 #   PROCS=auto               how veild's GOMAXPROCS is chosen, a list: auto = veild's
-#                            own choice (P+1 on bbolt pinned to P cores); P = GOMAXPROCS=P,
+#                            own choice (pinned to P cores: P, or P+1 for log-fd and nolog); P = GOMAXPROCS=P,
 #                            the setting of the tables before veild chose (issue 38's);
 #                            "auto P" runs both, same minutes
 #   VEILD, LOAD              the binaries (built into $out/bin when unset)
@@ -77,8 +81,9 @@ BASELINE=${BASELINE:-}
 VEILD_ARGS=${VEILD_ARGS:-}
 PROCS=${PROCS:-auto}
 for m in $PROCS; do [ "$m" = auto ] || [ "$m" = P ] || { echo "PROCS: $m is neither auto nor P" >&2; exit 2; }; done
-stores=log
-[ "$BASELINE" != 1 ] || stores="log nolog"
+stores=${STORES:-log}
+[ -n "${STORES:-}" ] || [ "$BASELINE" != 1 ] || stores="log nolog"
+for s in $stores; do case $s in log | log-fd | nolog) ;; *) echo "STORES: $s is not log, log-fd or nolog" >&2; exit 2 ;; esac; done
 rm -rf "$out" && mkdir -p "$out"
 if [ -z "${VEILD:-}" ] || [ -z "${LOAD:-}" ]; then
 	command -v go >/dev/null || { echo "no Go toolchain: set VEILD and LOAD to prebuilt binaries (scripts/scale-bench.sh build DIR on a machine with Go)" >&2; exit 2; }
@@ -130,8 +135,8 @@ pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }; }
 trap stop EXIT
 
-# start P STORE PROCS [PROFILED]: a fresh veild on cores 0..P-1 (STORE log
-# or nolog; PROCS auto: its own GOMAXPROCS, P: GOMAXPROCS=P); sets addr,
+# start P STORE PROCS [PROFILED]: a fresh veild on cores 0..P-1 (STORE log,
+# log-fd or nolog; PROCS auto: its own GOMAXPROCS, P: GOMAXPROCS=P); sets addr,
 # maddr, key. A port can be taken between choosing and binding it: a start
 # that fails on its port is tried again with other ports.
 start() {
@@ -144,7 +149,10 @@ start() {
 		local cmd=(env "${gmp[@]}" "$VEILD" serve --data "$data" --addr "$addr" --metrics-addr "$maddr"
 			--devnet-base-port 0 --rate-limit 0 --log-level warn)
 		[ -z "$profiled" ] || cmd+=(--pprof)
-		[ "$store" = log ] || cmd+=(--store-log=false)
+		case $store in
+		log-fd) cmd+=(--store-log-aio=false) ;;
+		nolog) cmd+=(--store-log=false) ;;
+		esac
 		# shellcheck disable=SC2206 # VEILD_ARGS is split on spaces on purpose
 		[ -z "$VEILD_ARGS" ] || cmd+=($VEILD_ARGS)
 		[ "$pin" = 0 ] || cmd=(taskset -c "0-$((p - 1))" "${cmd[@]}")
@@ -180,14 +188,14 @@ load() { # load P ARGS…: veil-load on the cores veild does not use
 
 table=$out/table.txt
 # One row of the table, header and rows alike.
-rowfmt='| %-5s | %-5s | %-5s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n'
+rowfmt='| %-5s | %-5s | %-6s | %-8s | %-7s | %-10s | %-9s | %-9s | %-6s | %-9s | %-13s | %-10s | %-9s | %-12s | %-9s | %-11s | %-10s |\n'
 {
 	echo "# scale-bench $(date -u +%FT%TZ) on $(uname -m), $ncpu cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "# veild: bbolt (store log: the write-ahead log, the default; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1; procs: its GOMAXPROCS (PROCS=$PROCS)"
+	echo "# veild: bbolt (store log: the write-ahead log synced by AIO, the default; log-fd: the log synced by fdatasync, --store-log-aio=false; nolog: --store-log=false), embedded devnets, --rate-limit 0${VEILD_ARGS:+ $VEILD_ARGS}; $AGENTS agents; $DURATION per run; veild on cores 0..P-1; procs: its GOMAXPROCS (PROCS=$PROCS)"
 	echo "# commit: the committer's groups (with the log: append + fdatasync); apply: the log applier's bbolt transactions"
 	# shellcheck disable=SC2059 # the format is $rowfmt, on purpose
 	printf "$rowfmt" P procs store workload clients "req/s" p50 p99 errors commits/s batches/commit commit-ms applies/s groups/apply apply-ms veild-cores cpu-us/req
-	printf '|%s|\n' "-------|-------|-------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------|-------------|------------"
+	printf '|%s|\n' "-------|-------|--------|----------|---------|------------|-----------|-----------|--------|-----------|---------------|------------|-----------|--------------|-----------|-------------|------------"
 } | tee "$table"
 
 for p in $CORES; do

@@ -61,6 +61,9 @@ type config struct {
 	// StoreLog: bbolt commits through its write-ahead log (the default);
 	// false is the pre-log path, kept for measuring (issue 38).
 	StoreLog bool
+	// StoreLogAIO: the log's records are made durable with Linux AIO
+	// (the default; persistence.BoltOptions.PlainSync when false).
+	StoreLogAIO bool
 	// StoreApplyDelay: the least time between two of the bbolt log
 	// applier's transactions (persistence.BoltOptions.ApplyDelay); 0: none.
 	StoreApplyDelay time.Duration
@@ -127,6 +130,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PublicURL, "public-url", "", "public base URL of this server (default http://<addr>)")
 	fs.StringVar(&c.Store, "store", "bolt", "state store: bolt (the file in --data) or postgres (--postgres-dsn; required with --cluster)")
 	fs.BoolVar(&c.StoreLog, "store-log", true, "bbolt store: commit through the write-ahead log (default); false commits each group to bbolt itself, the pre-log path, for measuring")
+	fs.BoolVar(&c.StoreLogAIO, "store-log-aio", true, "bbolt store with its write-ahead log: sync the log with Linux AIO, the committer parked and its CPU free for requests while the disk works (default); false: fdatasync, and veild runs one GOMAXPROCS more than the CPUs so that the sync's held P is a spare. Where the kernel refuses AIO, fdatasync is used anyway")
 	fs.DurationVar(&c.StoreApplyDelay, "store-apply-delay", persistence.DefaultApplyDelay, "bbolt store with its write-ahead log: the least time between two of the applier's bbolt transactions; the writes logged meanwhile share the next one (fewer pages written per write). Every answered write is durable and visible before; 0: no delay")
 	fs.StringVar(&c.PostgresDSN, "postgres-dsn", "", "with --store postgres: the connection string, e.g. postgres://veil@db:5432/veil")
 	fs.BoolVar(&c.Cluster, "cluster", false, "join a protoactor cluster: agents are placed on members by id (docs/cluster.md)")

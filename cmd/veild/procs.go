@@ -4,45 +4,56 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+
+	"github.com/veilhq/veil/persistence"
 )
 
-// storeProcs is the GOMAXPROCS veild runs with on the bbolt store, or 0 to
-// leave the runtime's choice (docs/operations.md, "CPUs and GOMAXPROCS").
+// storeProcs is the GOMAXPROCS veild runs with, or 0 to leave the
+// runtime's choice (docs/operations.md, "CPUs and GOMAXPROCS").
 //
-// The bbolt store's committer spends most of its time in fdatasync, and Go
-// keeps a P with a goroutine in a system call until sysmon takes it back
-// (one of its ticks at least: 20 µs, more on a busy or virtual machine).
-// On P cores that leaves fewer than P running Go code while the disk
-// syncs, and on one core nothing runs: no request reaches the store while
-// a group syncs, so the next group holds one or two batches (scale-bench
-// on one core: 1.15 batches per commit, veild 0.63 of its core busy).
-// One P more than the CPUs lets the sync hold the spare one
-// (docs/BENCHMARKS.md, "One P more than the CPUs": on one core chat ran
-// 2.1× as fast, on two BenchmarkChat 14–24% faster; a second extra P added
-// nothing).
+// holdsP says whether the store's committer holds one of Go's Ps while
+// the disk syncs. A plain fdatasync does: Go keeps a P with a goroutine
+// in a system call until sysmon takes it back (one of its ticks at
+// least: 20 µs, more on a busy or virtual machine). On P cores that
+// leaves fewer than P running Go code while the disk syncs, and on one
+// core nothing runs: no request reaches the store while a group syncs,
+// so the next group holds one or two batches (scale-bench on one core:
+// 1.15 batches per commit, veild 0.63 of its core busy). One P more than
+// the CPUs lets the sync hold the spare one (docs/BENCHMARKS.md, "One P
+// more than the CPUs"). The bbolt store's log syncs through Linux AIO
+// instead, its committer parked in the network poller, as PostgreSQL's
+// commits wait there: neither holds a P, and an extra P then only adds a
+// thread competing for the cores (its GET p99 +36% on two cores;
+// "The log's sync without a P").
 //
-// It leaves the choice alone where an operator set GOMAXPROCS, where the
-// store is PostgreSQL (its commits wait in the network poller, which holds
-// no P), and where the runtime chose fewer than NumCPU: a CPU quota of the
-// container (cgroup) is in force, and a P beyond it would run the process
-// into the quota's throttling. NumCPU counts the CPUs of the process's
-// affinity mask, so veild pinned to P cores (taskset) runs P+1.
-func storeProcs(store string, envSet bool, procs, ncpu int) int {
-	if envSet || !isBolt(store) || procs < ncpu {
+// It leaves the choice alone where an operator set GOMAXPROCS, and where
+// the runtime chose fewer than NumCPU: a CPU quota of the container
+// (cgroup) is in force, and a P beyond it would run the process into the
+// quota's throttling. NumCPU counts the CPUs of the process's affinity
+// mask, so veild pinned to P cores (taskset) runs P+1 when it adds one.
+func storeProcs(holdsP, envSet bool, procs, ncpu int) int {
+	if envSet || !holdsP || procs < ncpu {
 		return 0
 	}
 	return ncpu + 1
 }
 
-// setStoreProcs applies storeProcs to this process and says what it chose.
-func setStoreProcs(store string, log *slog.Logger) {
+// syncHolder is a store that knows whether its commits' disk syncs hold a
+// P (persistence.Bolt).
+type syncHolder interface{ CommitSyncHoldsP() bool }
+
+// setStoreProcs applies storeProcs to this process for the opened store,
+// and says what it chose.
+func setStoreProcs(store persistence.Store, log *slog.Logger) {
+	h, ok := store.(syncHolder)
+	holdsP := ok && h.CommitSyncHoldsP()
 	_, envSet := os.LookupEnv("GOMAXPROCS")
 	procs, ncpu := runtime.GOMAXPROCS(0), runtime.NumCPU()
-	n := storeProcs(store, envSet, procs, ncpu)
+	n := storeProcs(holdsP, envSet, procs, ncpu)
 	if n == 0 {
-		log.Debug("GOMAXPROCS left as the runtime chose", slog.Int("gomaxprocs", procs), slog.Int("cpus", ncpu), slog.Bool("env", envSet))
+		log.Debug("GOMAXPROCS left as the runtime chose", slog.Int("gomaxprocs", procs), slog.Int("cpus", ncpu), slog.Bool("env", envSet), slog.Bool("sync_holds_p", holdsP))
 		return
 	}
 	runtime.GOMAXPROCS(n)
-	log.Info("GOMAXPROCS set to one more than the CPUs, for the store's disk syncs (set GOMAXPROCS to choose)", slog.Int("gomaxprocs", n), slog.Int("cpus", ncpu))
+	log.Info("GOMAXPROCS set to one more than the CPUs: the store's disk syncs hold one (fdatasync without AIO; set GOMAXPROCS to choose)", slog.Int("gomaxprocs", n), slog.Int("cpus", ncpu))
 }

@@ -9,28 +9,30 @@ import (
 func TestStoreProcs(t *testing.T) {
 	for _, c := range []struct {
 		name        string
-		store       string
+		holdsP      bool
 		envSet      bool
 		procs, ncpu int
 		want        int
 	}{
-		{"bbolt on one CPU", "bolt", false, 1, 1, 2},
-		{"bbolt, the default store name", "", false, 8, 8, 9},
-		{"GOMAXPROCS set by the operator", "bolt", true, 4, 8, 0},
-		{"GOMAXPROCS set to the CPUs", "bolt", true, 8, 8, 0},
-		{"PostgreSQL", "postgres", false, 8, 8, 0},
-		{"a CPU quota below the CPUs", "bolt", false, 2, 16, 0},
+		{"a sync that holds a P, one CPU", true, false, 1, 1, 2},
+		{"a sync that holds a P, 8 CPUs", true, false, 8, 8, 9},
+		{"a sync that holds none (AIO, PostgreSQL)", false, false, 8, 8, 0},
+		{"GOMAXPROCS set by the operator", true, true, 4, 8, 0},
+		{"GOMAXPROCS set to the CPUs", true, true, 8, 8, 0},
+		{"a CPU quota below the CPUs", true, false, 2, 16, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := storeProcs(c.store, c.envSet, c.procs, c.ncpu); got != c.want {
-				t.Fatalf("storeProcs(%q, %v, %d, %d) = %d, want %d", c.store, c.envSet, c.procs, c.ncpu, got, c.want)
+			if got := storeProcs(c.holdsP, c.envSet, c.procs, c.ncpu); got != c.want {
+				t.Fatalf("storeProcs(%v, %v, %d, %d) = %d, want %d", c.holdsP, c.envSet, c.procs, c.ncpu, got, c.want)
 			}
 		})
 	}
 }
 
-// TestServeSetsGOMAXPROCS starts veild on bbolt twice: without GOMAXPROCS
-// it runs one P more than its CPUs, and an operator's GOMAXPROCS wins.
+// TestServeSetsGOMAXPROCS starts veild on bbolt three times: an
+// operator's GOMAXPROCS wins; by default the log syncs by AIO, which holds
+// no P, and veild runs one P per CPU; with --store-log-aio=false the
+// fdatasync holds one, and veild runs one more.
 func TestServeSetsGOMAXPROCS(t *testing.T) {
 	gomaxprocs := func(p *proc) float64 {
 		t.Helper()
@@ -48,8 +50,17 @@ func TestServeSetsGOMAXPROCS(t *testing.T) {
 	if _, set := os.LookupEnv("GOMAXPROCS"); set || runtime.GOMAXPROCS(0) != runtime.NumCPU() {
 		t.Skipf("GOMAXPROCS %d of %d CPUs here (set: %v): veild's own choice is not checked", runtime.GOMAXPROCS(0), runtime.NumCPU(), set)
 	}
-	p := start(t, t.TempDir())
-	if got, want := gomaxprocs(p), float64(runtime.NumCPU()+1); got != want {
-		t.Errorf("veild runs GOMAXPROCS %v on %d CPUs, want %v; stderr: %s", got, runtime.NumCPU(), want, p.stderr.all.String())
+	for _, c := range []struct {
+		env  []string
+		want int
+	}{
+		{nil, runtime.NumCPU()},
+		{[]string{"VEIL_STORE_LOG_AIO=false"}, runtime.NumCPU() + 1},
+		{[]string{"VEIL_STORE_LOG=false"}, runtime.NumCPU() + 1},
+	} {
+		p := startEnv(t, t.TempDir(), c.env)
+		if got := gomaxprocs(p); got != float64(c.want) {
+			t.Errorf("%v: veild runs GOMAXPROCS %v on %d CPUs, want %d; stderr: %s", c.env, got, runtime.NumCPU(), c.want, p.stderr.all.String())
+		}
 	}
 }

@@ -51,17 +51,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := armFailpoints(log); err != nil {
 		return err
 	}
-	setStoreProcs(cfg.Store, log)
 
 	mets := prom.New(cfg.MetricsLabelCap)
 	build := buildinfo.Read(version)
 	mets.SetBuildInfo(build.Version, build.Revision, build.GoVersion)
 	store, err := openStore(ctx, cfg.Store, cfg.Data, cfg.PostgresDSN, storeOptions{
 		observe: mets.Commit, observeApply: mets.LogApply, noLog: !cfg.StoreLog, applyDelay: cfg.StoreApplyDelay,
+		plainSync: !cfg.StoreLogAIO,
 	})
 	if err != nil {
 		return err
 	}
+	setStoreProcs(store, log)
 	defer func() {
 		if err := store.Close(); err != nil {
 			log.Error("close store", slog.Any("err", err))

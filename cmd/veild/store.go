@@ -32,6 +32,8 @@ type storeOptions struct {
 	noLog bool
 	// applyDelay is the log applier's delay (--store-apply-delay); 0: none.
 	applyDelay time.Duration
+	// plainSync syncs the log with fdatasync, not AIO (--store-log-aio=false).
+	plainSync bool
 }
 
 // isBolt reports whether the store kind names the bbolt file (the
@@ -48,7 +50,7 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 		}
 		return persistence.OpenBolt(filepath.Join(dir, dbFile), persistence.BoltOptions{
 			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
-			ApplyDelay: persistence.ApplyDelaySetting(opts.applyDelay),
+			ApplyDelay: persistence.ApplyDelaySetting(opts.applyDelay), PlainSync: opts.plainSync,
 		})
 	case kind == "postgres":
 		if dsn == "" {

@@ -16,7 +16,7 @@ import (
 // rotates, so every rotation takes one. It returns the segment files.
 func spareLog(t *testing.T, dir string, segmentSize int64, n int) []string {
 	t.Helper()
-	l, err := wal.Create(dir, idA, 1, segmentSize)
+	l, err := wal.Create(dir, idA, 1, wal.Options{SegmentSize: segmentSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSpareSegmentsDamagedZeroes(t *testing.T) {
 // a crash right after the rename leaves a valid, empty segment.
 func TestSpareHasItsHeaderBeforeTheRename(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
-	l, err := wal.Create(dir, idA, 1, segHeader+4*recSize)
+	l, err := wal.Create(dir, idA, 1, wal.Options{SegmentSize: segHeader + 4*recSize})
 	if err != nil {
 		t.Fatal(err)
 	}

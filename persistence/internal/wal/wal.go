@@ -370,6 +370,10 @@ type Log struct {
 	closed      []segment // older segments, oldest first
 	next        uint64
 	buf         []byte
+	sync        syncer // the records' fdatasync (sync_linux.go)
+	// byAIO mirrors sync.byAIO() for SyncsByAIO, which other goroutines
+	// call while the writer may fall back.
+	byAIO atomic.Bool
 	// err, once set, fails every later write: after a failed write or
 	// fdatasync the file's state is unknown, and appending after it could
 	// leave an acknowledged record behind a damaged one.
@@ -406,10 +410,22 @@ const (
 	spareSuffix  = ".spare"
 )
 
+// Options tunes Create. The zero value is the production setting.
+type Options struct {
+	// SegmentSize is the size past which Write starts a new segment;
+	// 0 means DefaultSegmentSize.
+	SegmentSize int64
+	// PlainSync makes every record durable with fdatasync on the writer's
+	// goroutine, never with Linux AIO (sync_linux.go): the baseline AIO is
+	// measured against, and a way out on a system that mishandles it.
+	PlainSync bool
+}
+
 // Create starts the log in dir (made if needed) at sequence number next,
 // after removing every segment there: call it once Replay's records are
-// durable elsewhere. segmentSize 0 means DefaultSegmentSize.
-func Create(dir string, id ID, next uint64, segmentSize int64) (*Log, error) {
+// durable elsewhere.
+func Create(dir string, id ID, next uint64, opts Options) (*Log, error) {
+	segmentSize := opts.SegmentSize
 	if segmentSize <= 0 {
 		segmentSize = DefaultSegmentSize
 	}
@@ -433,6 +449,8 @@ func Create(dir string, id ID, next uint64, segmentSize int64) (*Log, error) {
 	if err := l.open(next); err != nil {
 		return nil, err
 	}
+	l.sync = newSyncer(opts.PlainSync)
+	l.byAIO.Store(l.sync.byAIO())
 	return l, nil
 }
 
@@ -530,7 +548,7 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 		return 0, l.err
 	}
 	if uint64(len(payload))+8 > maxRecord {
-		return 0, fmt.Errorf("write-ahead log: a record of %d bytes is over the limit of %d", len(payload), maxRecord-8)
+		return 0, fmt.Errorf("write-ahead log: a record of %d bytes is over the limit of %d", len(payload), uint64(maxRecord-8))
 	}
 	n := int64(recordHead + len(payload))
 	// A segment holds at least one record: rotating an empty one would
@@ -551,7 +569,11 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 		l.err = fmt.Errorf("write-ahead log %s: %w", l.cur.path, err)
 		return 0, l.err
 	}
-	if err := fdatasync(l.f); err != nil {
+	err := l.sync.datasync(l.f)
+	if !l.sync.byAIO() {
+		l.byAIO.Store(false) // refused: fdatasync from now on
+	}
+	if err != nil {
 		l.err = fmt.Errorf("write-ahead log %s: fdatasync: %w", l.cur.path, err)
 		return 0, l.err
 	}
@@ -616,6 +638,12 @@ func (l *Log) Release(applied uint64) error {
 	return nil
 }
 
+// SyncsByAIO reports whether the records' fdatasync goes through Linux
+// AIO, the writer parked meanwhile (sync_linux.go), rather than a plain
+// fdatasync, which holds the writer's P until the runtime takes it back.
+// It turns false for good when the kernel refuses an AIO sync.
+func (l *Log) SyncsByAIO() bool { return l.byAIO.Load() }
+
 // Segments is the number of segment files, the current one included.
 func (l *Log) Segments() int { return len(l.closed) + 1 }
 
@@ -625,6 +653,7 @@ func (l *Log) Segments() int { return len(l.closed) + 1 }
 func (l *Log) Close(removeAll bool) error {
 	close(l.quit)
 	l.wg.Wait()
+	l.sync.close()
 	if l.preparing {
 		sp := <-l.spare
 		if sp.f != nil {

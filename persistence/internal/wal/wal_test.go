@@ -38,7 +38,7 @@ const recSize = recordHead + 20
 // writeLog creates a log in dir starting at 1 and writes n records.
 func writeLog(t *testing.T, dir string, id wal.ID, segmentSize int64, n int) *wal.Log {
 	t.Helper()
-	l, err := wal.Create(dir, id, 1, segmentSize)
+	l, err := wal.Create(dir, id, 1, wal.Options{SegmentSize: segmentSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestWriteReplayInOrder(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "log")
-			l, err := wal.Create(dir, idA, 1, tc.segmentSize)
+			l, err := wal.Create(dir, idA, 1, wal.Options{SegmentSize: tc.segmentSize})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,7 +385,7 @@ func TestReplayForeign(t *testing.T) {
 	}
 	// One segment of another log among ours, numbered to follow them.
 	other := filepath.Join(t.TempDir(), "other")
-	lb, err := wal.Create(other, idB, 7, 0)
+	lb, err := wal.Create(other, idB, 7, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestClose(t *testing.T) {
 		t.Fatalf("after Close(false): %v, %v", got, err)
 	}
 	// Create replaces whatever is there with one empty segment at next.
-	l, err := wal.Create(dir, idA, 8, threePerSegment)
+	l, err := wal.Create(dir, idA, 8, wal.Options{SegmentSize: threePerSegment})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestWriteFailureIsSticky(t *testing.T) {
 // read as the torn tail, not as damage followed by a record.
 func TestReplayTornRecordHoldingRecordBytes(t *testing.T) {
 	inner := filepath.Join(t.TempDir(), "inner")
-	li, err := wal.Create(inner, idA, 1<<40, 0)
+	li, err := wal.Create(inner, idA, 1<<40, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
