@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -268,5 +270,25 @@ func TestCheckLeavesTheRecordForLaterOps(t *testing.T) {
 			applyBoth(t, s, m, persistence.Check("t", "k", persistence.AtVersion(3)), persistence.Delete("t", "k", persistence.AtVersion(3)), persistence.Check("t", "k", persistence.Absent()))
 			checkAll(t, s, m, []string{"t"}, []string{"k"})
 		})
+	}
+}
+
+// The store's serial stages carry a profiler label, so a CPU profile of
+// a loaded veild tells their share (go tool pprof -tagfocus stage=commit,
+// stage=apply; docs/BENCHMARKS.md).
+func TestSerialStagesAreLabelled(t *testing.T) {
+	s := openTemp(t, persistence.BoltOptions{})
+	defer s.Close()
+	if _, err := s.Apply(context.Background(), persistence.Put("t", "k", []byte("v"), persistence.Absent())); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"commit", "apply"} {
+		if want := `"stage":"` + stage + `"`; !strings.Contains(b.String(), want) {
+			t.Errorf("no goroutine labelled %s:\n%s", want, b.String())
+		}
 	}
 }

@@ -52,7 +52,8 @@
 #                            fresh veild --pprof, taking its CPU (5 s), block, mutex and
 #                            goroutine profiles into $out/pP-STORE-PROCS-KIND-CLIENTS-pprof.*.pb.gz
 #                            (block0/mutex0: before; read with go tool pprof -top
-#                            [-diff_base …0.pb.gz]: they carry their symbols). Profiling
+#                            [-diff_base …0.pb.gz]: they carry their symbols; -tagfocus
+#                            stage=commit or stage=apply: the store's serial stages). Profiling
 #                            slows veild: those rows are marked with *.
 # Needs bash and taskset (util-linux); curl if present (else bash's /dev/tcp).
 set -euo pipefail

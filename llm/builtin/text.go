@@ -3,6 +3,7 @@ package builtin
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/veilhq/veil/agent/intent"
 )
@@ -136,11 +137,20 @@ func clauses(ws []tok) [][2]int {
 
 // wordCount is a rough token count: the words strings.Fields would
 // split s into, counted without building them (the whole history is
-// counted on every turn).
+// counted on every turn). ASCII bytes are looked up in a table, as
+// strings.Fields does; only other bytes are decoded as runes.
 func wordCount(s string) int {
 	n, in := 0, false
-	for _, r := range s {
-		space := unicode.IsSpace(r)
+	for i := 0; i < len(s); {
+		var space bool
+		if c := s[i]; c < utf8.RuneSelf {
+			space = asciiSpace[c] != 0
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+			i += size
+		}
 		if !space && !in {
 			n++
 		}
@@ -148,6 +158,9 @@ func wordCount(s string) int {
 	}
 	return n
 }
+
+// asciiSpace marks the ASCII bytes unicode.IsSpace accepts.
+var asciiSpace = [utf8.RuneSelf]uint8{'\t': 1, '\n': 1, '\v': 1, '\f': 1, '\r': 1, ' ': 1}
 
 // numberWord reports whether w is part of a number in words.
 func numberWord(w string) bool {
