@@ -84,8 +84,14 @@ func newAIOSyncer() (*aioSyncer, error) {
 // errNoAIOSync is a file system or kernel that refuses IOCB_CMD_FDSYNC.
 var errNoAIOSync = errors.New("AIO fdatasync refused")
 
+// errAIOBusy is a submit the kernel could not take this time (EAGAIN:
+// no room; EINTR): nothing was submitted, and the caller syncs this one
+// with fdatasync rather than fail the log over it.
+var errAIOBusy = errors.New("AIO fdatasync not taken this time")
+
 // datasync makes f's data durable: one IOCB_CMD_FDSYNC, waited for on the
-// eventfd. errNoAIOSync means nothing was submitted; use fdatasync.
+// eventfd. errNoAIOSync and errAIOBusy mean nothing was submitted: sync
+// with fdatasync (from now on, and this once).
 func (s *aioSyncer) datasync(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -94,8 +100,7 @@ func (s *aioSyncer) datasync(f *os.File) error {
 	var submitErr syscall.Errno
 	err = rc.Control(func(fd uintptr) {
 		s.cb = iocb{opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: s.resfd}
-		p := &s.cb
-		_, _, submitErr = syscall.Syscall(syscall.SYS_IO_SUBMIT, s.ctx, 1, uintptr(unsafe.Pointer(&p)))
+		submitErr = ioSubmit(s.ctx, &s.cb)
 	})
 	if err != nil {
 		return err
@@ -104,6 +109,8 @@ func (s *aioSyncer) datasync(f *os.File) error {
 	case 0:
 	case syscall.EINVAL, syscall.ENOSYS, syscall.EPERM, syscall.EOPNOTSUPP:
 		return fmt.Errorf("%w: io_submit: %w", errNoAIOSync, submitErr)
+	case syscall.EAGAIN, syscall.EINTR:
+		return fmt.Errorf("%w: io_submit: %w", errAIOBusy, submitErr)
 	default:
 		return fmt.Errorf("io_submit: %w", submitErr)
 	}
@@ -111,7 +118,12 @@ func (s *aioSyncer) datasync(f *os.File) error {
 	if _, err := s.efd.Read(s.buf[:]); err != nil {
 		return fmt.Errorf("wait for AIO fdatasync: %w", err)
 	}
+	// The kernel puts the event in the ring before it signals the
+	// eventfd, so this returns at once; a signal may still interrupt it.
 	n, _, e := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, s.ctx, 1, 1, uintptr(unsafe.Pointer(&s.ev)), 0, 0)
+	for e == syscall.EINTR {
+		n, _, e = syscall.Syscall6(syscall.SYS_IO_GETEVENTS, s.ctx, 1, 1, uintptr(unsafe.Pointer(&s.ev)), 0, 0)
+	}
 	if e != 0 {
 		return fmt.Errorf("io_getevents: %w", e)
 	}
@@ -122,6 +134,13 @@ func (s *aioSyncer) datasync(f *os.File) error {
 		return syscall.Errno(-s.ev.res)
 	}
 	return nil
+}
+
+// ioSubmit submits one iocb. A variable, so that a test can play a
+// kernel that answers otherwise.
+var ioSubmit = func(ctx uintptr, cb *iocb) syscall.Errno {
+	_, _, e := syscall.Syscall(syscall.SYS_IO_SUBMIT, ctx, 1, uintptr(unsafe.Pointer(&cb)))
+	return e
 }
 
 func (s *aioSyncer) close() {

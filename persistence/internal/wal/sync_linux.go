@@ -31,14 +31,17 @@ func (s *syncer) byAIO() bool { return s.aio != nil }
 
 // datasync makes f's data durable. A kernel or file system that refuses
 // an AIO sync (errNoAIOSync: nothing was submitted) gets fdatasync, then
-// and from then on.
+// and from then on; a submit not taken this time (errAIOBusy), this once.
 func (s *syncer) datasync(f *os.File) error {
 	if s.aio != nil {
 		err := s.aio.datasync(f)
-		if !errors.Is(err, errNoAIOSync) {
+		switch {
+		case errors.Is(err, errAIOBusy):
+		case errors.Is(err, errNoAIOSync):
+			s.close()
+		default:
 			return err
 		}
-		s.close()
 	}
 	return fdatasync(f)
 }

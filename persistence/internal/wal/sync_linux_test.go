@@ -105,3 +105,41 @@ func TestAIOSyncOfAClosedFileFails(t *testing.T) {
 		t.Fatal("fell back from AIO on the caller's error")
 	}
 }
+
+// A submit the kernel does not take this time (EAGAIN, EINTR) is synced
+// with fdatasync once, and the next goes through AIO again.
+func TestAIOSubmitNotTakenSyncsOnceWithFdatasync(t *testing.T) {
+	s := newSyncer(false)
+	defer s.close()
+	if !s.byAIO() {
+		t.Fatalf("no AIO here: %v", aioProbe())
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	real := ioSubmit
+	defer func() { ioSubmit = real }()
+	for _, refusal := range []syscall.Errno{syscall.EAGAIN, syscall.EINTR} {
+		submits := 0
+		ioSubmit = func(ctx uintptr, cb *iocb) syscall.Errno {
+			submits++
+			if submits == 1 {
+				return refusal
+			}
+			return real(ctx, cb)
+		}
+		for i := range 2 {
+			if err := s.datasync(f); err != nil {
+				t.Fatalf("%v, sync %d: %v", refusal, i+1, err)
+			}
+			if !s.byAIO() {
+				t.Fatalf("%v, sync %d: AIO given up for a submit not taken once", refusal, i+1)
+			}
+		}
+		if submits != 2 {
+			t.Fatalf("%v: %d submits, want 2 (the refused one, then AIO again)", refusal, submits)
+		}
+	}
+}
