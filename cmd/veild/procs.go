@@ -43,7 +43,10 @@ func storeProcs(holdsP, envSet bool, procs, ncpu int) int {
 type syncHolder interface{ CommitSyncHoldsP() bool }
 
 // setStoreProcs applies storeProcs to this process for the opened store,
-// and says what it chose.
+// and says what it chose. It decides once, at start: a log whose file
+// refuses the AIO sync at its first write (the kernel takes it for any
+// file with an fsync operation, which every disk file system has) falls
+// back to fdatasync without the spare P.
 func setStoreProcs(store persistence.Store, log *slog.Logger) {
 	h, ok := store.(syncHolder)
 	holdsP := ok && h.CommitSyncHoldsP()
