@@ -48,7 +48,7 @@ type ioEvent struct {
 	_   int64 // res2
 }
 
-// The kernel's sizes; a field out of place fails the build.
+// A size other than the kernel's fails the build.
 var (
 	_ [64]byte = [unsafe.Sizeof(iocb{})]byte{}
 	_ [32]byte = [unsafe.Sizeof(ioEvent{})]byte{}
