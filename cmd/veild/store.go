@@ -36,15 +36,11 @@ type storeOptions struct {
 	plainSync bool
 }
 
-// isBolt reports whether the store kind names the bbolt file (the
-// default, also when no kind is given).
-func isBolt(kind string) bool { return kind == "bolt" || kind == "" }
-
 // openStore opens the configured store: the bbolt file in dir (created if
 // needed), or the PostgreSQL database at dsn.
 func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (persistence.Store, error) {
-	switch {
-	case isBolt(kind):
+	switch kind {
+	case "bolt", "":
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
@@ -52,7 +48,7 @@ func openStore(ctx context.Context, kind, dir, dsn string, opts storeOptions) (p
 			Observe: opts.observe, ObserveApply: opts.observeApply, NoLog: opts.noLog, Failpoint: failpoints.Hook(),
 			ApplyDelay: persistence.ApplyDelaySetting(opts.applyDelay), PlainSync: opts.plainSync,
 		})
-	case kind == "postgres":
+	case "postgres":
 		if dsn == "" {
 			return nil, &usageError{"--store postgres needs --postgres-dsn (or VEIL_POSTGRES_DSN)"}
 		}

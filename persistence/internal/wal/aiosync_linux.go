@@ -120,7 +120,8 @@ func (s *aioSyncer) datasync(f *os.File) error {
 	}
 	// The kernel puts the event in the ring before it signals the
 	// eventfd, so this returns at once; a signal may still interrupt it.
-	n, _, e := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, s.ctx, 1, 1, uintptr(unsafe.Pointer(&s.ev)), 0, 0)
+	var n uintptr
+	e := syscall.EINTR
 	for e == syscall.EINTR {
 		n, _, e = syscall.Syscall6(syscall.SYS_IO_GETEVENTS, s.ctx, 1, 1, uintptr(unsafe.Pointer(&s.ev)), 0, 0)
 	}

@@ -57,7 +57,8 @@ func aioProbe() error {
 // syncer fall back to fdatasync, for good, and answer fdatasync's error;
 // a file it can sync then syncs without AIO.
 func TestSyncerFallsBackWhereAIOIsRefused(t *testing.T) {
-	s := newSyncer(false)
+	var s syncer
+	s.init(false)
 	defer s.close()
 	if !s.byAIO() {
 		t.Fatalf("no AIO to fall back from: %v", aioProbe())
@@ -91,7 +92,8 @@ func TestSyncerFallsBackWhereAIOIsRefused(t *testing.T) {
 // An AIO sync's own failure is the caller's error, not a reason to fall
 // back: a closed file is refused before anything is submitted.
 func TestAIOSyncOfAClosedFileFails(t *testing.T) {
-	s := newSyncer(false)
+	var s syncer
+	s.init(false)
 	defer s.close()
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
@@ -109,7 +111,8 @@ func TestAIOSyncOfAClosedFileFails(t *testing.T) {
 // A submit the kernel does not take this time (EAGAIN, EINTR) is synced
 // with fdatasync once, and the next goes through AIO again.
 func TestAIOSubmitNotTakenSyncsOnceWithFdatasync(t *testing.T) {
-	s := newSyncer(false)
+	var s syncer
+	s.init(false)
 	defer s.close()
 	if !s.byAIO() {
 		t.Fatalf("no AIO here: %v", aioProbe())

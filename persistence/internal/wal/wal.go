@@ -371,9 +371,6 @@ type Log struct {
 	next        uint64
 	buf         []byte
 	sync        syncer // the records' fdatasync (sync_linux.go)
-	// byAIO mirrors sync.byAIO() for SyncsByAIO, which other goroutines
-	// call while the writer may fall back.
-	byAIO atomic.Bool
 	// err, once set, fails every later write: after a failed write or
 	// fdatasync the file's state is unknown, and appending after it could
 	// leave an acknowledged record behind a damaged one.
@@ -449,8 +446,7 @@ func Create(dir string, id ID, next uint64, opts Options) (*Log, error) {
 	if err := l.open(next); err != nil {
 		return nil, err
 	}
-	l.sync = newSyncer(opts.PlainSync)
-	l.byAIO.Store(l.sync.byAIO())
+	l.sync.init(opts.PlainSync)
 	return l, nil
 }
 
@@ -569,11 +565,7 @@ func (l *Log) Write(payload []byte) (uint64, error) {
 		l.err = fmt.Errorf("write-ahead log %s: %w", l.cur.path, err)
 		return 0, l.err
 	}
-	err := l.sync.datasync(l.f)
-	if !l.sync.byAIO() {
-		l.byAIO.Store(false) // refused: fdatasync from now on
-	}
-	if err != nil {
+	if err := l.sync.datasync(l.f); err != nil {
 		l.err = fmt.Errorf("write-ahead log %s: fdatasync: %w", l.cur.path, err)
 		return 0, l.err
 	}
@@ -642,7 +634,7 @@ func (l *Log) Release(applied uint64) error {
 // AIO, the writer parked meanwhile (sync_linux.go), rather than a plain
 // fdatasync, which holds the writer's P until the runtime takes it back.
 // It turns false for good when the kernel refuses an AIO sync.
-func (l *Log) SyncsByAIO() bool { return l.byAIO.Load() }
+func (l *Log) SyncsByAIO() bool { return l.sync.byAIO() }
 
 // Segments is the number of segment files, the current one included.
 func (l *Log) Segments() int { return len(l.closed) + 1 }
