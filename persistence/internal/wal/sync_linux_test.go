@@ -53,16 +53,35 @@ func aioProbe() error {
 	return err
 }
 
+// aioSyncerForTest is a syncer on AIO, closed when the test ends; the
+// test fails where the kernel refuses AIO, as it has nothing to check.
+func aioSyncerForTest(t *testing.T) *syncer {
+	t.Helper()
+	s := new(syncer)
+	s.init(false)
+	t.Cleanup(s.close)
+	if !s.byAIO() {
+		t.Fatalf("no AIO here: %v", aioProbe())
+	}
+	return s
+}
+
+// tempFile is a new empty file, closed when the test ends.
+func tempFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // A file the kernel cannot sync by AIO (a pipe has no fsync) makes the
 // syncer fall back to fdatasync, for good, and answer fdatasync's error;
 // a file it can sync then syncs without AIO.
 func TestSyncerFallsBackWhereAIOIsRefused(t *testing.T) {
-	var s syncer
-	s.init(false)
-	defer s.close()
-	if !s.byAIO() {
-		t.Fatalf("no AIO to fall back from: %v", aioProbe())
-	}
+	s := aioSyncerForTest(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +95,7 @@ func TestSyncerFallsBackWhereAIOIsRefused(t *testing.T) {
 	if s.byAIO() {
 		t.Fatal("still syncing by AIO after the kernel refused it")
 	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempFile(t)
 	if _, err := f.WriteString("x"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +107,8 @@ func TestSyncerFallsBackWhereAIOIsRefused(t *testing.T) {
 // An AIO sync's own failure is the caller's error, not a reason to fall
 // back: a closed file is refused before anything is submitted.
 func TestAIOSyncOfAClosedFileFails(t *testing.T) {
-	var s syncer
-	s.init(false)
-	defer s.close()
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := aioSyncerForTest(t)
+	f := tempFile(t)
 	f.Close()
 	if err := s.datasync(f); err == nil || errors.Is(err, errNoAIOSync) {
 		t.Fatalf("sync of a closed file: %v, want the closed file's error", err)
@@ -111,17 +121,8 @@ func TestAIOSyncOfAClosedFileFails(t *testing.T) {
 // A submit the kernel does not take this time (EAGAIN, EINTR) is synced
 // with fdatasync once, and the next goes through AIO again.
 func TestAIOSubmitNotTakenSyncsOnceWithFdatasync(t *testing.T) {
-	var s syncer
-	s.init(false)
-	defer s.close()
-	if !s.byAIO() {
-		t.Fatalf("no AIO here: %v", aioProbe())
-	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	s := aioSyncerForTest(t)
+	f := tempFile(t)
 	real := ioSubmit
 	defer func() { ioSubmit = real }()
 	for _, refusal := range []syscall.Errno{syscall.EAGAIN, syscall.EINTR} {
